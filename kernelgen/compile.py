@@ -1,0 +1,117 @@
+"""The narrow compile boundary: compile(source, arch) -> cubin bytes, cached on disk by content.
+
+>>> from kernelgen.compile import compile_cuda
+>>> res = compile_cuda('extern "C" __global__ void k(float* x) { x[threadIdx.x] = 1.f; }', "sm_90", "k")
+>>> res.cubin[:4] == b"\\x7fELF"
+True
+
+NVRTC (through cuda-bindings, which returns the whole cubin) needs no GPU when the arch is given.
+The cache key is a hash of the source, the options and the NVRTC version; entries are written to a
+temporary name and renamed, so a crash never leaves a half-written cubin behind.
+"""
+from __future__ import annotations
+
+import functools
+import hashlib
+import os
+import re
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from . import config
+from .errors import CompileError, UsageError
+
+BASE_OPTIONS = ("-std=c++17", "--ptxas-options=-v")
+
+
+@dataclass(frozen=True)
+class Compiled:
+    cubin: bytes
+    log: str             # NVRTC's log with ptxas' -v report (registers, spills)
+    arch: str
+    cached: bool = False
+
+    def spill_bytes(self) -> int:
+        return sum(int(a) + int(b) for a, b in re.findall(r"(\d+) bytes spill stores, (\d+) bytes spill loads", self.log))
+
+
+def _nvrtc():
+    try:
+        from cuda.bindings import nvrtc
+    except ImportError:
+        try:
+            from cuda import nvrtc  # cuda-python < 12.6
+        except ImportError:
+            raise UsageError("NVRTC is not available: install cuda-bindings and nvidia-cuda-nvrtc-cu12 "
+                             "(`pip install -e .` does)") from None
+    return nvrtc
+
+
+@functools.lru_cache(maxsize=1)
+def nvrtc_version() -> str:
+    nvrtc = _nvrtc()
+    err, major, minor = nvrtc.nvrtcVersion()
+    _ok(nvrtc, err, "nvrtcVersion")
+    return f"{major}.{minor}"
+
+
+def _ok(nvrtc, err, what: str) -> None:
+    if err != nvrtc.nvrtcResult.NVRTC_SUCCESS:
+        raise UsageError(f"NVRTC call {what} failed: {err}")
+
+
+def check_arch(arch: str) -> str:
+    if arch not in config.SUPPORTED_ARCHS:
+        raise UsageError(f"arch {arch!r} is not supported; choose one of {', '.join(config.SUPPORTED_ARCHS)}")
+    return arch
+
+
+def _cache_path(source: str, arch: str, options: tuple[str, ...]) -> Path:
+    key = hashlib.sha256("\0".join((source, arch, *options, nvrtc_version())).encode()).hexdigest()
+    return config.cache_dir() / key[:2] / key
+
+
+def _atomic_write(path: Path, data: bytes) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")
+    with os.fdopen(fd, "wb") as f:
+        f.write(data)
+    os.replace(tmp, path)
+
+
+def compile_cuda(source: str, arch: str, symbol: str = "kernel", options: tuple[str, ...] = ()) -> Compiled:
+    """Compile CUDA C++ `source` for `arch` (e.g. "sm_90") to a cubin, or raise CompileError with the log."""
+    check_arch(arch)
+    opts = BASE_OPTIONS + tuple(options)
+    path = _cache_path(source, arch, opts)
+    if config.cache_enabled() and path.with_suffix(".cubin").exists():
+        return Compiled(path.with_suffix(".cubin").read_bytes(), path.with_suffix(".log").read_text(), arch, True)
+    cubin, log = _nvrtc_compile(source, arch, symbol, opts)
+    if config.cache_enabled():
+        _atomic_write(path.with_suffix(".log"), log.encode())
+        _atomic_write(path.with_suffix(".cubin"), cubin)
+    return Compiled(cubin, log, arch)
+
+
+def _nvrtc_compile(source: str, arch: str, symbol: str, opts: tuple[str, ...]) -> tuple[bytes, str]:
+    nvrtc = _nvrtc()
+    err, prog = nvrtc.nvrtcCreateProgram(source.encode(), f"{symbol}.cu".encode(), 0, [], [])
+    _ok(nvrtc, err, "nvrtcCreateProgram")
+    try:
+        args = [f"--gpu-architecture={arch}".encode()] + [o.encode() for o in opts]
+        (cerr,) = nvrtc.nvrtcCompileProgram(prog, len(args), args)
+        err, size = nvrtc.nvrtcGetProgramLogSize(prog)
+        buf = b" " * size
+        nvrtc.nvrtcGetProgramLog(prog, buf)
+        log = buf.rstrip(b"\0 ").decode(errors="replace")
+        if cerr != nvrtc.nvrtcResult.NVRTC_SUCCESS:
+            raise CompileError(symbol, log, source)
+        err, size = nvrtc.nvrtcGetCUBINSize(prog)
+        _ok(nvrtc, err, "nvrtcGetCUBINSize")
+        cubin = b" " * size
+        (err,) = nvrtc.nvrtcGetCUBIN(prog, cubin)
+        _ok(nvrtc, err, "nvrtcGetCUBIN")
+        return cubin, log
+    finally:
+        nvrtc.nvrtcDestroyProgram(prog)

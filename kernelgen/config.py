@@ -1,0 +1,40 @@
+"""Every environment switch kernelgen reads, in one place (Triton's habit).
+
+>>> from kernelgen import config
+>>> config.cache_dir().name
+'kernelgen'
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+VERSION = "0.1.0"
+DEFAULT_ARCH = "sm_90"
+SUPPORTED_ARCHS = ("sm_70", "sm_75", "sm_80", "sm_86", "sm_87", "sm_89", "sm_90", "sm_90a", "sm_100", "sm_120")
+
+
+def cache_dir() -> Path:
+    """Compiled cubins, keyed by source, options and compiler version (KERNELGEN_CACHE_DIR)."""
+    root = os.environ.get("KERNELGEN_CACHE_DIR") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "kernelgen")
+    return Path(root)
+
+
+def cache_enabled() -> bool:
+    return os.environ.get("KERNELGEN_NO_CACHE", "") in ("", "0")
+
+
+def tuning_db() -> Path:
+    """The append-only JSON-lines tuning database (KERNELGEN_TUNING_DB)."""
+    return Path(os.environ.get("KERNELGEN_TUNING_DB", "kernelgen_tuning.jsonl"))
+
+
+def cxx() -> str:
+    """The host C++ compiler the emulator builds kernels with (KERNELGEN_CXX)."""
+    return os.environ.get("KERNELGEN_CXX", "g++")
+
+
+def force_no_gpu() -> bool:
+    """Pretend there is no GPU (KERNELGEN_NO_GPU=1), for testing the no-GPU paths on a GPU machine."""
+    return os.environ.get("KERNELGEN_NO_GPU", "") not in ("", "0")

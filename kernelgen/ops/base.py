@@ -1,0 +1,294 @@
+"""What an operator declares, and the plain values that flow out of it.
+
+An Op says what it computes (dims, loops, buffers, a float64 numpy reference, bytes and flops),
+which schedules it accepts (its knobs, read from a Schedule's primitives), and how one schedule
+lowers to a template and a list of launches. Everything it returns is a frozen value:
+
+>>> from kernelgen.ops import get_op
+>>> op = get_op("reduce_sum")
+>>> p = op.problem({"n": 1000003})
+>>> kern = op.kernel(op.default_schedule())
+>>> kern.name.startswith("reduce_sum_")
+True
+"""
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import math
+import re
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterator
+
+import numpy as np
+
+from ..errors import ScheduleError, UsageError, check
+from ..schedule import Schedule, ScheduleReader
+
+
+@dataclass(frozen=True)
+class Dim:
+    name: str
+    default: int          # the benchmark size
+    small: int            # an awkward small size for the emulator and quick checks
+    minimum: int = 1
+
+
+@dataclass(frozen=True)
+class Knob:
+    name: str
+    default: Any
+    choices: tuple
+    help: str
+    abbr: str = ""
+
+    def encode(self, value) -> str:
+        v = {True: "1", False: "0"}.get(value, value) if isinstance(value, bool) else value
+        return f"{self.abbr or self.name}{re.sub(r'[^A-Za-z0-9]', '', str(v))}"
+
+
+@dataclass(frozen=True)
+class Problem:
+    """Concrete sizes, e.g. Problem((("M", 127), ("N", 1000), ("K", 1))). Printed as M=127,N=1000,K=1."""
+
+    sizes: tuple[tuple[str, int], ...]
+
+    def __getitem__(self, name: str) -> int:
+        return dict(self.sizes)[name]
+
+    def as_dict(self) -> dict[str, int]:
+        return dict(self.sizes)
+
+    def __str__(self) -> str:
+        return ",".join(f"{k}={v}" for k, v in self.sizes)
+
+
+@dataclass(frozen=True)
+class Launch:
+    symbol: str
+    grid: tuple[int, int, int]
+    block: tuple[int, int, int]
+    args: tuple[str, ...]          # buffer, workspace or scalar names, in the kernel's parameter order
+    shared_bytes: int = 0          # dynamic shared memory
+
+    @property
+    def threads(self) -> int:
+        return self.block[0] * self.block[1] * self.block[2]
+
+
+@dataclass(frozen=True)
+class Workspace:
+    name: str
+    dtype: str
+    count: int
+    fill: float | None = None      # value to set before the first launch (atomics need 0)
+
+
+@dataclass(frozen=True)
+class Scalar:
+    name: str
+    ctype: str                     # "int" | "long long" | "float"
+    value: int | float
+
+
+@dataclass(frozen=True)
+class Kernel:
+    """A rendered-to-be kernel: everything that decides the source text, and nothing size-dependent."""
+
+    op: str
+    name: str                      # file name stem and symbol prefix, derived from the knobs
+    schedule: Schedule
+    knobs: tuple[tuple[str, Any], ...]
+    template: str
+    params: tuple[tuple[str, Any], ...]
+    static_smem: int = 0           # bytes of __shared__ arrays the template declares
+    registers_estimate: int = 0
+
+    def knob(self, name: str):
+        return dict(self.knobs)[name]
+
+
+@dataclass(frozen=True)
+class Plan:
+    """How to run one Kernel on one Problem: launches in order, their workspaces and scalar args."""
+
+    kernel: Kernel
+    problem: Problem
+    launches: tuple[Launch, ...]
+    workspaces: tuple[Workspace, ...] = ()
+    scalars: tuple[Scalar, ...] = ()
+    alignment: tuple[tuple[str, int], ...] = ()   # buffer -> bytes its pointer must be aligned to
+
+
+@dataclass(frozen=True)
+class LadderStep:
+    title: str
+    schedule: Schedule
+    note: str = ""                 # the seed notes' figure or remark for this step
+
+
+@dataclass(frozen=True)
+class Limits:
+    """What legality is checked against: the device's, or a default per arch when there is no GPU."""
+
+    arch: str = "sm_90"
+    max_threads: int = 1024
+    static_smem: int = 48 * 1024
+    max_smem: int = 227 * 1024     # with the dynamic opt-in
+    sms: int = 132
+    max_registers: int = 255
+
+
+class Op:
+    """Base for operators. Subclasses fill the class attributes and the abstract methods."""
+
+    name: str = ""
+    summary: str = ""
+    dims: tuple[Dim, ...] = ()
+    loops: tuple[str, ...] = ()
+    inputs: tuple[str, ...] = ()
+    outputs: tuple[str, ...] = ()
+    dtype: str = "float32"
+    knobs: tuple[Knob, ...] = ()
+    primitives_help: str = ""      # what each primitive means for this op, for `kernelgen list OP`
+    rel_tolerance: float = 1e-5    # ||out - ref|| / ||ref|| for float32 arithmetic
+
+    # -- problems --------------------------------------------------------------------------------
+    def problem(self, sizes: dict[str, int] | None = None, *, small: bool = False) -> Problem:
+        sizes = dict(sizes or {})
+        unknown = set(sizes) - {d.name for d in self.dims}
+        if unknown:
+            raise UsageError(f"{self.name}: unknown size {sorted(unknown)[0]!r}; sizes are "
+                             + ", ".join(d.name for d in self.dims))
+        out = []
+        for d in self.dims:
+            v = sizes.get(d.name, d.small if small else d.default)
+            if not isinstance(v, (int, np.integer)) or v < d.minimum:
+                raise UsageError(f"{self.name}: size {d.name}={v} is illegal (must be an integer >= {d.minimum})")
+            out.append((d.name, int(v)))
+        problem = Problem(tuple(out))
+        self.check_problem(problem)
+        return problem
+
+    def check_problem(self, problem: Problem) -> None:
+        """Op-specific checks of sizes (e.g. a convolution with an empty output)."""
+
+    # -- schedules -------------------------------------------------------------------------------
+    def default_knobs(self) -> dict:
+        return {k.name: k.default for k in self.knobs}
+
+    def knob(self, name: str) -> Knob:
+        for k in self.knobs:
+            if k.name == name:
+                return k
+        raise UsageError(f"{self.name}: unknown knob {name!r}; knobs are " + ", ".join(k.name for k in self.knobs))
+
+    def schedule_from_knobs(self, **knobs) -> Schedule:
+        """The canonical chain of primitives for a knob setting (the inverse of knobs_from_schedule)."""
+        raise NotImplementedError
+
+    def read_knobs(self, r: ScheduleReader) -> dict:
+        """Read every knob out of a schedule through `r`; unread steps are rejected by the caller."""
+        raise NotImplementedError
+
+    def default_schedule(self) -> Schedule:
+        return self.schedule_from_knobs(**self.default_knobs())
+
+    def knobs_from_schedule(self, sched: Schedule) -> dict:
+        if sched.op != self.name:
+            raise ScheduleError("schedule", "op", sched.op, allowed=self.name)
+        r = ScheduleReader(sched, self.all_loops(), self.inputs + self.outputs)
+        knobs = self.read_knobs(r)
+        r.finish()
+        return knobs
+
+    def all_loops(self) -> tuple[str, ...]:
+        return self.loops + tuple(f"{l}.{i}" for l in self.loops for i in range(4))
+
+    def schedule(self, **overrides) -> Schedule:
+        """The default knobs with `overrides` applied, as a schedule (unknown knobs are an error)."""
+        knobs = self.default_knobs()
+        for k, v in overrides.items():
+            self.knob(k)
+            knobs[k] = v
+        return self.schedule_from_knobs(**knobs)
+
+    def check_knobs(self, knobs: dict, limits: Limits) -> None:
+        """Legality beyond what the reader checks: divisibility, threads, shared memory, registers."""
+
+    # -- lowering --------------------------------------------------------------------------------
+    def kernel(self, sched: Schedule, limits: Limits | None = None) -> Kernel:
+        """Check `sched` and decide everything that fixes the source text."""
+        limits = limits or Limits()
+        knobs = self.knobs_from_schedule(sched)
+        self.check_knobs(knobs, limits)
+        name = self.name + "_" + "_".join(self.knob(k).encode(v) for k, v in knobs.items())
+        params, static_smem, regs = self.template_params(knobs)
+        check(static_smem <= limits.max_smem, "cache_read", "shared", f"{static_smem} bytes",
+              limit=f"{limits.max_smem} bytes of shared memory per block on {limits.arch}")
+        check(regs <= limits.max_registers, "split", "register tile", f"~{regs} registers per thread",
+              limit=f"{limits.max_registers} registers per thread")
+        return Kernel(self.name, name, sched, tuple(knobs.items()), self.template(knobs),
+                      tuple(sorted(params.items())), static_smem, regs)
+
+    def template(self, knobs: dict) -> str:
+        return f"{self.name}.cu.j2"
+
+    def template_params(self, knobs: dict) -> tuple[dict, int, int]:
+        """(params for the template, shared-memory bytes per block, register estimate)."""
+        raise NotImplementedError
+
+    def plan(self, kernel: Kernel, problem: Problem, limits: Limits | None = None) -> Plan:
+        raise NotImplementedError
+
+    # -- numbers ---------------------------------------------------------------------------------
+    def make_inputs(self, problem: Problem, rng: np.random.Generator) -> dict[str, np.ndarray]:
+        raise NotImplementedError
+
+    def output_shapes(self, problem: Problem) -> dict[str, tuple[int, ...]]:
+        raise NotImplementedError
+
+    def reference(self, inputs: dict[str, np.ndarray], problem: Problem) -> dict[str, np.ndarray]:
+        """float64 results computed with numpy from the (float32) inputs."""
+        raise NotImplementedError
+
+    def bytes_moved(self, problem: Problem) -> int:
+        raise NotImplementedError
+
+    def flops(self, problem: Problem) -> int:
+        return 0
+
+    def tolerance(self, problem: Problem) -> float:
+        return self.rel_tolerance
+
+    def vendor(self, xp_inputs: dict, problem: Problem) -> tuple[str, Callable[[], Any]] | None:
+        """(library name, a no-argument callable running the vendor library on device inputs) for benchmarks."""
+        return None
+
+    # -- ladders and search ----------------------------------------------------------------------
+    def ladder(self) -> tuple[LadderStep, ...]:
+        return ()
+
+    def space(self, problem: Problem, limits: Limits) -> Iterator[dict]:
+        """Every combination of knob choices; illegal ones are pruned by the tuner through ScheduleError."""
+        names = [k.name for k in self.knobs]
+        for combo in itertools.product(*(k.choices for k in self.knobs)):
+            yield dict(zip(names, combo))
+
+
+def cdiv(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+def pow2(x: int) -> bool:
+    return x > 0 and x & (x - 1) == 0
+
+
+def rel_error(out: np.ndarray, ref: np.ndarray) -> float:
+    out = np.asarray(out, dtype=np.float64)
+    ref = np.asarray(ref, dtype=np.float64)
+    if not np.all(np.isfinite(out)):
+        return math.inf
+    denom = np.linalg.norm(ref.ravel())
+    num = np.linalg.norm((out - ref).ravel())
+    return float(num / denom) if denom > 0 else float(num)

@@ -1,0 +1,397 @@
+"""Schedules are frozen values: a tuple of named primitives (TVM's names) over an op's loops and buffers.
+
+>>> from kernelgen.schedule import schedule
+>>> s = schedule("sgemm").split("i", 128, 8).split("j", 128, 8).split("k", 8).bind("i.0", "blockIdx.y")
+>>> s.to_python()
+'schedule("sgemm").split("i", 128, 8).split("j", 128, 8).split("k", 8).bind("i.0", "blockIdx.y")'
+>>> Schedule.from_json(s.to_json()) == s
+True
+
+`split("i", 128, 8)` makes loops `i.0` (over tiles of 128), `i.1` (over tiles of 8 inside one of
+128) and `i.2` (the 8 inside a tile): factors are nested tile extents, outermost first.
+What each primitive means for a given op is in `kernelgen list OP`; an op that cannot honour a step
+rejects it with a ScheduleError instead of ignoring it.
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from .errors import ScheduleError
+
+BIND_AXES = ("blockIdx.x", "blockIdx.y", "blockIdx.z", "threadIdx.x", "threadIdx.y", "threadIdx.z",
+             "warp", "lane", "serial")
+SCOPES = ("shared", "register")
+
+
+@dataclass(frozen=True)
+class Step:
+    """One primitive. Subclasses name themselves with `prim` and list their fields in call order."""
+
+    prim: ClassVar[str] = ""
+
+    @property
+    def target(self) -> str:
+        return str(getattr(self, dataclasses.fields(self)[0].name))
+
+    def args(self) -> tuple:
+        vals = []
+        for f in dataclasses.fields(self):
+            v = getattr(self, f.name)
+            vals.extend(v if isinstance(v, tuple) else (v,))
+        return tuple(vals)
+
+    def to_python(self) -> str:
+        return f"{self.prim}({', '.join(json.dumps(a) if isinstance(a, str) else repr(a) for a in self.args())})"
+
+    def to_dict(self) -> dict:
+        d = {"prim": self.prim}
+        for f in dataclasses.fields(self):
+            v = getattr(self, f.name)
+            d[f.name] = list(v) if isinstance(v, tuple) else v
+        return d
+
+
+@dataclass(frozen=True)
+class Split(Step):
+    prim: ClassVar[str] = "split"
+    loop: str
+    factors: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class Reorder(Step):
+    prim: ClassVar[str] = "reorder"
+    loops: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Fuse(Step):
+    prim: ClassVar[str] = "fuse"
+    loops: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Bind(Step):
+    prim: ClassVar[str] = "bind"
+    loop: str
+    axis: str
+
+
+@dataclass(frozen=True)
+class CacheRead(Step):
+    prim: ClassVar[str] = "cache_read"
+    buffer: str
+    scope: str
+
+
+@dataclass(frozen=True)
+class CacheWrite(Step):
+    prim: ClassVar[str] = "cache_write"
+    buffer: str
+    scope: str
+
+
+@dataclass(frozen=True)
+class StorageAlign(Step):
+    prim: ClassVar[str] = "storage_align"
+    buffer: str
+    pad: int
+
+
+@dataclass(frozen=True)
+class Vectorize(Step):
+    prim: ClassVar[str] = "vectorize"
+    target_name: str
+    width: int
+
+    @property
+    def target(self) -> str:
+        return self.target_name
+
+
+@dataclass(frozen=True)
+class Unroll(Step):
+    prim: ClassVar[str] = "unroll"
+    loop: str
+    factor: int = 0  # 0: fully
+
+
+@dataclass(frozen=True)
+class DoubleBuffer(Step):
+    prim: ClassVar[str] = "double_buffer"
+    buffer: str
+    stages: int = 2
+
+
+@dataclass(frozen=True)
+class Reduction(Step):
+    prim: ClassVar[str] = "reduction"
+    loop: str
+    strategy: str
+
+
+@dataclass(frozen=True)
+class Swizzle(Step):
+    prim: ClassVar[str] = "swizzle"
+    factor: int
+
+    @property
+    def target(self) -> str:
+        return ""
+
+
+@dataclass(frozen=True)
+class Annotate(Step):
+    """An op-specific switch with no TVM name (the algorithm of conv2d, the finish of a reduction)."""
+
+    prim: ClassVar[str] = "annotate"
+    key: str
+    value: Any
+
+
+PRIMITIVES = {cls.prim: cls for cls in (Split, Reorder, Fuse, Bind, CacheRead, CacheWrite, StorageAlign,
+                                        Vectorize, Unroll, DoubleBuffer, Reduction, Swizzle, Annotate)}
+
+
+def _step_from_dict(d: dict) -> Step:
+    d = dict(d)
+    prim = d.pop("prim", None)
+    if prim not in PRIMITIVES:
+        raise ScheduleError("schedule", "json", prim, allowed=", ".join(PRIMITIVES))
+    cls = PRIMITIVES[prim]
+    kwargs = {f.name: tuple(d[f.name]) if isinstance(d.get(f.name), list) else d.get(f.name, f.default)
+              for f in dataclasses.fields(cls)}
+    return cls(**kwargs)
+
+
+@dataclass(frozen=True)
+class Schedule:
+    """An op name and the primitives applied to it, in order. Every builder method returns a new Schedule."""
+
+    op: str
+    steps: tuple[Step, ...] = ()
+
+    def _add(self, step: Step) -> "Schedule":
+        return Schedule(self.op, self.steps + (step,))
+
+    # -- builders (TVM's names) ------------------------------------------------------------------
+    def split(self, loop: str, *factors: int) -> "Schedule":
+        return self._add(Split(loop, tuple(int(f) for f in factors)))
+
+    def tile(self, outer: str, inner: str, fo: int, fi: int) -> "Schedule":
+        """Two splits at once: the 2-D tiling of TVM's `tile`."""
+        return self.split(outer, fo).split(inner, fi)
+
+    def reorder(self, *loops: str) -> "Schedule":
+        return self._add(Reorder(tuple(loops)))
+
+    def fuse(self, *loops: str) -> "Schedule":
+        return self._add(Fuse(tuple(loops)))
+
+    def bind(self, loop: str, axis: str) -> "Schedule":
+        return self._add(Bind(loop, axis))
+
+    def cache_read(self, buffer: str, scope: str) -> "Schedule":
+        return self._add(CacheRead(buffer, scope))
+
+    def cache_write(self, buffer: str, scope: str) -> "Schedule":
+        return self._add(CacheWrite(buffer, scope))
+
+    def storage_align(self, buffer: str, pad: int) -> "Schedule":
+        return self._add(StorageAlign(buffer, int(pad)))
+
+    def vectorize(self, target: str, width: int) -> "Schedule":
+        return self._add(Vectorize(target, int(width)))
+
+    def unroll(self, loop: str, factor: int = 0) -> "Schedule":
+        return self._add(Unroll(loop, int(factor)))
+
+    def double_buffer(self, buffer: str, stages: int = 2) -> "Schedule":
+        return self._add(DoubleBuffer(buffer, int(stages)))
+
+    def reduction(self, loop: str, strategy: str) -> "Schedule":
+        return self._add(Reduction(loop, strategy))
+
+    def swizzle(self, factor: int) -> "Schedule":
+        return self._add(Swizzle(int(factor)))
+
+    def annotate(self, key: str, value) -> "Schedule":
+        return self._add(Annotate(key, value))
+
+    # -- values ----------------------------------------------------------------------------------
+    def to_python(self) -> str:
+        return f"schedule({json.dumps(self.op)})" + "".join("." + s.to_python() for s in self.steps)
+
+    def __str__(self) -> str:
+        return self.to_python()
+
+    def to_dict(self) -> dict:
+        return {"op": self.op, "steps": [s.to_dict() for s in self.steps]}
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), sort_keys=True)
+
+    @staticmethod
+    def from_dict(d: dict) -> "Schedule":
+        if not isinstance(d, dict) or "op" not in d:
+            raise ScheduleError("schedule", "json", d, allowed='{"op": NAME, "steps": [...]}')
+        return Schedule(d["op"], tuple(_step_from_dict(s) for s in d.get("steps", ())))
+
+    @staticmethod
+    def from_json(text: str) -> "Schedule":
+        try:
+            return Schedule.from_dict(json.loads(text))
+        except json.JSONDecodeError as e:
+            raise ScheduleError("schedule", "json", text[:40], limit=f"not JSON: {e.msg}") from None
+
+
+def schedule(op: str) -> Schedule:
+    """Start an empty schedule for `op`."""
+    return Schedule(op)
+
+
+class ScheduleReader:
+    """How an op reads a schedule: every lookup marks the step as used, and `finish()` rejects steps
+    nobody used, so a primitive the template cannot honour is an error, never silently dropped."""
+
+    def __init__(self, sched: Schedule, loops: tuple[str, ...], buffers: tuple[str, ...]):
+        self.sched, self.loops, self.buffers = sched, loops, buffers
+        self._used: set[int] = set()
+
+    def _find(self, cls, target: str | None = None) -> list[tuple[int, Step]]:
+        return [(i, s) for i, s in enumerate(self.sched.steps)
+                if isinstance(s, cls) and (target is None or s.target == target)]
+
+    def _take(self, cls, target: str | None):
+        found = self._find(cls, target)
+        if len(found) > 1:
+            raise ScheduleError(cls.prim, target or "", "given twice", limit="one per target")
+        if not found:
+            return None
+        self._used.add(found[0][0])
+        return found[0][1]
+
+    def split(self, loop: str, n: int | tuple[int, ...], default: tuple[int, ...]) -> tuple[int, ...]:
+        """The factors of `split(loop, ...)`, requiring `n` of them (or one of several counts)."""
+        step = self._take(Split, loop)
+        if step is None:
+            return default
+        counts = n if isinstance(n, tuple) else (n,)
+        if len(step.factors) not in counts:
+            raise ScheduleError("split", loop, step.factors,
+                                limit=f"{' or '.join(map(str, counts))} factor(s) for this op")
+        for f in step.factors:
+            if f < 1:
+                raise ScheduleError("split", loop, f, limit="factors are >= 1")
+        return step.factors
+
+    def bind(self, loop: str, default: str | None = None, allowed: tuple[str, ...] = BIND_AXES) -> str | None:
+        step = self._take(Bind, loop)
+        if step is None:
+            return default
+        if step.axis not in allowed:
+            raise ScheduleError("bind", loop, step.axis, allowed=", ".join(allowed))
+        return step.axis
+
+    def cache_read(self, buffer: str, default: str | None = None,
+                   allowed: tuple[str, ...] = SCOPES) -> str | None:
+        step = self._take(CacheRead, buffer)
+        if step is None:
+            return default
+        if step.scope not in allowed:
+            raise ScheduleError("cache_read", buffer, step.scope, allowed=", ".join(allowed))
+        return step.scope
+
+    def cache_write(self, buffer: str, default: str | None = None,
+                    allowed: tuple[str, ...] = SCOPES) -> str | None:
+        step = self._take(CacheWrite, buffer)
+        if step is None:
+            return default
+        if step.scope not in allowed:
+            raise ScheduleError("cache_write", buffer, step.scope, allowed=", ".join(allowed))
+        return step.scope
+
+    def storage_align(self, buffer: str, default: int = 0) -> int:
+        step = self._take(StorageAlign, buffer)
+        if step is None:
+            return default
+        if not 0 <= step.pad <= 64:
+            raise ScheduleError("storage_align", buffer, step.pad, limit="0..64 elements of padding per row")
+        return step.pad
+
+    def vectorize(self, target: str, default: int = 1, allowed: tuple[int, ...] = (1, 2, 4)) -> int:
+        step = self._take(Vectorize, target)
+        if step is None:
+            return default
+        if step.width not in allowed:
+            raise ScheduleError("vectorize", target, step.width,
+                                limit="16 bytes per access (4 floats)", allowed=", ".join(map(str, allowed)))
+        return step.width
+
+    def unroll(self, loop: str, default: int | None = None) -> int | None:
+        step = self._take(Unroll, loop)
+        if step is None:
+            return default
+        if step.factor < 0:
+            raise ScheduleError("unroll", loop, step.factor, limit="0 (fully) or a positive factor")
+        return step.factor
+
+    def double_buffer(self, buffer: str, default: int = 1, allowed: tuple[int, ...] = (1, 2)) -> int:
+        step = self._take(DoubleBuffer, buffer)
+        if step is None:
+            return default
+        if step.stages not in allowed:
+            raise ScheduleError("double_buffer", buffer, step.stages, allowed=", ".join(map(str, allowed)))
+        return step.stages
+
+    def reduction(self, loop: str, default: str, allowed: tuple[str, ...]) -> str:
+        step = self._take(Reduction, loop)
+        if step is None:
+            return default
+        if step.strategy not in allowed:
+            raise ScheduleError("reduction", loop, step.strategy, allowed=", ".join(allowed))
+        return step.strategy
+
+    def swizzle(self, default: int = 1, allowed: tuple[int, ...] = (1, 2, 4, 8, 16)) -> int:
+        step = self._take(Swizzle, None)
+        if step is None:
+            return default
+        if step.factor not in allowed:
+            raise ScheduleError("swizzle", "", step.factor, allowed=", ".join(map(str, allowed)))
+        return step.factor
+
+    def annotate(self, key: str, default, allowed: tuple | None = None):
+        step = self._take(Annotate, key)
+        if step is None:
+            return default
+        if allowed is not None and step.value not in allowed:
+            raise ScheduleError("annotate", key, step.value, allowed=", ".join(map(str, allowed)))
+        return step.value
+
+    def fuse(self, loops: tuple[str, ...]) -> bool:
+        for i, s in enumerate(self.sched.steps):
+            if isinstance(s, Fuse) and s.loops == loops:
+                self._used.add(i)
+                return True
+        return False
+
+    def reorder(self, allowed: dict[tuple[str, ...], str]) -> str | None:
+        """The name of the loop order given by `reorder(...)`, from the orders the template supports."""
+        step = self._take(Reorder, None) if self._find(Reorder) else None
+        if step is None:
+            return None
+        if step.loops not in allowed:
+            raise ScheduleError("reorder", "", step.loops,
+                                allowed=" | ".join(", ".join(k) for k in allowed))
+        return allowed[step.loops]
+
+    def finish(self) -> None:
+        for i, s in enumerate(self.sched.steps):
+            if i not in self._used:
+                raise ScheduleError(s.prim, s.target, s.args()[1:] if len(s.args()) > 1 else s.args(),
+                                    limit=f"op {self.sched.op} has no use for this step",
+                                    allowed=f"loops {', '.join(self.loops)}; buffers {', '.join(self.buffers)}"
+                                            "; see `kernelgen list " + self.sched.op + "`")

@@ -1,0 +1,36 @@
+// ---- kernelgen prelude: portable helpers (the CPU emulator defines KERNELGEN_EMULATE) ----
+#ifndef KERNELGEN_PRELUDE
+#define KERNELGEN_PRELUDE
+#define KG_FULL_MASK 0xffffffffu
+
+// 16-byte asynchronous global->shared copy (cp.async, sm_80+); a plain copy elsewhere.
+__device__ __forceinline__ void kg_cp_async16(void* smem, const void* gmem) {
+#if !defined(KERNELGEN_EMULATE) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(smem));
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" :: "r"(s), "l"(gmem));
+#else
+  *reinterpret_cast<float4*>(smem) = *reinterpret_cast<const float4*>(gmem);
+#endif
+}
+// 4-byte variant (cp.async.ca), for copies that cannot be 16-byte aligned.
+__device__ __forceinline__ void kg_cp_async4(void* smem, const void* gmem) {
+#if !defined(KERNELGEN_EMULATE) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(smem));
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4;\n" :: "r"(s), "l"(gmem));
+#else
+  *reinterpret_cast<float*>(smem) = *reinterpret_cast<const float*>(gmem);
+#endif
+}
+__device__ __forceinline__ void kg_cp_async_commit() {
+#if !defined(KERNELGEN_EMULATE) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  asm volatile("cp.async.commit_group;\n" ::);
+#endif
+}
+template <int N>
+__device__ __forceinline__ void kg_cp_async_wait() {
+#if !defined(KERNELGEN_EMULATE) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  asm volatile("cp.async.wait_group %0;\n" :: "n"(N));
+#endif
+}
+#endif  // KERNELGEN_PRELUDE
+// ---- end of prelude ----
