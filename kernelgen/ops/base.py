@@ -261,6 +261,10 @@ class Op:
     def tolerance(self, problem: Problem) -> float:
         return self.rel_tolerance
 
+    def error(self, name: str, out: np.ndarray, ref: np.ndarray, inputs: dict, problem: Problem) -> float:
+        """The error compared with `tolerance()`: ||out - ref|| / ||ref|| unless the op says otherwise."""
+        return rel_error(out, ref)
+
     def vendor(self, xp_inputs: dict, problem: Problem) -> tuple[str, Callable[[], Any]] | None:
         """(library name, a no-argument callable running the vendor library on device inputs) for benchmarks."""
         return None

@@ -1,0 +1,63 @@
+"""Benchmark tables: each schedule validated, timed, placed on the roofline, and compared with the
+vendor library measured in the same process and run.
+
+>>> from kernelgen.bench import COLUMNS
+>>> COLUMNS[:3]
+['step', 'time_us', 'GB/s']
+"""
+from __future__ import annotations
+
+import datetime
+
+from . import config, gpu
+from .ops.base import Op, Problem
+from .timing import measure, measure_vendor
+from .validate import validate
+
+COLUMNS = ["step", "time_us", "GB/s", "TFLOP/s", "roofline", "speedup", "vs_vendor", "valid", "kernel"]
+
+
+def bench_rows(op: Op, problem: Problem, *, ladder: bool = False, best_db: str | None = None,
+               reps: int = 30) -> list[dict]:
+    gpu.require()
+    scheds = [(f"{i}. {s.title}", s.schedule) for i, s in enumerate(op.ladder(), 1)] if ladder else []
+    scheds.append(("default schedule", op.default_schedule()))
+    if best_db:
+        from .tune import best_schedule
+        from .tune.db import TuningDB
+        scheds.append(("tuned (best in db)", best_schedule(op, problem, TuningDB(best_db), gpu.device().arch)))
+    vendor = measure_vendor(op, problem, reps=reps)
+    rows = []
+    for label, sched in scheds:
+        v = validate(op, sched, problem, backend="gpu")
+        m = measure(op, sched, problem, reps=reps)
+        rows.append({"step": label, "time_us": m.time_us, "GB/s": m.gbps, "TFLOP/s": m.tflops,
+                     "roofline": m.roofline, "valid": "ok" if v.ok else "WRONG", "kernel": m.kernel})
+    if vendor:
+        label, m = vendor
+        rows.append({"step": f"vendor: {label}", "time_us": m.time_us, "GB/s": m.gbps, "TFLOP/s": m.tflops,
+                     "roofline": m.roofline, "valid": "-", "kernel": label})
+    first = rows[0]["time_us"]
+    for r in rows:
+        r["speedup"] = first / r["time_us"]
+        r["vs_vendor"] = vendor[1].time_us / r["time_us"] if vendor else float("nan")
+    return rows
+
+
+def _fmt(r: dict) -> dict:
+    return dict(r, time_us=f"{r['time_us']:.1f}", **{"GB/s": f"{r['GB/s']:.0f}", "TFLOP/s": f"{r['TFLOP/s']:.2f}",
+                "roofline": f"{r['roofline']:.0%}", "speedup": f"{r['speedup']:.2f}x",
+                "vs_vendor": f"{r['vs_vendor']:.2f}x"})
+
+
+def format_rows(op: Op, problem: Problem, rows: list[dict], markdown: bool) -> str:
+    dev = gpu.device()
+    head = (f"{op.name} {problem} on {dev.name} ({dev.arch}), {datetime.date.today()}, kernelgen {config.VERSION}; "
+            f"speedup vs the first row, vs_vendor = vendor time / this time")
+    rows = [_fmt(r) for r in rows]
+    if markdown:
+        lines = [head, "", "| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
+        lines += ["| " + " | ".join(str(r[c]) for c in COLUMNS) + " |" for r in rows]
+        return "\n".join(lines)
+    from .cli import table
+    return head + "\n" + table(rows, COLUMNS)

@@ -1,0 +1,138 @@
+"""What the compiler made of a kernel, read from the cubin without a GPU.
+
+>>> from kernelgen.ops import get_op
+>>> from kernelgen.inspect import inspect_kernel
+>>> op = get_op("reduce_sum")
+>>> facts = inspect_kernel(op.kernel(op.default_schedule()), "sm_90")
+>>> all(f.spill_bytes == 0 for f in facts)
+True
+
+Registers, shared and local memory come from `cuobjdump -res-usage`, spills from ptxas' -v report,
+and instruction counts (128-bit global loads/stores, shared-memory vector loads, local-memory
+traffic, FFMA) from `nvdisasm` on the cubin.
+"""
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+
+from .compile import Compiled, compile_cuda
+from .errors import UsageError
+from .ops.base import Kernel
+from .render import render
+
+
+@dataclass(frozen=True)
+class KernelFacts:
+    symbol: str
+    registers: int
+    shared_bytes: int      # static shared memory
+    local_bytes: int       # stack frame / local memory per thread
+    spill_bytes: int       # spill stores + loads reported by ptxas
+    ldg128: int            # LDG.E.128 (16-byte global loads)
+    stg128: int
+    lds128: int            # 16-byte shared loads
+    ldg: int               # all global loads
+    stg: int
+    local_ops: int         # LDL + STL
+    ffma: int
+    instructions: int
+
+    def row(self) -> dict:
+        return dict(self.__dict__)
+
+
+def _tool(name: str) -> str:
+    """Find nvdisasm/cuobjdump: PATH, the CUDA toolkit, or the nvidia-cuda-* wheels."""
+    found = shutil.which(name)
+    if found:
+        return found
+    candidates = [Path("/usr/local/cuda/bin") / name]
+    try:
+        import nvidia
+        for root in nvidia.__path__:
+            candidates += sorted(Path(root).glob(f"*/bin/{name}"))
+    except ImportError:
+        pass
+    for c in candidates:
+        if c.exists() and os.access(c, os.X_OK):
+            return str(c)
+    raise UsageError(f"{name} not found: install nvidia-cuda-nvdisasm and nvidia-cuda-cuobjdump "
+                     "(`pip install -e .` does), or put the CUDA toolkit on PATH")
+
+
+def _run(tool: str, args: list[str], cubin: bytes) -> str:
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "k.cubin")
+        Path(path).write_bytes(cubin)
+        out = subprocess.run([_tool(tool), *args, path], capture_output=True, text=True)
+    if out.returncode:
+        raise UsageError(f"{tool} failed on the cubin: {out.stderr.strip()[:300]}")
+    return out.stdout
+
+
+def _resources(cubin: bytes) -> dict[str, dict[str, int]]:
+    res, current = {}, None
+    for line in _run("cuobjdump", ["-res-usage"], cubin).splitlines():
+        m = re.match(r"\s*Function (\S+):", line)
+        if m:
+            current = m.group(1)
+            continue
+        if current and "REG:" in line:
+            res[current] = {k: int(v) for k, v in re.findall(r"(\w+):(\d+)", line)}
+    return res
+
+
+def _sass(cubin: bytes) -> dict[str, Counter]:
+    counts: dict[str, Counter] = {}
+    current = None
+    for line in _run("nvdisasm", ["-c"], cubin).splitlines():
+        m = re.match(r"\s*\.text\.(\S+):", line)
+        if m:
+            current = m.group(1)
+            counts[current] = Counter()
+            continue
+        m = re.search(r"/\*[0-9a-f]+\*/\s+(?:@!?U?P\w+\s+)?([A-Z][A-Z0-9_.]*)", line)
+        if current and m:
+            counts[current][m.group(1)] += 1
+    return counts
+
+
+def _spills(log: str) -> dict[str, int]:
+    spills = {}
+    for name, stores, loads in re.findall(
+            r"Function properties for (\S+)\s*\n[^\n]*?(\d+) bytes spill stores, (\d+) bytes spill loads", log):
+        spills[name] = int(stores) + int(loads)
+    return spills
+
+
+def facts_of(compiled: Compiled) -> list[KernelFacts]:
+    res, sass, spills = _resources(compiled.cubin), _sass(compiled.cubin), _spills(compiled.log)
+    out = []
+    for sym in sorted(res):
+        ops = sass.get(sym, Counter())
+
+        def count(pred) -> int:
+            return sum(n for op, n in ops.items() if pred(op))
+
+        out.append(KernelFacts(
+            symbol=sym, registers=res[sym].get("REG", 0), shared_bytes=res[sym].get("SHARED", 0),
+            local_bytes=res[sym].get("LOCAL", 0) + res[sym].get("STACK", 0), spill_bytes=spills.get(sym, 0),
+            ldg128=count(lambda o: o.startswith("LDG") and ".128" in o),
+            stg128=count(lambda o: o.startswith("STG") and ".128" in o),
+            lds128=count(lambda o: o.startswith("LDS") and ".128" in o),
+            ldg=count(lambda o: o.startswith("LDG")), stg=count(lambda o: o.startswith("STG")),
+            local_ops=count(lambda o: o.startswith(("LDL", "STL"))),
+            ffma=count(lambda o: o.startswith("FFMA")), instructions=sum(ops.values())))
+    return out
+
+
+def inspect_kernel(kernel: Kernel, arch: str) -> list[KernelFacts]:
+    """Compile (cached) and read the facts of every kernel in `kernel`'s source."""
+    return facts_of(compile_cuda(render(kernel), arch, kernel.name))
