@@ -1,0 +1,268 @@
+"""Row softmax of a float32 matrix, y[r, :] = exp(x[r, :] - max) / sum(exp(x[r, :] - max)), any rows x cols.
+
+>>> from kernelgen.ops import get_op
+>>> op = get_op("softmax")
+>>> s = op.schedule(threads=32, rows_per_block=4, items=8)      # a warp per row, 1024 floats in registers
+>>> op.knobs_from_schedule(s)["rows_per_block"]
+4
+>>> plan = op.plan(op.kernel(s), op.problem({"rows": 37, "cols": 1000}))
+>>> plan.launches[0].grid, plan.launches[0].block
+((10, 1, 1), (32, 4, 1))
+
+Loops: i over rows, j over the columns of one row.
+`split("i", rows_per_block)` gives i.0 (blockIdx.x) and i.1 (the rows of one block, threadIdx.y);
+`split("j", items*threads*vec, threads*vec, vec)` gives j.0 (chunks of a row), j.1 (the `items`
+vectors a thread loads at once, unrolled), j.2 (the threads of one row, threadIdx.x) and j.3 (the
+float4 lane). `reduction("j", serial|shared|shuffle)` is how the threads of a row combine their max
+and sum. The algorithm:
+- `annotate("softmax", "three_pass")`: the seed notes' kernel, three passes in global memory
+  (max of x; y = exp(x - max) and its sum; y /= sum): reads 3 and writes 2 floats per element.
+- `annotate("softmax", "online")`: running max and sum in one pass (the notes' unwritten online
+  softmax), then y = exp(x - max) / sum: two reads, one write.
+- `cache_read("x", "register")`: j.0 has one chunk; the row stays in registers (at most
+  items*threads*vec columns, checked at plan time): one read, one write.
+- `bind("j.0", "blockIdx.y")`: several blocks per row; a stats launch writes each block's
+  (max, sum) to a workspace, a second launch combines them and writes y. Rows go in batches of
+  `annotate("l2_batch_mb", MB)` so the second read of x comes from L2.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import UsageError, check
+from ..schedule import Schedule, ScheduleReader, schedule
+from .base import Dim, Kernel, Knob, LadderStep, Launch, Limits, Op, Plan, Problem, Scalar, Workspace, cdiv, pow2
+
+ALGOS = ("three_pass", "online", "registers", "split")
+REDUCTIONS = ("serial", "shared", "shuffle")
+BATCH_MB = (0, 8, 16, 32)
+
+
+class RowSchedule:
+    """Schedule <-> knobs for the row ops (softmax, layernorm): a group of `threads` threads per row,
+    `rows_per_block` rows per block, `items` vectors of `vec` floats per thread per chunk."""
+
+    def row_steps(self, threads, rows_per_block, items, vec, reduction) -> Schedule:
+        return (schedule(self.name).split("i", rows_per_block).bind("i.0", "blockIdx.x").bind("i.1", "threadIdx.y")
+                .split("j", items * threads * vec, threads * vec, vec).bind("j.2", "threadIdx.x")
+                .unroll("j.1").vectorize("j.3", vec).reduction("j", reduction))
+
+    def read_row_steps(self, r: ScheduleReader) -> dict:
+        (rpb,) = r.split("i", 1, (1,))
+        chunk, row, vec = r.split("j", 3, (256, 256, 1))
+        check(row % vec == 0 and chunk % row == 0, "split", "j", (chunk, row, vec),
+              limit="each factor must divide the one before it")
+        width = r.vectorize("j.3", default=1, allowed=(1, 4))
+        check(width == vec, "vectorize", "j.3", width, limit=f"split(j)'s innermost factor is {vec}")
+        r.bind("i.0", "blockIdx.x", allowed=("blockIdx.x",))
+        r.bind("i.1", "threadIdx.y", allowed=("threadIdx.y",))
+        r.bind("j.2", "threadIdx.x", allowed=("threadIdx.x",))
+        r.unroll("j.1")
+        return {"threads": row // vec, "rows_per_block": rpb, "items": chunk // row, "vec": vec,
+                "reduction": r.reduction("j", "shuffle", REDUCTIONS)}
+
+    def check_row_knobs(self, k: dict, limits: Limits) -> None:
+        t, rpb = k["threads"], k["rows_per_block"]
+        check(pow2(t) and t <= limits.max_threads, "split", "j.2", t,
+              limit=f"threads per row is a power of two up to {limits.max_threads}")
+        check(pow2(rpb), "split", "i", rpb, limit="rows per block is a power of two")
+        check(32 <= t * rpb <= limits.max_threads, "split", "i", f"{rpb} rows x {t} threads = {t * rpb} threads",
+              limit=f"a block has 32..{limits.max_threads} threads (whole warps: the shuffles use full masks)")
+        check(t <= 32 or rpb == 1, "split", "i", rpb, limit=f"{t} threads per row span warps: one row per block")
+        check(1 <= k["items"] <= 32, "split", "j.1", k["items"], limit="1..32 vectors per thread per chunk")
+        check(k["vec"] in (1, 4), "vectorize", "j.3", k["vec"], allowed="1, 4")
+        check((t == 1) == (k["reduction"] == "serial"), "reduction", "j", k["reduction"],
+              limit=f"{t} thread(s) per row", allowed="serial" if t == 1 else "shared, shuffle")
+
+    def row_params(self, k: dict) -> tuple[dict, int]:
+        """Template parameters shared by the row templates, and the shared memory their reductions use."""
+        t, rpb = k["threads"], k["rows_per_block"]
+        if k["reduction"] == "shared":
+            red_words = t * rpb
+        elif k["reduction"] == "shuffle" and t > 32:
+            red_words = t // 32
+        else:
+            red_words = 1
+        params = dict(k, block=t * rpb, red_words=red_words, warps=max(1, t // 32),
+                      lanes=("x", "y", "z", "w"))
+        return params, red_words
+
+
+class Softmax(RowSchedule, Op):
+    name = "softmax"
+    summary = "y[r, :] = softmax(x[r, :]) over each row, float32, numerically stable (max subtracted)"
+    dims = (Dim("rows", 4096, 37), Dim("cols", 4096, 1000))
+    loops = ("i", "j")
+    inputs = ("x",)
+    outputs = ("y",)
+    knobs = (
+        Knob("threads", 256, (1, 4, 8, 16, 32, 64, 128, 256, 512, 1024), "threads per row (j.2)", "t"),
+        Knob("rows_per_block", 1, (1, 2, 4, 8, 16, 32, 64, 128, 256), "rows per block (i.1)", "r"),
+        Knob("items", 4, (1, 2, 4, 8, 16), "vectors per thread per chunk, loaded at once (j.1)", "i"),
+        Knob("vec", 4, (1, 4), "floats per load (vectorize j.3); misaligned rows take a scalar path", "v"),
+        Knob("reduction", "shuffle", REDUCTIONS, "how a row's threads combine: reduction(j, ...)", "s"),
+        Knob("algo", "registers", ALGOS, "three_pass | online | registers (cache_read x) | split (j.0 on blocks)", "a"),
+        Knob("l2_batch_mb", 16, BATCH_MB, "split: MB of rows per stats+write launch pair (0: all rows)", "b"),
+    )
+    primitives_help = ("split(i, rows_per_block); bind(i.0, blockIdx.x); bind(i.1, threadIdx.y); "
+                       "split(j, items*threads*vec, threads*vec, vec); bind(j.2, threadIdx.x); unroll(j.1); "
+                       "vectorize(j.3, 1|4); reduction(j, serial|shared|shuffle); then one of "
+                       "annotate(softmax, three_pass|online), cache_read(x, register), "
+                       "bind(j.0, blockIdx.y) [+ annotate(l2_batch_mb, 0|8|16|32)]")
+
+    # -- schedule <-> knobs ------------------------------------------------------------------------
+    def schedule_from_knobs(self, threads, rows_per_block, items, vec, reduction, algo, l2_batch_mb) -> Schedule:
+        s = self.row_steps(threads, rows_per_block, items, vec, reduction)
+        if algo == "registers":
+            return s.cache_read("x", "register")
+        if algo == "split":
+            s = s.bind("j.0", "blockIdx.y")
+            return s if l2_batch_mb == 16 else s.annotate("l2_batch_mb", l2_batch_mb)
+        return s.annotate("softmax", algo)
+
+    def read_knobs(self, r: ScheduleReader) -> dict:
+        k = self.read_row_steps(r)
+        j0 = r.bind("j.0", "serial", allowed=("serial", "blockIdx.y"))
+        cached = r.cache_read("x", None, allowed=("register",))
+        annotated = r.annotate("softmax", None, ("three_pass", "online"))
+        batch = r.annotate("l2_batch_mb", 16, BATCH_MB)
+        if j0 == "blockIdx.y":
+            check(cached is None and annotated is None, "bind", "j.0", j0,
+                  limit="several blocks per row: the stats pass is online and nothing stays in registers")
+            algo = "split"
+        elif cached == "register":
+            check(annotated is None, "annotate", "softmax", annotated, limit="cache_read(x, register) reads x once")
+            algo = "registers"
+        else:
+            algo = annotated or "online"
+        check(algo == "split" or batch == 16, "annotate", "l2_batch_mb", batch, limit="only with bind(j.0, blockIdx.y)")
+        return dict(k, algo=algo, l2_batch_mb=batch)
+
+    def check_knobs(self, k: dict, limits: Limits) -> None:
+        self.check_row_knobs(k, limits)
+        if k["algo"] == "split":
+            check(k["threads"] >= 32, "bind", "j.0", "blockIdx.y", limit=f"several blocks per row need a block "
+                  f"per row chunk: threads per row >= 32, not {k['threads']}")
+        if k["algo"] == "registers":
+            check(k["items"] * k["vec"] <= 64, "cache_read", "x", f"{k['items'] * k['vec']} floats per thread",
+                  limit="at most 64 floats of a row per thread in registers")
+
+    # -- lowering ----------------------------------------------------------------------------------
+    def template(self, knobs: dict) -> str:
+        return "softmax_split.cu.j2" if knobs["algo"] == "split" else "softmax.cu.j2"
+
+    def template_params(self, k: dict) -> tuple[dict, int, int]:
+        params, red_words = self.row_params(k)
+        smem = 4 * red_words * (2 if k["algo"] in ("online", "split") else 1)
+        return params, smem, 24 + k["items"] * k["vec"]
+
+    def max_cols(self, k: dict) -> int:
+        return k["items"] * k["threads"] * k["vec"]
+
+    def plan(self, kernel: Kernel, problem: Problem, limits: Limits | None = None) -> Plan:
+        limits = limits or Limits()
+        k = dict(kernel.knobs)
+        rows, cols = problem["rows"], problem["cols"]
+        t, rpb = k["threads"], k["rows_per_block"]
+        align = (("x", 4), ("y", 4))    # any float pointer: the kernel checks 16-byte alignment itself
+        if k["algo"] == "registers":
+            check(cols <= self.max_cols(k), "cache_read", "x", f"cols={cols}",
+                  limit=f"the row must fit in registers: cols <= items*threads*vec = {self.max_cols(k)}")
+        if k["algo"] != "split":
+            launch = Launch(kernel.name, (cdiv(rows, rpb), 1, 1), (t, rpb, 1), ("x", "y", "rows", "cols"))
+            return Plan(kernel, problem, (launch,), (), (Scalar("rows", "int", rows), Scalar("cols", "int", cols)),
+                        align)
+        chunks = cdiv(cols, self.max_cols(k))
+        check(chunks <= 65535, "split", "j", f"{chunks} blocks per row",
+              limit="65535 (gridDim.y): raise items*threads*vec")
+        batch = rows if not k["l2_batch_mb"] else max(1, min(rows, (k["l2_batch_mb"] << 20) // (4 * cols)))
+        scalars = [Scalar("rows", "int", rows), Scalar("cols", "int", cols), Scalar("chunks", "int", chunks)]
+        launches = []
+        for n, row0 in enumerate(range(0, rows, batch)):
+            scalars.append(Scalar(f"row0_{n}", "int", row0))
+            grid = (min(batch, rows - row0), chunks, 1)
+            launches.append(Launch(f"{kernel.name}_stats", grid, (t, 1, 1), ("x", "stats", "cols", "chunks", f"row0_{n}")))
+            launches.append(Launch(f"{kernel.name}_write", grid, (t, 1, 1),
+                                   ("x", "stats", "y", "cols", "chunks", f"row0_{n}")))
+        return Plan(kernel, problem, tuple(launches), (Workspace("stats", "float32", 2 * rows * chunks),),
+                    tuple(scalars), align)
+
+    # -- numbers -----------------------------------------------------------------------------------
+    def check_problem(self, problem: Problem) -> None:
+        for d in ("rows", "cols"):
+            if problem[d] < 1:
+                raise UsageError(f"softmax: {d}={problem[d]} is empty; softmax needs at least one row and one column")
+
+    def make_inputs(self, problem: Problem, rng: np.random.Generator) -> dict[str, np.ndarray]:
+        # Spread of +-~12 so exp() without the max subtracted would lose digits, plus a large offset
+        # per row so an unstable kernel overflows.
+        x = rng.standard_normal((problem["rows"], problem["cols"])) * 3.0
+        x += rng.uniform(-40.0, 90.0, size=(problem["rows"], 1))
+        return {"x": x.astype(np.float32)}
+
+    def output_shapes(self, problem: Problem) -> dict[str, tuple[int, ...]]:
+        return {"y": (problem["rows"], problem["cols"])}
+
+    def reference(self, inputs, problem):
+        x = inputs["x"].astype(np.float64)
+        e = np.exp(x - x.max(axis=1, keepdims=True))
+        return {"y": e / e.sum(axis=1, keepdims=True)}
+
+    def bytes_moved(self, problem: Problem) -> int:
+        return 8 * problem["rows"] * problem["cols"]
+
+    def flops(self, problem: Problem) -> int:
+        return 4 * problem["rows"] * problem["cols"]   # max, subtract, exp, add; the scale
+
+    def vendor(self, dev_inputs, problem):
+        x = dev_inputs["x"]
+        try:
+            import torch
+            t = torch.as_tensor(x, device="cuda")
+            return "torch.softmax", lambda: torch.softmax(t, dim=-1)
+        except ImportError:
+            import cupy
+            def run():
+                e = cupy.exp(x - x.max(axis=1, keepdims=True))
+                return e / e.sum(axis=1, keepdims=True)
+            return "cupy (exp / sum)", run
+
+    # -- ladder and search -------------------------------------------------------------------------
+    def ladder(self) -> tuple[LadderStep, ...]:
+        blk = dict(threads=256, rows_per_block=1, items=1, vec=1, l2_batch_mb=16)
+        steps = [
+            ("naive: a thread per row, three passes in global memory",
+             dict(blk, threads=1, rows_per_block=128, reduction="serial", algo="three_pass"), "seed v1: 1.68% of torch"),
+            ("a block per row, shared-memory tree reductions for max and sum",
+             dict(blk, reduction="shared", algo="three_pass"), "seed v2: 94% of torch"),
+            ("warp-level shuffle reductions", dict(blk, reduction="shuffle", algo="three_pass"), "seed v3: 96% of torch"),
+            ("online softmax: running max and sum in one pass, then the write pass",
+             dict(blk, reduction="shuffle", algo="online"), "seed: described, left undone"),
+            ("online softmax with float4 loads, 4 in flight per thread",
+             dict(blk, items=4, vec=4, reduction="shuffle", algo="online"), ""),
+            ("the row in registers (read once), float4", dict(blk, items=4, vec=4, reduction="shuffle", algo="registers"),
+             "rows up to 4096 columns"),
+            ("several blocks per row: a stats launch and a write launch", dict(blk, items=4, vec=4, threads=128,
+             reduction="shuffle", algo="split"), "for very long rows"),
+        ]
+        return tuple(LadderStep(t, self.schedule_from_knobs(**k), n) for t, k, n in steps)
+
+    def space(self, problem: Problem, limits: Limits):
+        cols = problem["cols"]
+        base = dict(vec=4, reduction="shuffle", l2_batch_mb=16)
+        for threads in (4, 8, 16, 32, 64, 128, 256, 512, 1024):
+            for rpb in ((1,) if threads > 32 else (1, 2, 4, 8, 16, 32, 64)):
+                if not 64 <= threads * rpb <= limits.max_threads:
+                    continue
+                for items in (1, 2, 4, 8, 16):
+                    cap = items * threads * 4
+                    if cap >= cols and cap // 2 < cols:   # the smallest register tile that holds the row
+                        yield dict(base, threads=threads, rows_per_block=rpb, items=items, algo="registers")
+                    if threads * rpb >= 128 and items in (2, 4):
+                        yield dict(base, threads=threads, rows_per_block=rpb, items=items, algo="online")
+        if cols >= 8192:
+            for threads in (128, 256, 512):
+                for items in (2, 4, 8):
+                    for batch in BATCH_MB:
+                        yield dict(base, threads=threads, rows_per_block=1, items=items, algo="split",
+                                   l2_batch_mb=batch)
