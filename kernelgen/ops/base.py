@@ -170,6 +170,10 @@ class Op:
         self.check_problem(problem)
         return problem
 
+    def test_problems(self) -> tuple[dict, ...]:
+        """Awkward sizes every schedule must get right (not multiples of any tile); the small one by default."""
+        return ({d.name: d.small for d in self.dims},)
+
     def check_problem(self, problem: Problem) -> None:
         """Op-specific checks of sizes (e.g. a convolution with an empty output)."""
 

@@ -74,6 +74,9 @@ class ReduceSum(Op):
             "finish": r.annotate("finish", "two_pass", FINISHES),
         }
 
+    def test_problems(self) -> tuple[dict, ...]:
+        return ({"n": 1}, {"n": 3}, {"n": 4097}, {"n": 1000003})
+
     def check_knobs(self, k: dict, limits: Limits) -> None:
         check(pow2(k["threads"]) and 32 <= k["threads"] <= limits.max_threads, "split", "i.2", k["threads"],
               limit=f"threads per block is a power of two in 32..{limits.max_threads} (the tree halves it)")

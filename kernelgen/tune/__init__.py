@@ -2,9 +2,12 @@
 
 >>> from kernelgen.ops import get_op
 >>> from kernelgen.tune import tune, ReplayRunner
+>>> from kernelgen.tune.db import TuningDB
+>>> import tempfile, os
 >>> op = get_op("reduce_sum")
 >>> runner = ReplayRunner({})            # replays recorded times; here none, so all "timeout"
->>> tune(op, op.problem({"n": 4096}), runner=runner, budget=2, progress=False).best is None
+>>> db = TuningDB(os.path.join(tempfile.mkdtemp(), "t.jsonl"))
+>>> tune(op, op.problem({"n": 4096}), runner=runner, budget=2, db=db, progress=False).best is None
 True
 
 Every strategy is a module with `candidates(space, budget, seed)` (exhaustive, random_search).

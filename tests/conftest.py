@@ -1,0 +1,43 @@
+"""Test tiers: plain Python; `nvrtc` (compile and read SASS, no GPU); `emulate` (CPU emulator,
+needs g++); `gpu` (skipped with a reason where there is no GPU)."""
+import shutil
+
+import pytest
+
+from kernelgen import config
+
+
+def _gpu_reason():
+    from kernelgen import gpu
+    return None if gpu.available() else "no CUDA GPU on this machine"
+
+
+def _nvrtc_reason():
+    try:
+        from kernelgen.compile import nvrtc_version
+        nvrtc_version()
+        return None
+    except Exception as e:  # the library or its wheel is missing
+        return f"NVRTC unavailable: {e}"
+
+
+def _emulate_reason():
+    if not shutil.which(config.cxx()):
+        return f"no C++ compiler {config.cxx()!r} for the emulator"
+    try:
+        from kernelgen import emulate
+        emulate.execute  # noqa: B018
+        return None
+    except (ImportError, AttributeError) as e:
+        return f"emulator unavailable: {e}"
+
+
+def pytest_collection_modifyitems(config, items):
+    reasons = {}
+    for item in items:
+        for marker, probe in (("gpu", _gpu_reason), ("nvrtc", _nvrtc_reason), ("emulate", _emulate_reason)):
+            if marker in item.keywords:
+                if marker not in reasons:
+                    reasons[marker] = probe()
+                if reasons[marker]:
+                    item.add_marker(pytest.mark.skip(reason=reasons[marker]))

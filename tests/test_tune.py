@@ -1,0 +1,79 @@
+"""Search logic without a GPU, through the replay runner; the append-only database."""
+import json
+
+import pytest
+
+from kernelgen import get_op
+from kernelgen.errors import UsageError
+from kernelgen.ops.base import Limits
+from kernelgen.tune import Outcome, ReplayRunner, best_schedule, tune
+from kernelgen.tune.db import Record, TuningDB
+
+
+@pytest.fixture
+def op():
+    return get_op("reduce_sum")
+
+
+def recorded(op, problem):
+    """A fake GPU: time falls with items, items=8 gives a wrong answer, threads=1024 fails to launch."""
+    out = {}
+    for knobs in op.space(problem, Limits()):
+        s = op.schedule_from_knobs(**knobs).to_json()
+        if knobs["items"] == 8:
+            out[s] = Outcome("wrong_answer", None, "err 3.0")
+        elif knobs["threads"] == 1024:
+            out[s] = Outcome("launch_error", None, "too many resources")
+        else:
+            out[s] = Outcome("ok", 100.0 / knobs["items"] + knobs["grid_stride"] * 0.01)
+    return out
+
+
+def test_exhaustive_finds_the_best_and_records_failures_with_codes(op, tmp_path):
+    problem = op.problem({"n": 1 << 20})
+    db = TuningDB(tmp_path / "t.jsonl")
+    res = tune(op, problem, runner=ReplayRunner(recorded(op, problem)), db=db, progress=False)
+    assert res.best.knobs["items"] == 4 and res.best.knobs["grid_stride"] == 1
+    assert res.failures == {"wrong_answer": 24, "launch_error": 24}
+    lines = db.path.read_text().splitlines()
+    assert len(lines) == res.measured == 96
+    assert {json.loads(l)["status"] for l in lines} == {"ok", "wrong_answer", "launch_error"}
+    assert best_schedule(op, problem, db) == op.schedule_from_knobs(**res.best.knobs)
+
+
+def test_resume_skips_what_is_measured_and_keeps_the_best(op, tmp_path):
+    problem = op.problem({"n": 1 << 20})
+    db = TuningDB(tmp_path / "t.jsonl")
+    first = tune(op, problem, runner=ReplayRunner(recorded(op, problem)), strategy="random", budget=30, db=db,
+                 progress=False)
+    runner = ReplayRunner(recorded(op, problem))
+    second = tune(op, problem, runner=runner, db=db, resume=True, progress=False)
+    assert second.skipped == 30 and second.measured == 66 and len(runner.calls) == 66
+    assert second.best.time_us <= first.best.time_us
+    assert len(db.records()) == 96
+
+
+def test_illegal_candidates_are_pruned_before_running(op, tmp_path):
+    problem = op.problem({"n": 1000})
+    runner = ReplayRunner({})
+    runner.limits = Limits(max_threads=256)  # a device that takes at most 256 threads per block
+    res = tune(op, problem, runner=runner, db=TuningDB(tmp_path / "t.jsonl"), progress=False)
+    assert res.pruned == 64 and len(runner.calls) == 32
+
+
+def test_torn_last_line_is_skipped_and_nothing_is_rewritten(tmp_path):
+    db = TuningDB(tmp_path / "t.jsonl")
+    db.append(Record.make("reduce_sum", "n=1", "sm_90", "g", {"op": "reduce_sum"}, {}, "ok", 2.0))
+    with open(db.path, "a") as f:
+        f.write('{"op": "reduce_sum", "probl')  # a crash mid-write
+    assert [r.time_us for r in db.records()] == [2.0]
+
+
+def test_best_without_records_is_a_clear_error(op, tmp_path):
+    with pytest.raises(UsageError, match="run `kernelgen tune reduce_sum` first"):
+        best_schedule(op, op.problem(), TuningDB(tmp_path / "none.jsonl"))
+
+
+def test_unknown_strategy(op, tmp_path):
+    with pytest.raises(UsageError, match="choose one of exhaustive, random"):
+        tune(op, op.problem(), runner=ReplayRunner({}), strategy="genetic", db=TuningDB(tmp_path / "x"))
