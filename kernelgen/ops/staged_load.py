@@ -1,0 +1,164 @@
+"""The seed notes' staged shared-memory load: a rows x 32 tile loaded transposed into shared memory.
+
+>>> from kernelgen.ops import get_op
+>>> op = get_op("staged_load")
+>>> [step.title.split(":")[0] for step in op.ladder()][:2]
+['unoptimised', 'storage alignment']
+>>> op.plan(op.kernel(op.default_schedule()), op.problem({"n": 2500})).launches[0].grid
+(3, 1, 1)
+
+x is an n x 32 matrix (the seed's `input[j * 32 + i]`). Block t stages rows t*rows.. of x in
+shared memory as `smem[32][rows + pad]` (column i of x becomes row i of the tile) and then writes
+the tile back row by row, so out[32, n] = x^T: the output proves every staged word is right. The
+last tile may hold fewer rows. Loops: `i` (the 32 columns), `j` (rows of x; `split("j", rows)`
+gives j.0, the tiles, bound to blockIdx.x, and j.1, the rows of one tile), and `ij`, the loop
+`fuse("i", "j.1")` makes. The seed's ladder, each step one primitive more:
+`storage_align("x", 1)` pads tile rows (bank = i + j instead of j: conflict-free once threads
+come); `fuse("i", "j.1")` makes one loop with i fastest, i.e. reading x contiguously;
+`split("ij", threads*vec, vec)` + `vectorize("ij.2", 4)` reads x as float4 (4 columns of one row,
+scattered to 4 tile rows); `bind("ij.1", "threadIdx.x")` spreads the fused loop over threads.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import UsageError, check
+from ..schedule import Schedule, ScheduleReader, schedule
+from .base import Dim, Kernel, Knob, LadderStep, Launch, Limits, Op, Plan, Problem, Scalar, cdiv, pow2
+
+COLS = 32  # the seed's tile width: a row of x is one 128-byte line
+
+
+class StagedLoad(Op):
+    name = "staged_load"
+    summary = "out[32, n] = x[n, 32]^T, staged tile by tile (rows x 32) transposed in shared memory"
+    dims = (Dim("n", 1 << 16, 2500),)
+    loops = ("i", "j", "ij")
+    inputs = ("x",)
+    outputs = ("out",)
+    knobs = (
+        Knob("rows", 1024, (256, 512, 1024), "rows of x per tile / block (split j)", "r"),
+        Knob("pad", 1, (0, 1), "floats of padding per shared row: storage_align(x, pad)", "p"),
+        Knob("fused", True, (False, True), "one loop over the tile: fuse(i, j.1)", "f"),
+        Knob("vec", 4, (1, 4), "floats per global read: vectorize(ij.2, vec)", "v"),
+        Knob("threads", 256, (1, 128, 256, 512, 1024), "threads per block: bind(ij.1, threadIdx.x); 1 = unbound", "t"),
+    )
+    primitives_help = ("split(j, rows); bind(j.0, blockIdx.x); cache_read(x, shared); storage_align(x, 0|1); "
+                       "fuse(i, j.1) -> ij; split(ij, threads*vec, vec); vectorize(ij.2, 1|4); "
+                       "bind(ij.1, threadIdx.x)")
+
+    # -- schedule <-> knobs ------------------------------------------------------------------------
+    def schedule_from_knobs(self, rows, pad, fused, vec, threads) -> Schedule:
+        s = schedule(self.name).split("j", rows).bind("j.0", "blockIdx.x").cache_read("x", "shared")
+        if pad:
+            s = s.storage_align("x", pad)
+        if fused:
+            s = s.fuse("i", "j.1")
+        if vec > 1 or threads > 1:
+            s = s.split("ij", threads * vec, vec)
+        if vec > 1:
+            s = s.vectorize("ij.2", vec)
+        if threads > 1:
+            s = s.bind("ij.1", "threadIdx.x")
+        return s
+
+    def read_knobs(self, r: ScheduleReader) -> dict:
+        (rows,) = r.split("j", 1, (1024,))
+        r.bind("j.0", "blockIdx.x", allowed=("blockIdx.x",))
+        r.cache_read("x", "shared", allowed=("shared",))
+        fused = r.fuse(("i", "j.1"))
+        step, vec = r.split("ij", 2, (1, 1))
+        check(step % vec == 0, "split", "ij", (step, vec), limit="the vector width must divide the outer factor")
+        check(fused or (step, vec) == (1, 1), "split", "ij", (step, vec), limit="loop ij exists after fuse(i, j.1)")
+        width = r.vectorize("ij.2", default=1, allowed=(1, 4))
+        check(width == vec, "vectorize", "ij.2", width, limit=f"split(ij)'s innermost factor is {vec}")
+        bound = r.bind("ij.1", None, allowed=("threadIdx.x",)) is not None
+        threads = step // vec
+        check(bound or threads == 1, "split", "ij", (step, vec),
+              limit=f"{threads} threads per block need bind(ij.1, threadIdx.x)")
+        return {"rows": rows, "pad": r.storage_align("x", 0), "fused": fused, "vec": vec, "threads": threads}
+
+    def check_knobs(self, k: dict, limits: Limits) -> None:
+        check(pow2(k["rows"]) and 32 <= k["rows"] <= 4096, "split", "j", k["rows"],
+              limit="rows per tile is a power of two in 32..4096")
+        check(k["vec"] in (1, 4), "vectorize", "ij.2", k["vec"], limit="a row of x is 8 float4s", allowed="1, 4")
+        check(k["threads"] == 1 or (pow2(k["threads"]) and 32 <= k["threads"] <= limits.max_threads),
+              "bind", "ij.1", k["threads"], limit=f"1, or a power of two in 32..{limits.max_threads}")
+        smem = self._smem(k)
+        check(smem <= limits.max_smem, "split", "j", k["rows"],
+              limit=f"the tile needs {smem} bytes of shared memory > {limits.max_smem} on {limits.arch}")
+
+    @staticmethod
+    def _smem(k: dict) -> int:
+        return 4 * COLS * (k["rows"] + k["pad"])
+
+    # -- lowering ----------------------------------------------------------------------------------
+    def template_params(self, k: dict) -> tuple[dict, int, int]:
+        return dict(k, cols=COLS, stride=k["rows"] + k["pad"]), self._smem(k), 24 + 4 * k["vec"]
+
+    def plan(self, kernel: Kernel, problem: Problem, limits: Limits | None = None) -> Plan:
+        k = dict(kernel.knobs)
+        n = problem["n"]
+        launch = Launch(kernel.name, (cdiv(n, k["rows"]), 1, 1), (k["threads"], 1, 1), ("x", "out", "n"),
+                        self._smem(k))
+        return Plan(kernel, problem, (launch,), (), (Scalar("n", "long long", n),),
+                    (("x", 4 * k["vec"]), ("out", 4 * k["vec"])))
+
+    # -- numbers -----------------------------------------------------------------------------------
+    def input_shapes(self, problem: Problem) -> dict[str, tuple[int, ...]]:
+        return {"x": (problem["n"], COLS)}
+
+    def check_inputs(self, inputs: dict, problem: Problem) -> None:
+        """A clear UsageError for a missing array, a wrong shape or a dtype other than float32."""
+        for name, shape in self.input_shapes(problem).items():
+            a = inputs.get(name)
+            if a is None:
+                raise UsageError(f"{self.name}: input {name!r} is missing; inputs are {', '.join(self.inputs)}")
+            if tuple(a.shape) != shape or str(a.dtype) != self.dtype:
+                raise UsageError(f"{self.name}: input {name} is {a.dtype}{list(a.shape)}, "
+                                 f"expected {self.dtype}{list(shape)} for {problem}")
+
+    def make_inputs(self, problem: Problem, rng: np.random.Generator) -> dict[str, np.ndarray]:
+        return {"x": rng.standard_normal((problem["n"], COLS), dtype=np.float32)}
+
+    def output_shapes(self, problem: Problem) -> dict[str, tuple[int, ...]]:
+        return {"out": (COLS, problem["n"])}
+
+    def reference(self, inputs, problem):
+        return {"out": np.ascontiguousarray(inputs["x"].astype(np.float64).T)}
+
+    def tolerance(self, problem: Problem) -> float:
+        return 0.0  # a copy: every element exact
+
+    def bytes_moved(self, problem: Problem) -> int:
+        return 8 * COLS * problem["n"]
+
+    def vendor(self, dev_inputs, problem):
+        x = dev_inputs["x"]
+        try:
+            import torch
+            t = torch.as_tensor(x, device="cuda").reshape(problem["n"], COLS)
+            return "torch .t().contiguous()", lambda: t.t().contiguous()
+        except ImportError:
+            import cupy
+            x2 = x.reshape(problem["n"], COLS)
+            return "cupy.ascontiguousarray(x.T)", lambda: cupy.ascontiguousarray(x2.T)
+
+    def ladder(self) -> tuple[LadderStep, ...]:
+        base = dict(rows=1024, pad=0, fused=False, vec=1, threads=1)
+        steps = [
+            ("unoptimised: one thread, nested loops", base, "the seed's load_shared_unoptimized: slow by design"),
+            ("storage alignment: storage_align(x, 1)", dict(base, pad=1), "smem[32][1024 + 1]"),
+            ("loop fusion: fuse(i, j.1)", dict(base, pad=1, fused=True), "one loop, i fastest: x read in order"),
+            ("vectorisation: vectorize(ij.2, 4)", dict(base, pad=1, fused=True, vec=4),
+             "float4 = 4 columns of one row of x, scattered to 4 tile rows (the seed's version "
+             "stored them to 4 columns of one tile row, which is wrong)"),
+            ("thread binding: bind(ij.1, threadIdx.x)", dict(base, pad=1, fused=True, vec=4, threads=256),
+             "256 threads; with the padding, a warp's 32 shared stores hit 32 banks"),
+        ]
+        return tuple(LadderStep(t, self.schedule_from_knobs(**k), n) for t, k, n in steps)
+
+    def space(self, problem: Problem, limits: Limits):
+        for rows in (256, 512, 1024):
+            for threads in (128, 256, 512, 1024):
+                yield dict(rows=rows, pad=1, fused=True, vec=4, threads=threads)

@@ -1,0 +1,177 @@
+"""Out-of-place transpose of a float32 matrix, out[N, M] = x[M, N]^T, any M x N, with its ladder.
+
+>>> from kernelgen.ops import get_op
+>>> op = get_op("transpose")
+>>> s = op.schedule(tile=32, rows=8, vec=4)
+>>> op.knobs_from_schedule(s)["vec"]
+4
+>>> op.plan(op.kernel(s), op.problem({"M": 67, "N": 1001})).launches[0].block
+(8, 8, 1)
+
+Loops: `i` over the rows of x (M), `j` over its columns (N). `split("i", tile, rows)` gives i.0
+(tiles), i.1 (the tile/rows items a thread moves, unrolled) and i.2 (rows, threadIdx.y);
+`split("j", tile[, vec])` gives j.0 (tiles), j.1 (tile/vec lanes, threadIdx.x) and j.2 (the vector
+lane). `fuse("i.0", "j.0")` + `bind("i.0.j.0", "blockIdx.x")`: the grid is one-dimensional, so no
+size runs into the 65535 limit of gridDim.y. `cache_read("x", "shared")` stages a tile in shared
+memory so both the read and the write are coalesced; `storage_align("x", 1)` pads each tile row by
+one float so the column-wise read is bank-conflict-free; `annotate("block_order", "diagonal")`
+walks the tiles along diagonals; `vectorize("j.2", 4)` moves float4s: rows of x are read as float4
+and rows of out are written as float4, the 4x4 turn happening through the padded tile (scalar
+shared accesses, which a 32-wide padded tile serves without bank conflicts). Tiles that are partial
+or rows that are not 16-byte aligned (M or N not a multiple of vec) take a guarded scalar path.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import UsageError, check
+from ..schedule import Schedule, ScheduleReader, schedule
+from .base import Dim, Kernel, Knob, LadderStep, Launch, Limits, Op, Plan, Problem, Scalar, cdiv, pow2
+
+ORDERS = ("row", "diagonal")
+
+
+class Transpose(Op):
+    name = "transpose"
+    summary = "out[N, M] = x[M, N]^T, float32, out of place"
+    dims = (Dim("M", 8192, 67), Dim("N", 8192, 1001))
+    loops = ("i", "j")
+    inputs = ("x",)
+    outputs = ("out",)
+    knobs = (
+        Knob("tile", 32, (16, 32, 64), "square tile side a block moves (split i and j)", "t"),
+        Knob("rows", 8, (4, 8, 16, 32), "thread rows per block (i.2); each thread moves tile/rows items", "r"),
+        Knob("vec", 4, (1, 2, 4), "floats per global access (vectorize j.2)", "v"),
+        Knob("staged", True, (False, True), "stage the tile in shared memory: cache_read(x, shared)", "s"),
+        Knob("pad", 1, (0, 1), "floats of padding per shared tile row: storage_align(x, pad)", "p"),
+        Knob("order", "row", ORDERS, "block order over tiles: annotate(block_order, ...)", "o"),
+    )
+    primitives_help = ("split(i, tile, rows); split(j, tile[, vec]); fuse(i.0, j.0); bind(i.0.j.0, blockIdx.x); "
+                       "bind(j.1, threadIdx.x); bind(i.2, threadIdx.y); unroll(i.1); cache_read(x, shared); "
+                       "storage_align(x, 0|1); vectorize(j.2, 1|2|4); annotate(block_order, row|diagonal)")
+
+    # -- schedule <-> knobs ------------------------------------------------------------------------
+    def schedule_from_knobs(self, tile, rows, vec, staged, pad, order) -> Schedule:
+        s = schedule(self.name).split("i", tile, rows)
+        s = s.split("j", tile, vec) if vec > 1 else s.split("j", tile)
+        s = (s.fuse("i.0", "j.0").bind("i.0.j.0", "blockIdx.x")
+             .bind("j.1", "threadIdx.x").bind("i.2", "threadIdx.y").unroll("i.1"))
+        if staged:
+            s = s.cache_read("x", "shared")
+            if pad:
+                s = s.storage_align("x", pad)
+        if vec > 1:
+            s = s.vectorize("j.2", vec)
+        if order != "row":
+            s = s.annotate("block_order", order)
+        return s
+
+    def read_knobs(self, r: ScheduleReader) -> dict:
+        tile, rows = r.split("i", 2, (32, 8))
+        jf = r.split("j", (1, 2), (tile,))
+        check(jf[0] == tile, "split", "j", jf, limit=f"square tiles: split(i)'s tile is {tile}")
+        vec = jf[1] if len(jf) == 2 else 1
+        width = r.vectorize("j.2", default=1)
+        check(width == vec, "vectorize", "j.2", width, limit=f"split(j)'s innermost factor is {vec}")
+        check(r.fuse(("i.0", "j.0")), "fuse", "i.0, j.0", "missing",
+              limit="the tile grid is one-dimensional: fuse(i.0, j.0) then bind(i.0.j.0, blockIdx.x)")
+        r.bind("i.0.j.0", "blockIdx.x", allowed=("blockIdx.x",))
+        r.bind("j.1", "threadIdx.x", allowed=("threadIdx.x",))
+        r.bind("i.2", "threadIdx.y", allowed=("threadIdx.y",))
+        r.unroll("i.1")
+        staged = r.cache_read("x", None, allowed=("shared",)) == "shared"
+        pad = r.storage_align("x", 0)
+        check(staged or pad == 0, "storage_align", "x", pad, limit="padding needs cache_read(x, shared) first")
+        return {"tile": tile, "rows": rows, "vec": vec, "staged": staged, "pad": pad,
+                "order": r.annotate("block_order", "row", ORDERS)}
+
+    def check_knobs(self, k: dict, limits: Limits) -> None:
+        tile, rows, vec = k["tile"], k["rows"], k["vec"]
+        check(pow2(tile) and 16 <= tile <= 64, "split", "i", tile, limit="tile side is a power of two in 16..64")
+        check(pow2(rows) and rows <= tile, "split", "i.2", rows, limit=f"a power of two dividing the tile ({tile})")
+        check(vec in (1, 2, 4), "vectorize", "j.2", vec, limit="16 bytes per access", allowed="1, 2, 4")
+        check(vec == 1 or k["staged"], "vectorize", "j.2", vec,
+              limit="float4 rows of out are assembled from a shared tile: needs cache_read(x, shared)")
+        threads = tile // vec * rows
+        check(threads <= limits.max_threads, "split", "i.2", rows,
+              limit=f"{tile // vec} x {rows} = {threads} threads > {limits.max_threads} per block")
+        check(threads >= 32, "split", "i.2", rows, limit=f"{tile // vec} x {rows} = {threads} threads: at least a warp")
+        check(k["pad"] in (0, 1), "storage_align", "x", k["pad"], limit="0 or 1 float per row", allowed="0, 1")
+
+    # -- lowering ----------------------------------------------------------------------------------
+    def template_params(self, k: dict) -> tuple[dict, int, int]:
+        params = dict(k, lanes=k["tile"] // k["vec"], items=k["tile"] // k["rows"],
+                      vec_type={1: "float", 2: "float2", 4: "float4"}[k["vec"]],
+                      comps=("x", "y", "z", "w")[:k["vec"]])
+        smem = 4 * k["tile"] * (k["tile"] + k["pad"]) if k["staged"] else 0
+        return params, smem, 16 + 2 * (k["tile"] // k["rows"]) * k["vec"]
+
+    def plan(self, kernel: Kernel, problem: Problem, limits: Limits | None = None) -> Plan:
+        k = dict(kernel.knobs)
+        m, n = problem["M"], problem["N"]
+        blocks = cdiv(m, k["tile"]) * cdiv(n, k["tile"])
+        check(blocks < 2 ** 31, "split", "i", k["tile"], limit=f"{blocks} tiles exceed gridDim.x")
+        launch = Launch(kernel.name, (blocks, 1, 1), (k["tile"] // k["vec"], k["rows"], 1), ("x", "out", "M", "N"))
+        return Plan(kernel, problem, (launch,), (), (Scalar("M", "int", m), Scalar("N", "int", n)),
+                    (("x", 4 * k["vec"]), ("out", 4 * k["vec"])))
+
+    # -- numbers -----------------------------------------------------------------------------------
+    def input_shapes(self, problem: Problem) -> dict[str, tuple[int, ...]]:
+        return {"x": (problem["M"], problem["N"])}
+
+    def check_inputs(self, inputs: dict, problem: Problem) -> None:
+        """A clear UsageError for a missing array, a wrong shape or a dtype other than float32."""
+        for name, shape in self.input_shapes(problem).items():
+            a = inputs.get(name)
+            if a is None:
+                raise UsageError(f"{self.name}: input {name!r} is missing; inputs are {', '.join(self.inputs)}")
+            if tuple(a.shape) != shape or str(a.dtype) != self.dtype:
+                raise UsageError(f"{self.name}: input {name} is {a.dtype}{list(a.shape)}, "
+                                 f"expected {self.dtype}{list(shape)} for {problem}")
+
+    def make_inputs(self, problem: Problem, rng: np.random.Generator) -> dict[str, np.ndarray]:
+        return {"x": rng.standard_normal((problem["M"], problem["N"]), dtype=np.float32)}
+
+    def output_shapes(self, problem: Problem) -> dict[str, tuple[int, ...]]:
+        return {"out": (problem["N"], problem["M"])}
+
+    def reference(self, inputs, problem):
+        return {"out": np.ascontiguousarray(inputs["x"].astype(np.float64).T)}
+
+    def tolerance(self, problem: Problem) -> float:
+        return 0.0  # a copy: every element exact
+
+    def bytes_moved(self, problem: Problem) -> int:
+        return 8 * problem["M"] * problem["N"]
+
+    def vendor(self, dev_inputs, problem):
+        x = dev_inputs["x"]
+        try:
+            import torch
+            t = torch.as_tensor(x, device="cuda").reshape(problem["M"], problem["N"])
+            return "torch .t().contiguous()", lambda: t.t().contiguous()
+        except ImportError:
+            import cupy
+            x2 = x.reshape(problem["M"], problem["N"])
+            return "cupy.ascontiguousarray(x.T)", lambda: cupy.ascontiguousarray(x2.T)
+
+    def ladder(self) -> tuple[LadderStep, ...]:
+        base = dict(tile=32, rows=8, vec=1, staged=False, pad=0, order="row")
+        steps = [
+            ("naive: coalesced reads, strided writes", base, "writes touch one 32-byte sector per float"),
+            ("shared-memory tile: cache_read(x, shared)", dict(base, staged=True),
+             "both sides coalesced; the column read of the tile is a 32-way bank conflict"),
+            ("padded tile: storage_align(x, 1)", dict(base, staged=True, pad=1), "no bank conflicts"),
+            ("diagonal block order", dict(base, staged=True, pad=1, order="diagonal"),
+             "spreads concurrent blocks over memory partitions (partition camping on older GPUs)"),
+            ("4 items per thread, float4 rows in and out", dict(base, staged=True, pad=1, vec=4),
+             "LDG.E.128 / STG.E.128; 64 threads move a 32x32 tile"),
+        ]
+        return tuple(LadderStep(t, self.schedule_from_knobs(**k), n) for t, k, n in steps)
+
+    def space(self, problem: Problem, limits: Limits):
+        for rows in (4, 8, 16, 32):
+            for order in ORDERS:
+                yield dict(tile=32, rows=rows, vec=4, staged=True, pad=1, order=order)
+        for tile, rows in ((32, 8), (64, 8), (64, 16)):
+            yield dict(tile=tile, rows=rows, vec=1, staged=True, pad=1, order="row")
