@@ -1,0 +1,166 @@
+"""Layer norm over rows, float32: y = (x - mean) / sqrt(var + eps) * gamma + beta, any rows x cols.
+
+>>> from kernelgen.ops import get_op
+>>> op = get_op("layernorm")
+>>> s = op.schedule(threads=32, rows_per_block=4, items=8)   # a warp per row, 1024 floats in registers
+>>> op.knobs_from_schedule(s)["algo"]
+'registers'
+>>> op.plan(op.kernel(s), op.problem({"rows": 37, "cols": 1000})).launches[0].block
+(32, 4, 1)
+
+The loops and primitives are softmax's (see kernelgen/ops/softmax.py): `split("i", rows_per_block)`,
+`split("j", items*threads*vec, threads*vec, vec)`, `reduction("j", serial|shared|shuffle)`. The
+algorithm is one of
+- `annotate("layernorm", "two_pass")`: the mean, then the variance around it, then y: three reads of x.
+- `annotate("layernorm", "welford")`: mean and variance in one pass (Welford, merged per chunk of
+  `items` vectors with Chan's formula), then y: two reads.
+- `cache_read("x", "register")`: the row stays in registers (at most items*threads*vec columns,
+  checked at plan time); the variance is an exact second pass over the registers: one read.
+The variance is the biased one (divided by cols), as torch.nn.functional.layer_norm computes it.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import UsageError, check
+from ..schedule import Schedule, ScheduleReader
+from .base import Dim, Kernel, Knob, LadderStep, Launch, Limits, Op, Plan, Problem, Scalar, cdiv
+from .softmax import REDUCTIONS, RowSchedule
+
+ALGOS = ("two_pass", "welford", "registers")
+EPS = 1e-5
+
+
+class LayerNorm(RowSchedule, Op):
+    name = "layernorm"
+    summary = "y = (x - mean) / sqrt(var + 1e-5) * gamma + beta over each row of x, float32"
+    dims = (Dim("rows", 8192, 37), Dim("cols", 4096, 1000))
+    loops = ("i", "j")
+    inputs = ("x", "gamma", "beta")
+    outputs = ("y",)
+    knobs = (
+        Knob("threads", 256, (1, 4, 8, 16, 32, 64, 128, 256, 512, 1024), "threads per row (j.2)", "t"),
+        Knob("rows_per_block", 1, (1, 2, 4, 8, 16, 32, 64, 128, 256), "rows per block (i.1)", "r"),
+        Knob("items", 4, (1, 2, 4, 8, 16), "vectors per thread per chunk, loaded at once (j.1)", "i"),
+        Knob("vec", 4, (1, 4), "floats per load (vectorize j.3); misaligned rows take a scalar path", "v"),
+        Knob("reduction", "shuffle", REDUCTIONS, "how a row's threads combine: reduction(j, ...)", "s"),
+        Knob("algo", "registers", ALGOS, "two_pass | welford | registers (cache_read x)", "a"),
+    )
+    primitives_help = ("split(i, rows_per_block); bind(i.0, blockIdx.x); bind(i.1, threadIdx.y); "
+                       "split(j, items*threads*vec, threads*vec, vec); bind(j.2, threadIdx.x); unroll(j.1); "
+                       "vectorize(j.3, 1|4); reduction(j, serial|shared|shuffle); then "
+                       "annotate(layernorm, two_pass|welford) or cache_read(x, register)")
+
+    # -- schedule <-> knobs ------------------------------------------------------------------------
+    def schedule_from_knobs(self, threads, rows_per_block, items, vec, reduction, algo) -> Schedule:
+        s = self.row_steps(threads, rows_per_block, items, vec, reduction)
+        return s.cache_read("x", "register") if algo == "registers" else s.annotate("layernorm", algo)
+
+    def read_knobs(self, r: ScheduleReader) -> dict:
+        k = self.read_row_steps(r)
+        cached = r.cache_read("x", None, allowed=("register",))
+        annotated = r.annotate("layernorm", None, ("two_pass", "welford"))
+        check(not (cached and annotated), "annotate", "layernorm", annotated,
+              limit="cache_read(x, register) already reads x once")
+        return dict(k, algo="registers" if cached else annotated or "welford")
+
+    def check_knobs(self, k: dict, limits: Limits) -> None:
+        self.check_row_knobs(k, limits)
+        if k["algo"] == "registers":
+            check(k["items"] * k["vec"] <= 64, "cache_read", "x", f"{k['items'] * k['vec']} floats per thread",
+                  limit="at most 64 floats of a row per thread in registers")
+
+    # -- lowering ----------------------------------------------------------------------------------
+    def template_params(self, k: dict) -> tuple[dict, int, int]:
+        params, red_words = self.row_params(k)
+        return params, 4 * red_words * (3 if k["algo"] == "welford" else 1), 24 + k["items"] * k["vec"]
+
+    def max_cols(self, k: dict) -> int:
+        return k["items"] * k["threads"] * k["vec"]
+
+    def plan(self, kernel: Kernel, problem: Problem, limits: Limits | None = None) -> Plan:
+        k = dict(kernel.knobs)
+        rows, cols = problem["rows"], problem["cols"]
+        if k["algo"] == "registers":
+            check(cols <= self.max_cols(k), "cache_read", "x", f"cols={cols}",
+                  limit=f"the row must fit in registers: cols <= items*threads*vec = {self.max_cols(k)}")
+        launch = Launch(kernel.name, (cdiv(rows, k["rows_per_block"]), 1, 1), (k["threads"], k["rows_per_block"], 1),
+                        ("x", "gamma", "beta", "y", "rows", "cols", "eps"))
+        scalars = (Scalar("rows", "int", rows), Scalar("cols", "int", cols), Scalar("eps", "float", EPS))
+        # Any float pointer: the kernel checks 16-byte alignment itself and falls back to scalar loads.
+        return Plan(kernel, problem, (launch,), (), scalars, tuple((b, 4) for b in ("x", "gamma", "beta", "y")))
+
+    # -- numbers -----------------------------------------------------------------------------------
+    def check_problem(self, problem: Problem) -> None:
+        for d in ("rows", "cols"):
+            if problem[d] < 1:
+                raise UsageError(f"layernorm: {d}={problem[d]} is empty; layer norm needs at least one row and "
+                                 "one column")
+
+    def make_inputs(self, problem: Problem, rng: np.random.Generator) -> dict[str, np.ndarray]:
+        rows, cols = problem["rows"], problem["cols"]
+        # A per-row offset much larger than the spread: E[x^2] - E[x]^2 in float32 would lose it.
+        x = rng.standard_normal((rows, cols)) * rng.uniform(0.5, 3.0, size=(rows, 1))
+        x += rng.uniform(-30.0, 30.0, size=(rows, 1))
+        return {"x": x.astype(np.float32),
+                "gamma": rng.uniform(0.5, 1.5, size=cols).astype(np.float32),
+                "beta": rng.standard_normal(cols).astype(np.float32)}
+
+    def output_shapes(self, problem: Problem) -> dict[str, tuple[int, ...]]:
+        return {"y": (problem["rows"], problem["cols"])}
+
+    def reference(self, inputs, problem):
+        x = inputs["x"].astype(np.float64)
+        mean = x.mean(axis=1, keepdims=True)
+        var = ((x - mean) ** 2).mean(axis=1, keepdims=True)
+        y = (x - mean) / np.sqrt(var + EPS) * inputs["gamma"].astype(np.float64) + inputs["beta"].astype(np.float64)
+        return {"y": y}
+
+    def bytes_moved(self, problem: Problem) -> int:
+        return 8 * problem["rows"] * problem["cols"] + 8 * problem["cols"]
+
+    def flops(self, problem: Problem) -> int:
+        return 7 * problem["rows"] * problem["cols"]
+
+    def vendor(self, dev_inputs, problem):
+        x, g, b = dev_inputs["x"], dev_inputs["gamma"], dev_inputs["beta"]
+        try:
+            import torch
+            tx, tg, tb = (torch.as_tensor(a, device="cuda") for a in (x, g, b))
+            shape = (problem["cols"],)
+            return "torch layer_norm", lambda: torch.nn.functional.layer_norm(tx, shape, tg, tb, EPS)
+        except ImportError:
+            def run():
+                mean = x.mean(axis=1, keepdims=True)
+                var = x.var(axis=1, keepdims=True)
+                return (x - mean) / (var + EPS) ** 0.5 * g + b
+            return "cupy (mean / var)", run
+
+    # -- ladder and search -------------------------------------------------------------------------
+    def ladder(self) -> tuple[LadderStep, ...]:
+        steps = [
+            ("naive: a block per row, two-pass statistics in global memory, shared-memory trees",
+             dict(threads=256, rows_per_block=1, items=1, vec=1, reduction="shared", algo="two_pass"), ""),
+            ("a warp per row, shuffle reductions",
+             dict(threads=32, rows_per_block=4, items=1, vec=1, reduction="shuffle", algo="two_pass"), ""),
+            ("a warp per row, Welford statistics in one pass, float4",
+             dict(threads=32, rows_per_block=4, items=4, vec=4, reduction="shuffle", algo="welford"), ""),
+            ("the row in registers (read once) with float4, a block per row",
+             dict(threads=256, rows_per_block=1, items=4, vec=4, reduction="shuffle", algo="registers"),
+             "rows up to 4096 columns"),
+        ]
+        return tuple(LadderStep(t, self.schedule_from_knobs(**k), n) for t, k, n in steps)
+
+    def space(self, problem: Problem, limits: Limits):
+        cols = problem["cols"]
+        base = dict(vec=4, reduction="shuffle")
+        for threads in (8, 16, 32, 64, 128, 256, 512, 1024):
+            for rpb in ((1,) if threads > 32 else (1, 2, 4, 8, 16)):
+                if not 64 <= threads * rpb <= limits.max_threads:
+                    continue
+                for items in (1, 2, 4, 8, 16):
+                    cap = items * threads * 4
+                    if cap >= cols and cap // 2 < cols:
+                        yield dict(base, threads=threads, rows_per_block=rpb, items=items, algo="registers")
+                    if threads * rpb >= 128 and items in (2, 4):
+                        yield dict(base, threads=threads, rows_per_block=rpb, items=items, algo="welford")
