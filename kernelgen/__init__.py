@@ -10,8 +10,9 @@ True
 from .config import VERSION as __version__
 from .errors import CompileError, KernelgenError, LaunchError, ScheduleError, UsageError, ValidationError
 from .ops import OPS, get_op
+from .gpu import launch
 from .render import render
 from .schedule import Schedule, schedule
 
-__all__ = ["__version__", "OPS", "get_op", "render", "schedule", "Schedule", "KernelgenError", "ScheduleError",
+__all__ = ["__version__", "launch", "OPS", "get_op", "render", "schedule", "Schedule", "KernelgenError", "ScheduleError",
            "UsageError", "CompileError", "LaunchError", "ValidationError"]

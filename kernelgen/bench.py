@@ -11,6 +11,7 @@ import datetime
 
 from . import config, gpu
 from .ops.base import Op, Problem
+from .schedule import Schedule
 from .timing import measure, measure_vendor
 from .validate import validate
 
@@ -23,9 +24,10 @@ def bench_rows(op: Op, problem: Problem, *, ladder: bool = False, best_db: str |
     scheds = [(f"{i}. {s.title}", s.schedule) for i, s in enumerate(op.ladder(), 1)] if ladder else []
     scheds.append(("default schedule", op.default_schedule()))
     if best_db:
-        from .tune import best_schedule
         from .tune.db import TuningDB
-        scheds.append(("tuned (best in db)", best_schedule(op, problem, TuningDB(best_db), gpu.device().arch)))
+        rec = TuningDB(best_db).best(op.name, str(problem), gpu.device().arch)
+        if rec is not None:  # sizes nobody tuned simply have no "tuned" row
+            scheds.append(("tuned (best in db)", Schedule.from_dict(rec.schedule)))
     vendor = measure_vendor(op, problem, reps=reps)
     rows = []
     for label, sched in scheds:

@@ -163,3 +163,24 @@ def run(plan: Plan, source: str, arrays: dict[str, Any]) -> None:
         cupy.cuda.Device().synchronize()
     except (cupy.cuda.driver.CUDADriverError, cupy.cuda.runtime.CUDARuntimeError) as e:
         raise LaunchError(f"{plan.kernel.name} failed on the GPU: {e}") from None
+
+
+def launch(op, sched, problem, **arrays) -> None:
+    """Run schedule `sched` of `op` on the caller's device arrays (inputs and outputs by name).
+
+        import torch, kernelgen as kg
+        op = kg.get_op("reduce_sum")
+        x, out = torch.rand(1000, device="cuda"), torch.empty(1, device="cuda")
+        kg.launch(op, op.default_schedule(), op.problem({"n": 1000}), x=x, out=out)
+    """
+    dev = device()
+    kernel = op.kernel(sched, dev.limits())
+    plan = op.plan(kernel, problem, dev.limits())
+    shapes = dict(op.input_shapes(problem), **op.output_shapes(problem))
+    missing = [n for n in shapes if n not in arrays]
+    extra = [n for n in arrays if n not in shapes]
+    if missing or extra:
+        raise UsageError(f"{op.name} takes arrays {', '.join(shapes)}; missing {missing or 'none'}, unknown {extra or 'none'}")
+    checked = {n: as_device_array(arrays[n], n, shapes[n], op.dtype) for n in shapes}
+    from .render import render
+    run(plan, render(kernel), checked)

@@ -252,6 +252,10 @@ class Op:
     def output_shapes(self, problem: Problem) -> dict[str, tuple[int, ...]]:
         raise NotImplementedError
 
+    def input_shapes(self, problem: Problem) -> dict[str, tuple[int, ...]]:
+        """Shapes the caller's input arrays must have (derived from make_inputs unless overridden)."""
+        return {k: v.shape for k, v in self.make_inputs(problem, np.random.default_rng(0)).items()}
+
     def reference(self, inputs: dict[str, np.ndarray], problem: Problem) -> dict[str, np.ndarray]:
         """float64 results computed with numpy from the (float32) inputs."""
         raise NotImplementedError

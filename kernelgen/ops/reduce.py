@@ -125,6 +125,9 @@ class ReduceSum(Op):
     def output_shapes(self, problem: Problem) -> dict[str, tuple[int, ...]]:
         return {"out": (1,)}
 
+    def input_shapes(self, problem: Problem) -> dict[str, tuple[int, ...]]:
+        return {"x": (problem["n"],)}
+
     def reference(self, inputs, problem):
         return {"out": np.array([inputs["x"].astype(np.float64).sum()])}
 
