@@ -75,15 +75,29 @@ def roofline(op: Op, problem: Problem, time_us: float) -> tuple[float, float, fl
     return nbytes / secs / 1e9, flops / secs / 1e12, floor / secs, "memory" if t_mem >= t_math else "compute"
 
 
-def prepared(op: Op, sched: Schedule, problem: Problem, seed: int = 0):
-    """(kernel, launcher) for timing: inputs random, outputs allocated, everything on the device."""
+_arrays_cache: dict = {}
+
+
+def device_arrays(op: Op, problem: Problem, seed: int = 0) -> dict:
+    """Random inputs and output buffers on the device, kept for the last problem (a tuning run
+    times many schedules on one problem; drawing 2^28 random numbers per schedule would dominate)."""
     import cupy
+    key = (op.name, problem, seed)
+    if key not in _arrays_cache:
+        _arrays_cache.clear()
+        inputs = op.make_inputs(problem, np.random.default_rng(seed))
+        arrays = {k: cupy.asarray(v) for k, v in inputs.items()}
+        arrays.update({k: cupy.empty(s, dtype=op.dtype) for k, s in op.output_shapes(problem).items()})
+        _arrays_cache[key] = arrays
+    return _arrays_cache[key]
+
+
+def prepared(op: Op, sched: Schedule, problem: Problem, seed: int = 0):
+    """(kernel, launcher, arrays) for timing: inputs random, outputs allocated, all on the device."""
     limits = gpu.device().limits()
     kernel = op.kernel(sched, limits)
     plan = op.plan(kernel, problem, limits)
-    inputs = op.make_inputs(problem, np.random.default_rng(seed))
-    arrays = {k: cupy.asarray(v) for k, v in inputs.items()}
-    arrays.update({k: cupy.empty(s, dtype=op.dtype) for k, s in op.output_shapes(problem).items()})
+    arrays = device_arrays(op, problem, seed)
     return kernel, gpu.prepare(plan, render(kernel), arrays), arrays
 
 

@@ -46,7 +46,9 @@ class Runner(Protocol):
 
 
 class GpuRunner:
-    """Validate on fresh inputs, then time with CUDA events; failures become Outcomes."""
+    """Validate on fresh inputs at the op's awkward test sizes (tails, single elements), then time at
+    the tuning size with CUDA events; failures become Outcomes. `kernelgen bench` validates the
+    winner again at the full size."""
 
     def __init__(self, reps: int = 20):
         from .. import gpu
@@ -57,9 +59,10 @@ class GpuRunner:
         from ..timing import measure
         from ..validate import validate
         try:
-            v = validate(op, sched, problem, backend="gpu")
-            if not v.ok:
-                return Outcome("wrong_answer", None, v.summary())
+            for sizes in op.test_problems():
+                v = validate(op, sched, op.problem(sizes), backend="gpu")
+                if not v.ok:
+                    return Outcome("wrong_answer", None, f"{sizes}: {v.summary()}")
             m = measure(op, sched, problem, reps=self.reps)
             return Outcome("ok", m.time_us, f"{m.gbps:.0f} GB/s {m.tflops:.2f} TFLOP/s")
         except CompileError as e:
