@@ -1,0 +1,293 @@
+"""2-D convolution (cross-correlation, as cuDNN and PyTorch) of NCHW float32 input with a KCRS filter.
+
+y[n,k,p,q] = sum_{c,r,s} w[k,c,r,s] * x[n, c, p*stride + r - pad, q*stride + s - pad]  (0 outside x),
+P = (H + 2*pad - R) // stride + 1, Q likewise.
+
+>>> from kernelgen.ops import get_op
+>>> op = get_op("conv2d")
+>>> op.output_shapes(op.problem(small=True))["y"]
+(2, 5, 6, 7)
+>>> op.knobs_from_schedule(op.schedule(algo="implicit", bm=128, bn=128))["bm"]
+128
+
+Three algorithms, picked by `annotate("algo", ...)`:
+- `direct`: a thread per output element: `fuse(n, k, p, q)`, `split(nkpq, threads)`.
+- `im2col`: a first launch copies the receptive fields into a workspace col[C*R*S][N*P*Q], then a
+  register-tiled GEMM y[k, npq] = w[k, crs] @ col[crs, npq].
+- `implicit`: the same GEMM gathering its tiles of col straight from x (implicit GEMM).
+The GEMM view fuses `n, p, q` into `npq` and `c, r, s` into `crs`; `split(k, BM, TM)` and
+`split(npq, BN, TN)` give block tiles (k.0 -> blockIdx.y, npq.0 -> blockIdx.x), thread rows/columns
+(k.1 -> threadIdx.y, npq.1 -> threadIdx.x) and a TM x TN register tile; `split(crs, BK)` is the
+shared-memory depth. `cache_read(w|x, shared)` stages both tiles, `storage_align(w, pad)` pads the
+transposed filter tile, `double_buffer(w|x, 2)` prefetches the next tile into registers during the
+multiply, `vectorize(w, 4)` reads the filter and writes y with 128-bit accesses where C*R*S and P*Q
+are multiples of 4 (scalars otherwise, chosen at run time). Index divisions by run-time sizes use
+multiply-shift reciprocals computed by the plan.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import UsageError, check
+from ..schedule import Schedule, ScheduleReader, schedule
+from .base import Dim, Kernel, Knob, LadderStep, Launch, Limits, Op, Plan, Problem, Scalar, Workspace, cdiv
+
+ALGOS = ("direct", "im2col", "implicit")
+INT_MAX = 2**31 - 1
+IM2COL_THREADS = 256
+# Run-time scalars of the GEMM kernels, in parameter order.
+GEMM_SCALARS = ("N", "C", "H", "W", "K", "R", "S", "P", "Q", "stride_h", "stride_w", "pad_h", "pad_w",
+                "NPQ", "CRS", "mul_PQ", "shr_PQ", "mul_Q", "shr_Q", "mul_RS", "shr_RS", "mul_S", "shr_S")
+
+
+def fast_div(d: int) -> tuple[int, int]:
+    """(mul, shift) with x // d == (x * mul) >> shift for every 0 <= x < 2**31 (mul < 2**32)."""
+    for shift in range(31, 64):
+        mul = -(-(1 << shift) // d)
+        if mul < 1 << 32 and (mul * d - (1 << shift)) << 31 <= 1 << shift:
+            return mul, shift
+    raise AssertionError(d)
+
+
+def gather_layout(bk: int, bn: int, threads: int) -> tuple[int, int]:
+    """(rows, pixels) of the B tile each thread gathers: rows x pixels = bk*bn/threads, chosen so a
+    warp reads 32 adjacent pixels and few row indices (each costs two divisions per tile) are needed."""
+    per = bk * bn // threads
+    best = None
+    for a in range(1, bk + 1):
+        if bk % a or per % a or bn % (per // a):
+            continue
+        b = per // a
+        if bn // b < min(32, bn):
+            continue
+        cost = 8 * a + 3 * b
+        if best is None or cost < best[0]:
+            best = (cost, a, b)
+    return (best[1], best[2]) if best else (0, 0)
+
+
+class Conv2d(Op):
+    name = "conv2d"
+    summary = "y[N,K,P,Q] = conv2d(x[N,C,H,W], w[K,C,R,S], stride, pad), float32 NCHW"
+    dims = (Dim("N", 2, 2), Dim("C", 12, 3), Dim("H", 130, 11), Dim("W", 514, 13), Dim("K", 24, 5),
+            Dim("R", 3, 3), Dim("S", 3, 3), Dim("stride", 1, 2), Dim("pad", 0, 1, minimum=0))
+    loops = ("n", "k", "p", "q", "c", "r", "s", "npq", "crs", "nkpq")
+    inputs = ("x", "w")
+    outputs = ("y",)
+    knobs = (
+        Knob("algo", "implicit", ALGOS, "direct | im2col + GEMM | implicit GEMM", "a"),
+        Knob("threads", 256, (64, 128, 256, 512), "direct: threads per block", "t"),
+        Knob("bm", 32, (32, 64, 128), "GEMM: output channels per block (k.0)", "m"),
+        Knob("bn", 256, (64, 128, 256), "GEMM: output pixels per block (npq.0)", "n"),
+        Knob("bk", 8, (4, 8, 16), "GEMM: c*r*s depth of a shared-memory tile (crs.0)", "k"),
+        Knob("tm", 4, (4, 8), "GEMM: channels per thread (k.2)", "tm"),
+        Knob("tn", 8, (4, 8), "GEMM: pixels per thread (npq.2)", "tn"),
+        Knob("stages", 2, (1, 2), "GEMM: shared tiles in flight (double_buffer)", "st"),
+        Knob("pad", 4, (0, 4), "GEMM: padding of the transposed filter tile's rows (storage_align)", "p"),
+        Knob("vec", 4, (1, 4), "GEMM: 128-bit filter loads and output stores where aligned", "v"),
+        Knob("min_blocks", 0, (0, 1, 2, 3, 4), "GEMM: blocks per SM promised to __launch_bounds__ "
+             "(caps registers at 64K / (threads * n)); 0 = no promise", "o"),
+    )
+    primitives_help = (
+        "annotate(algo, direct|im2col|implicit); direct: fuse(n,k,p,q), split(nkpq, threads), "
+        "bind(nkpq.0, blockIdx.x), bind(nkpq.1, threadIdx.x); GEMM: fuse(n,p,q), fuse(c,r,s), "
+        "split(k, BM, TM), split(npq, BN, TN), split(crs, BK), bind(k.0, blockIdx.y), bind(npq.0, blockIdx.x), "
+        "bind(k.1, threadIdx.y), bind(npq.1, threadIdx.x), cache_read(w|x, shared), storage_align(w, 0|4), "
+        "double_buffer(w|x, 1|2), vectorize(w, 1|4)")
+
+    # -- problems ----------------------------------------------------------------------------------
+    @staticmethod
+    def out_hw(p: Problem) -> tuple[int, int]:
+        return ((p["H"] + 2 * p["pad"] - p["R"]) // p["stride"] + 1, (p["W"] + 2 * p["pad"] - p["S"]) // p["stride"] + 1)
+
+    def check_problem(self, problem: Problem) -> None:
+        d = problem.as_dict()
+        for ax, f in (("H", "R"), ("W", "S")):
+            if d[ax] + 2 * d["pad"] < d[f]:
+                raise UsageError(f"conv2d: empty output: {ax}={d[ax]} + 2*pad={2 * d['pad']} < {f}={d[f]} "
+                                 f"(the filter does not fit in the padded input)")
+        P, Q = self.out_hw(problem)
+        for what, count in (("x", d["N"] * d["C"] * d["H"] * d["W"]), ("y", d["N"] * d["K"] * P * Q),
+                            ("w", d["K"] * d["C"] * d["R"] * d["S"])):
+            if count > INT_MAX:
+                raise UsageError(f"conv2d: {what} has {count} elements; kernels index with 32-bit ints (< 2^31)")
+
+    # -- schedule <-> knobs ------------------------------------------------------------------------
+    def schedule_from_knobs(self, algo, threads, bm, bn, bk, tm, tn, stages, pad, vec, min_blocks) -> Schedule:
+        s = schedule(self.name).annotate("algo", algo)
+        if algo == "direct":
+            return (s.fuse("n", "k", "p", "q").split("nkpq", threads)
+                    .bind("nkpq.0", "blockIdx.x").bind("nkpq.1", "threadIdx.x"))
+        s = (s.fuse("n", "p", "q").fuse("c", "r", "s").split("k", bm, tm).split("npq", bn, tn).split("crs", bk)
+             .bind("k.0", "blockIdx.y").bind("npq.0", "blockIdx.x").bind("k.1", "threadIdx.y").bind("npq.1", "threadIdx.x")
+             .cache_read("w", "shared").cache_read("x", "shared").storage_align("w", pad))
+        if stages > 1:
+            s = s.double_buffer("w", stages).double_buffer("x", stages)
+        s = s.vectorize("w", vec)
+        return s.annotate("min_blocks", min_blocks) if min_blocks else s
+
+    def read_knobs(self, r: ScheduleReader) -> dict:
+        k = self.default_knobs()
+        k["algo"] = r.annotate("algo", "implicit", ALGOS)
+        if k["algo"] == "direct":
+            check(r.fuse(("n", "k", "p", "q")), "fuse", "n,k,p,q", "missing", limit="direct needs fuse(n, k, p, q)")
+            (k["threads"],) = r.split("nkpq", 1, (256,))
+            r.bind("nkpq.0", "blockIdx.x", allowed=("blockIdx.x",))
+            r.bind("nkpq.1", "threadIdx.x", allowed=("threadIdx.x",))
+            return k
+        for loops in (("n", "p", "q"), ("c", "r", "s")):
+            check(r.fuse(loops), "fuse", ",".join(loops), "missing", limit=f"{k['algo']} needs fuse({', '.join(loops)})")
+        k["bm"], k["tm"] = r.split("k", 2, (k["bm"], k["tm"]))
+        k["bn"], k["tn"] = r.split("npq", 2, (k["bn"], k["tn"]))
+        (k["bk"],) = r.split("crs", 1, (k["bk"],))
+        for loop, axis in (("k.0", "blockIdx.y"), ("npq.0", "blockIdx.x"), ("k.1", "threadIdx.y"), ("npq.1", "threadIdx.x")):
+            r.bind(loop, axis, allowed=(axis,))
+        for buf in ("w", "x"):
+            r.cache_read(buf, "shared", allowed=("shared",))
+        k["pad"] = r.storage_align("w", 0)
+        k["stages"] = r.double_buffer("w", 1)
+        check(r.double_buffer("x", 1) == k["stages"], "double_buffer", "x", "", limit=f"same stages as w ({k['stages']})")
+        k["vec"] = r.vectorize("w", 1, allowed=(1, 4))
+        k["min_blocks"] = r.annotate("min_blocks", 0, self.knob("min_blocks").choices)
+        return k
+
+    def check_knobs(self, k: dict, limits: Limits) -> None:
+        if k["algo"] == "direct":
+            check(32 <= k["threads"] <= limits.max_threads and k["threads"] % 32 == 0, "split", "nkpq", k["threads"],
+                  limit=f"a multiple of 32 threads up to {limits.max_threads}")
+            return
+        check(k["tm"] in (4, 8), "split", "k", k["tm"], limit="register tile rows are read as float4", allowed="4, 8")
+        check(k["tn"] in (4, 8), "split", "npq", k["tn"], limit="register tile columns are read as float4", allowed="4, 8")
+        check(k["bm"] % k["tm"] == 0, "split", "k", (k["bm"], k["tm"]), limit="TM must divide BM")
+        check(k["bn"] % k["tn"] == 0, "split", "npq", (k["bn"], k["tn"]), limit="TN must divide BN")
+        check(k["bk"] % 4 == 0, "split", "crs", k["bk"], limit="filter tiles are loaded in groups of 4", allowed="4, 8, 16")
+        threads = k["bm"] // k["tm"] * (k["bn"] // k["tn"])
+        check(32 <= threads <= limits.max_threads, "split", "k.1*npq.1", threads,
+              limit=f"(BM/TM)*(BN/TN) threads per block in 32..{limits.max_threads}")
+        check(k["bk"] * k["bn"] % threads == 0 and gather_layout(k["bk"], k["bn"], threads) != (0, 0),
+              "split", "crs", k["bk"], limit=f"each of {threads} threads gathers a whole rows x pixels piece of "
+              f"the {k['bk']}x{k['bn']} input tile with a warp on 32 adjacent pixels")
+        check(k["pad"] % 4 == 0, "storage_align", "w", k["pad"], limit="rows stay 16-byte aligned", allowed="0, 4")
+
+    # -- lowering ----------------------------------------------------------------------------------
+    def template(self, knobs: dict) -> str:
+        return "conv2d_direct.cu.j2" if knobs["algo"] == "direct" else "conv2d_gemm.cu.j2"
+
+    def template_params(self, k: dict) -> tuple[dict, int, int]:
+        if k["algo"] == "direct":
+            return dict(threads=k["threads"]), 0, 40
+        threads = k["bm"] // k["tm"] * (k["bn"] // k["tn"])
+        rows, pix = gather_layout(k["bk"], k["bn"], threads)
+        a_slots = k["bm"] * k["bk"] // 4
+        params = dict(k, threads=threads, g_rows=rows, g_pix=pix, a_slots=a_slots, a_iters=cdiv(a_slots, threads),
+                      lda=k["bm"] + k["pad"], im2col_threads=IM2COL_THREADS)
+        smem = 4 * k["stages"] * k["bk"] * (k["bm"] + k["pad"] + k["bn"])
+        regs = k["tm"] * k["tn"] + k["tm"] + k["tn"] + 4 * params["a_iters"] + rows * pix + 3 * pix + 2 * rows + 30
+        return params, smem, regs
+
+    def plan(self, kernel: Kernel, problem: Problem, limits: Limits | None = None) -> Plan:
+        k = dict(kernel.knobs)
+        d = problem.as_dict()
+        P, Q = self.out_hw(problem)
+        npq, crs = d["N"] * P * Q, d["C"] * d["R"] * d["S"]
+        sizes = dict(d, P=P, Q=Q, stride_h=d["stride"], stride_w=d["stride"], pad_h=d["pad"], pad_w=d["pad"],
+                     NPQ=npq, CRS=crs)
+        for name, div in (("PQ", P * Q), ("Q", Q), ("RS", d["R"] * d["S"]), ("S", d["S"])):
+            sizes[f"mul_{name}"], sizes[f"shr_{name}"] = fast_div(div)
+        scalars = tuple(Scalar(n, "long long" if n.startswith("mul_") else "int", sizes[n]) for n in GEMM_SCALARS)
+        if k["algo"] == "direct":
+            total = d["N"] * d["K"] * P * Q
+            names = ("N", "C", "H", "W", "K", "R", "S", "P", "Q", "stride_h", "stride_w", "pad_h", "pad_w")
+            launch = Launch(kernel.name, (cdiv(total, k["threads"]), 1, 1), (k["threads"], 1, 1), ("x", "w", "y") + names)
+            return Plan(kernel, problem, (launch,), (), tuple(s for s in scalars if s.name in names))
+        threads = k["bm"] // k["tm"] * (k["bn"] // k["tn"])
+        grid = (cdiv(npq, k["bn"]), cdiv(d["K"], k["bm"]), 1)
+        check(grid[1] <= 65535, "split", "k", k["bm"], limit=f"K={d['K']} needs <= 65535 blocks along y")
+        src = "col" if k["algo"] == "im2col" else "x"
+        gemm = Launch(f"{kernel.name}_gemm", grid, (threads, 1, 1), (src, "w", "y") + GEMM_SCALARS)
+        align = (("w", 16), ("y", 16))
+        if k["algo"] == "implicit":
+            return Plan(kernel, problem, (gemm,), (), scalars, align)
+        if crs * npq > INT_MAX:
+            raise UsageError(f"conv2d im2col: the workspace needs C*R*S*N*P*Q = {crs * npq} floats (> 2^31); "
+                             "use algo=implicit")
+        im2col = Launch(f"{kernel.name}_im2col", (cdiv(npq, IM2COL_THREADS), min(crs, 65535), 1),
+                        (IM2COL_THREADS, 1, 1), ("x", "col") + GEMM_SCALARS)
+        return Plan(kernel, problem, (im2col, gemm), (Workspace("col", "float32", crs * npq),), scalars, align)
+
+    # -- numbers -----------------------------------------------------------------------------------
+    def make_inputs(self, problem: Problem, rng: np.random.Generator) -> dict[str, np.ndarray]:
+        d = problem.as_dict()
+        return {"x": rng.uniform(-1, 1, size=(d["N"], d["C"], d["H"], d["W"])).astype(np.float32),
+                "w": rng.uniform(-1, 1, size=(d["K"], d["C"], d["R"], d["S"])).astype(np.float32)}
+
+    def output_shapes(self, problem: Problem) -> dict[str, tuple[int, ...]]:
+        P, Q = self.out_hw(problem)
+        return {"y": (problem["N"], problem["K"], P, Q)}
+
+    def reference(self, inputs, problem):
+        d = problem.as_dict()
+        st, pd = d["stride"], d["pad"]
+        P, Q = self.out_hw(problem)
+        x = np.pad(inputs["x"].astype(np.float64), ((0, 0), (0, 0), (pd, pd), (pd, pd)))
+        w = inputs["w"].astype(np.float64)
+        y = np.zeros((d["N"], d["K"], P, Q))
+        for r in range(d["R"]):
+            for s in range(d["S"]):
+                win = x[:, :, r:r + st * (P - 1) + 1:st, s:s + st * (Q - 1) + 1:st]     # N, C, P, Q
+                y += np.tensordot(w[:, :, r, s], win, axes=([1], [1])).transpose(1, 0, 2, 3)
+        return {"y": y}
+
+    def bytes_moved(self, problem: Problem) -> int:
+        d = problem.as_dict()
+        P, Q = self.out_hw(problem)
+        return 4 * (d["N"] * d["C"] * d["H"] * d["W"] + d["K"] * d["C"] * d["R"] * d["S"] + d["N"] * d["K"] * P * Q)
+
+    def flops(self, problem: Problem) -> int:
+        d = problem.as_dict()
+        P, Q = self.out_hw(problem)
+        return 2 * d["N"] * d["K"] * P * Q * d["C"] * d["R"] * d["S"]
+
+    def vendor(self, dev_inputs, problem):
+        st, pd = problem["stride"], problem["pad"]
+        try:
+            import torch
+            torch.backends.cudnn.allow_tf32 = False   # compare float32 with float32, not TF32 tensor cores
+            tx, tw = torch.as_tensor(dev_inputs["x"], device="cuda"), torch.as_tensor(dev_inputs["w"], device="cuda")
+            return "torch conv2d (cuDNN, TF32 off)", lambda: torch.nn.functional.conv2d(tx, tw, stride=st, padding=pd)
+        except ImportError:
+            pass
+        try:
+            import cupy
+            from cupy import cudnn
+            x, w = dev_inputs["x"], dev_inputs["w"]
+            y = cupy.empty(self.output_shapes(problem)["y"], dtype=cupy.float32)
+            return "cupy cuDNN (no tensor cores)", lambda: cudnn.convolution_forward(
+                x, w, None, y, (pd, pd), (st, st), (1, 1), 1, tensor_core="never")
+        except Exception:
+            return None
+
+    def ladder(self) -> tuple[LadderStep, ...]:
+        gemm = dict(self.default_knobs(), algo="implicit")
+        steps = [
+            ("direct: a thread per output element", dict(gemm, algo="direct"), "seed: 1.2 ms"),
+            ("im2col into a workspace, then a register-tiled GEMM", dict(gemm, algo="im2col"),
+             "seed: img2col + GEMM 0.6 ms; the workspace is C*R*S x N*P*Q floats"),
+            ("implicit GEMM, single-buffered, scalar filter loads", dict(gemm, stages=1, vec=1),
+             "gathers the GEMM's input tiles straight from x"),
+            ("implicit GEMM, double-buffered, float4 filter loads and output stores", gemm,
+             "32x256 tiles, 4x8 per thread: the seeds' shape has K=24; 512 blocks fill 2 per SM in ~2 waves"),
+            ("implicit GEMM, 128x128 tiles, 8x8 per thread (many output channels)",
+             dict(gemm, bm=128, bn=128, tm=8, tn=8, min_blocks=2),
+             "for the large shape (K=128); 2 blocks/SM caps registers at 128"),
+        ]
+        return tuple(LadderStep(t, self.schedule_from_knobs(**k), n) for t, k, n in steps)
+
+    def space(self, problem: Problem, limits: Limits):
+        base = self.default_knobs()
+        for bm in (32, 64, 128):
+            for bn in (64, 128, 256):
+                for bk in (8, 16):
+                    for tm in (4, 8):
+                        for tn in (4, 8):
+                            yield dict(base, algo="implicit", bm=bm, bn=bn, bk=bk, tm=tm, tn=tn)
