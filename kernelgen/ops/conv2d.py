@@ -53,6 +53,8 @@ def gather_layout(bk: int, bn: int, threads: int) -> tuple[int, int]:
     """(rows, pixels) of the B tile each thread gathers: rows x pixels = bk*bn/threads, chosen so a
     warp reads 32 adjacent pixels and few row indices (each costs two divisions per tile) are needed."""
     per = bk * bn // threads
+    if per < 1:
+        return (0, 0)
     best = None
     for a in range(1, bk + 1):
         if bk % a or per % a or bn % (per // a):
@@ -216,6 +218,16 @@ class Conv2d(Op):
         return Plan(kernel, problem, (im2col, gemm), (Workspace("col", "float32", crs * npq),), scalars, align)
 
     # -- numbers -----------------------------------------------------------------------------------
+    def test_problems(self) -> tuple[dict, ...]:
+        small = {d.name: d.small for d in self.dims}
+        return (
+            small,                                                       # stride 2, pad 1, scalar paths
+            dict(N=1, C=1, H=1, W=1, K=1, R=1, S=1, stride=1, pad=0),    # one output
+            dict(N=2, C=4, H=20, W=20, K=33, R=3, S=3, stride=1, pad=1),  # P*Q, C*R*S % 4 == 0: float4 paths
+            dict(N=3, C=5, H=17, W=9, K=7, R=5, S=2, stride=3, pad=2),    # R != S, P*Q = 24
+            dict(N=1, C=2, H=3, W=3, K=2, R=3, S=3, stride=1, pad=3),     # padding wider than the filter
+        )
+
     def make_inputs(self, problem: Problem, rng: np.random.Generator) -> dict[str, np.ndarray]:
         d = problem.as_dict()
         return {"x": rng.uniform(-1, 1, size=(d["N"], d["C"], d["H"], d["W"])).astype(np.float32),

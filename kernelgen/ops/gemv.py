@@ -51,6 +51,7 @@ class Gemv(Op):
 
     # -- schedule <-> knobs ------------------------------------------------------------------------
     def schedule_from_knobs(self, threads, lanes, vec, unroll) -> Schedule:
+        check(threads % 32 == 0 and threads >= 32, "split", "i.1", threads, limit="whole warps per block")
         rows_per_warp = 32 // lanes if lanes <= 32 and 32 % lanes == 0 else 1
         s = (schedule(self.name).split("i", threads // 32 * rows_per_warp, rows_per_warp)
              .bind("i.0", "blockIdx.x").bind("i.1", "warp").bind("i.2", "lane")
@@ -110,6 +111,12 @@ class Gemv(Op):
                     (("A", 4 * k["vec"]), ("x", 4 * k["vec"])))
 
     # -- numbers -----------------------------------------------------------------------------------
+    def test_problems(self) -> tuple[dict, ...]:
+        # N % 4 == 0 takes the aligned kernel; odd N the unaligned one (heads of 1..3 scalars per row);
+        # N < 4 rows are all head; 4099 leaves a ragged unrolled tail.
+        return ({"M": 1, "N": 1}, {"M": 133, "N": 1001}, {"M": 67, "N": 4}, {"M": 31, "N": 1030},
+                {"M": 5, "N": 4099}, {"M": 9, "N": 3}, {"M": 40, "N": 2048})
+
     def make_inputs(self, problem: Problem, rng: np.random.Generator) -> dict[str, np.ndarray]:
         m, n = problem["M"], problem["N"]
         return {"A": rng.uniform(-1, 1, size=(m, n)).astype(np.float32),

@@ -1,0 +1,158 @@
+"""What is specific to conv2d: problems with an empty output fail before any compile, the reference
+against a literal loop, the multiply-shift divisions, how the GEMM tiles are laid out, legality
+messages, the plans of the three algorithms, SASS facts, and edge shapes on the emulator/GPU."""
+import itertools
+
+import numpy as np
+import pytest
+
+from kernelgen import get_op, render
+from kernelgen.compile import compile_cuda
+from kernelgen.errors import ScheduleError, UsageError
+from kernelgen.inspect import facts_of
+from kernelgen.ops.conv2d import fast_div, gather_layout
+from kernelgen.validate import validate
+
+op = get_op("conv2d")
+STEPS = op.ladder()
+
+
+def facts(sched):
+    k = op.kernel(sched)
+    return {f.symbol.rsplit("_", 1)[-1]: f for f in facts_of(compile_cuda(render(k), "sm_90", k.name))}
+
+
+# -- problems --------------------------------------------------------------------------------------
+@pytest.mark.parametrize("sizes,message", [
+    (dict(H=2, R=3, pad=0), r"empty output: H=2 \+ 2\*pad=0 < R=3"),
+    (dict(W=1, S=5, pad=1), r"empty output: W=1 \+ 2\*pad=2 < S=5"),
+    (dict(stride=0), "stride=0 is illegal"),
+    (dict(pad=-1), "pad=-1 is illegal"),
+    (dict(N=70000, C=128, H=16, W=16), "32-bit"),
+])
+def test_bad_problems_fail_before_any_compile(sizes, message):
+    with pytest.raises(UsageError, match=message):
+        op.problem(sizes)
+
+
+def test_output_size_follows_stride_and_padding():
+    assert op.output_shapes(op.problem())["y"] == (2, 24, 128, 512)
+    assert op.output_shapes(op.problem(dict(N=32, C=64, H=128, W=128, K=128, pad=1)))["y"] == (32, 128, 128, 128)
+    assert op.output_shapes(op.problem(dict(H=7, W=8, R=3, S=2, stride=3, pad=2)))["y"][2:] == (3, 4)
+
+
+def test_reference_matches_a_literal_loop():
+    p = op.problem(dict(N=2, C=2, H=5, W=6, K=3, R=3, S=2, stride=2, pad=1))
+    inp = op.make_inputs(p, np.random.default_rng(1))
+    x, w = inp["x"].astype(np.float64), inp["w"].astype(np.float64)
+    y = op.reference(inp, p)["y"]
+    N, K, P, Q = y.shape
+    for n, k, pp, q in itertools.product(range(N), range(K), range(P), range(Q)):
+        acc = 0.0
+        for c, r, s in itertools.product(range(2), range(3), range(2)):
+            h, ww = pp * 2 + r - 1, q * 2 + s - 1
+            if 0 <= h < 5 and 0 <= ww < 6:
+                acc += w[k, c, r, s] * x[n, c, h, ww]
+        assert abs(y[n, k, pp, q] - acc) < 1e-12
+
+
+def test_multiply_shift_division_is_exact():
+    rng = np.random.default_rng(0)
+    xs = np.concatenate([np.arange(0, 4096), rng.integers(0, 2**31, 4096), [2**31 - 1, 2**31 - 2]]).astype(object)
+    for d in list(range(1, 70)) + [100, 255, 256, 576, 65536, 131072, 2**31 - 1] + list(rng.integers(1, 2**31, 20)):
+        mul, shr = fast_div(int(d))
+        assert mul < 2**32
+        assert all((x * mul) >> shr == x // int(d) for x in xs), d
+
+
+def test_gather_layout_puts_a_warp_on_32_adjacent_pixels():
+    assert gather_layout(8, 256, 256) == (2, 4)      # the default: 2 rows x 4 pixels, pixels 64 apart
+    assert gather_layout(8, 128, 256) == (1, 4)
+    assert gather_layout(8, 256, 128) == (2, 8)
+    assert gather_layout(4, 64, 256) == (1, 1)
+    assert gather_layout(4, 32, 256) == (0, 0)       # fewer elements than threads
+
+
+# -- schedules and knobs ---------------------------------------------------------------------------
+def test_ladder_follows_the_seed_notes():
+    algos = [op.knobs_from_schedule(s.schedule)["algo"] for s in STEPS]
+    assert algos[:3] == ["direct", "im2col", "implicit"]
+    assert STEPS[3].schedule == op.default_schedule()
+
+
+def test_gemm_schedule_reads_back():
+    s = op.schedule(bm=64, bn=128, bk=16, tm=8, tn=4, stages=1, pad=0, vec=1, min_blocks=3)
+    assert op.knobs_from_schedule(s) == dict(op.default_knobs(), bm=64, bn=128, bk=16, tm=8, tn=4, stages=1,
+                                             pad=0, vec=1, min_blocks=3)
+
+
+@pytest.mark.parametrize("change,message", [
+    (dict(bm=128, bn=256, tm=4, tn=4), "2048 is illegal"),
+    (dict(tm=2, bm=32), "allowed: 4, 8"),
+    (dict(bk=4, bn=64, bm=128, tm=4, tn=4), "gathers a whole rows x pixels piece"),   # 512 threads, 256 elements
+    (dict(pad=2), "16-byte aligned"),
+    (dict(algo="direct", threads=48), "multiple of 32"),
+    (dict(algo="winograd"), "allowed: direct, im2col, implicit"),
+])
+def test_illegal_schedules_say_why_with_the_numbers(change, message):
+    with pytest.raises(ScheduleError, match=message):
+        op.kernel(op.schedule(**change))
+
+
+def test_steps_the_algorithm_cannot_honour_are_rejected():
+    direct = op.schedule(algo="direct")
+    with pytest.raises(ScheduleError, match="no use for this step"):
+        op.kernel(direct.cache_read("w", "shared"))
+    with pytest.raises(ScheduleError, match="same stages as w"):
+        op.kernel(op.schedule(stages=1).double_buffer("x", 2))
+    with pytest.raises(ScheduleError, match="needs fuse"):
+        op.kernel(op.schedule().__class__("conv2d", op.schedule().steps[:1] + op.schedule().steps[2:]))
+
+
+def test_plans_of_the_three_algorithms():
+    p = op.problem()
+    direct, im2col, implicit = (op.plan(op.kernel(op.schedule(algo=a)), p) for a in ("direct", "im2col", "implicit"))
+    assert len(direct.launches) == 1 and direct.launches[0].grid[0] == 2 * 24 * 128 * 512 // 256
+    assert [ln.symbol.rsplit("_", 1)[1] for ln in im2col.launches] == ["im2col", "gemm"]
+    assert im2col.workspaces[0].count == 12 * 3 * 3 * 2 * 128 * 512
+    assert implicit.launches[0].grid == (2 * 128 * 512 // 256, 1, 1) and implicit.launches[0].block == (256, 1, 1)
+    assert implicit.launches[0].args[:3] == ("x", "w", "y") and im2col.launches[1].args[0] == "col"
+    big = op.problem(dict(N=32, C=64, H=128, W=128, K=128, pad=1))
+    with pytest.raises(UsageError, match="use algo=implicit"):     # 576 x 4M floats
+        op.plan(op.kernel(op.schedule(algo="im2col")), op.problem(dict(N=256, C=64, H=128, W=128, K=128, pad=1)))
+    assert op.plan(op.kernel(op.schedule(bm=128, bn=128, tm=8, tn=8)), big).launches[0].grid == (4096, 1, 1)
+
+
+# -- SASS ------------------------------------------------------------------------------------------
+@pytest.mark.nvrtc
+def test_ladder_spills_nothing_and_vectorises_where_asked():
+    for step in STEPS:
+        knobs = op.knobs_from_schedule(step.schedule)
+        f = facts(step.schedule)
+        assert all(x.spill_bytes == 0 for x in f.values()), step.title
+        if knobs["algo"] == "direct":
+            continue
+        gemm = f["gemm"]
+        assert gemm.lds128 > 0, step.title                       # register tiles read as float4
+        assert (gemm.ldg128 > 0) == (knobs["vec"] == 4), step.title   # filter tile
+        assert (gemm.stg128 > 0) == (knobs["vec"] == 4), step.title   # output
+
+
+@pytest.mark.nvrtc
+def test_register_budgets_of_the_tuned_steps():
+    # 32x256 tiles, 4x8 per thread: <= 128 registers, 2 blocks of 256 threads per SM.
+    assert facts(op.default_schedule())["gemm"].registers <= 128
+    # 128x128, 8x8 per thread with min_blocks=2: exactly fits 128 registers without spilling.
+    big = facts(STEPS[-1].schedule)["gemm"]
+    assert big.registers <= 128 and big.spill_bytes == 0
+
+
+# -- numbers ---------------------------------------------------------------------------------------
+@pytest.mark.emulate
+@pytest.mark.parametrize("knobs", [
+    dict(bm=64, bn=64, bk=16, tm=8, tn=4), dict(bm=32, bn=128, bk=4, tm=4, tn=4, stages=1, pad=0),
+    dict(algo="im2col", bm=128, bn=64, tm=8, tn=8, vec=1)])
+def test_other_tilings_are_correct_on_the_emulator(knobs):
+    for sizes in op.test_problems():
+        v = validate(op, op.schedule(**knobs), op.problem(sizes), backend="emulate")
+        assert v.ok, (knobs, sizes, v.summary())

@@ -1,0 +1,102 @@
+"""What is specific to gemv: how lanes/rows per warp read from the schedule, legality messages, the
+aligned/unaligned kernel choice, SASS facts (128-bit loads where vectorised, 32 registers by
+default), and rows of every alignment on the emulator/GPU."""
+import numpy as np
+import pytest
+
+from kernelgen import get_op, render, schedule
+from kernelgen.compile import compile_cuda
+from kernelgen.errors import ScheduleError
+from kernelgen.inspect import facts_of
+from kernelgen.validate import validate
+
+op = get_op("gemv")
+STEPS = op.ladder()
+
+
+def facts(sched, symbol=None):
+    k = op.kernel(sched)
+    found = {f.symbol: f for f in facts_of(compile_cuda(render(k), "sm_90", k.name))}
+    return found[symbol or k.name]
+
+
+# -- schedules and knobs --------------------------------------------------------------------------
+def test_rows_per_warp_and_lanes_per_row_fill_a_warp():
+    s = op.schedule(lanes=8, vec=2, unroll=4, threads=128)
+    assert s.steps[0].factors == (16, 4)            # 4 warps x 4 rows of 8 lanes
+    assert s.steps[4].factors == (64, 16, 2)        # 4 loads x 8 lanes x float2
+    assert op.knobs_from_schedule(s) == dict(threads=128, lanes=8, vec=2, unroll=4)
+
+
+def test_ladder_follows_the_seed_notes():
+    knobs = [op.knobs_from_schedule(s.schedule) for s in STEPS]
+    assert [k["lanes"] for k in knobs[:3]] == [1, 32, 8]       # thread/row, warp/row, rows per warp
+    assert knobs[3]["vec"] == 4 and STEPS[3].schedule == op.default_schedule()
+
+
+@pytest.mark.parametrize("change,message", [
+    (dict(lanes=3), "lanes per row .* must be 32"),
+    (dict(threads=48), "whole warps per block"),
+    (dict(threads=2048), "warps per block"),
+    (dict(unroll=32), "loads in flight"),
+])
+def test_illegal_knobs_say_why(change, message):
+    with pytest.raises(ScheduleError, match=message):
+        op.kernel(op.schedule(**change))
+
+
+def test_illegal_steps_are_rejected():
+    base = (schedule("gemv").split("i", 8, 1).bind("i.0", "blockIdx.x").bind("i.1", "warp").bind("i.2", "lane")
+            .split("j", 256, 128, 4).bind("j.2", "lane").unroll("j.1").vectorize("j.3", 4))
+    with pytest.raises(ScheduleError, match="32 lane"):           # 32 lanes need a shuffle reduction
+        op.kernel(base)
+    with pytest.raises(ScheduleError, match="innermost factor is 4"):
+        op.kernel(schedule("gemv").split("j", 256, 128, 4).vectorize("j.3", 2).reduction("j", "shuffle"))
+    with pytest.raises(ScheduleError, match="allowed: 1, 2, 4"):
+        op.kernel(schedule("gemv").split("j", 256, 256, 8).vectorize("j.3", 8).reduction("j", "shuffle"))
+    with pytest.raises(ScheduleError, match="must be 32"):
+        op.kernel(schedule("gemv").split("i", 8, 2).split("j", 32, 32, 1).reduction("j", "shuffle"))
+    with pytest.raises(ScheduleError, match="no use for this step"):
+        op.kernel(op.default_schedule().cache_read("x", "shared"))
+
+
+def test_plan_picks_the_aligned_kernel_only_when_rows_are():
+    k = op.kernel(op.default_schedule())
+    assert op.plan(k, op.problem({"M": 10, "N": 1024})).launches[0].symbol == k.name
+    assert op.plan(k, op.problem({"M": 10, "N": 1001})).launches[0].symbol == k.name + "_unaligned"
+    plan = op.plan(k, op.problem({"M": 8193, "N": 64}))
+    assert plan.launches[0].grid == (1025, 1, 1) and dict(plan.alignment) == {"A": 16, "x": 16}
+
+
+# -- SASS ------------------------------------------------------------------------------------------
+@pytest.mark.nvrtc
+def test_vectorised_steps_load_128_bits_and_the_others_do_not():
+    for step in STEPS:
+        vec = op.knobs_from_schedule(step.schedule)["vec"]
+        f = facts(step.schedule)
+        assert f.spill_bytes == 0, step.title
+        assert (f.ldg128 > 0) == (vec == 4), (step.title, f.ldg128)
+
+
+@pytest.mark.nvrtc
+def test_default_kernel_fits_64_warps_per_sm():
+    # 32 registers: 8 blocks of 256 threads per SM, so all 8192 rows of the benchmark run in one wave.
+    assert facts(op.default_schedule()).registers <= 32
+
+
+# -- numbers ---------------------------------------------------------------------------------------
+def test_reference_is_a_float64_matrix_vector_product():
+    p = op.problem({"M": 3, "N": 5})
+    inputs = op.make_inputs(p, np.random.default_rng(0))
+    y = op.reference(inputs, p)["y"]
+    assert y.dtype == np.float64
+    assert np.allclose(y, [sum(float(inputs["A"][i, j]) * float(inputs["x"][j]) for j in range(5)) for i in range(3)])
+
+
+@pytest.mark.emulate
+@pytest.mark.parametrize("knobs", [dict(lanes=4, vec=4, unroll=8), dict(lanes=16, vec=2, unroll=1),
+                                   dict(lanes=1, vec=4, unroll=2, threads=64)])
+def test_other_layouts_are_correct_on_the_emulator(knobs):
+    for sizes in op.test_problems():
+        v = validate(op, op.schedule(**knobs), op.problem(sizes), backend="emulate")
+        assert v.ok, (knobs, sizes, v.summary())
