@@ -42,7 +42,7 @@ class LayerNorm(RowSchedule, Op):
         Knob("threads", 256, (1, 4, 8, 16, 32, 64, 128, 256, 512, 1024), "threads per row (j.2)", "t"),
         Knob("rows_per_block", 1, (1, 2, 4, 8, 16, 32, 64, 128, 256), "rows per block (i.1)", "r"),
         Knob("items", 4, (1, 2, 4, 8, 16), "vectors per thread per chunk, loaded at once (j.1)", "i"),
-        Knob("vec", 4, (1, 4), "floats per load (vectorize j.3); misaligned rows take a scalar path", "v"),
+        Knob("vec", 4, (1, 4), "floats per access (vectorize j.3); cols % 4 != 0 runs a scalar twin kernel", "v"),
         Knob("reduction", "shuffle", REDUCTIONS, "how a row's threads combine: reduction(j, ...)", "s"),
         Knob("algo", "registers", ALGOS, "two_pass | welford | registers (cache_read x)", "a"),
     )
@@ -67,8 +67,7 @@ class LayerNorm(RowSchedule, Op):
     def check_knobs(self, k: dict, limits: Limits) -> None:
         self.check_row_knobs(k, limits)
         if k["algo"] == "registers":
-            check(k["items"] * k["vec"] <= 64, "cache_read", "x", f"{k['items'] * k['vec']} floats per thread",
-                  limit="at most 64 floats of a row per thread in registers")
+            self.check_register_row(k, limits)
 
     # -- lowering ----------------------------------------------------------------------------------
     def template_params(self, k: dict) -> tuple[dict, int, int]:
@@ -84,13 +83,20 @@ class LayerNorm(RowSchedule, Op):
         if k["algo"] == "registers":
             check(cols <= self.max_cols(k), "cache_read", "x", f"cols={cols}",
                   limit=f"the row must fit in registers: cols <= items*threads*vec = {self.max_cols(k)}")
-        launch = Launch(kernel.name, (cdiv(rows, k["rows_per_block"]), 1, 1), (k["threads"], k["rows_per_block"], 1),
-                        ("x", "gamma", "beta", "y", "rows", "cols", "eps"))
+        # float4 kernels need 16-byte aligned rows; when cols % 4 != 0 the plan takes the scalar twin.
+        scalar = k["vec"] == 4 and cols % 4 != 0
+        launch = Launch(kernel.name + ("_scalar" if scalar else ""), (cdiv(rows, k["rows_per_block"]), 1, 1),
+                        (k["threads"], k["rows_per_block"], 1), ("x", "gamma", "beta", "y", "rows", "cols", "eps"))
         scalars = (Scalar("rows", "int", rows), Scalar("cols", "int", cols), Scalar("eps", "float", EPS))
-        # Any float pointer: the kernel checks 16-byte alignment itself and falls back to scalar loads.
-        return Plan(kernel, problem, (launch,), (), scalars, tuple((b, 4) for b in ("x", "gamma", "beta", "y")))
+        align = 4 if scalar or k["vec"] == 1 else 16
+        return Plan(kernel, problem, (launch,), (), scalars, tuple((b, align) for b in ("x", "gamma", "beta", "y")))
 
     # -- numbers -----------------------------------------------------------------------------------
+    def test_problems(self) -> tuple[dict, ...]:
+        # Odd column counts take the scalar twin; 4096 columns is the ladder's register-row limit.
+        return ({"rows": 37, "cols": 1000}, {"rows": 3, "cols": 7}, {"rows": 130, "cols": 1},
+                {"rows": 2, "cols": 4093}, {"rows": 1, "cols": 4096})
+
     def check_problem(self, problem: Problem) -> None:
         for d in ("rows", "cols"):
             if problem[d] < 1:

@@ -74,6 +74,16 @@ class RowSchedule:
         check((t == 1) == (k["reduction"] == "serial"), "reduction", "j", k["reduction"],
               limit=f"{t} thread(s) per row", allowed="serial" if t == 1 else "shared, shuffle")
 
+    def check_register_row(self, k: dict, limits: Limits) -> None:
+        """A row held in registers: items*vec floats per thread plus ~24 registers of bookkeeping must fit
+        the registers a block of this size may use per thread (ptxas spills past that)."""
+        block = k["threads"] * k["rows_per_block"]
+        cap = min(limits.max_registers, 65536 // block)
+        floats = k["items"] * k["vec"]
+        check(floats + 24 <= cap, "cache_read", "x", f"{floats} floats per thread",
+              limit=f"{cap - 24} floats per thread in registers with {block} threads per block "
+                    f"({cap} registers each, ~24 kept for addressing)")
+
     def row_params(self, k: dict) -> tuple[dict, int]:
         """Template parameters shared by the row templates, and the shared memory their reductions use."""
         t, rpb = k["threads"], k["rows_per_block"]
@@ -99,7 +109,7 @@ class Softmax(RowSchedule, Op):
         Knob("threads", 256, (1, 4, 8, 16, 32, 64, 128, 256, 512, 1024), "threads per row (j.2)", "t"),
         Knob("rows_per_block", 1, (1, 2, 4, 8, 16, 32, 64, 128, 256), "rows per block (i.1)", "r"),
         Knob("items", 4, (1, 2, 4, 8, 16), "vectors per thread per chunk, loaded at once (j.1)", "i"),
-        Knob("vec", 4, (1, 4), "floats per load (vectorize j.3); misaligned rows take a scalar path", "v"),
+        Knob("vec", 4, (1, 4), "floats per access (vectorize j.3); cols % 4 != 0 runs a scalar twin kernel", "v"),
         Knob("reduction", "shuffle", REDUCTIONS, "how a row's threads combine: reduction(j, ...)", "s"),
         Knob("algo", "registers", ALGOS, "three_pass | online | registers (cache_read x) | split (j.0 on blocks)", "a"),
         Knob("l2_batch_mb", 16, BATCH_MB, "split: MB of rows per stats+write launch pair (0: all rows)", "b"),
@@ -144,8 +154,7 @@ class Softmax(RowSchedule, Op):
             check(k["threads"] >= 32, "bind", "j.0", "blockIdx.y", limit=f"several blocks per row need a block "
                   f"per row chunk: threads per row >= 32, not {k['threads']}")
         if k["algo"] == "registers":
-            check(k["items"] * k["vec"] <= 64, "cache_read", "x", f"{k['items'] * k['vec']} floats per thread",
-                  limit="at most 64 floats of a row per thread in registers")
+            self.check_register_row(k, limits)
 
     # -- lowering ----------------------------------------------------------------------------------
     def template(self, knobs: dict) -> str:
@@ -164,12 +173,15 @@ class Softmax(RowSchedule, Op):
         k = dict(kernel.knobs)
         rows, cols = problem["rows"], problem["cols"]
         t, rpb = k["threads"], k["rows_per_block"]
-        align = (("x", 4), ("y", 4))    # any float pointer: the kernel checks 16-byte alignment itself
+        # float4 kernels need 16-byte aligned rows; when cols % 4 != 0 the plan takes the scalar twin.
+        scalar = k["vec"] == 4 and cols % 4 != 0
+        suffix = "_scalar" if scalar else ""
+        align = tuple((b, 4 if scalar or k["vec"] == 1 else 16) for b in ("x", "y"))
         if k["algo"] == "registers":
             check(cols <= self.max_cols(k), "cache_read", "x", f"cols={cols}",
                   limit=f"the row must fit in registers: cols <= items*threads*vec = {self.max_cols(k)}")
         if k["algo"] != "split":
-            launch = Launch(kernel.name, (cdiv(rows, rpb), 1, 1), (t, rpb, 1), ("x", "y", "rows", "cols"))
+            launch = Launch(kernel.name + suffix, (cdiv(rows, rpb), 1, 1), (t, rpb, 1), ("x", "y", "rows", "cols"))
             return Plan(kernel, problem, (launch,), (), (Scalar("rows", "int", rows), Scalar("cols", "int", cols)),
                         align)
         chunks = cdiv(cols, self.max_cols(k))
@@ -181,13 +193,18 @@ class Softmax(RowSchedule, Op):
         for n, row0 in enumerate(range(0, rows, batch)):
             scalars.append(Scalar(f"row0_{n}", "int", row0))
             grid = (min(batch, rows - row0), chunks, 1)
-            launches.append(Launch(f"{kernel.name}_stats", grid, (t, 1, 1), ("x", "stats", "cols", "chunks", f"row0_{n}")))
-            launches.append(Launch(f"{kernel.name}_write", grid, (t, 1, 1),
+            launches.append(Launch(f"{kernel.name}_stats{suffix}", grid, (t, 1, 1), ("x", "stats", "cols", "chunks", f"row0_{n}")))
+            launches.append(Launch(f"{kernel.name}_write{suffix}", grid, (t, 1, 1),
                                    ("x", "stats", "y", "cols", "chunks", f"row0_{n}")))
         return Plan(kernel, problem, tuple(launches), (Workspace("stats", "float32", 2 * rows * chunks),),
                     tuple(scalars), align)
 
     # -- numbers -----------------------------------------------------------------------------------
+    def test_problems(self) -> tuple[dict, ...]:
+        # Odd column counts take the scalar twin; 4096 columns is the ladder's register-row limit.
+        return ({"rows": 37, "cols": 1000}, {"rows": 3, "cols": 7}, {"rows": 130, "cols": 1},
+                {"rows": 2, "cols": 4093}, {"rows": 1, "cols": 4096})
+
     def check_problem(self, problem: Problem) -> None:
         for d in ("rows", "cols"):
             if problem[d] < 1:
