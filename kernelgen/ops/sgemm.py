@@ -1,0 +1,358 @@
+"""Single-precision matrix product C[M,N] = A[M,K] @ B[K,N] (row-major), with the seed notes' ladder.
+
+>>> from kernelgen.ops import get_op
+>>> op = get_op("sgemm")
+>>> s = op.schedule(layout="strided", wm=0, wn=0, bn=128, tn=8)
+>>> print(s.to_python()[:93])
+schedule("sgemm").split("i", 128, 64, 4).bind("i.0", "blockIdx.y").bind("i.2", "threadIdx.y")
+>>> op.knobs_from_schedule(s)["tm"], op.threads(op.knobs_from_schedule(s))
+(8, 256)
+
+Loops are i (rows of C), j (columns of C) and k (the sum). How `split(i, ...)` lays a block's
+rows over threads is decided by which loop is bound to a thread axis (j likewise, with blockIdx.x
+and threadIdx.x):
+
+    split(i, BM)             i.0 blocks (blockIdx.y), i.1 threads (threadIdx.y): one row each
+    split(i, BM, TM)         i.1 threads (threadIdx.y), i.2 TM adjacent rows per thread
+    split(i, BM, S, 4)       i.1 BM/S runs per thread, i.2 threads (threadIdx.y), i.3 4 rows:
+                             a thread's rows are runs of 4 spaced S apart (seed 003's bank-conflict fix)
+    split(i, BM, WM, S, 4)   i.1 warps (warp), i.2 WM/S runs, i.3 lanes (lane), i.4 4 rows: warp tiles
+
+`cache_read(A|B, shared)` with `split(k, BK)` stages K through shared memory; without it every
+thread reads A and B from global memory (the naive kernel). `annotate("A.shared", "km")` stores A's
+tile transposed so a thread's rows are adjacent (128-bit shared loads); `storage_align(A|B, pad)`
+pads shared rows; `vectorize(A|B|C, 4)` makes global accesses 128-bit; `double_buffer(A|B, n)`
+keeps n tiles in flight, copied through registers (`annotate("copy", "sync")`, n <= 2) or with
+cp.async (`annotate("copy", "cp_async")`); `unroll(k.1)` unrolls the tile's K loop;
+`annotate("min_blocks", n)` caps registers so n blocks fit an SM; `swizzle(g)` walks blocks in
+groups of g block rows so neighbours share tiles in L2. Inputs are small integers, so the check
+against the float64 reference is exact.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..errors import ScheduleError, UsageError, check
+from ..schedule import Schedule, ScheduleReader, schedule
+from .base import Dim, Kernel, Knob, LadderStep, Launch, Limits, Op, Plan, Problem, Scalar, cdiv, pow2
+
+LAYOUTS = ("contiguous", "strided", "warp")
+RUN = 4                  # rows (columns) per run in the strided and warp layouts: one 128-bit shared load
+MAX_GRID_Y = 65535
+
+
+class Sgemm(Op):
+    name = "sgemm"
+    summary = "C[M,N] = A[M,K] @ B[K,N], float32, row-major"
+    dims = (Dim("M", 2048, 131), Dim("N", 2048, 67), Dim("K", 1024, 37))
+    loops = ("i", "j", "k")
+    inputs = ("A", "B")
+    outputs = ("C",)
+    knobs = (
+        Knob("shared", True, (False, True), "stage A and B tiles in shared memory: cache_read(A|B, shared)", "s"),
+        Knob("bm", 128, (16, 32, 64, 128, 256), "rows of C per block (split i)", "bm"),
+        Knob("bn", 256, (16, 32, 64, 128, 256), "columns of C per block (split j)", "bn"),
+        Knob("bk", 8, (0, 8, 16, 32), "K per shared tile (split k); 0: k is not split (naive)", "bk"),
+        Knob("tm", 8, (1, 2, 4, 8, 16), "rows of C per thread", "tm"),
+        Knob("tn", 16, (1, 2, 4, 8, 16), "columns of C per thread", "tn"),
+        Knob("layout", "warp", LAYOUTS, "how thread tiles sit in the block tile (see the module doc)", "l"),
+        Knob("wm", 64, (0, 16, 32, 64, 128), "rows per warp tile (layout warp; else 0)", "wm"),
+        Knob("wn", 64, (0, 16, 32, 64, 128), "columns per warp tile (layout warp; else 0)", "wn"),
+        Knob("a_layout", "km", ("mk", "km"), "A's shared tile: mk as in memory, km transposed", "a"),
+        Knob("pad_a", 4, (0, 1, 2, 4, 8), "floats of padding per shared row of A (storage_align)", "pa"),
+        Knob("pad_b", 0, (0, 1, 2, 4, 8), "floats of padding per shared row of B (storage_align)", "pb"),
+        Knob("vec_a", 4, (1, 2, 4), "floats per global load of A (vectorize)", "va"),
+        Knob("vec_b", 4, (1, 2, 4), "floats per global load of B (vectorize)", "vb"),
+        Knob("vec_c", 4, (1, 2, 4), "floats per global store of C (vectorize)", "vc"),
+        Knob("stages", 2, (1, 2, 3, 4), "shared tiles in flight (double_buffer)", "st"),
+        Knob("copy", "sync", ("sync", "cp_async"), "global->shared copy through registers, or cp.async", "c"),
+        Knob("unroll_k", 0, (0, 1, 2, 4), "unroll the K loop inside a tile: 0 fully", "u"),
+        Knob("min_blocks", 1, (1, 2, 3, 4), "blocks per SM the registers must allow: __launch_bounds__", "mb"),
+        Knob("swizzle", 8, (1, 2, 4, 8, 16), "block rows per group when walking the blocks (L2 reuse)", "sw"),
+    )
+    primitives_help = (
+        "split(i, BM | BM,TM | BM,S,4 | BM,WM,S,4) and split(j, ...): the loop bound to threadIdx.y|x, or to warp "
+        "and lane, picks the layout (adjacent elements, runs of 4 spaced S apart, warp tiles); bind(i.0, blockIdx.y); "
+        "bind(j.0, blockIdx.x); cache_read(A|B, shared) with split(k, BK) (neither: the naive kernel); "
+        "annotate(A.shared, mk|km); storage_align(A|B, pad); vectorize(A|B|C, 1|2|4); double_buffer(A|B, 1..4); "
+        "annotate(copy, sync|cp_async); unroll(k.1, n) (naive: unroll(k, n)); annotate(min_blocks, n); swizzle(g)")
+
+    def all_loops(self) -> tuple[str, ...]:
+        return self.loops + tuple(f"{l}.{i}" for l in self.loops for i in range(5))
+
+    # -- schedule <-> knobs ------------------------------------------------------------------------
+    def schedule_from_knobs(self, shared, bm, bn, bk, tm, tn, layout, wm, wn, a_layout, pad_a, pad_b,
+                            vec_a, vec_b, vec_c, stages, copy, unroll_k, min_blocks, swizzle) -> Schedule:
+        s = schedule(self.name)
+        for loop, b, t, w, thread_axis in (("i", bm, tm, wm, "y"), ("j", bn, tn, wn, "x")):
+            if layout == "warp":
+                s = (s.split(loop, b, w, w * RUN // max(t, 1), RUN).bind(f"{loop}.0", f"blockIdx.{thread_axis}")
+                     .bind(f"{loop}.1", "warp").bind(f"{loop}.3", "lane"))
+            elif layout == "strided":
+                s = (s.split(loop, b, b * RUN // max(t, 1), RUN).bind(f"{loop}.0", f"blockIdx.{thread_axis}")
+                     .bind(f"{loop}.2", f"threadIdx.{thread_axis}"))
+            else:
+                s = (s.split(loop, b, t) if t > 1 else s.split(loop, b))
+                s = s.bind(f"{loop}.0", f"blockIdx.{thread_axis}").bind(f"{loop}.1", f"threadIdx.{thread_axis}")
+        if not shared:
+            s = s.unroll("k", unroll_k) if unroll_k != 0 else s
+            s = s.annotate("min_blocks", min_blocks) if min_blocks != 1 else s
+            return s.swizzle(swizzle) if swizzle != 1 else s
+        s = s.split("k", bk).cache_read("A", "shared").cache_read("B", "shared").annotate("A.shared", a_layout)
+        s = s.storage_align("A", pad_a).storage_align("B", pad_b)
+        s = s.vectorize("A", vec_a).vectorize("B", vec_b).vectorize("C", vec_c)
+        s = s.double_buffer("A", stages).double_buffer("B", stages).annotate("copy", copy).unroll("k.1", unroll_k)
+        s = s.annotate("min_blocks", min_blocks) if min_blocks != 1 else s
+        return s.swizzle(swizzle) if swizzle != 1 else s
+
+    def _read_dim(self, r: ScheduleReader, loop: str, axis: str, default: tuple) -> tuple[str, int, int, int]:
+        """(layout, block extent, thread extent, warp extent) of loop i or j."""
+        f = r.split(loop, (1, 2, 3, 4), default)
+        r.bind(f"{loop}.0", f"blockIdx.{axis}", allowed=(f"blockIdx.{axis}",))
+        if len(f) <= 2:
+            r.bind(f"{loop}.1", f"threadIdx.{axis}", allowed=(f"threadIdx.{axis}",))
+            return "contiguous", f[0], f[1] if len(f) == 2 else 1, 0
+        check(f[-1] == RUN, "split", loop, f, limit=f"the innermost factor is a run of {RUN} (one 128-bit load)")
+        if len(f) == 3:
+            check(f[1] > 0 and f[0] % f[1] == 0, "split", loop, f, limit="the run stride S divides the block extent")
+            r.bind(f"{loop}.2", f"threadIdx.{axis}", allowed=(f"threadIdx.{axis}",))
+            return "strided", f[0], f[0] // f[1] * RUN, 0
+        check(f[0] % f[1] == 0 and f[1] % f[2] == 0, "split", loop, f,
+              limit="each factor divides the one before it (block, warp, run stride)")
+        r.bind(f"{loop}.1", "warp", allowed=("warp",))
+        r.bind(f"{loop}.3", "lane", allowed=("lane",))
+        return "warp", f[0], f[1] // f[2] * RUN, f[1]
+
+    def read_knobs(self, r: ScheduleReader) -> dict:
+        li, bm, tm, wm = self._read_dim(r, "i", "y", (128, 8))
+        lj, bn, tn, wn = self._read_dim(r, "j", "x", (128, 8))
+        layouts = {li, lj}
+        check(len(layouts) == 1, "split", "j", lj, limit=f"i and j use the same layout; split(i) gives {li}")
+        shared_a, shared_b = r.cache_read("A", None, ("shared",)), r.cache_read("B", None, ("shared",))
+        check(shared_a == shared_b, "cache_read", "B", shared_b, limit="A and B are both staged in shared memory or neither",
+              allowed=str(shared_a))
+        k = dict(shared=shared_a == "shared", bm=bm, bn=bn, tm=tm, tn=tn, layout=li, wm=wm, wn=wn)
+        if not k["shared"]:
+            return dict(k, bk=0, a_layout="mk", pad_a=0, pad_b=0, vec_a=1, vec_b=1, vec_c=1, stages=1,
+                        copy="sync", unroll_k=r.unroll("k", 0), min_blocks=r.annotate("min_blocks", 1, (1, 2, 3, 4)),
+                        swizzle=r.swizzle(1))
+        (bk,) = r.split("k", 1, (8,))
+        st_a, st_b = r.double_buffer("A", 1, (1, 2, 3, 4)), r.double_buffer("B", 1, (1, 2, 3, 4))
+        check(st_a == st_b, "double_buffer", "B", st_b, limit="A and B have the same number of stages", allowed=str(st_a))
+        return dict(k, bk=bk, a_layout=r.annotate("A.shared", "mk", ("mk", "km")),
+                    pad_a=r.storage_align("A", 0), pad_b=r.storage_align("B", 0),
+                    vec_a=r.vectorize("A"), vec_b=r.vectorize("B"), vec_c=r.vectorize("C"), stages=st_a,
+                    copy=r.annotate("copy", "sync", ("sync", "cp_async")), unroll_k=r.unroll("k.1", 0),
+                    min_blocks=r.annotate("min_blocks", 1, (1, 2, 3, 4)), swizzle=r.swizzle(1))
+
+    # -- legality ----------------------------------------------------------------------------------
+    def check_knobs(self, k: dict, limits: Limits) -> None:
+        for loop, b, t, w in (("i", k["bm"], k["tm"], k["wm"]), ("j", k["bn"], k["tn"], k["wn"])):
+            check(t >= 1 and b % t == 0, "split", loop, (b, t), limit=f"the thread tile {t} divides the block tile {b}")
+            if k["layout"] == "warp":
+                check(w % t == 0 and b % w == 0, "split", loop, (b, w, t),
+                      limit="the warp tile divides the block tile and is a whole number of thread tiles")
+        threads = self.threads(k)
+        check(threads * k["min_blocks"] <= 2048, "annotate", "min_blocks", k["min_blocks"],
+              limit=f"{k['min_blocks']} blocks of {threads} threads exceed 2048 threads per SM")
+        check(threads <= limits.max_threads, "split", "i", f"{threads} threads",
+              limit=f"{limits.max_threads} threads per block on {limits.arch}")
+        if k["layout"] == "warp":
+            lanes = (k["wm"] // k["tm"]) * (k["wn"] // k["tn"])
+            check(lanes == 32, "split", "i", f"warp tile {k['wm']}x{k['wn']} of {k['tm']}x{k['tn']} thread tiles",
+                  limit=f"a warp tile holds 32 thread tiles, this one {lanes}")
+        if not k["shared"]:
+            check(k["tm"] == 1 and k["tn"] == 1, "cache_read", "A", None,
+                  limit=f"without shared memory each thread computes one element, not {k['tm']}x{k['tn']}")
+            return
+        bk, va, vb, vc = k["bk"], k["vec_a"], k["vec_b"], k["vec_c"]
+        check(bk >= 1, "split", "k", bk, limit="at least 1")
+        check(bk % va == 0, "vectorize", "A", va,
+              limit=f"a vector of A lies in one row of the {bk}-wide K tile")
+        check(k["bn"] % vb == 0, "vectorize", "B", vb, limit=f"a vector of B lies in one row of the {k['bn']}-wide tile")
+        run_n = self._run(k, "n")
+        check(run_n % vc == 0, "vectorize", "C", vc, limit=f"a vector of C lies in a run of {run_n} adjacent columns")
+        if k["copy"] == "cp_async":
+            check(k["stages"] >= 2, "double_buffer", "A", k["stages"], limit="cp.async pipelines need 2..4 stages")
+            check(va in (1, 4) and vb in (1, 4), "vectorize", "A" if va not in (1, 4) else "B", (va, vb),
+                  limit="cp.async copies 4 or 16 bytes", allowed="1, 4")
+            check(va == 1 or k["a_layout"] == "mk", "vectorize", "A", va,
+                  limit="cp.async cannot transpose: annotate(A.shared, km) copies A 4 bytes at a time", allowed="1")
+            for buf, v, ld in (("A", va, self._lda(k)), ("B", vb, k["bn"] + k["pad_b"])):
+                check(v == 1 or ld % 4 == 0, "storage_align", buf, k[f"pad_{buf.lower()}"],
+                      limit=f"16-byte cp.async needs shared rows of a multiple of 4 floats, here {ld}")
+        else:
+            check(k["stages"] <= 2, "double_buffer", "A", k["stages"],
+                  limit="copies through registers keep at most 2 stages; use annotate(copy, cp_async)", allowed="1, 2")
+        smem = self.shared_bytes(k)
+        check(smem <= limits.max_smem, "double_buffer", "A", k["stages"],
+              limit=f"{smem} bytes of shared memory > {limits.max_smem} on {limits.arch}")
+
+    # -- derived sizes -----------------------------------------------------------------------------
+    @staticmethod
+    def threads(k: dict) -> int:
+        if k["layout"] == "warp":
+            return 32 * (k["bm"] // max(k["wm"], 1)) * (k["bn"] // max(k["wn"], 1))
+        return (k["bm"] // k["tm"]) * (k["bn"] // k["tn"])
+
+    @staticmethod
+    def _run(k: dict, dim: str) -> int:
+        """Adjacent rows (dim m) or columns (n) of one thread's tile."""
+        t = k["tm" if dim == "m" else "tn"]
+        return t if k["layout"] == "contiguous" else RUN
+
+    @staticmethod
+    def _lda(k: dict) -> int:
+        return (k["bm"] if k["a_layout"] == "km" else k["bk"]) + k["pad_a"]
+
+    def shared_bytes(self, k: dict) -> int:
+        if not k["shared"]:
+            return 0
+        return 4 * k["stages"] * (self._a_tile(k) + k["bk"] * (k["bn"] + k["pad_b"]))
+
+    def _a_tile(self, k: dict) -> int:
+        return (k["bk"] if k["a_layout"] == "km" else k["bm"]) * self._lda(k)
+
+    # -- lowering ----------------------------------------------------------------------------------
+    def template(self, knobs: dict) -> str:
+        return "sgemm.cu.j2" if knobs["shared"] else "sgemm_naive.cu.j2"
+
+    def template_params(self, k: dict) -> tuple[dict, int, int]:
+        nt = self.threads(k)
+        if k["layout"] == "warp":
+            block = (nt, 1, 1)
+        else:
+            block = (k["bn"] // k["tn"], k["bm"] // k["tm"], 1)
+        p = dict(k, threads=nt, block=block, warps_n=k["bn"] // max(k["wn"], 1), lanes_n=k["wn"] // k["tn"])
+        if not k["shared"]:
+            return p, 0, 24
+        for d, t in (("m", k["tm"]), ("n", k["tn"])):
+            run = self._run(k, d)
+            b = k["bm" if d == "m" else "bn"]
+            p[f"run_{d}"] = run                                 # adjacent elements per run
+            p[f"runs_{d}"] = t // run                           # runs per thread
+            # distance between a thread's runs; and between neighbouring threads' first elements
+            if k["layout"] == "strided":
+                p[f"run_stride_{d}"], p[f"step_{d}"] = b * RUN // t, RUN
+            elif k["layout"] == "warp":
+                p[f"run_stride_{d}"], p[f"step_{d}"] = k["wm" if d == "m" else "wn"] * RUN // t, RUN
+            else:
+                p[f"run_stride_{d}"], p[f"step_{d}"] = 0, t
+        lda, ldb = self._lda(k), k["bn"] + k["pad_b"]
+        km = k["a_layout"] == "km"
+        p.update(lda=lda, ldb=ldb, a_tile=self._a_tile(k), b_tile=k["bk"] * ldb, km=km,
+                 # 128-bit shared loads of a thread's fragment when its runs are 16-byte aligned
+                 frag_vec_a=4 if km and p["run_m"] % 4 == 0 and lda % 4 == 0 else 1,
+                 frag_vec_b=4 if p["run_n"] % 4 == 0 and ldb % 4 == 0 else 1,
+                 a_vecs=k["bm"] * k["bk"] // k["vec_a"], b_vecs=k["bk"] * k["bn"] // k["vec_b"])
+        p.update(a_iters=cdiv(p["a_vecs"], nt), b_iters=cdiv(p["b_vecs"], nt))
+        staged = (p["a_iters"] * k["vec_a"] + p["b_iters"] * k["vec_b"]) if k["copy"] == "sync" else 0
+        regs = k["tm"] * k["tn"] + k["tm"] + k["tn"] + staged + 28
+        cap = 65536 // (nt * k["min_blocks"]) // 8 * 8
+        check(regs <= cap, "annotate", "min_blocks", k["min_blocks"],
+              limit=f"{k['min_blocks']} blocks of {nt} threads leave {cap} registers per thread; the tile needs ~{regs}")
+        return p, self.shared_bytes(k), regs
+
+    def plan(self, kernel: Kernel, problem: Problem, limits: Limits | None = None) -> Plan:
+        k, p = dict(kernel.knobs), dict(kernel.params)
+        M, N, K = problem["M"], problem["N"], problem["K"]
+        grid = (cdiv(N, k["bn"]), cdiv(M, k["bm"]), 1)
+        if grid[1] > MAX_GRID_Y:
+            raise UsageError(f"sgemm: M={M} needs {grid[1]} block rows of {k['bm']}; the grid holds {MAX_GRID_Y}")
+        launch = Launch(kernel.name, grid, tuple(p["block"]), ("A", "B", "C", "M", "N", "K"), kernel.static_smem)
+        scalars = tuple(Scalar(n, "int", v) for n, v in (("M", M), ("N", N), ("K", K)))
+        align = tuple((b, 4 * v) for b, v in (("A", k["vec_a"]), ("B", k["vec_b"]), ("C", k["vec_c"])) if v > 1)
+        return Plan(kernel, problem, (launch,), (), scalars, align)
+
+    # -- numbers -----------------------------------------------------------------------------------
+    def test_problems(self) -> tuple[dict, ...]:
+        # Odd K and N take the element-wise paths; (130, 260, 20) the 128-bit paths with ragged tiles.
+        return ({"M": 1, "N": 1, "K": 1}, {"M": 131, "N": 67, "K": 37}, {"M": 130, "N": 260, "K": 20})
+
+    def check_problem(self, problem: Problem) -> None:
+        for d in ("M", "N", "K"):
+            if problem[d] >= 2 ** 31:
+                raise UsageError(f"sgemm: {d}={problem[d]} does not fit the kernel's int sizes")
+
+    def make_inputs(self, problem: Problem, rng: np.random.Generator) -> dict[str, np.ndarray]:
+        # Small integers make every product and partial sum exact in float32 (|partial| <= 9K < 2^24),
+        # so the check can demand the exact answer: one dropped, doubled or misplaced term fails it.
+        M, N, K = problem["M"], problem["N"], problem["K"]
+        return {"A": rng.integers(-3, 4, size=(M, K)).astype(np.float32),
+                "B": rng.integers(-3, 4, size=(K, N)).astype(np.float32)}
+
+    def output_shapes(self, problem: Problem) -> dict[str, tuple[int, ...]]:
+        return {"C": (problem["M"], problem["N"])}
+
+    def reference(self, inputs, problem):
+        return {"C": inputs["A"].astype(np.float64) @ inputs["B"].astype(np.float64)}
+
+    def error(self, name, out, ref, inputs, problem) -> float:
+        return float(np.abs(out.astype(np.float64) - ref).max()) if np.all(np.isfinite(out)) else math.inf
+
+    def tolerance(self, problem: Problem) -> float:
+        K = problem["K"]
+        # Exact below 2^24; past it, K roundings of at most half an ulp of 9K each.
+        return 0.5 if 9 * K < 2 ** 24 else 9.0 * K * K * 2.0 ** -24
+
+    def bytes_moved(self, problem: Problem) -> int:
+        M, N, K = problem["M"], problem["N"], problem["K"]
+        return 4 * (M * K + K * N + M * N)
+
+    def flops(self, problem: Problem) -> int:
+        return 2 * problem["M"] * problem["N"] * problem["K"]
+
+    def vendor(self, dev_inputs, problem):
+        a, b = dev_inputs["A"], dev_inputs["B"]
+        try:
+            import torch
+            torch.backends.cuda.matmul.allow_tf32 = False   # plain FP32, as the kernels compute
+            ta, tb = torch.as_tensor(a, device="cuda"), torch.as_tensor(b, device="cuda")
+            return "torch.matmul (cuBLAS, TF32 off)", lambda: torch.matmul(ta, tb)
+        except ImportError:
+            return "cupy.matmul (cuBLAS)", lambda: a @ b
+
+    # -- ladders and search ------------------------------------------------------------------------
+    def ladder(self) -> tuple[LadderStep, ...]:
+        off = dict(layout="contiguous", wm=0, wn=0, a_layout="mk", pad_a=0, pad_b=0, vec_a=1, vec_b=1, vec_c=1,
+                   stages=1, copy="sync", unroll_k=0, min_blocks=1, swizzle=1)
+        naive = dict(off, shared=False, bm=16, bn=16, bk=0, tm=1, tn=1)
+        tiled = dict(off, shared=True, bm=32, bn=32, bk=32, tm=1, tn=1)
+        blk1 = dict(tiled, bm=64, bn=64, bk=8, tm=8)
+        blk2 = dict(blk1, bm=128, bn=128, tn=8)
+        vec = dict(blk2, a_layout="km", vec_a=4, vec_b=4, vec_c=4)
+        strided = dict(vec, layout="strided", pad_a=4)
+        warp = dict(strided, layout="warp", wm=64, wn=32)
+        dbuf = dict(warp, stages=2)
+        steps = [
+            ("naive: one thread per element of C", naive, "seed 000: 5.2 ms; seed 003: 10.7% of torch"),
+            ("shared-memory tiles 32x32", tiled, "seed 000: 3.7 ms; seed 003: 21.6% of torch"),
+            ("1-D block tiling: 8 rows of C per thread", blk1, "seed 000: 1.3 ms"),
+            ("2-D block tiling: 8x8 per thread, 128x128 per block", blk2,
+             "seed 000: 0.9 ms; seed 003: 48.5% of torch"),
+            ("float4 global loads and stores, A transposed in shared memory", vec,
+             "seed 000: 0.7 ms; seed 003: 82.6% of torch"),
+            ("runs of 4 spaced BM/2 apart, padded A rows: no bank conflicts", strided, "seed 003 (e)"),
+            ("warp tiles: each warp owns a 64x32 tile of C", warp, "seed 000: warp tiling"),
+            ("double buffering: next tile prefetched through registers", dbuf,
+             "seed 000: 0.62 ms; seed 003: 99.5% of torch"),
+            ("tuned: 128x256 blocks of 64x64 warp tiles, 8x16 per thread, grouped block order",
+             self.default_knobs(), "beyond the seeds: the fastest of `kernelgen tune sgemm` on an H100"),
+        ]
+        return tuple(LadderStep(t, self.schedule_from_knobs(**k), n) for t, k, n in steps)
+
+    def space(self, problem: Problem, limits: Limits):
+        base = self.default_knobs()
+        for bm, bn, wm, wn, tm, tn in ((128, 128, 64, 32, 8, 8), (128, 128, 32, 64, 8, 8), (128, 64, 64, 32, 8, 8),
+                                       (64, 128, 32, 64, 8, 8), (128, 128, 64, 64, 16, 8), (128, 256, 64, 64, 8, 16),
+                                       (256, 128, 64, 64, 16, 8), (64, 64, 32, 32, 4, 8)):
+            for bk in (8, 16, 32):
+                for stages, copy in ((2, "sync"), (2, "cp_async"), (3, "cp_async"), (4, "cp_async")):
+                    for a_layout, vec_a in (("km", 4), ("km", 1), ("mk", 4)):
+                        if copy == "sync" and vec_a == 1 or copy == "cp_async" and (a_layout, vec_a) == ("km", 4):
+                            continue
+                        for swizzle in (1, 8):
+                            yield dict(base, bm=bm, bn=bn, wm=wm, wn=wn, tm=tm, tn=tn, bk=bk, stages=stages,
+                                       copy=copy, a_layout=a_layout, vec_a=vec_a, swizzle=swizzle)

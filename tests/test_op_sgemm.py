@@ -1,0 +1,175 @@
+"""What is specific to sgemm: the layouts a split describes, legality messages, the launch plan, SASS
+facts of the ladder (128-bit accesses exactly where vectorised), and edge sizes on the emulator/GPU."""
+import numpy as np
+import pytest
+
+from kernelgen import get_op, render, schedule
+from kernelgen.compile import compile_cuda
+from kernelgen.errors import ScheduleError, UsageError
+from kernelgen.inspect import facts_of
+from kernelgen.ops.base import Limits
+from kernelgen.validate import validate
+
+op = get_op("sgemm")
+STEPS = op.ladder()
+VECTORISED = [i for i, s in enumerate(STEPS) if op.knobs_from_schedule(s.schedule).get("vec_b", 1) == 4]
+
+
+def kernel_of(**knobs):
+    return op.kernel(op.schedule(**knobs))
+
+
+def facts(sched):
+    k = op.kernel(sched)
+    (f,) = facts_of(compile_cuda(render(k), "sm_90", k.name))
+    return f
+
+
+# -- schedules and knobs --------------------------------------------------------------------------
+@pytest.mark.parametrize("layout,split_i,thread_loop", [
+    ("contiguous", (128, 8), "i.1"), ("strided", (128, 64, 4), "i.2"), ("warp", (128, 64, 32, 4), "i.3")])
+def test_the_loop_bound_to_threads_decides_the_layout(layout, split_i, thread_loop):
+    warp = layout == "warp"
+    s = op.schedule_from_knobs(**dict(op.default_knobs(), layout=layout, bm=128, bn=128, tm=8, tn=8,
+                                      wm=64 if warp else 0, wn=32 if warp else 0))
+    assert s.steps[0].factors == split_i
+    assert ("bind", thread_loop, "lane" if warp else "threadIdx.y") in [(t.prim, *t.args()) for t in s.steps]
+    knobs = op.knobs_from_schedule(s)
+    assert (knobs["layout"], knobs["tm"], knobs["tn"]) == (layout, 8, 8)
+    one = op.knobs_from_schedule(schedule("sgemm").split("i", 32).split("j", 32))
+    assert (one["layout"], one["tm"], one["bm"]) == ("contiguous", 1, 32)
+
+
+def test_ladder_follows_the_seed_notes():
+    titles = [s.title for s in STEPS]
+    assert titles[0].startswith("naive") and "shared" in titles[1] and "double buffering" in titles[7]
+    knobs = [op.knobs_from_schedule(s.schedule) for s in STEPS]
+    assert [k["shared"] for k in knobs[:2]] == [False, True]
+    assert [k["layout"] for k in knobs[5:8]] == ["strided", "warp", "warp"]
+    assert knobs[7]["stages"] == 2 and knobs[6]["stages"] == 1
+    assert STEPS[-1].schedule == op.default_schedule()
+
+
+@pytest.mark.parametrize("change,message", [
+    (dict(tm=8, tn=8, bm=128, bn=128, wm=64, wn=64), "a warp tile holds 32 thread tiles, this one 64"),
+    (dict(copy="cp_async", stages=3, a_layout="km", vec_a=4), "cp.async cannot transpose"),
+    (dict(copy="sync", stages=3), "at most 2 stages"),
+    (dict(copy="cp_async", stages=1, vec_a=1), "2..4 stages"),
+    (dict(layout="contiguous", wm=0, wn=0, bm=256, bn=256, tm=4, tn=4), "4096 threads"),
+    (dict(layout="strided", wm=0, wn=0, tm=2), r"\(128, 256, 4\).*run stride S divides"),
+    (dict(shared=False), "one element"),
+    (dict(vec_c=4, layout="contiguous", wm=0, wn=0, bn=128, tn=2), "a run of 2 adjacent columns"),
+    (dict(bk=32, stages=2, bm=256, bn=256, tm=16, tn=16, wm=128, wn=64), "registers"),
+    (dict(min_blocks=2), "registers per thread"),
+])
+def test_illegal_schedules_say_why_with_the_numbers(change, message):
+    with pytest.raises(ScheduleError, match=message):
+        kernel_of(**change)
+
+
+def test_steps_the_kernel_cannot_honour_are_rejected():
+    s = op.default_schedule()
+    with pytest.raises(ScheduleError, match="no use for this step"):
+        op.kernel(s.reorder("k.0", "i.0"))
+    with pytest.raises(ScheduleError, match="same layout"):
+        op.kernel(schedule("sgemm").split("i", 128, 8).split("j", 128, 64, 4))
+    with pytest.raises(ScheduleError, match="run of 4"):
+        op.kernel(schedule("sgemm").split("i", 128, 64, 8).split("j", 128, 64, 8))
+    with pytest.raises(ScheduleError, match="same number of stages"):
+        op.kernel(schedule("sgemm").cache_read("A", "shared").cache_read("B", "shared").split("k", 8)
+                  .double_buffer("A", 2).double_buffer("B", 1))
+    with pytest.raises(ScheduleError, match="both staged"):
+        op.kernel(schedule("sgemm").cache_read("A", "shared"))
+    with pytest.raises(ScheduleError, match="blockIdx.y"):
+        op.kernel(schedule("sgemm").split("i", 128, 8).bind("i.0", "blockIdx.x"))
+
+
+def test_shared_memory_beyond_the_device_is_an_error():
+    k = dict(op.default_knobs(), bk=32, copy="cp_async", stages=4, vec_a=1)
+    op.kernel(op.schedule_from_knobs(**k))                          # 4 x (32x132 + 32x256) floats = 194 KiB
+    with pytest.raises(ScheduleError, match="bytes of shared memory"):
+        op.kernel(op.schedule_from_knobs(**k), Limits(max_smem=100 * 1024))
+
+
+# -- plans ----------------------------------------------------------------------------------------
+def test_plan_covers_the_matrix_with_runtime_sizes():
+    k = op.kernel(op.default_schedule())
+    plan = op.plan(k, op.problem({"M": 1000, "N": 3000, "K": 7}))
+    (launch,) = plan.launches
+    assert launch.grid == (12, 8, 1) and launch.block == (256, 1, 1)
+    assert launch.args == ("A", "B", "C", "M", "N", "K")
+    assert launch.shared_bytes == k.static_smem == 4 * 2 * (8 * 132 + 8 * 256)
+    assert dict(plan.alignment) == {"A": 16, "B": 16, "C": 16}
+    assert "1000" not in render(k) and "3000" not in render(k)
+    naive = op.plan(op.kernel(STEPS[0].schedule), op.problem({"M": 33, "N": 17, "K": 5}))
+    assert naive.launches[0].grid == (2, 3, 1) and naive.launches[0].block == (16, 16, 1) and naive.alignment == ()
+    with pytest.raises(UsageError, match="block rows"):
+        op.plan(k, op.problem({"M": 128 * 70000, "N": 1, "K": 1}))
+
+
+def test_inputs_are_small_integers_so_the_check_is_exact():
+    p = op.problem({"M": 5, "N": 7, "K": 3000})
+    inputs = op.make_inputs(p, np.random.default_rng(0))
+    assert all(np.array_equal(v, np.round(v)) and np.abs(v).max() <= 3 for v in inputs.values())
+    ref = op.reference(inputs, p)["C"]
+    assert op.tolerance(p) == 0.5 and op.error("C", ref.astype(np.float32), ref, inputs, p) == 0.0
+    off = ref.astype(np.float32)
+    off[4, 6] += 1
+    assert op.error("C", off, ref, inputs, p) == 1.0
+
+
+# -- SASS -----------------------------------------------------------------------------------------
+@pytest.mark.nvrtc
+@pytest.mark.parametrize("step", range(len(STEPS)), ids=lambda i: f"step{i + 1}")
+def test_sass_shows_128_bit_accesses_exactly_where_vectorised(step):
+    f = facts(STEPS[step].schedule)
+    assert f.spill_bytes == 0 and f.local_ops == 0, f
+    if step in VECTORISED:
+        assert f.ldg128 > 0 and f.stg128 > 0, f
+        assert f.lds128 > 0, f                        # fragments: A transposed, B rows, 16 bytes a load
+    else:
+        assert f.ldg128 == 0 and f.stg128 == 0, f
+
+
+@pytest.mark.nvrtc
+def test_cp_async_pipeline_and_register_cap_compile_as_asked():
+    k = op.kernel(op.schedule(copy="cp_async", stages=3, vec_a=1))
+    src = render(k)
+    assert "kg_cp_async16" in src and "kg_cp_async_wait<1>" in src
+    from kernelgen.inspect import _sass
+    ops = _sass(compile_cuda(src, "sm_90", k.name).cubin)[k.name]
+    assert any(o.startswith("LDGSTS") for o in ops), ops
+    capped = facts(op.schedule(bn=128, tn=8, wn=32, min_blocks=2))
+    assert capped.registers <= 128
+
+
+# -- running --------------------------------------------------------------------------------------
+VARIANTS = {
+    "cp.async 3 stages, A transposed": dict(copy="cp_async", stages=3, vec_a=1),
+    "cp.async 4 stages, A as in memory, bk 16": dict(copy="cp_async", stages=4, a_layout="mk", bk=16),
+    "strided 64x64, float2 loads, no swizzle": dict(layout="strided", wm=0, wn=0, bm=64, bn=64, tm=8, tn=8,
+                                                     vec_a=2, vec_b=2, vec_c=2, swizzle=1, pad_a=1),
+    "contiguous 4x4, bk 16, partial unroll": dict(layout="contiguous", wm=0, wn=0, bm=64, bn=32, tm=4, tn=4,
+                                                   bk=16, unroll_k=2, swizzle=4),
+}
+
+
+@pytest.mark.emulate
+@pytest.mark.parametrize("name", VARIANTS)
+def test_variants_beyond_the_ladder_on_the_emulator(name):
+    for sizes in op.test_problems():
+        v = validate(op, op.schedule(**VARIANTS[name]), op.problem(sizes), backend="emulate", order="random")
+        assert v.ok, (sizes, v.summary())
+
+
+EDGE = [(1, 1, 1), (1, 1000, 3), (1000, 1, 1000), (129, 255, 1023), (1300, 67, 9), (2047, 2049, 1025),
+        (256, 256, 256)]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("name", ["default"] + list(VARIANTS))
+def test_edge_sizes_on_the_gpu(name):
+    sched = op.default_schedule() if name == "default" else op.schedule(**VARIANTS[name])
+    for m, n, k in EDGE:
+        v = validate(op, sched, op.problem({"M": m, "N": n, "K": k}), backend="gpu")
+        assert v.ok, ((m, n, k), v.summary())
