@@ -1,0 +1,405 @@
+"""Fused elementwise chains: out[M, N] = expr(inputs), e.g. "relu(a * b + c)" or "gelu(x + bias) * 2.0".
+
+>>> from kernelgen.ops import get_op
+>>> op = get_op("elementwise").with_expr("gelu(x + bias) * 2.0")
+>>> op.inputs
+('x', 'bias')
+>>> len(op.plan(op.kernel(op.schedule(fusion="none")), op.problem(small=True)).launches)
+3
+
+The expression is the knob `expr` (`annotate("expr", ...)`): a tiny language parsed with Python's
+`ast` and a whitelist. Names are the inputs, in order of first appearance; a name starting with
+`bias` is a per-column vector of N floats, every other name an M x N matrix. Numbers are float
+constants; operators + - * / and unary -; functions in FUNCS. Anything else (an unknown function,
+`**`, a keyword argument, a string) is a ScheduleError naming it, raised before any compile.
+Because the inputs follow the expression, an op instance computes one expression:
+`op.with_expr(e)` (or `op.for_schedule(s)`) gives the instance whose inputs and float64 reference
+match a schedule's `expr`; `plan` refuses a kernel whose expression differs from its instance's.
+
+Loop `i` runs over the M*N elements as one flat loop: `split("i", items*threads*vec, threads*vec,
+vec)` gives i.0 (chunks, blockIdx.x), i.1 (items per thread, unrolled: loads in flight), i.2
+(threadIdx.x) and i.3 (vectorize: float4 loads/stores; the n % vec tail is done by scalar code).
+`annotate("fusion", "none")` is the unfused baseline: one kernel per operator, intermediates in
+workspaces, as a framework runs it; the default fuses the chain so it costs one pass.
+`annotate("grid_stride", k)` launches k blocks per SM that stride over the chunks.
+"""
+from __future__ import annotations
+
+import ast
+import dataclasses
+import hashlib
+import math
+import operator
+import re
+
+import numpy as np
+
+from ..errors import ScheduleError, UsageError, check
+from ..schedule import Schedule, ScheduleReader, schedule
+from .base import (Dim, Kernel, Knob, LadderStep, Launch, Limits, Op, Plan, Problem, Scalar, Workspace, cdiv,
+                   pow2)
+
+DEFAULT_EXPR = "relu(a * b + c)"
+FUSIONS = ("full", "none")
+_GELU_C = math.sqrt(2.0 / math.pi)
+# name: (arity, CUDA helper in the template, float64 numpy, flops per element)
+FUNCS = {
+    "relu": (1, "kg_ew_relu", lambda x: np.maximum(x, 0.0), 1),
+    "gelu": (1, "kg_ew_gelu", lambda x: 0.5 * x * (1 + np.tanh(_GELU_C * (x + 0.044715 * x ** 3))), 9),
+    "gelu_erf": (1, "kg_ew_gelu_erf", lambda x: 0.5 * x * (1 + _erf(x / math.sqrt(2.0))), 6),
+    "sigmoid": (1, "kg_ew_sigmoid", lambda x: 1 / (1 + np.exp(-x)), 4),
+    "silu": (1, "kg_ew_silu", lambda x: x / (1 + np.exp(-x)), 5),
+    "exp": (1, "expf", np.exp, 1),
+    "tanh": (1, "tanhf", np.tanh, 1),
+    "abs": (1, "fabsf", np.abs, 1),
+    "min": (2, "fminf", np.minimum, 1),
+    "max": (2, "fmaxf", np.maximum, 1),
+}
+_BINOPS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/"}
+_BINOP_FNS = {"+": operator.add, "-": operator.sub, "*": operator.mul, "/": operator.truediv}
+_RESERVED = ("out", "n", "cols")
+
+
+def _erf(x):
+    return np.vectorize(math.erf, otypes=[np.float64])(x)
+
+
+# -- the expression language -------------------------------------------------------------------
+@dataclasses.dataclass(frozen=True)
+class Node:
+    kind: str              # "in" (an input name), "const", "op" (a binary operator), "neg", "call"
+    value: object          # the name, the float, the operator symbol or the function name
+    args: tuple = ()
+
+
+def _fail(expr, why: str, allowed: str = ""):
+    raise ScheduleError("annotate", "expr", expr, limit=why, allowed=allowed)
+
+
+def parse(expr) -> Node:
+    """Parse `expr` into Nodes, or raise a ScheduleError that names what is not allowed."""
+    if not isinstance(expr, str) or not expr.strip():
+        _fail(expr, "a non-empty string such as " + repr(DEFAULT_EXPR))
+    bad = "".join(sorted(set(re.sub(r"[A-Za-z0-9_.+\-*/(), ]", "", expr))))
+    if bad or len(expr) > 400:
+        _fail(expr, f"character(s) {bad!r} not allowed" if bad else f"{len(expr)} characters > 400",
+              "names, numbers, + - * / ( ) , and spaces")
+    try:
+        tree = ast.parse(expr, mode="eval").body
+    except SyntaxError as e:
+        _fail(expr, f"not an expression ({e.msg})")
+
+    def walk(t) -> Node:
+        if isinstance(t, ast.BinOp) and type(t.op) in _BINOPS:
+            return Node("op", _BINOPS[type(t.op)], (walk(t.left), walk(t.right)))
+        if isinstance(t, ast.UnaryOp) and isinstance(t.op, (ast.USub, ast.UAdd)):
+            inner = walk(t.operand)
+            return Node("neg", "-", (inner,)) if isinstance(t.op, ast.USub) else inner
+        if isinstance(t, ast.Call):
+            fname = t.func.id if isinstance(t.func, ast.Name) else ast.unparse(t.func)
+            if fname not in FUNCS:
+                _fail(expr, f"unknown function {fname!r}", ", ".join(FUNCS))
+            if t.keywords or len(t.args) != FUNCS[fname][0]:
+                _fail(expr, f"{fname} takes {FUNCS[fname][0]} positional argument(s)")
+            return Node("call", fname, tuple(walk(a) for a in t.args))
+        if isinstance(t, ast.Name):
+            if t.id in FUNCS:
+                _fail(expr, f"{t.id} is a function; call it as {t.id}(...)")
+            if not re.fullmatch(r"[a-z][a-z0-9_]{0,15}", t.id) or t.id in _RESERVED or re.fullmatch(r"tmp\d+", t.id):
+                _fail(expr, f"input name {t.id!r}: lower case, <= 16 characters, not out, n, cols or tmpK")
+            return Node("in", t.id)
+        if isinstance(t, ast.Constant) and type(t.value) in (int, float) and math.isfinite(t.value):
+            return Node("const", float(t.value))
+        what = type(t.op).__name__ if isinstance(t, (ast.BinOp, ast.UnaryOp)) else type(t).__name__
+        _fail(expr, f"{what} is not allowed", "names, numbers, + - * /, unary -, " + ", ".join(FUNCS))
+
+    root = walk(tree)
+    if not names(root):
+        _fail(expr, "the expression uses no input")
+    if len(ops(root)) > 64:
+        _fail(expr, f"{len(ops(root))} operators > 64")
+    return root
+
+
+def canonical(expr: str) -> str:
+    """The form kept in knobs: spacing and redundant parentheses normalised (`ast.unparse`)."""
+    parse(expr)
+    return ast.unparse(ast.parse(expr, mode="eval"))
+
+
+def names(node: Node) -> tuple[str, ...]:
+    """Input names in order of first appearance."""
+    if node.kind == "in":
+        return (node.value,)
+    out = []
+    for a in node.args:
+        out += [n for n in names(a) if n not in out]
+    return tuple(dict.fromkeys(out))
+
+
+def ops(node: Node) -> list[Node]:
+    """Operator nodes in evaluation order (children first): the kernels of the unfused plan."""
+    if node.kind in ("in", "const"):
+        return []
+    return [o for a in node.args for o in ops(a)] + [node]
+
+
+def is_bias(name: str) -> bool:
+    return name.startswith("bias")
+
+
+def to_c(node: Node, var) -> str:
+    """CUDA text of `node`; `var(node)` names the float holding an input or an intermediate (or None)."""
+    v = var(node)
+    if v is not None:
+        return v
+    if node.kind == "const":
+        return f"{node.value!r}f"
+    a = [to_c(x, var) for x in node.args]
+    if node.kind == "op":
+        return f"({a[0]} {node.value} {a[1]})"
+    if node.kind == "neg":
+        return f"(-{a[0]})"
+    return f"{FUNCS[node.value][1]}({', '.join(a)})"
+
+
+def evaluate(node: Node, env: dict, lib="numpy"):
+    """float64 numpy (or torch / cupy, for vendor()) evaluation of `node` over the arrays in `env`."""
+    if node.kind == "in":
+        return env[node.value]
+    if node.kind == "const":
+        return node.value
+    a = [evaluate(x, env, lib) for x in node.args]
+    if node.kind == "op":
+        return _BINOP_FNS[node.value](*a)
+    if node.kind == "neg":
+        return -a[0]
+    if lib == "numpy":
+        return FUNCS[node.value][2](*a)
+    return _vendor_fn(lib, node.value)(*a)
+
+
+def _vendor_fn(lib: str, fname: str):
+    if lib == "torch":
+        import torch
+        import torch.nn.functional as F
+        return {"relu": torch.relu, "gelu": lambda x: F.gelu(x, approximate="tanh"), "gelu_erf": F.gelu,
+                "sigmoid": torch.sigmoid, "silu": F.silu, "exp": torch.exp, "tanh": torch.tanh, "abs": torch.abs,
+                "min": torch.minimum, "max": torch.maximum}[fname]
+    import cupy as cp
+    import cupyx.scipy.special as sp
+    return {"relu": lambda x: cp.maximum(x, 0), "gelu": lambda x: 0.5 * x * (1 + cp.tanh(_GELU_C * (x + 0.044715 * x * x * x))),
+            "gelu_erf": lambda x: 0.5 * x * (1 + sp.erf(x * (1 / math.sqrt(2)))), "sigmoid": lambda x: 1 / (1 + cp.exp(-x)),
+            "silu": lambda x: x / (1 + cp.exp(-x)), "exp": cp.exp, "tanh": cp.tanh, "abs": cp.abs,
+            "min": cp.minimum, "max": cp.maximum}[fname]
+
+
+class ExprKnob(Knob):
+    """The expression knob: its part of the kernel name is a hash, so "a*b+c" and "a+b*c" differ."""
+
+    def encode(self, value) -> str:
+        return "e" + hashlib.sha1(str(value).encode()).hexdigest()[:8]
+
+
+class Elementwise(Op):
+    name = "elementwise"
+    summary = "out[M, N] = expr(inputs), one fused pass (bias* names are per-column vectors)"
+    dims = (Dim("M", 1 << 14, 37), Dim("N", 1 << 12, 1001))
+    loops = ("i",)
+    outputs = ("out",)
+    primitives_help = ("annotate(expr, \"relu(a * b + c)\"); split(i, items*threads*vec, threads*vec, vec); "
+                       "bind(i.0, blockIdx.x); bind(i.2, threadIdx.x); unroll(i.1); vectorize(i.3, 1|2|4); "
+                       "annotate(fusion, full|none); annotate(grid_stride, blocks per SM); functions: "
+                       + ", ".join(FUNCS))
+
+    def __init__(self, expr: str = DEFAULT_EXPR):
+        self.expr = canonical(expr)
+        self.tree = parse(self.expr)
+        self.inputs = names(self.tree)
+        self.knobs = (
+            ExprKnob("expr", self.expr, (self.expr,), "the expression: names are inputs (annotate(expr, ...))", "e"),
+            Knob("fusion", "full", FUSIONS, "full: one kernel; none: one kernel per operator", "f"),
+            Knob("threads", 256, (128, 256, 512, 1024), "threads per block (i.2)", "t"),
+            Knob("items", 2, (1, 2, 4), "vectors per thread per chunk, loaded before any is used (i.1)", "i"),
+            Knob("vec", 4, (1, 2, 4), "floats per access (vectorize i.3)", "v"),
+            Knob("grid_stride", 8, (0, 1, 2, 4, 8, 16), "blocks per SM striding over chunks; 0 = one block per chunk", "g"),
+        )
+
+    def with_expr(self, expr: str) -> "Elementwise":
+        """The op instance computing `expr` (its inputs, reference and vendor follow the expression)."""
+        return Elementwise(expr)
+
+    def for_schedule(self, sched: Schedule) -> "Elementwise":
+        """The op instance that computes the expression `sched` names (itself when they agree)."""
+        expr = self.knobs_from_schedule(sched)["expr"]
+        return self if expr == self.expr else Elementwise(expr)
+
+    # -- schedule <-> knobs ------------------------------------------------------------------------
+    def schedule_from_knobs(self, expr, fusion, threads, items, vec, grid_stride) -> Schedule:
+        s = (schedule(self.name).annotate("expr", expr).split("i", items * threads * vec, threads * vec, vec)
+             .bind("i.0", "blockIdx.x").bind("i.2", "threadIdx.x").unroll("i.1").vectorize("i.3", vec))
+        if fusion != "full":
+            s = s.annotate("fusion", fusion)
+        if grid_stride:
+            s = s.annotate("grid_stride", grid_stride)
+        return s
+
+    def read_knobs(self, r: ScheduleReader) -> dict:
+        expr = canonical(r.annotate("expr", self.expr))
+        chunk, row, vec = r.split("i", 3, (256, 256, 1))
+        check(row % vec == 0 and chunk % row == 0, "split", "i", (chunk, row, vec),
+              limit="each factor must divide the one before it")
+        width = r.vectorize("i.3", default=1)
+        check(width == vec, "vectorize", "i.3", width, limit=f"split(i)'s innermost factor is {vec}")
+        r.bind("i.0", "blockIdx.x", allowed=("blockIdx.x",))
+        r.bind("i.2", "threadIdx.x", allowed=("threadIdx.x",))
+        r.unroll("i.1")
+        return {"expr": expr, "fusion": r.annotate("fusion", "full", FUSIONS), "threads": row // vec,
+                "items": chunk // row, "vec": vec, "grid_stride": r.annotate("grid_stride", 0, (0, 1, 2, 4, 8, 16, 32))}
+
+    def check_knobs(self, k: dict, limits: Limits) -> None:
+        check(k["threads"] % 32 == 0 and 32 <= k["threads"] <= limits.max_threads, "split", "i.2", k["threads"],
+              limit=f"threads per block is a multiple of 32 in 32..{limits.max_threads}")
+        check(1 <= k["items"] <= 8, "split", "i.1", k["items"], limit="1..8 vectors per thread per chunk")
+        check(k["vec"] in (1, 2, 4), "vectorize", "i.3", k["vec"], limit="16 bytes per access", allowed="1, 2, 4")
+        n_in = len(names(parse(k["expr"])))
+        check(n_in <= 16, "annotate", "expr", k["expr"], limit=f"{n_in} inputs > 16")
+
+    # -- lowering ----------------------------------------------------------------------------------
+    @staticmethod
+    def _stages(k: dict, root: Node) -> list[tuple[Node, tuple[str, ...]]]:
+        """(node, operand buffers) per kernel: the whole tree, or one operator per kernel."""
+        def params(bufs):  # the kernel's parameter order: matrices first, then bias vectors
+            return tuple(sorted(dict.fromkeys(bufs), key=is_bias))
+        if k["fusion"] == "full" or not ops(root):
+            return [(root, params(names(root)))]
+        order = ops(root)
+        temp = {id(o): f"tmp{j}" for j, o in enumerate(order)}
+        out = []
+        for o in order:
+            bufs = [a.value if a.kind == "in" else temp[id(a)] for a in o.args if a.kind != "const"]
+            out.append((o, params(bufs)))
+        return out
+
+    def template_params(self, k: dict) -> tuple[dict, int, int]:
+        root = parse(k["expr"])
+        order = ops(root)
+        temp = {id(o): f"tmp{j}" for j, o in enumerate(order)}
+        kernels = []
+        fused = k["fusion"] == "full"
+        for j, (node, bufs) in enumerate(self._stages(k, root)):
+            def var(x, node=node):
+                if x.kind == "in":
+                    return "v_" + x.value
+                if x.kind == "const" or x is node or fused:
+                    return None
+                return "v_" + temp[id(x)]
+            kernels.append(dict(suffix="" if k["fusion"] == "full" else f"_k{j}", body=to_c(node, var),
+                                full=[b for b in bufs if not is_bias(b)], bias=[b for b in bufs if is_bias(b)],
+                                what=k["expr"] if k["fusion"] == "full" else _show(node, temp)))
+        params = dict(k, kernels=kernels, helpers=sorted({o.value for o in order if o.kind == "call"}),
+                      vec_type={1: "float", 2: "float2", 4: "float4"}[k["vec"]], comps=("x", "y", "z", "w")[:k["vec"]])
+        regs = 24 + k["items"] * k["vec"] * max(len(kk["full"]) for kk in kernels)
+        return params, 0, regs
+
+    def plan(self, kernel: Kernel, problem: Problem, limits: Limits | None = None) -> Plan:
+        limits = limits or Limits()
+        k = dict(kernel.knobs)
+        if k["expr"] != self.expr:
+            raise UsageError(f"{self.name}: the kernel computes {k['expr']!r} but this op instance computes "
+                             f"{self.expr!r}; use get_op('elementwise').with_expr({k['expr']!r})")
+        n = problem["M"] * problem["N"]
+        chunks = max(1, cdiv(n // k["vec"], k["items"] * k["threads"]))
+        blocks = min(chunks, limits.sms * k["grid_stride"]) if k["grid_stride"] else chunks
+        check(blocks < 2 ** 31, "split", "i", k["threads"], limit=f"{blocks} blocks exceed gridDim.x")
+        stages = self._stages(k, parse(k["expr"]))
+        launches = []
+        for j, (node, bufs) in enumerate(stages):
+            dst = "out" if j == len(stages) - 1 else f"tmp{j}"
+            args = bufs + (dst, "n") + (("cols",) if any(is_bias(b) for b in bufs) else ())
+            sym = kernel.name if k["fusion"] == "full" else f"{kernel.name}_k{j}"
+            launches.append(Launch(sym, (blocks, 1, 1), (k["threads"], 1, 1), args))
+        workspaces = tuple(Workspace(f"tmp{j}", "float32", n) for j in range(len(stages) - 1))
+        align = tuple((b, 4 * k["vec"]) for b in self.inputs + ("out",) if not is_bias(b))
+        return Plan(kernel, problem, tuple(launches), workspaces,
+                    (Scalar("n", "long long", n), Scalar("cols", "int", problem["N"])), align)
+
+    # -- numbers -----------------------------------------------------------------------------------
+    def input_shapes(self, problem: Problem) -> dict[str, tuple[int, ...]]:
+        m, n = problem["M"], problem["N"]
+        return {b: (n,) if is_bias(b) else (m, n) for b in self.inputs}
+
+    def check_inputs(self, inputs: dict, problem: Problem) -> None:
+        """A clear UsageError for a missing array, a wrong shape or a dtype other than float32."""
+        for name, shape in self.input_shapes(problem).items():
+            a = inputs.get(name)
+            if a is None:
+                raise UsageError(f"{self.name}: input {name!r} of {self.expr!r} is missing; inputs are "
+                                 + ", ".join(self.inputs))
+            if tuple(a.shape) != shape or str(a.dtype) != self.dtype:
+                raise UsageError(f"{self.name}: input {name} is {a.dtype}{list(a.shape)}, "
+                                 f"expected {self.dtype}{list(shape)} for {problem}")
+
+    def make_inputs(self, problem: Problem, rng: np.random.Generator) -> dict[str, np.ndarray]:
+        return {b: rng.standard_normal(s, dtype=np.float32) for b, s in self.input_shapes(problem).items()}
+
+    def output_shapes(self, problem: Problem) -> dict[str, tuple[int, ...]]:
+        return {"out": (problem["M"], problem["N"])}
+
+    def reference(self, inputs, problem):
+        env = {b: v.astype(np.float64) for b, v in inputs.items()}
+        res = evaluate(self.tree, env)
+        return {"out": np.ascontiguousarray(np.broadcast_to(res, (problem["M"], problem["N"])))}
+
+    def bytes_moved(self, problem: Problem) -> int:
+        m, n = problem["M"], problem["N"]
+        return 4 * sum(n if is_bias(b) else m * n for b in self.inputs) + 4 * m * n
+
+    def flops(self, problem: Problem) -> int:
+        per = sum(FUNCS[o.value][3] if o.kind == "call" else 1 for o in ops(self.tree))
+        return per * problem["M"] * problem["N"]
+
+    def vendor(self, dev_inputs, problem):
+        shapes = self.input_shapes(problem)
+        try:
+            import torch
+            env = {b: torch.as_tensor(v, device="cuda").reshape(shapes[b]) for b, v in dev_inputs.items()}
+            return f"torch, unfused: {self.expr}", lambda: evaluate(self.tree, env, "torch")
+        except ImportError:
+            env = {b: v.reshape(shapes[b]) for b, v in dev_inputs.items()}
+            return f"cupy, unfused: {self.expr}", lambda: evaluate(self.tree, env, "cupy")
+
+    def ladder(self) -> tuple[LadderStep, ...]:
+        base = dict(expr=self.expr, threads=256, items=1, vec=1, grid_stride=0)
+        steps = [
+            ("unfused: one kernel per operator, scalar", dict(base, fusion="none"),
+             "intermediates round-trip through memory, as a framework runs the chain"),
+            ("unfused, float4", dict(base, fusion="none", vec=4), "each kernel vectorised; still one pass per op"),
+            ("fused: one kernel, scalar (loop fusion)", dict(base, fusion="full"), "one pass over the data"),
+            ("fused, float4 + scalar tail", dict(base, fusion="full", vec=4), "LDG.E.128 / STG.E.128"),
+            ("fused, float4, 2 items per thread, grid-stride", dict(base, fusion="full", vec=4, items=2, grid_stride=8),
+             "8 blocks per SM stride over the data"),
+        ]
+        return tuple(LadderStep(t, self.schedule_from_knobs(**kn), n) for t, kn, n in steps)
+
+    def space(self, problem: Problem, limits: Limits):
+        for threads in (128, 256, 512):
+            for items in (1, 2, 4):
+                for grid_stride in (0, 4, 8, 16):
+                    yield dict(expr=self.expr, fusion="full", threads=threads, items=items, vec=4,
+                               grid_stride=grid_stride)
+
+
+def _show(node: Node, temp: dict) -> str:
+    """The text of one unfused kernel's work, intermediates named tmpK (for the template's comments)."""
+    def txt(x, top):
+        if x.kind == "in":
+            return x.value
+        if x.kind == "const":
+            return repr(x.value)
+        if not top:
+            return temp[id(x)]
+        a = [txt(y, False) for y in x.args]
+        return f"({a[0]} {x.value} {a[1]})" if x.kind == "op" else f"(-{a[0]})" if x.kind == "neg" \
+            else f"{x.value}({', '.join(a)})"
+    return txt(node, True)
