@@ -13,26 +13,29 @@ from kernelgen import gpu
 from kernelgen.emit import write_kernel
 from kernelgen.validate import validate
 
-expr = sys.argv[1] if len(sys.argv) > 1 else "relu(a * b + c)"
-op = kg.get_op("elementwise").with_expr(expr)
 
 
-def flat(threads=256, items=1, vec=1):
-    """i = ((chunk * items + item) * threads + thread) * vec + lane."""
-    return (kg.schedule("elementwise").annotate("expr", op.expr)
-            .split("i", items * threads * vec, threads * vec, vec)
-            .bind("i.0", "blockIdx.x").bind("i.2", "threadIdx.x").unroll("i.1").vectorize("i.3", vec))
+def ladder(expr: str) -> dict:
+    def flat(threads=256, items=1, vec=1):
+        """i = ((chunk * items + item) * threads + thread) * vec + lane."""
+        return (kg.schedule("elementwise").annotate("expr", expr)
+                .split("i", items * threads * vec, threads * vec, vec)
+                .bind("i.0", "blockIdx.x").bind("i.2", "threadIdx.x").unroll("i.1").vectorize("i.3", vec))
+
+    return {
+        "1 unfused, one kernel per op": flat().annotate("fusion", "none"),
+        "2 unfused, float4": flat(vec=4).annotate("fusion", "none"),
+        "3 fused (one pass)": flat(),
+        "4 fused, float4 + scalar tail": flat(vec=4),
+        "5 fused, float4, grid-stride": flat(items=2, vec=4).annotate("grid_stride", 8),
+    }
 
 
-LADDER = {
-    "1 unfused, one kernel per op": flat().annotate("fusion", "none"),
-    "2 unfused, float4": flat(vec=4).annotate("fusion", "none"),
-    "3 fused (one pass)": flat(),
-    "4 fused, float4 + scalar tail": flat(vec=4),
-    "5 fused, float4, grid-stride": flat(items=2, vec=4).annotate("grid_stride", 8),
-}
+LADDER = ladder("relu(a * b + c)")
 
 if __name__ == "__main__":
+    op = kg.get_op("elementwise").with_expr(sys.argv[1] if len(sys.argv) > 1 else "relu(a * b + c)")
+    LADDER = ladder(op.expr)
     backend = "gpu" if gpu.available() else "emulate"
     problem = op.problem({"M": 1000, "N": 1001} if backend == "gpu" else {"M": 37, "N": 1001})
     print(f"{op.expr}: inputs {', '.join(op.inputs)}")
