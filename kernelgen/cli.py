@@ -99,6 +99,8 @@ def select(op: Op, knobs: tuple[str, ...], schedule_file: str | None, step: int 
         from .tune import best_schedule
         from .tune.db import TuningDB
         return best_schedule(op, problem, TuningDB(db) if db else None)
+    if not knobs and problem is not None:
+        return op.schedule_for(problem)
     return op.schedule(**dict(parse_knob(op, k) for k in knobs))
 
 

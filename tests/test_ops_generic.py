@@ -90,6 +90,16 @@ def test_default_schedule_is_correct_on_the_emulator_at_awkward_sizes(name):
         assert v.ok, (sizes, v.summary())
 
 
+@pytest.mark.emulate
+@pytest.mark.parametrize("name", OP_NAMES)
+def test_heuristic_schedules_are_correct_on_the_emulator(name):
+    op = OPS[name]
+    for sizes in op.test_problems():
+        problem = op.problem(sizes)
+        v = validate(op, op.schedule_for(problem), problem, backend="emulate", order="random")
+        assert v.ok, (sizes, v.summary())
+
+
 @pytest.mark.gpu
 @pytest.mark.parametrize("case", LADDER, ids=ladder_id)
 def test_every_ladder_step_is_correct_on_the_gpu(case):

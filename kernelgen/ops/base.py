@@ -198,6 +198,11 @@ class Op:
     def default_schedule(self) -> Schedule:
         return self.schedule_from_knobs(**self.default_knobs())
 
+    def schedule_for(self, problem: Problem) -> Schedule:
+        """The op's heuristic choice for one problem (what `run` and `bench` use when no schedule is
+        given), like a vendor library's heuristic; the default schedule unless the op knows better."""
+        return self.default_schedule()
+
     def knobs_from_schedule(self, sched: Schedule) -> dict:
         if sched.op != self.name:
             raise ScheduleError("schedule", "op", sched.op, allowed=self.name)

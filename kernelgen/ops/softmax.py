@@ -264,6 +264,20 @@ class Softmax(RowSchedule, Op):
         ]
         return tuple(LadderStep(t, self.schedule_from_knobs(**k), n) for t, k, n in steps)
 
+    def schedule_for(self, problem: Problem) -> Schedule:
+        """The row in registers, 16 floats a thread up to 16384 columns and 32 up to 32768 (a block of
+        1024 threads), whole blocks of 256 threads for short rows; longer rows split over blocks."""
+        cols = problem["cols"]
+        if cols > 32768:
+            return self.schedule_from_knobs(threads=256, rows_per_block=1, items=4, vec=4, reduction="shuffle",
+                                            algo="split", l2_batch_mb=16)
+        per_thread = 16 if cols <= 16384 else 32
+        threads = min(1024, max(4, 1 << max(0, (cdiv(cols, per_thread) - 1).bit_length())))
+        items = 1 << max(0, (cdiv(cols, threads * 4) - 1).bit_length())
+        rows_per_block = 256 // threads if threads <= 32 else 1
+        return self.schedule_from_knobs(threads=threads, rows_per_block=rows_per_block, items=items, vec=4,
+                                        reduction="shuffle", algo="registers", l2_batch_mb=16)
+
     def space(self, problem: Problem, limits: Limits):
         cols = problem["cols"]
         base = dict(vec=4, reduction="shuffle", l2_batch_mb=16)

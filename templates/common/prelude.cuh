@@ -32,5 +32,15 @@ __device__ __forceinline__ void kg_cp_async_wait() {
   asm volatile("cp.async.wait_group %0;\n" :: "n"(N));
 #endif
 }
+// A load that streams past L1 (evict-first), for data read once, so it does not evict data that
+// is re-read (e.g. GEMV's x, which every warp reads again).
+template <typename T>
+__device__ __forceinline__ T kg_ldcs(const T* p) {
+#if defined(KERNELGEN_EMULATE)
+  return *p;
+#else
+  return __ldcs(p);
+#endif
+}
 #endif  // KERNELGEN_PRELUDE
 // ---- end of prelude ----
