@@ -99,8 +99,18 @@ def test_default_fits_2048_threads_per_sm():
 
 @pytest.mark.emulate
 @pytest.mark.parametrize("knobs", [dict(vec=2, rows=16), dict(tile=64, vec=4, rows=4), dict(tile=64, rows=16, vec=1),
-                                   dict(vec=4, rows=32, order="diagonal"), dict(tile=16, rows=4, vec=1, staged=False)])
+                                   dict(vec=4, rows=32, order="diagonal"), dict(tile=16, rows=4, vec=1, staged=False),
+                                   dict(grid_stride=1, order="diagonal"), dict(grid_stride=1, vec=1, pad=0)])
 def test_other_layouts_are_correct_on_the_emulator(knobs):
     for sizes in op.test_problems():
         v = validate(op, op.schedule(**knobs), op.problem(sizes), backend="emulate")
         assert v.ok, (knobs, sizes, v.summary())
+
+
+@pytest.mark.emulate
+@pytest.mark.parametrize("knobs", [dict(grid_stride=1), dict(grid_stride=1, order="diagonal", vec=1)])
+def test_blocks_looping_over_tiles_are_correct_on_the_emulator(knobs):
+    p = op.problem({"M": 1000, "N": 1004})             # 32 x 32 tiles > 132 blocks: each block loops
+    assert op.plan(op.kernel(op.schedule(**knobs)), p).launches[0].grid == (132, 1, 1)
+    v = validate(op, op.schedule(**knobs), p, backend="emulate", order="random")
+    assert v.ok, v.summary()

@@ -15,7 +15,8 @@ lane). `fuse("i.0", "j.0")` + `bind("i.0.j.0", "blockIdx.x")`: the grid is one-d
 size runs into the 65535 limit of gridDim.y. `cache_read("x", "shared")` stages a tile in shared
 memory so both the read and the write are coalesced; `storage_align("x", 1)` pads each tile row by
 one float so the column-wise read is bank-conflict-free; `annotate("block_order", "diagonal")`
-walks the tiles along diagonals; `vectorize("j.2", 4)` moves float4s: rows of x are read as float4
+walks the tiles along diagonals; `annotate("grid_stride", k)` launches k blocks per SM that loop
+over the tiles (fewer, longer-lived blocks); `vectorize("j.2", 4)` moves float4s: rows of x are read as float4
 and rows of out are written as float4, the 4x4 turn happening through the padded tile (scalar
 shared accesses, which a 32-wide padded tile serves without bank conflicts). Tiles that are partial
 or rows that are not 16-byte aligned (M or N not a multiple of vec) take a guarded scalar path.
@@ -45,13 +46,15 @@ class Transpose(Op):
         Knob("staged", True, (False, True), "stage the tile in shared memory: cache_read(x, shared)", "s"),
         Knob("pad", 1, (0, 1), "floats of padding per shared tile row: storage_align(x, pad)", "p"),
         Knob("order", "row", ORDERS, "block order over tiles: annotate(block_order, ...)", "o"),
+        Knob("grid_stride", 0, (0, 8, 16, 32), "blocks per SM looping over tiles; 0 = one block per tile", "g"),
     )
     primitives_help = ("split(i, tile, rows); split(j, tile[, vec]); fuse(i.0, j.0); bind(i.0.j.0, blockIdx.x); "
                        "bind(j.1, threadIdx.x); bind(i.2, threadIdx.y); unroll(i.1); cache_read(x, shared); "
-                       "storage_align(x, 0|1); vectorize(j.2, 1|2|4); annotate(block_order, row|diagonal)")
+                       "storage_align(x, 0|1); vectorize(j.2, 1|2|4); annotate(block_order, row|diagonal); "
+                       "annotate(grid_stride, blocks per SM)")
 
     # -- schedule <-> knobs ------------------------------------------------------------------------
-    def schedule_from_knobs(self, tile, rows, vec, staged, pad, order) -> Schedule:
+    def schedule_from_knobs(self, tile, rows, vec, staged, pad, order, grid_stride) -> Schedule:
         s = schedule(self.name).split("i", tile, rows)
         s = s.split("j", tile, vec) if vec > 1 else s.split("j", tile)
         s = (s.fuse("i.0", "j.0").bind("i.0.j.0", "blockIdx.x")
@@ -64,6 +67,8 @@ class Transpose(Op):
             s = s.vectorize("j.2", vec)
         if order != "row":
             s = s.annotate("block_order", order)
+        if grid_stride:
+            s = s.annotate("grid_stride", grid_stride)
         return s
 
     def read_knobs(self, r: ScheduleReader) -> dict:
@@ -83,7 +88,8 @@ class Transpose(Op):
         pad = r.storage_align("x", 0)
         check(staged or pad == 0, "storage_align", "x", pad, limit="padding needs cache_read(x, shared) first")
         return {"tile": tile, "rows": rows, "vec": vec, "staged": staged, "pad": pad,
-                "order": r.annotate("block_order", "row", ORDERS)}
+                "order": r.annotate("block_order", "row", ORDERS),
+                "grid_stride": r.annotate("grid_stride", 0, (0, 1, 2, 4, 8, 16, 32))}
 
     def check_knobs(self, k: dict, limits: Limits) -> None:
         tile, rows, vec = k["tile"], k["rows"], k["vec"]
@@ -107,10 +113,12 @@ class Transpose(Op):
         return params, smem, 16 + 2 * (k["tile"] // k["rows"]) * k["vec"]
 
     def plan(self, kernel: Kernel, problem: Problem, limits: Limits | None = None) -> Plan:
+        limits = limits or Limits()
         k = dict(kernel.knobs)
         m, n = problem["M"], problem["N"]
-        blocks = cdiv(m, k["tile"]) * cdiv(n, k["tile"])
-        check(blocks < 2 ** 31, "split", "i", k["tile"], limit=f"{blocks} tiles exceed gridDim.x")
+        tiles = cdiv(m, k["tile"]) * cdiv(n, k["tile"])
+        check(tiles < 2 ** 31, "split", "i", k["tile"], limit=f"{tiles} tiles exceed gridDim.x")
+        blocks = min(tiles, limits.sms * k["grid_stride"]) if k["grid_stride"] else tiles
         launch = Launch(kernel.name, (blocks, 1, 1), (k["tile"] // k["vec"], k["rows"], 1), ("x", "out", "M", "N"))
         return Plan(kernel, problem, (launch,), (), (Scalar("M", "int", m), Scalar("N", "int", n)),
                     (("x", 4 * k["vec"]), ("out", 4 * k["vec"])))
@@ -150,7 +158,7 @@ class Transpose(Op):
             return "cupy.ascontiguousarray(x.T)", lambda: cupy.ascontiguousarray(x2.T)
 
     def ladder(self) -> tuple[LadderStep, ...]:
-        base = dict(tile=32, rows=8, vec=1, staged=False, pad=0, order="row")
+        base = dict(tile=32, rows=8, vec=1, staged=False, pad=0, order="row", grid_stride=0)
         steps = [
             ("naive: coalesced reads, strided writes", base, "writes touch one 32-byte sector per float"),
             ("shared-memory tile: cache_read(x, shared)", dict(base, staged=True),
@@ -165,7 +173,8 @@ class Transpose(Op):
 
     def space(self, problem: Problem, limits: Limits):
         for rows in (4, 8, 16, 32):
-            for order in ORDERS:
-                yield dict(tile=32, rows=rows, vec=4, staged=True, pad=1, order=order)
+            for grid_stride in (0, 8, 16, 32):
+                for order in ORDERS:
+                    yield dict(tile=32, rows=rows, vec=4, staged=True, pad=1, order=order, grid_stride=grid_stride)
         for tile, rows in ((32, 8), (64, 8), (64, 16)):
-            yield dict(tile=tile, rows=rows, vec=1, staged=True, pad=1, order="row")
+            yield dict(tile=tile, rows=rows, vec=1, staged=True, pad=1, order="row", grid_stride=0)
