@@ -174,6 +174,7 @@ def launch(op, sched, problem, **arrays) -> None:
         kg.launch(op, op.default_schedule(), op.problem({"n": 1000}), x=x, out=out)
     """
     dev = device()
+    op = op.for_schedule(sched)
     kernel = op.kernel(sched, dev.limits())
     plan = op.plan(kernel, problem, dev.limits())
     shapes = dict(op.input_shapes(problem), **op.output_shapes(problem))

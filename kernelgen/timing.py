@@ -82,7 +82,7 @@ def device_arrays(op: Op, problem: Problem, seed: int = 0) -> dict:
     """Random inputs and output buffers on the device, kept for the last problem (a tuning run
     times many schedules on one problem; drawing 2^28 random numbers per schedule would dominate)."""
     import cupy
-    key = (op.name, problem, seed)
+    key = (op.name, tuple(op.inputs), problem, seed)  # inputs differ per elementwise expression
     if key not in _arrays_cache:
         _arrays_cache.clear()
         inputs = op.make_inputs(problem, np.random.default_rng(seed))
@@ -94,6 +94,7 @@ def device_arrays(op: Op, problem: Problem, seed: int = 0) -> dict:
 
 def prepared(op: Op, sched: Schedule, problem: Problem, seed: int = 0):
     """(kernel, launcher, arrays) for timing: inputs random, outputs allocated, all on the device."""
+    op = op.for_schedule(sched)
     limits = gpu.device().limits()
     kernel = op.kernel(sched, limits)
     plan = op.plan(kernel, problem, limits)

@@ -79,6 +79,7 @@ def validate(op: Op, sched: Schedule, problem: Problem, *, backend: str = "gpu",
     if backend == "gpu":
         from . import gpu
         gpu.require()
+    op = op.for_schedule(sched)
     seed = secrets.randbits(31) if seed is None else seed
     limits = limits_for(backend, arch)
     kernel = op.kernel(sched, limits)

@@ -198,6 +198,11 @@ class Op:
     def default_schedule(self) -> Schedule:
         return self.schedule_from_knobs(**self.default_knobs())
 
+    def for_schedule(self, sched: Schedule) -> "Op":
+        """The op instance that computes what `sched` computes (an elementwise schedule carries its
+        expression, which decides the inputs and the reference); `self` for every other op."""
+        return self
+
     def schedule_for(self, problem: Problem) -> Schedule:
         """The op's heuristic choice for one problem (what `run` and `bench` use when no schedule is
         given), like a vendor library's heuristic; the default schedule unless the op knows better."""
