@@ -182,6 +182,28 @@ extern "C" __global__ void shfl_handoff(float* out) {
   out[t] = s[token] + s[(t + 1) % 32];
 }
 
+// __shared__ in a template (a slot per instantiation) and at file scope
+__shared__ int file_scope_counts[4];
+template <int N> __device__ float tile_sum(const float* x) {
+  __shared__ __align__(16) float t[N][N + 1];
+  const int i = threadIdx.x;
+  if (i < N * N) t[i / N][i % N] = x[i];
+  __syncthreads();
+  float acc = 0.0f;
+  for (int k = 0; k < N; ++k) acc += t[k][i % N];
+  __syncthreads();
+  return acc;
+}
+extern "C" __global__ void templated_shared(const float* x, float* y, int* counts) {
+  const int i = threadIdx.x;
+  if (i < 4) file_scope_counts[i] = 0;
+  __syncthreads();
+  y[i] = tile_sum<4>(x) + 1000.0f * tile_sum<2>(x);
+  atomicAdd(&file_scope_counts[i % 4], 1);
+  __syncthreads();
+  if (i < 4) counts[i] = file_scope_counts[i];
+}
+
 extern "C" __global__ void shared_atomics(int* out) {
   __shared__ int hist[4];
   const int t = threadIdx.x;
@@ -236,6 +258,15 @@ def test_dynamic_shared(mode):
     t = np.arange(n)
     assert (y == 2 * x[(t + 1) % n] + 1000 + t % 4).all()
     assert (z == 3 * ((t + 5) % n)).all()
+
+
+def test_shared_in_templates_and_at_file_scope(mode):
+    x = np.arange(16, dtype=np.float32) + 1
+    y, counts = np.zeros(16, np.float32), np.zeros(4, np.int32)
+    run("templated_shared", 1, 16, ["x", "y", "counts"], {"x": x, "y": y, "counts": counts}, **mode)
+    i = np.arange(16)
+    want = sum(x[4 * k + i % 4] for k in range(4)) + 1000 * sum(x[2 * k + i % 2] for k in range(2))
+    assert (y == want).all() and (counts == 4).all()
 
 
 def _src(lane, kind, arg, width=32):

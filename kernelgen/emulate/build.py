@@ -30,6 +30,7 @@ from . import source as src
 HERE = Path(__file__).resolve().parent
 SHIM = HERE / "shim.h"
 RUNNER = HERE / "runner.cpp"
+CHECK = HERE / "check.hpp"          # part of runner.cpp's translation unit
 BUILD_VERSION = 2          # bump when the build steps change: it is part of the cache key
 
 COMMON_FLAGS = ("-std=gnu++17", "-O2", "-fPIC", "-fno-strict-aliasing", "-fno-math-errno", "-fvisibility=hidden",
@@ -75,7 +76,8 @@ def _atomic_copy(tmp: Path, dest: Path) -> None:
 def _runner_object(cxx: str, workdir: Path) -> Path:
     """runner.cpp compiled once per compiler and runner version (never instrumented)."""
     flags = COMMON_FLAGS + (f"-I{HERE}",)
-    key = hashlib.sha256("\0".join((RUNNER.read_text(), SHIM.read_text(), *flags, compiler_version(cxx)))
+    key = hashlib.sha256("\0".join((RUNNER.read_text(), CHECK.read_text(), SHIM.read_text(), *flags,
+                                    compiler_version(cxx)))
                          .encode()).hexdigest()[:32]
     cached = config.cache_dir() / "emulate" / f"runner-{key}.o"
     if config.cache_enabled() and cached.exists():
@@ -120,7 +122,7 @@ def build(source: str, symbols, *, check: bool = False, name: str | None = None)
     cpp = src.prepare(source, symbols, name)
     cxx = config.cxx()
     flags = COMMON_FLAGS + ("-DKERNELGEN_EMULATE", "-include", str(SHIM)) + (CHECK_FLAGS if check else ())
-    key = hashlib.sha256("\0".join((cpp, SHIM.read_text(), RUNNER.read_text(), *flags, *LINK_FLAGS,
+    key = hashlib.sha256("\0".join((cpp, SHIM.read_text(), RUNNER.read_text(), CHECK.read_text(), *flags, *LINK_FLAGS,
                                     compiler_version(cxx), str(BUILD_VERSION))).encode()).hexdigest()
     path = config.cache_dir() / "emulate" / key[:2] / f"{key}.so"
     with _lock:

@@ -4,14 +4,14 @@
 // runs until it reaches a block barrier, a warp exchange (shuffle, vote, __syncwarp) or its end, so
 // the only switches are the ones CUDA's semantics need. Between two barriers the scheduler runs the
 // ready fibers in the order asked for (forward, reverse, seeded random): a missing __syncthreads
-// then reads a value that was not written yet. Shared memory is one arena per process, refilled
+// then reads a value that was not written yet. Shared memory is one arena per library, refilled
 // with 0xff bytes (NaN floats) at every block start.
 //
 // Check builds compile the kernel with g++ -fsanitize=thread but link no TSan runtime: the
 // compiler's __tsan_readN/__tsan_writeN calls land in the hooks at the end of this file, which
-// bounds-check global buffers (the Python side packs them into one arena with red zones) and shared
-// slots, and keep a shadow word per shared 4-byte word to find accesses by two threads in the same
-// barrier phase that no warp-wide synchronisation orders.
+// (check.hpp) bounds-check global buffers (the Python side packs them into one arena with red
+// zones) and shared slots, and keep a shadow word per shared 4-byte word to find accesses by two
+// threads in the same barrier phase that no warp-wide synchronisation orders.
 //
 // This file is compiled without instrumentation and linked into every kernel's shared library.
 #include "shim.h"
@@ -251,152 +251,16 @@ constexpr size_t REDZONE = 64;                 // between shared slots in check 
 alignas(4096) char smem[SMEM_ARENA];
 struct Slot { void* key; size_t lo, hi, elem; const char* name; };
 std::vector<Slot> slots;                       // this launch's, in address order
-std::vector<Slot> file_slots;                  // file-scope __shared__ variables, allocated at load
+// File-scope __shared__ variables, allocated while the library loads: plain arrays, because the
+// kernel's static initialisers may run before this file's constructors would.
+constexpr int MAX_FILE_SLOTS = 64;
+Slot file_slots[MAX_FILE_SLOTS];
+int nfile_slots = 0;
 size_t smem_next = 0, smem_top = SMEM_ARENA, smem_used = 0, file_used = 0;
 
 inline size_t align_up(size_t v, size_t a) { return (v + a - 1) / a * a; }
 
-// ---- check mode: shadow state of each shared word -------------------------------------------------
-struct Shadow {
-  uint32_t wphase, wepoch, rphase, e1, e2, erest;
-  uint16_t wtid, wother, r1, r2, rtid;
-  uint8_t watomic, wmulti, has_r2, has_rest, rest_mixed;
-  int16_t rest_warp;
-};
-Shadow* shadow = nullptr;
-
-inline uint32_t my_epoch() { return warp_epoch[cur->warp]; }
-// Is the recorded access by `tid` at warp epoch `e` unordered with the current thread's access?
-inline bool unordered(int tid, uint32_t e) {
-  return tid != cur->linear && !(tid / 32 == cur->warp && my_epoch() > e);
-}
-
-// Name the shared array holding byte `off`: the nearest slot at or below it, else dynamic shared memory.
-void shared_name(size_t off, KgError* err) {
-  const Slot* best = nullptr;
-  if (off >= L->shared_bytes)
-    for (const auto* v : {&slots, &file_slots})
-      for (const Slot& s : *v)
-        if (s.lo <= off && (!best || s.lo > best->lo)) best = &s;
-  snprintf(err->name, sizeof err->name, "%s", best ? best->name : "extern __shared__");
-  err->offset = (int64_t)(off - (best ? best->lo : 0));
-  err->elem = best ? (int32_t)best->elem : 1;
-  err->region = -1;
-}
-
-[[noreturn]] void race(size_t word, int access, int other, int other_access) {
-  KgError* err = record(E_RACE, cur->linear);
-  if (err) {
-    err->access = access;
-    err->other_access = other_access;
-    set_thread(err->other_thread, other);
-    err->addr = (uint64_t)(uintptr_t)(smem + word * 4);
-    shared_name(word * 4, err);
-    err->size = 4;
-  }
-  fiber_fail();
-}
-
-void shared_word(size_t w, int access) {
-  Shadow& s = shadow[w];
-  const int me = cur->linear;
-  const uint32_t e = my_epoch();
-  // against the last write (or the atomics) of this phase
-  if (s.wphase == phase && !(access == A_ATOMIC && s.watomic)) {
-    if (s.wmulti) race(w, access, s.wtid == me ? s.wother : s.wtid, A_ATOMIC);
-    if (unordered(s.wtid, s.wepoch)) race(w, access, s.wtid, s.watomic ? A_ATOMIC : A_WRITE);
-  }
-  if (access == A_READ) {
-    if (s.rphase != phase) {
-      s.rphase = phase; s.r1 = me; s.e1 = e; s.has_r2 = 0; s.has_rest = 0;
-    } else if (s.r1 == me) {
-      s.e1 = e;
-    } else if (!s.has_r2 || s.r2 == me) {
-      s.has_r2 = 1; s.r2 = me; s.e2 = e;
-    } else if (!s.has_rest) {
-      s.has_rest = 1; s.rtid = me; s.rest_warp = cur->warp; s.erest = e; s.rest_mixed = 0;
-    } else {
-      if (s.rest_warp != cur->warp) s.rest_mixed = 1;
-      s.erest = std::max(s.erest, e);
-    }
-    return;
-  }
-  // a write or an atomic: against the reads of this phase
-  if (s.rphase == phase) {
-    if (unordered(s.r1, s.e1)) race(w, access, s.r1, A_READ);
-    if (s.has_r2 && unordered(s.r2, s.e2)) race(w, access, s.r2, A_READ);
-    if (s.has_rest && (s.rest_mixed || s.rest_warp != cur->warp || e <= s.erest)) race(w, access, s.rtid, A_READ);
-    s.rphase = 0;
-  }
-  if (access == A_ATOMIC && s.wphase == phase && s.watomic) {
-    if (s.wtid != me) { s.wmulti = 1; s.wother = me; }
-    return;
-  }
-  s.wphase = phase; s.wtid = me; s.wepoch = e; s.watomic = access == A_ATOMIC; s.wmulti = 0;
-}
-
-[[noreturn]] void oob_shared(size_t off, unsigned size, int access) {
-  KgError* err = record(E_SHARED_OOB, cur->linear);
-  if (err) {
-    err->access = access;
-    err->size = (int32_t)size;
-    err->addr = (uint64_t)(uintptr_t)(smem + off);
-    shared_name(off, err);
-  }
-  fiber_fail();
-}
-
-void shared_access(size_t off, unsigned size, int access) {
-  bool ok = off + size <= L->shared_bytes;
-  for (size_t i = 0; !ok && i < slots.size(); ++i) ok = slots[i].lo <= off && off + size <= slots[i].hi;
-  for (size_t i = 0; !ok && i < file_slots.size(); ++i) ok = file_slots[i].lo <= off && off + size <= file_slots[i].hi;
-  if (!ok) oob_shared(off, size, access);
-  for (size_t w = off / 4; w <= (off + size - 1) / 4; ++w) shared_word(w, access);
-}
-
-void global_access(uintptr_t a, unsigned size, int access) {
-  const KgRegion* r = L->regions;
-  const int64_t n = L->nregions;
-  // the last region that starts at or below a
-  int64_t lo = 0, hi = n;
-  while (lo < hi) {
-    int64_t mid = (lo + hi) / 2;
-    if (r[mid].lo <= a) lo = mid + 1; else hi = mid;
-  }
-  int64_t i = lo - 1;
-  if (i >= 0 && a + size <= r[i].hi) return;
-  // out of bounds: name the nearer of the region before and the region after
-  int64_t pick = (i < 0) ? 0 : (i + 1 < n && r[i + 1].lo - (a + size) < a - r[i].hi) ? i + 1 : i;
-  KgError* err = record(E_GLOBAL_OOB, cur->linear);
-  if (err) {
-    err->access = access;
-    err->size = (int32_t)size;
-    err->addr = a;
-    err->region = (int32_t)pick;
-    err->offset = (int64_t)a - (int64_t)r[pick].lo;
-  }
-  fiber_fail();
-}
-
-inline void check_access(const void* p, unsigned size, int access, bool aligned) {
-  if (!L || !cur) return;
-  uintptr_t a = (uintptr_t)p;
-  bool in_smem = a - (uintptr_t)smem < SMEM_ARENA;
-  bool in_arena = a - L->arena < L->arena_size;
-  if (!in_smem && !in_arena) return;                  // the fiber's stack, the library's own data
-  if (aligned && size >= 8 && (a & (size - 1))) {     // the GPU faults on misaligned 8/16-byte accesses
-    KgError* err = record(E_MISALIGNED, cur->linear);
-    if (err) {
-      err->access = access;
-      err->size = (int32_t)size;
-      err->addr = a;
-      err->region = -1;
-    }
-    fiber_fail();
-  }
-  if (in_smem) shared_access(a - (uintptr_t)smem, size, access);
-  else global_access(a, size, access);
-}
+#include "check.hpp"
 
 // ---- warp exchanges ------------------------------------------------------------------------------
 // Per warp of the block: lanes that have not exited, and lanes waiting at a warp exchange.
@@ -693,7 +557,8 @@ extern "C" void* kg_shared_slot(void* key, size_t bytes, size_t align, size_t el
   align = std::max<size_t>(align, 16);
   if (!key || !L) {  // a file-scope __shared__ variable, allocated once at load from the arena's top
     smem_top = (smem_top - bytes) / align * align;
-    file_slots.push_back({nullptr, smem_top, smem_top + bytes, elem, name});
+    if (nfile_slots < MAX_FILE_SLOTS) file_slots[nfile_slots] = Slot{nullptr, smem_top, smem_top + bytes, elem, name};
+    ++nfile_slots;                                  // more than MAX_FILE_SLOTS: every launch reports it
     file_used += bytes;
     return smem + smem_top;
   }
@@ -769,6 +634,10 @@ KG_API int kg_launch(const KgLaunch* launch, KgError* err) {
   stacks_count = launch->stack_count;
   if (!stacks || (size_t)nthreads > stacks_count) {
     record(E_RESOURCES, -1, "no fiber stacks for %d threads", nthreads);
+    return err->kind;
+  }
+  if (nfile_slots > MAX_FILE_SLOTS) {
+    record(E_RESOURCES, -1, "more than %d file-scope __shared__ variables", MAX_FILE_SLOTS);
     return err->kind;
   }
   if (launch->shared_bytes + file_used > SMEM_LIMIT) {

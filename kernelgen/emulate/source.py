@@ -126,7 +126,7 @@ def rewrite_shared(text: str, symbol: str, source: str) -> str:
             raise unsupported_error(symbol, source, line, "this __shared__ declaration (declare one variable per "
                                     "statement, without an initialiser)", m.group(0))
         ctype = " ".join(quals + [decl.group("type")])
-        name, dims = decl.group("name"), re.sub(r"\s+", "", decl.group("dims"))
+        name, dims = decl.group("name"), decl.group("dims").strip()
         file_scope = depth[m.start()] == 0
         t, al = f"kg_t{k}_{name}", f"kg_al{k}_{name}"
         align = "16"
@@ -150,7 +150,13 @@ def rewrite_shared(text: str, symbol: str, source: str) -> str:
         out.append(" ".join(parts) + "\n" * m.group(0).count("\n"))
         last = m.end()
     out.append(text[last:])
-    return "".join(out)
+    result = "".join(out)
+    left = re.search(r"\b__shared__\b", blank(result, strings=True))
+    if left:    # e.g. a struct or union defined inside the declaration
+        raise unsupported_error(symbol, source, _line(result, left.start()), "this __shared__ declaration "
+                                "(declare one variable of a named type per statement)",
+                                result[left.start():result.find("\n", left.start())])
+    return result
 
 
 def prepare(source: str, symbols, symbol: str | None = None) -> str:
