@@ -459,6 +459,12 @@ extern "C" __global__ void partial_warp(float* y) {
   y[threadIdx.x] = v;
 }
 
+extern "C" __global__ void dynamic_race(float* y) {
+  extern __shared__ float buf[];
+  buf[threadIdx.x] = 1.0f;
+  y[threadIdx.x] = buf[threadIdx.x ^ 1];
+}
+
 extern "C" __global__ void deep_stack(float* y, int n) {
   volatile float big[512 * 1024];
   big[n] = 1.0f;
@@ -492,6 +498,17 @@ def test_missing_barrier_is_a_race_in_check_mode():
     with pytest.raises(EmulationError, match=r"thread \(62,0,0\) reads it after thread \(63,0,0\) wrote it"):
         run("no_barrier", 1, 64, ["x", "y"], {"x": x, "y": np.zeros_like(x)}, check=True, order="reverse",
             source=BUGS)
+
+
+def test_race_and_overflow_in_dynamic_shared_memory():
+    y = np.zeros(32, np.float32)
+    with pytest.raises(EmulationError, match=r"dynamic_race: shared-memory race on byte 4 of the dynamic shared memory "
+                                             r"\(extern __shared__, 128 bytes at launch\): thread \(1,0,0\) writes it after "
+                                             r"thread \(0,0,0\) read it"):
+        run("dynamic_race", 1, 32, ["y"], {"y": y}, smem=128, check=True, source=BUGS)
+    with pytest.raises(EmulationError, match=r"out-of-bounds shared-memory write of 4 bytes at byte 124 of the dynamic "
+                                             r"shared memory \(extern __shared__, 64 bytes at launch\) by thread \(31,"):
+        run("dynamic_race", 1, 32, ["y"], {"y": y}, smem=64, check=True, order="reverse", source=BUGS)
 
 
 def test_warp_synchronous_code_without_syncwarp_is_a_race():

@@ -180,7 +180,15 @@ def _describe(arena: Arena, slot: _Slot, off: int) -> tuple[str, int]:
     return f"{slot.name}[{idx}] ({rel}; {slot.name} has {slot.count} {slot.dtype.name} elements)", idx
 
 
-def launch_error(symbol: str, err: _Error, arena: Arena) -> EmulationError:
+def _shared_where(name: str, offset: int, elem: int, shared_bytes: int) -> tuple[str, int]:
+    if name == "extern __shared__":
+        return (f"byte {offset} of the dynamic shared memory (extern __shared__, {shared_bytes} bytes at launch)",
+                offset)
+    index = offset // max(1, elem)
+    return f"{name}[{index}] (byte {offset} of {name})", index
+
+
+def launch_error(symbol: str, err: _Error, arena: Arena, shared_bytes: int = 0) -> EmulationError:
     t, b, o = tuple(err.thread), tuple(err.block), tuple(err.other_thread)
     kind = E_NAMES.get(err.kind, "error")
     text, name = err.text.decode(errors="replace"), err.name.decode(errors="replace")
@@ -192,15 +200,14 @@ def launch_error(symbol: str, err: _Error, arena: Arena) -> EmulationError:
         buffer = slot.name
         msg = f"out-of-bounds {acc} of {err.size} bytes at {what} by {_where(t, b)}"
     elif err.kind == 2:                                       # shared out of bounds
-        index = err.offset // max(1, err.elem)
+        where, index = _shared_where(name, err.offset, err.elem, shared_bytes)
         buffer = name
-        msg = (f"out-of-bounds shared-memory {acc} of {err.size} bytes at {name}[{index}] (byte {err.offset} of "
-               f"{name}) by {_where(t, b)}")
+        msg = f"out-of-bounds shared-memory {acc} of {err.size} bytes at {where} by {_where(t, b)}"
     elif err.kind == 3:                                       # race
-        index = err.offset // max(1, err.elem)
+        where, index = _shared_where(name, err.offset, err.elem, shared_bytes)
         buffer = name
         _, _, other_verb = ACCESS.get(err.other_access, ACCESS[1])
-        msg = (f"shared-memory race on {name}[{index}] (byte {err.offset} of {name}): thread ({t[0]},{t[1]},{t[2]}) "
+        msg = (f"shared-memory race on {where}: thread ({t[0]},{t[1]},{t[2]}) "
                f"{verb} it after thread ({o[0]},{o[1]},{o[2]}) {other_verb} it in the same barrier phase, in "
                f"block ({b[0]},{b[1]},{b[2]}) (missing __syncthreads or __syncwarp?)")
     elif err.kind == 9:                                       # misaligned
@@ -309,7 +316,7 @@ def run_launches(lib, launches, buffers: dict[str, np.ndarray], workspaces: tupl
                            stacks=_stack_pool(lib), stack_bytes=STACK_BYTES, stack_count=MAX_THREADS)
             err = _Error()
             if lib.launch(ctypes.byref(desc), ctypes.byref(err)):
-                raise launch_error(launch.symbol, err, arena)
+                raise launch_error(launch.symbol, err, arena, launch.shared_bytes)
             damage = arena.red_zone_damage()
             if damage:
                 what = _describe(arena, *damage)[0]
