@@ -10,6 +10,7 @@ from __future__ import annotations
 import datetime
 
 from . import config, gpu
+from .errors import ScheduleError
 from .ops.base import Op, Problem
 from .schedule import Schedule
 from .timing import measure, measure_vendor
@@ -31,8 +32,13 @@ def bench_rows(op: Op, problem: Problem, *, ladder: bool = False, best_db: str |
         if rec is not None:  # sizes nobody tuned simply have no "tuned" row
             scheds.append(("tuned (best in db)", Schedule.from_dict(rec.schedule)))
     vendor = measure_vendor(op, problem, reps=reps)
-    rows = []
+    rows, skipped = [], []
     for label, sched in scheds:
+        try:
+            op.plan(op.kernel(sched, gpu.device().limits()), problem, gpu.device().limits())
+        except ScheduleError as e:  # e.g. the default keeps rows in registers and this row is longer
+            skipped.append(f"{label}: not applicable to {problem}: {e}")
+            continue
         v = validate(op, sched, problem, backend="gpu")
         m = measure(op, sched, problem, reps=reps)
         rows.append({"step": label, "time_us": m.time_us, "GB/s": m.gbps, "TFLOP/s": m.tflops,
@@ -41,6 +47,8 @@ def bench_rows(op: Op, problem: Problem, *, ladder: bool = False, best_db: str |
         label, m = vendor
         rows.append({"step": f"vendor: {label}", "time_us": m.time_us, "GB/s": m.gbps, "TFLOP/s": m.tflops,
                      "roofline": m.roofline, "valid": "-", "kernel": label})
+    for note in skipped:
+        print(f"note: {note}")
     first = rows[0]["time_us"]
     for r in rows:
         r["speedup"] = first / r["time_us"]

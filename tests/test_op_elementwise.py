@@ -89,7 +89,7 @@ def test_unfused_plan_is_one_launch_per_operator_with_workspaces():
 
 
 def test_grid_stride_caps_the_grid():
-    k = op.kernel(op.default_schedule())
+    k = op.kernel(op.schedule(items=2, grid_stride=8))
     assert op.plan(k, op.problem()).launches[0].grid == (132 * 8, 1, 1)
     assert op.plan(op.kernel(STEPS[3].schedule), op.problem()).launches[0].grid == ((1 << 26) // 4 // 256, 1, 1)
 
@@ -116,6 +116,8 @@ def test_float4_steps_move_128_bits_and_nothing_spills():
 @pytest.mark.nvrtc
 def test_default_fused_chain_reads_each_input_once():
     (f,) = facts(op, op.default_schedule())
+    assert f.ldg128 == 3 * 2            # 3 inputs, in the full and in the guarded chunk
+    (f,) = facts(op, op.schedule(items=2, grid_stride=8))
     assert f.ldg128 == 3 * 2 * 2        # 3 inputs x 2 items, in the full and in the guarded chunk
     assert f.registers <= 40
 

@@ -77,3 +77,15 @@ def test_best_without_records_is_a_clear_error(op, tmp_path):
 def test_unknown_strategy(op, tmp_path):
     with pytest.raises(UsageError, match="choose one of exhaustive, random"):
         tune(op, op.problem(), runner=ReplayRunner({}), strategy="genetic", db=TuningDB(tmp_path / "x"))
+
+
+def test_schedules_specialised_for_the_size_are_validated_where_they_apply():
+    from kernelgen.tune import validation_problems
+    op = get_op("softmax")
+    problem = op.problem({"rows": 8192, "cols": 128})
+    short = op.schedule_for(problem)                       # the row in registers: at most 128 columns
+    checks = validation_problems(op, short, problem, Limits())
+    assert checks and all(p["cols"] <= 128 for p in checks)
+    long_rows = op.problem({"rows": 64, "cols": 30000})
+    only_big = op.schedule_for(long_rows)                  # 1024 threads x 32 floats: no test size fits? then itself
+    assert all(p["cols"] <= 32768 for p in validation_problems(op, only_big, long_rows, Limits()))

@@ -220,9 +220,9 @@ class Elementwise(Op):
             ExprKnob("expr", self.expr, (self.expr,), "the expression: names are inputs (annotate(expr, ...))", "e"),
             Knob("fusion", "full", FUSIONS, "full: one kernel; none: one kernel per operator", "f"),
             Knob("threads", 256, (128, 256, 512, 1024), "threads per block (i.2)", "t"),
-            Knob("items", 2, (1, 2, 4), "vectors per thread per chunk, loaded before any is used (i.1)", "i"),
+            Knob("items", 1, (1, 2, 4), "vectors per thread per chunk, loaded before any is used (i.1)", "i"),
             Knob("vec", 4, (1, 2, 4), "floats per access (vectorize i.3)", "v"),
-            Knob("grid_stride", 8, (0, 1, 2, 4, 8, 16), "blocks per SM striding over chunks; 0 = one block per chunk", "g"),
+            Knob("grid_stride", 0, (0, 1, 2, 4, 8, 16), "blocks per SM striding over chunks; 0 = one block per chunk", "g"),
         )
 
     def with_expr(self, expr: str) -> "Elementwise":
@@ -233,6 +233,14 @@ class Elementwise(Op):
         """The op instance that computes the expression `sched` names (itself when they agree)."""
         expr = self.knobs_from_schedule(sched)["expr"]
         return self if expr == self.expr else Elementwise(expr)
+
+    def error(self, name, out, ref, inputs, problem) -> float:
+        """max |out - ref| / (1 + |ref|): relative for large values, absolute near zero, where a
+        relative measure is ill-conditioned (gelu(x + bias) with x + bias close to 0 cancels)."""
+        out = np.asarray(out, dtype=np.float64)
+        if not np.all(np.isfinite(out)):
+            return float("inf")
+        return float(np.max(np.abs(out - ref) / (1.0 + np.abs(ref)))) if out.size else 0.0
 
     # -- schedule <-> knobs ------------------------------------------------------------------------
     def schedule_from_knobs(self, expr, fusion, threads, items, vec, grid_stride) -> Schedule:

@@ -59,16 +59,31 @@ class GpuRunner:
         from ..timing import measure
         from ..validate import validate
         try:
-            for sizes in op.test_problems():
-                v = validate(op, sched, op.problem(sizes), backend="gpu")
+            for check_problem in validation_problems(op, sched, problem, self.limits):
+                v = validate(op, sched, check_problem, backend="gpu")
                 if not v.ok:
-                    return Outcome("wrong_answer", None, f"{sizes}: {v.summary()}")
+                    return Outcome("wrong_answer", None, f"{check_problem}: {v.summary()}")
             m = measure(op, sched, problem, reps=self.reps)
             return Outcome("ok", m.time_us, f"{m.gbps:.0f} GB/s {m.tflops:.2f} TFLOP/s")
         except CompileError as e:
             return Outcome("compile_error", None, str(e))
         except LaunchError as e:
             return Outcome("launch_error", None, str(e))
+
+
+def validation_problems(op: Op, sched: Schedule, problem: Problem, limits: Limits) -> list[Problem]:
+    """The op's awkward test sizes this schedule can run (a schedule specialised for long rows may
+    refuse short ones), or the tuning problem itself when it can run none of them."""
+    kernel = op.kernel(sched, limits)
+    out = []
+    for sizes in op.test_problems():
+        try:
+            p = op.problem(sizes)
+            op.plan(kernel, p, limits)
+            out.append(p)
+        except ScheduleError:
+            continue
+    return out or [problem]
 
 
 class ReplayRunner:
@@ -102,7 +117,7 @@ def tune(op: Op, problem: Problem, *, runner: Runner, strategy: str = "exhaustiv
     for knobs in op.space(problem, runner.limits):
         try:
             sched = op.schedule_from_knobs(**knobs)
-            op.kernel(sched, runner.limits)
+            op.plan(op.kernel(sched, runner.limits), problem, runner.limits)  # legal for this size too
             legal.append((sched, knobs))
         except ScheduleError:
             pruned += 1
