@@ -118,6 +118,16 @@ def test_inputs_are_small_integers_so_the_check_is_exact():
     assert op.error("C", off, ref, inputs, p) == 1.0
 
 
+def test_schedule_for_avoids_a_ragged_last_wave():
+    pick = lambda m, n: op.knobs_from_schedule(op.schedule_for(op.problem({"M": m, "N": n, "K": 64})))
+    assert op.schedule_for(op.problem()) == op.default_schedule()          # 128 blocks fill one wave
+    assert (pick(2047, 2049)["bn"], pick(2047, 2049)["min_blocks"]) == (128, 2)  # 272 blocks, 2 per SM
+    assert pick(1920, 1920) == op.default_knobs()
+    assert pick(256, 256)["bn"] == 128                                     # more, smaller blocks
+    for m, n in ((1, 1), (4096, 4096), (50000, 3)):
+        op.kernel(op.schedule_for(op.problem({"M": m, "N": n, "K": 1})))
+
+
 # -- SASS -----------------------------------------------------------------------------------------
 @pytest.mark.nvrtc
 @pytest.mark.parametrize("step", range(len(STEPS)), ids=lambda i: f"step{i + 1}")
@@ -155,10 +165,12 @@ VARIANTS = {
 
 
 @pytest.mark.emulate
-@pytest.mark.parametrize("name", VARIANTS)
+@pytest.mark.parametrize("name", list(VARIANTS) + ["schedule_for"])
 def test_variants_beyond_the_ladder_on_the_emulator(name):
     for sizes in op.test_problems():
-        v = validate(op, op.schedule(**VARIANTS[name]), op.problem(sizes), backend="emulate", order="random")
+        p = op.problem(sizes)
+        sched = op.schedule_for(p) if name == "schedule_for" else op.schedule(**VARIANTS[name])
+        v = validate(op, sched, p, backend="emulate", order="random", check=True)
         assert v.ok, (sizes, v.summary())
 
 
@@ -167,9 +179,10 @@ EDGE = [(1, 1, 1), (1, 1000, 3), (1000, 1, 1000), (129, 255, 1023), (1300, 67, 9
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("name", ["default"] + list(VARIANTS))
+@pytest.mark.parametrize("name", ["default", "schedule_for"] + list(VARIANTS))
 def test_edge_sizes_on_the_gpu(name):
-    sched = op.default_schedule() if name == "default" else op.schedule(**VARIANTS[name])
     for m, n, k in EDGE:
-        v = validate(op, sched, op.problem({"M": m, "N": n, "K": k}), backend="gpu")
+        p = op.problem({"M": m, "N": n, "K": k})
+        sched = {"default": op.default_schedule(), "schedule_for": op.schedule_for(p)}.get(name)
+        v = validate(op, sched or op.schedule(**VARIANTS[name]), p, backend="gpu")
         assert v.ok, ((m, n, k), v.summary())
