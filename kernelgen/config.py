@@ -1,8 +1,8 @@
 """Every environment switch kernelgen reads, in one place (Triton's habit).
 
 >>> from kernelgen import config
->>> config.cache_dir().name
-'kernelgen'
+>>> config.DEFAULT_ARCH in config.SUPPORTED_ARCHS
+True
 """
 from __future__ import annotations
 

@@ -85,6 +85,8 @@ def validate(op: Op, sched: Schedule, problem: Problem, *, backend: str = "gpu",
     kernel = op.kernel(sched, limits)
     plan = op.plan(kernel, problem, limits)
     inputs = op.make_inputs(problem, np.random.default_rng(seed))
+    if backend == "emulate":
+        emulate_opts.setdefault("seed", seed)  # the same seed orders threads, so --order random reproduces
     outputs = execute(op, plan, render(kernel), inputs, backend, **emulate_opts)
     refs = op.reference(inputs, problem)
     errors = tuple((k, op.error(k, outputs[k], refs[k], inputs, problem)) for k in refs)
