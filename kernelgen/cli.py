@@ -1,7 +1,7 @@
 """The `kernelgen` command: list, emit, inspect, run, tune, bench.
 
     kernelgen list sgemm                      # knobs and primitives of an op
-    kernelgen emit sgemm -k BM=64 -o out/     # write the .cu of a schedule
+    kernelgen emit sgemm -k bm=64 -o out/     # write the .cu of a schedule
     kernelgen inspect sgemm --ladder          # registers, spills, 128-bit loads per ladder step
     kernelgen run sgemm                       # compile + inspect + validate (+ time on a GPU)
     kernelgen tune sgemm --size 4096,4096,4096
