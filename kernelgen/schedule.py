@@ -19,7 +19,7 @@ import json
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from .errors import ScheduleError
+from .errors import ScheduleError, check
 
 BIND_AXES = ("blockIdx.x", "blockIdx.y", "blockIdx.z", "threadIdx.x", "threadIdx.y", "threadIdx.z",
              "warp", "lane", "serial")
@@ -287,6 +287,17 @@ class ScheduleReader:
             if f < 1:
                 raise ScheduleError("split", loop, f, limit="factors are >= 1")
         return step.factors
+
+    def vector_split(self, loop: str, default: tuple[int, int, int],
+                     allowed_widths: tuple[int, ...] = (1, 2, 4)) -> tuple[int, int, int]:
+        """`split(loop, items*threads*vec, threads*vec, vec)` with `vectorize(loop.3, vec)`: the
+        strided, vectorised walk most memory-bound ops use. Returns (items, threads, vec)."""
+        chunk, row, vec = self.split(loop, 3, default)
+        check(row % vec == 0 and chunk % row == 0, "split", loop, (chunk, row, vec),
+              limit="each factor must divide the one before it")
+        width = self.vectorize(f"{loop}.3", default=1, allowed=allowed_widths)
+        check(width == vec, "vectorize", f"{loop}.3", width, limit=f"split({loop})'s innermost factor is {vec}")
+        return chunk // row, row // vec, vec
 
     def bind(self, loop: str, default: str | None = None, allowed: tuple[str, ...] = BIND_AXES) -> str | None:
         step = self._take(Bind, loop)

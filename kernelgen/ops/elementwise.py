@@ -254,16 +254,12 @@ class Elementwise(Op):
 
     def read_knobs(self, r: ScheduleReader) -> dict:
         expr = canonical(r.annotate("expr", self.expr))
-        chunk, row, vec = r.split("i", 3, (256, 256, 1))
-        check(row % vec == 0 and chunk % row == 0, "split", "i", (chunk, row, vec),
-              limit="each factor must divide the one before it")
-        width = r.vectorize("i.3", default=1)
-        check(width == vec, "vectorize", "i.3", width, limit=f"split(i)'s innermost factor is {vec}")
+        items, threads, vec = r.vector_split("i", (256, 256, 1))
         r.bind("i.0", "blockIdx.x", allowed=("blockIdx.x",))
         r.bind("i.2", "threadIdx.x", allowed=("threadIdx.x",))
         r.unroll("i.1")
-        return {"expr": expr, "fusion": r.annotate("fusion", "full", FUSIONS), "threads": row // vec,
-                "items": chunk // row, "vec": vec, "grid_stride": r.annotate("grid_stride", 0, (0, 1, 2, 4, 8, 16, 32))}
+        return {"expr": expr, "fusion": r.annotate("fusion", "full", FUSIONS), "threads": threads,
+                "items": items, "vec": vec, "grid_stride": r.annotate("grid_stride", 0, (0, 1, 2, 4, 8, 16, 32))}
 
     def check_knobs(self, k: dict, limits: Limits) -> None:
         check(k["threads"] % 32 == 0 and 32 <= k["threads"] <= limits.max_threads, "split", "i.2", k["threads"],

@@ -65,24 +65,19 @@ class Gemv(Op):
         rows_per_block, rows_per_warp = r.split("i", 2, (8, 1))
         check(rows_per_block % rows_per_warp == 0, "split", "i", (rows_per_block, rows_per_warp),
               limit="rows per warp must divide rows per block")
-        chunk, group, vec = r.split("j", 3, (32, 32, 1))
-        check(group % vec == 0 and chunk % group == 0, "split", "j", (chunk, group, vec),
-              limit="each factor must divide the one before it")
-        width = r.vectorize("j.3", default=1)
-        check(width == vec, "vectorize", "j.3", width, limit=f"split(j)'s innermost factor is {vec}")
+        unroll, lanes, vec = r.vector_split("j", (32, 32, 1))
         r.bind("i.0", "blockIdx.x", allowed=("blockIdx.x",))
         r.bind("i.1", "warp", allowed=("warp",))
         r.bind("i.2", "lane", allowed=("lane",))
         r.bind("j.2", "lane", allowed=("lane",))
         r.unroll("j.1")
-        lanes = group // vec
         strategy = r.reduction("j", "serial", ("serial", "shuffle"))
         check((strategy == "shuffle") == (lanes > 1), "reduction", "j", strategy,
               limit=f"{lanes} lane(s) per row", allowed="shuffle" if lanes > 1 else "serial (omit the step)")
         check(lanes * rows_per_warp == 32, "split", "i.2", rows_per_warp,
               limit=f"rows per warp x lanes per row (j.2 = {lanes}) must be 32")
         return {"threads": rows_per_block // rows_per_warp * 32, "lanes": lanes, "vec": vec,
-                "unroll": chunk // group}
+                "unroll": unroll}
 
     def check_knobs(self, k: dict, limits: Limits) -> None:
         check(k["threads"] % 32 == 0 and 32 <= k["threads"] <= limits.max_threads, "split", "i.1",

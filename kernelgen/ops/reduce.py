@@ -57,17 +57,13 @@ class ReduceSum(Op):
         return s
 
     def read_knobs(self, r: ScheduleReader) -> dict:
-        chunk, row, vec = r.split("i", 3, (256, 256, 1))
-        check(row % vec == 0 and chunk % row == 0, "split", "i", (chunk, row, vec),
-              limit="each factor must divide the one before it")
-        width = r.vectorize("i.3", default=1)
-        check(width == vec, "vectorize", "i.3", width, limit=f"split(i)'s innermost factor is {vec}")
+        items, threads, vec = r.vector_split("i", (256, 256, 1))
         r.bind("i.0", "blockIdx.x", allowed=("blockIdx.x",))
         r.bind("i.2", "threadIdx.x", allowed=("threadIdx.x",))
         r.unroll("i.1")
         return {
-            "threads": row // vec,
-            "items": chunk // row,
+            "threads": threads,
+            "items": items,
             "vec": vec,
             "strategy": r.reduction("i", "sequential", STRATEGIES),
             "grid_stride": r.annotate("grid_stride", 0, (0, 1, 2, 4, 8, 16, 32)),

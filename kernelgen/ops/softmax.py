@@ -49,16 +49,12 @@ class RowSchedule:
 
     def read_row_steps(self, r: ScheduleReader) -> dict:
         (rpb,) = r.split("i", 1, (1,))
-        chunk, row, vec = r.split("j", 3, (256, 256, 1))
-        check(row % vec == 0 and chunk % row == 0, "split", "j", (chunk, row, vec),
-              limit="each factor must divide the one before it")
-        width = r.vectorize("j.3", default=1, allowed=(1, 4))
-        check(width == vec, "vectorize", "j.3", width, limit=f"split(j)'s innermost factor is {vec}")
+        items, threads, vec = r.vector_split("j", (256, 256, 1), allowed_widths=(1, 4))
         r.bind("i.0", "blockIdx.x", allowed=("blockIdx.x",))
         r.bind("i.1", "threadIdx.y", allowed=("threadIdx.y",))
         r.bind("j.2", "threadIdx.x", allowed=("threadIdx.x",))
         r.unroll("j.1")
-        return {"threads": row // vec, "rows_per_block": rpb, "items": chunk // row, "vec": vec,
+        return {"threads": threads, "rows_per_block": rpb, "items": items, "vec": vec,
                 "reduction": r.reduction("j", "shuffle", REDUCTIONS)}
 
     def check_row_knobs(self, k: dict, limits: Limits) -> None:
