@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import functools
 import textwrap
-from importlib import resources
 from pathlib import Path
 
 import jinja2
@@ -24,11 +23,11 @@ from .ops.base import Kernel
 
 
 def templates_dir() -> Path:
-    """templates/ of a source checkout, else the copy installed as package data kernelgen.templates."""
-    checkout = Path(__file__).resolve().parent.parent / "templates"
-    if checkout.is_dir():
-        return checkout
-    return Path(str(resources.files("kernelgen.templates")))
+    """templates/ of a source checkout, else the copy a wheel installs as kernelgen/templates."""
+    here = Path(__file__).resolve().parent
+    if (here.parent / "pyproject.toml").is_file() and (here.parent / "templates").is_dir():
+        return here.parent / "templates"
+    return here / "templates"
 
 
 @functools.lru_cache(maxsize=1)
