@@ -277,7 +277,9 @@ def run(op_name, knobs, schedule_file, step, best, db, size, backend, arch, seed
 @click.option("--db", metavar="PATH", help=f"Tuning database (default {config.tuning_db()}).")
 @click.option("--resume", is_flag=True, help="Skip schedules the database already holds for this problem and GPU.")
 @click.option("--reps", type=int, default=20, show_default=True)
-def tune(op_name, size, strategy, budget, seed, db, resume, reps):
+@click.option("--max-ms", type=float, default=1000.0, show_default=True,
+              help="A schedule whose single run takes longer is recorded as 'timeout' and not repeated.")
+def tune(op_name, size, strategy, budget, seed, db, resume, reps, max_ms):
     """Search the op's schedule space on the GPU; every measurement goes to the tuning database."""
     from .tune import GpuRunner, tune as run_tune
     from .tune.db import TuningDB
@@ -285,7 +287,7 @@ def tune(op_name, size, strategy, budget, seed, db, resume, reps):
     problem = parse_size(op, size, small=False)
     from . import gpu
     gpu.require()
-    result = run_tune(op, problem, runner=GpuRunner(reps), strategy=strategy, budget=budget, seed=seed,
+    result = run_tune(op, problem, runner=GpuRunner(reps, max_ms), strategy=strategy, budget=budget, seed=seed,
                       db=TuningDB(db) if db else TuningDB(), resume=resume)
     fails = ", ".join(f"{n} {k}" for k, n in sorted(result.failures.items())) or "none"
     click.echo(f"measured {result.measured}, skipped {result.skipped} (already measured), "

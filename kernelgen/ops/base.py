@@ -236,7 +236,7 @@ class Op:
         limits = limits or Limits()
         knobs = self.knobs_from_schedule(sched)
         self.check_knobs(knobs, limits)
-        name = self.name + "_" + "_".join(self.knob(k).encode(v) for k, v in knobs.items())
+        name = self.name + "_" + "_".join(self.knob(k).encode(v) for k, v in self.name_knobs(knobs).items())
         params, static_smem, regs = self.template_params(knobs)
         check(static_smem <= limits.max_smem, "cache_read", "shared", f"{static_smem} bytes",
               limit=f"{limits.max_smem} bytes of shared memory per block on {limits.arch}")
@@ -244,6 +244,11 @@ class Op:
               limit=f"{limits.max_registers} registers per thread")
         return Kernel(self.name, name, sched, tuple(knobs.items()), self.template(knobs),
                       tuple(sorted(params.items())), static_smem, regs)
+
+    def name_knobs(self, knobs: dict) -> dict:
+        """The knobs that decide the source, which the kernel's name spells out (all of them unless
+        some are unused by the variant the knobs pick)."""
+        return knobs
 
     def template(self, knobs: dict) -> str:
         return f"{self.name}.cu.j2"

@@ -175,6 +175,10 @@ class Conv2d(Op):
     def template(self, knobs: dict) -> str:
         return "conv2d_direct.cu.j2" if knobs["algo"] == "direct" else "conv2d_gemm.cu.j2"
 
+    def name_knobs(self, k: dict) -> dict:
+        # the direct kernel uses only its thread count: the GEMM tile knobs would mislead in its name
+        return {"algo": k["algo"], "threads": k["threads"]} if k["algo"] == "direct" else k
+
     def template_params(self, k: dict) -> tuple[dict, int, int]:
         if k["algo"] == "direct":
             return dict(threads=k["threads"]), 0, 40

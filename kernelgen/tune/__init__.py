@@ -50,19 +50,23 @@ class GpuRunner:
     the tuning size with CUDA events; failures become Outcomes. `kernelgen bench` validates the
     winner again at the full size."""
 
-    def __init__(self, reps: int = 20):
+    def __init__(self, reps: int = 20, max_ms: float = 1000.0):
         from .. import gpu
         dev = gpu.device()
-        self.arch, self.gpu, self.limits, self.reps = dev.arch, dev.name, dev.limits(), reps
+        self.arch, self.gpu, self.limits, self.reps, self.max_ms = dev.arch, dev.name, dev.limits(), reps, max_ms
 
     def __call__(self, op: Op, sched: Schedule, problem: Problem) -> Outcome:
-        from ..timing import measure
+        from ..timing import measure, prepared, time_callable
         from ..validate import validate
         try:
             for check_problem in validation_problems(op, sched, problem, self.limits):
                 v = validate(op, sched, check_problem, backend="gpu")
                 if not v.ok:
                     return Outcome("wrong_answer", None, f"{check_problem}: {v.summary()}")
+            _, launch, _ = prepared(op, sched, problem)
+            once = time_callable(launch, warmup=1, reps=1, flush_l2=False).median_us
+            if once > self.max_ms * 1e3:  # far off the pace: not worth its repetitions
+                return Outcome("timeout", None, f"one run took {once / 1e3:.1f} ms > --max-ms {self.max_ms:g}")
             m = measure(op, sched, problem, reps=self.reps)
             return Outcome("ok", m.time_us, f"{m.gbps:.0f} GB/s {m.tflops:.2f} TFLOP/s")
         except CompileError as e:
