@@ -60,7 +60,8 @@ def test_emit_from_a_python_schedule_file(tmp_path):
     f = tmp_path / "s.py"
     f.write_text("import kernelgen as kg\nmine = kg.get_op('reduce_sum').schedule(items=2)\n")
     r = invoke("emit", "reduce_sum", "--schedule", f"{f}:mine", "-o", str(tmp_path))
-    assert r.exit_code == 0, r.output and "reduce_sum_t512_i2" in r.output
+    assert r.exit_code == 0, r.output
+    assert "reduce_sum_t512_i2" in r.output
 
 
 @pytest.mark.nvrtc
