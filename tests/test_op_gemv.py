@@ -25,7 +25,7 @@ def test_rows_per_warp_and_lanes_per_row_fill_a_warp():
     s = op.schedule(lanes=8, vec=2, unroll=4, threads=128)
     assert s.steps[0].factors == (16, 4)            # 4 warps x 4 rows of 8 lanes
     assert s.steps[4].factors == (64, 16, 2)        # 4 loads x 8 lanes x float2
-    assert op.knobs_from_schedule(s) == dict(threads=128, lanes=8, vec=2, unroll=4)
+    assert op.knobs_from_schedule(s) == dict(threads=128, lanes=8, vec=2, unroll=4, grid_stride=0)
 
 
 def test_ladder_follows_the_seed_notes():
@@ -100,3 +100,15 @@ def test_other_layouts_are_correct_on_the_emulator(knobs):
     for sizes in op.test_problems():
         v = validate(op, op.schedule(**knobs), op.problem(sizes), backend="emulate")
         assert v.ok, (knobs, sizes, v.summary())
+
+
+@pytest.mark.emulate
+@pytest.mark.parametrize("sizes", [{"M": 3001, "N": 37}, {"M": 2113, "N": 64}])
+def test_grid_stride_blocks_loop_over_row_groups(sizes):
+    from kernelgen.validate import validate
+    problem = op.problem(sizes)
+    sched = op.schedule(grid_stride=1, unroll=4)
+    plan = op.plan(op.kernel(sched), problem)
+    assert plan.launches[0].grid[0] == 132 < -(-sizes["M"] // 8)   # fewer blocks than row groups: they loop
+    v = validate(op, sched, problem, backend="emulate", check=True, order="random")
+    assert v.ok, v.summary()

@@ -44,13 +44,16 @@ class Gemv(Op):
         Knob("lanes", 32, (1, 2, 4, 8, 16, 32), "lanes sharing one row (j.2); 1 = a thread per row", "l"),
         Knob("vec", 4, (1, 2, 4), "floats per load of A and x (vectorize j.3)", "v"),
         Knob("unroll", 2, (1, 2, 4, 8), "vector loads per lane in flight before the first multiply (j.1)", "u"),
+        Knob("grid_stride", 0, (0, 1, 2, 4, 8), "blocks per SM looping over row groups; 0 = one block per group "
+             "(fewer rows streaming from DRAM at once)", "g"),
     )
     primitives_help = ("split(i, rows_per_block, rows_per_warp); bind(i.0, blockIdx.x); bind(i.1, warp); "
                        "bind(i.2, lane); split(j, unroll*lanes*vec, lanes*vec, vec); bind(j.2, lane); "
-                       "unroll(j.1); vectorize(j.3, 1|2|4); reduction(j, shuffle) when lanes > 1")
+                       "unroll(j.1); vectorize(j.3, 1|2|4); reduction(j, shuffle) when lanes > 1; "
+                       "annotate(grid_stride, blocks per SM)")
 
     # -- schedule <-> knobs ------------------------------------------------------------------------
-    def schedule_from_knobs(self, threads, lanes, vec, unroll) -> Schedule:
+    def schedule_from_knobs(self, threads, lanes, vec, unroll, grid_stride=0) -> Schedule:
         check(threads % 32 == 0 and threads >= 32, "split", "i.1", threads, limit="whole warps per block")
         rows_per_warp = 32 // lanes if lanes <= 32 and 32 % lanes == 0 else 1
         s = (schedule(self.name).split("i", threads // 32 * rows_per_warp, rows_per_warp)
@@ -59,6 +62,8 @@ class Gemv(Op):
              .unroll("j.1").vectorize("j.3", vec))
         if lanes > 1:
             s = s.reduction("j", "shuffle")
+        if grid_stride:
+            s = s.annotate("grid_stride", grid_stride)
         return s
 
     def read_knobs(self, r: ScheduleReader) -> dict:
@@ -77,7 +82,7 @@ class Gemv(Op):
         check(lanes * rows_per_warp == 32, "split", "i.2", rows_per_warp,
               limit=f"rows per warp x lanes per row (j.2 = {lanes}) must be 32")
         return {"threads": rows_per_block // rows_per_warp * 32, "lanes": lanes, "vec": vec,
-                "unroll": unroll}
+                "unroll": unroll, "grid_stride": r.annotate("grid_stride", 0, (0, 1, 2, 4, 8, 16))}
 
     def check_knobs(self, k: dict, limits: Limits) -> None:
         check(k["threads"] % 32 == 0 and 32 <= k["threads"] <= limits.max_threads, "split", "i.1",
@@ -89,7 +94,8 @@ class Gemv(Op):
 
     # -- lowering ----------------------------------------------------------------------------------
     def template_params(self, k: dict) -> tuple[dict, int, int]:
-        params = dict(k, rows_per_warp=32 // k["lanes"], vec_type=VEC_TYPES[k["vec"]],
+        params = dict(k, rows_per_warp=32 // k["lanes"], rows_per_block=k["threads"] // k["lanes"],
+                      vec_type=VEC_TYPES[k["vec"]],
                       comps=("x", "y", "z", "w")[:k["vec"]],
                       shuffle_offsets=tuple(1 << b for b in reversed(range(int(math.log2(k["lanes"]))))))
         # Registers: one accumulator and 2 vectors per unrolled load, plus pointers and indices.
@@ -101,7 +107,9 @@ class Gemv(Op):
         rows_per_block = k["threads"] // 32 * (32 // k["lanes"])
         # Rows are all vector-aligned only when N % vec == 0; otherwise the kernel with scalar heads.
         symbol = kernel.name if n % k["vec"] == 0 else kernel.name + "_unaligned"
-        launch = Launch(symbol, (cdiv(m, rows_per_block), 1, 1), (k["threads"], 1, 1), ("A", "x", "y", "M", "N"))
+        groups = cdiv(m, rows_per_block)
+        blocks = min(groups, (limits or Limits()).sms * k["grid_stride"]) if k["grid_stride"] else groups
+        launch = Launch(symbol, (blocks, 1, 1), (k["threads"], 1, 1), ("A", "x", "y", "M", "N"))
         return Plan(kernel, problem, (launch,), (), (Scalar("M", "int", m), Scalar("N", "int", n)),
                     (("A", 4 * k["vec"]), ("x", 4 * k["vec"])))
 
@@ -167,4 +175,8 @@ class Gemv(Op):
                     if lanes * vec > 2 * n:   # most lanes of a group would idle
                         continue
                     for unroll in (1, 2, 4, 8):
-                        yield dict(threads=threads, lanes=lanes, vec=vec, unroll=unroll)
+                        yield dict(threads=threads, lanes=lanes, vec=vec, unroll=unroll, grid_stride=0)
+        for threads in (256, 512):       # grid-stride over row groups: fewer rows streaming at once
+            for unroll in (4, 8):
+                for grid_stride in (1, 2, 4):
+                    yield dict(threads=threads, lanes=32, vec=4, unroll=unroll, grid_stride=grid_stride)
