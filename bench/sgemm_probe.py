@@ -5,7 +5,6 @@ padding, K unroll, swizzle, bk) for the large-tile family. Appends to a tuning d
 """
 import sys
 
-import kernelgen as kg
 from kernelgen.ops.sgemm import Sgemm
 from kernelgen.tune import GpuRunner, tune
 from kernelgen.tune.db import TuningDB

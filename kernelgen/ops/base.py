@@ -13,11 +13,10 @@ True
 """
 from __future__ import annotations
 
-import dataclasses
 import itertools
 import math
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Callable, Iterator
 
 import numpy as np

@@ -36,8 +36,7 @@ import numpy as np
 
 from ..errors import ScheduleError, UsageError, check
 from ..schedule import Schedule, ScheduleReader, schedule
-from .base import (Dim, Kernel, Knob, LadderStep, Launch, Limits, Op, Plan, Problem, Scalar, Workspace, cdiv,
-                   pow2)
+from .base import Dim, Kernel, Knob, LadderStep, Launch, Limits, Op, Plan, Problem, Scalar, Workspace, cdiv
 
 DEFAULT_EXPR = "relu(a * b + c)"
 FUSIONS = ("full", "none")

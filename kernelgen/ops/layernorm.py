@@ -25,7 +25,7 @@ import numpy as np
 from ..errors import UsageError, check
 from ..schedule import Schedule, ScheduleReader
 from .base import Dim, Kernel, Knob, LadderStep, Launch, Limits, Op, Plan, Problem, Scalar, cdiv
-from .softmax import REDUCTIONS, RowSchedule
+from .rows import REDUCTIONS, RowSchedule
 
 ALGOS = ("two_pass", "welford", "registers")
 EPS = 1e-5

@@ -34,9 +34,9 @@ import math
 
 import numpy as np
 
-from ..errors import ScheduleError, UsageError, check
+from ..errors import UsageError, check
 from ..schedule import Schedule, ScheduleReader, schedule
-from .base import Dim, Kernel, Knob, LadderStep, Launch, Limits, Op, Plan, Problem, Scalar, cdiv, pow2
+from .base import Dim, Kernel, Knob, LadderStep, Launch, Limits, Op, Plan, Problem, Scalar, cdiv
 
 LAYOUTS = ("contiguous", "strided", "warp")
 RUN = 4                  # rows (columns) per run in the strided and warp layouts: one 128-bit shared load

@@ -17,9 +17,8 @@ appended to the tuning database; `resume=True` skips what it already holds.
 """
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
-from typing import Callable, Protocol
+from typing import Protocol
 
 from ..errors import CompileError, LaunchError, ScheduleError, UsageError
 from ..ops.base import Limits, Op, Problem
