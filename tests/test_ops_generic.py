@@ -2,6 +2,8 @@
 sm_80 and sm_90, no spills by default, and validation on the emulator and (with one) the GPU."""
 import itertools
 
+import numpy as np
+
 import pytest
 
 from kernelgen import OPS, render
@@ -27,6 +29,8 @@ def test_op_declares_what_it_computes(name):
     p = op.problem(small=True)
     assert op.bytes_moved(p) > 0
     assert set(op.output_shapes(p)) == set(op.outputs)
+    drawn = op.make_inputs(p, np.random.default_rng(0))
+    assert op.input_shapes(p) == {k: v.shape for k, v in drawn.items()}
 
 
 @pytest.mark.parametrize("name", OP_NAMES)

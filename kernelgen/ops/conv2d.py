@@ -241,6 +241,10 @@ class Conv2d(Op):
         P, Q = self.out_hw(problem)
         return {"y": (problem["N"], problem["K"], P, Q)}
 
+    def input_shapes(self, problem: Problem) -> dict[str, tuple[int, ...]]:
+        d = problem.as_dict()
+        return {"x": (d["N"], d["C"], d["H"], d["W"]), "w": (d["K"], d["C"], d["R"], d["S"])}
+
     def reference(self, inputs, problem):
         d = problem.as_dict()
         st, pd = d["stride"], d["pad"]

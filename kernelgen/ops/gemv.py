@@ -128,6 +128,9 @@ class Gemv(Op):
     def output_shapes(self, problem: Problem) -> dict[str, tuple[int, ...]]:
         return {"y": (problem["M"],)}
 
+    def input_shapes(self, problem: Problem) -> dict[str, tuple[int, ...]]:
+        return {"A": (problem["M"], problem["N"]), "x": (problem["N"],)}
+
     def reference(self, inputs, problem):
         return {"y": inputs["A"].astype(np.float64) @ inputs["x"].astype(np.float64)}
 

@@ -115,6 +115,10 @@ class LayerNorm(RowSchedule, Op):
     def output_shapes(self, problem: Problem) -> dict[str, tuple[int, ...]]:
         return {"y": (problem["rows"], problem["cols"])}
 
+    def input_shapes(self, problem: Problem) -> dict[str, tuple[int, ...]]:
+        rows, cols = problem["rows"], problem["cols"]
+        return {"x": (rows, cols), "gamma": (cols,), "beta": (cols,)}
+
     def reference(self, inputs, problem):
         x = inputs["x"].astype(np.float64)
         mean = x.mean(axis=1, keepdims=True)

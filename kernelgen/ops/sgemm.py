@@ -308,6 +308,9 @@ class Sgemm(Op):
     def output_shapes(self, problem: Problem) -> dict[str, tuple[int, ...]]:
         return {"C": (problem["M"], problem["N"])}
 
+    def input_shapes(self, problem: Problem) -> dict[str, tuple[int, ...]]:
+        return {"A": (problem["M"], problem["K"]), "B": (problem["K"], problem["N"])}
+
     def reference(self, inputs, problem):
         return {"C": inputs["A"].astype(np.float64) @ inputs["B"].astype(np.float64)}
 

@@ -160,6 +160,9 @@ class Softmax(RowSchedule, Op):
     def output_shapes(self, problem: Problem) -> dict[str, tuple[int, ...]]:
         return {"y": (problem["rows"], problem["cols"])}
 
+    def input_shapes(self, problem: Problem) -> dict[str, tuple[int, ...]]:
+        return {"x": (problem["rows"], problem["cols"])}
+
     def reference(self, inputs, problem):
         x = inputs["x"].astype(np.float64)
         e = np.exp(x - x.max(axis=1, keepdims=True))
