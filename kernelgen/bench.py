@@ -56,6 +56,13 @@ def bench_rows(op: Op, problem: Problem, *, ladder: bool = False, best_db: str |
     return rows
 
 
+def table(rows: list[dict], cols: list[str]) -> str:
+    widths = {c: max(len(c), *(len(str(r.get(c, ""))) for r in rows)) for c in cols}
+    lines = ["  ".join(c.ljust(widths[c]) for c in cols), "  ".join("-" * widths[c] for c in cols)]
+    lines += ["  ".join(str(r.get(c, "")).ljust(widths[c]) for c in cols) for r in rows]
+    return "\n".join(lines)
+
+
 def _fmt(r: dict) -> dict:
     return dict(r, time_us=f"{r['time_us']:.1f}", **{"GB/s": f"{r['GB/s']:.0f}", "TFLOP/s": f"{r['TFLOP/s']:.2f}",
                 "roofline": f"{r['roofline']:.0%}", "speedup": f"{r['speedup']:.2f}x",
@@ -71,5 +78,4 @@ def format_rows(op: Op, problem: Problem, rows: list[dict], markdown: bool) -> s
         lines = [head, "", "| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
         lines += ["| " + " | ".join(str(r[c]) for c in COLUMNS) + " |" for r in rows]
         return "\n".join(lines)
-    from .cli import table
     return head + "\n" + table(rows, COLUMNS)

@@ -21,6 +21,7 @@ from pathlib import Path
 import click
 
 from . import config
+from .bench import table
 from .errors import KernelgenError, UsageError, ValidationError
 from .ops import OPS, get_op
 from .ops.base import Limits, Op, Problem
@@ -113,13 +114,6 @@ def selection_options(fn):
         click.option("--db", metavar="PATH", help=f"Tuning database (default {config.tuning_db()})."),
     ]
     return functools.reduce(lambda f, o: o(f), reversed(options), fn)
-
-
-def table(rows: list[dict], cols: list[str]) -> str:
-    widths = {c: max(len(c), *(len(str(r.get(c, ""))) for r in rows)) for c in cols}
-    lines = ["  ".join(c.ljust(widths[c]) for c in cols), "  ".join("-" * widths[c] for c in cols)]
-    lines += ["  ".join(str(r.get(c, "")).ljust(widths[c]) for c in cols) for r in rows]
-    return "\n".join(lines)
 
 
 class Group(click.Group):

@@ -120,25 +120,25 @@ def tune(op: Op, problem: Problem, *, runner: Runner, strategy: str = "exhaustiv
     for knobs in op.space(problem, runner.limits):
         try:
             sched = op.schedule_from_knobs(**knobs)
-            op.plan(op.kernel(sched, runner.limits), problem, runner.limits)  # legal for this size too
-            legal.append((sched, knobs))
+            kernel = op.kernel(sched, runner.limits)
+            op.plan(kernel, problem, runner.limits)  # legal for this size too
+            legal.append((sched, knobs, kernel.name))
         except ScheduleError:
             pruned += 1
     picked = list(STRATEGIES[strategy].candidates(legal, budget, seed))
     result = TuneResult(best=None, pruned=pruned)
 
-    def record_of(sched, knobs, out: Outcome) -> Record:
+    def record_of(sched, knobs, name, out: Outcome) -> Record:
         return Record.make(op.name, str(problem), runner.arch, runner.gpu, sched.to_dict(), knobs,
-                           out.status, out.time_us, out.detail, op.kernel(sched, runner.limits).name)
+                           out.status, out.time_us, out.detail, name)
 
     def step(item) -> None:
-        sched, knobs = item
-        probe = record_of(sched, knobs, Outcome("ok"))
-        if probe.key() in done:
+        sched, knobs, name = item
+        if record_of(sched, knobs, name, Outcome("ok")).key() in done:
             result.skipped += 1
             return
         out = runner(op, sched, problem)
-        rec = record_of(sched, knobs, out)
+        rec = record_of(sched, knobs, name, out)
         db.append(rec)
         result.measured += 1
         if out.status != "ok":
