@@ -1,7 +1,7 @@
 """A focused SGEMM search around the default: the knobs the main sweep held fixed (warp shape,
 padding, K unroll, swizzle, bk) for the large-tile family. Appends to a tuning database.
 
-    PYTHONPATH=. python3 bench/sgemm_probe.py DB.jsonl [M,N,K] [wide|default|all]
+    PYTHONPATH=. python3 bench/sgemm_probe.py DB.jsonl [M,N,K] [wide|default|interior|all]
 """
 import sys
 
@@ -18,6 +18,21 @@ class Probe(Sgemm):
             yield from self.wide_blocks()
         if self.family in ("default", "all"):
             yield from self.around_default()
+        if self.family in ("interior", "all"):
+            yield from self.interior()
+
+    def interior(self):
+        """Around the 256x128 default that blocks wholly inside C (no bounds tests) made fastest:
+        warp shapes, bk, padding of A's rows, block order."""
+        base = self.default_knobs()
+        tiles = ((256, 128, 64, 64, 16, 8), (128, 128, 64, 64, 16, 8), (256, 128, 128, 32, 16, 8),
+                 (256, 128, 32, 128, 8, 16))
+        for bm, bn, wm, wn, tm, tn in tiles:
+            for bk in (8, 16):
+                for pad_a in (4, 8):
+                    for swizzle in (4, 8, 16):
+                        yield dict(base, bm=bm, bn=bn, wm=wm, wn=wn, tm=tm, tn=tn, bk=bk, pad_a=pad_a,
+                                   swizzle=swizzle)
 
     def wide_blocks(self):
         """512-thread blocks: 16 warps of 8x8 threads, about 128 registers, so four warps per scheduler."""

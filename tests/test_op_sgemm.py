@@ -56,7 +56,7 @@ def test_ladder_follows_the_seed_notes():
     (dict(copy="sync", stages=3), "at most 2 stages"),
     (dict(copy="cp_async", stages=1, vec_a=1), "2..4 stages"),
     (dict(layout="contiguous", wm=0, wn=0, bm=256, bn=256, tm=4, tn=4), "4096 threads"),
-    (dict(layout="strided", wm=0, wn=0, tm=2), r"\(128, 256, 4\).*run stride S divides"),
+    (dict(layout="strided", wm=0, wn=0, tm=2), r"\(256, 512, 4\).*run stride S divides"),
     (dict(shared=False), "one element"),
     (dict(vec_c=4, layout="contiguous", wm=0, wn=0, bn=128, tn=2), "a run of 2 adjacent columns"),
     (dict(bk=32, stages=2, bm=256, bn=256, tm=16, tn=16, wm=128, wn=64), "registers"),
@@ -96,15 +96,15 @@ def test_plan_covers_the_matrix_with_runtime_sizes():
     k = op.kernel(op.default_schedule())
     plan = op.plan(k, op.problem({"M": 1000, "N": 3000, "K": 7}))
     (launch,) = plan.launches
-    assert launch.grid == (12, 8, 1) and launch.block == (256, 1, 1)
+    assert launch.grid == (24, 4, 1) and launch.block == (256, 1, 1)
     assert launch.args == ("A", "B", "C", "M", "N", "K")
-    assert launch.shared_bytes == k.static_smem == 4 * 2 * (8 * 132 + 8 * 256)
+    assert launch.shared_bytes == k.static_smem == 4 * 2 * (8 * 260 + 8 * 128)
     assert dict(plan.alignment) == {"A": 16, "B": 16, "C": 16}
     assert "1000" not in render(k) and "3000" not in render(k)
     naive = op.plan(op.kernel(STEPS[0].schedule), op.problem({"M": 33, "N": 17, "K": 5}))
     assert naive.launches[0].grid == (2, 3, 1) and naive.launches[0].block == (16, 16, 1) and naive.alignment == ()
     with pytest.raises(UsageError, match="block rows"):
-        op.plan(k, op.problem({"M": 128 * 70000, "N": 1, "K": 1}))
+        op.plan(k, op.problem({"M": 256 * 70000, "N": 1, "K": 1}))
 
 
 def test_inputs_are_small_integers_so_the_check_is_exact():
@@ -121,9 +121,9 @@ def test_inputs_are_small_integers_so_the_check_is_exact():
 def test_schedule_for_avoids_a_ragged_last_wave():
     pick = lambda m, n: op.knobs_from_schedule(op.schedule_for(op.problem({"M": m, "N": n, "K": 64})))
     assert op.schedule_for(op.problem()) == op.default_schedule()          # 128 blocks fill one wave
-    assert (pick(2047, 2049)["bn"], pick(2047, 2049)["min_blocks"]) == (128, 2)  # 272 blocks, 2 per SM
+    assert op.threads(pick(2047, 2049)) == 128                               # 272 blocks, 2 per SM
     assert pick(1920, 1920) == op.default_knobs()
-    assert pick(256, 256)["bn"] == 128                                     # more, smaller blocks
+    assert pick(256, 256)["bm"] == 128                                     # more, smaller blocks
     for m, n in ((1, 1), (4096, 4096), (50000, 3)):
         op.kernel(op.schedule_for(op.problem({"M": m, "N": n, "K": 1})))
 
@@ -149,7 +149,7 @@ def test_cp_async_pipeline_and_register_cap_compile_as_asked():
     from kernelgen.inspect import _sass
     ops = _sass(compile_cuda(src, "sm_90", k.name).cubin)[k.name]
     assert any(o.startswith("LDGSTS") for o in ops), ops
-    capped = facts(op.schedule(bn=128, tn=8, wn=32, min_blocks=2))
+    capped = facts(op.schedule(bm=128, bn=128, tm=8, tn=8, wn=32, min_blocks=2))
     assert capped.registers <= 128
 
 
