@@ -1,5 +1,6 @@
 """Benchmark tables: each schedule validated, timed, placed on the roofline, and compared with the
-vendor library measured in the same process and run.
+vendor library measured in the same process and run, both timed the same way (`timing.py`: CUDA
+events around one launch, or CUDA-graph replays over rotating input sets for small problems).
 
 >>> from kernelgen.bench import COLUMNS
 >>> COLUMNS[:3]
@@ -13,14 +14,14 @@ from . import config, gpu
 from .errors import ScheduleError
 from .ops.base import Op, Problem
 from .schedule import Schedule
-from .timing import measure, measure_vendor
+from .timing import choose_method, describe, measure, measure_vendor
 from .validate import validate
 
 COLUMNS = ["step", "time_us", "GB/s", "TFLOP/s", "roofline", "speedup", "vs_vendor", "valid", "kernel"]
 
 
 def bench_rows(op: Op, problem: Problem, *, ladder: bool = False, best_db: str | None = None,
-               reps: int = 30) -> list[dict]:
+               reps: int = 30, timing: str = "auto") -> list[dict]:
     gpu.require()
     scheds = [(f"{i}. {s.title}", s.schedule) for i, s in enumerate(op.ladder(), 1)] if ladder else []
     scheds.append(("default schedule", op.default_schedule()))
@@ -31,7 +32,7 @@ def bench_rows(op: Op, problem: Problem, *, ladder: bool = False, best_db: str |
         rec = TuningDB(best_db).best(op.name, str(problem), gpu.device().arch)
         if rec is not None:  # sizes nobody tuned simply have no "tuned" row
             scheds.append(("tuned (best in db)", Schedule.from_dict(rec.schedule)))
-    vendor = measure_vendor(op, problem, reps=reps)
+    vendor = measure_vendor(op, problem, reps=reps, timing=timing)
     rows, skipped = [], []
     for label, sched in scheds:
         try:
@@ -40,13 +41,14 @@ def bench_rows(op: Op, problem: Problem, *, ladder: bool = False, best_db: str |
             skipped.append(f"{label}: not applicable to {problem}: {e}")
             continue
         v = validate(op, sched, problem, backend="gpu")
-        m = measure(op, sched, problem, reps=reps)
+        m = measure(op, sched, problem, reps=reps, timing=timing)
         rows.append({"step": label, "time_us": m.time_us, "GB/s": m.gbps, "TFLOP/s": m.tflops,
-                     "roofline": m.roofline, "valid": "ok" if v.ok else "WRONG", "kernel": m.kernel})
+                     "roofline": m.roofline, "valid": "ok" if v.ok else "WRONG", "kernel": m.kernel,
+                     "timing": m.method})
     if vendor:
         label, m = vendor
         rows.append({"step": f"vendor: {label}", "time_us": m.time_us, "GB/s": m.gbps, "TFLOP/s": m.tflops,
-                     "roofline": m.roofline, "valid": "-", "kernel": label})
+                     "roofline": m.roofline, "valid": "-", "kernel": label, "timing": m.method})
     for note in skipped:
         print(f"note: {note}")
     first = rows[0]["time_us"]
@@ -69,10 +71,14 @@ def _fmt(r: dict) -> dict:
                 "vs_vendor": f"{r['vs_vendor']:.2f}x"})
 
 
-def format_rows(op: Op, problem: Problem, rows: list[dict], markdown: bool) -> str:
+def format_rows(op: Op, problem: Problem, rows: list[dict], markdown: bool, *, timing: str = "auto",
+                reps: int = 30) -> str:
     dev = gpu.device()
-    head = (f"{op.name} {problem} on {dev.name} ({dev.arch}), {datetime.date.today()}, kernelgen {config.VERSION}; "
-            f"speedup vs the first row, vs_vendor = vendor time / this time")
+    method = choose_method(timing, op.bytes_moved(problem))
+    notes = [f"note: {r['step']} timed by {r['timing']}" for r in rows if r.get("timing", method) != method]
+    head = ("\n\n" if markdown else "\n").join([
+        f"{op.name} {problem} on {dev.name} ({dev.arch}), {datetime.date.today()}, kernelgen {config.VERSION}; "
+        f"speedup vs the first row, vs_vendor = vendor time / this time", describe(method, op, problem, reps), *notes])
     rows = [_fmt(r) for r in rows]
     if markdown:
         lines = [head, "", "| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]

@@ -6,6 +6,7 @@
     kernelgen run sgemm                       # compile + inspect + validate (+ time on a GPU)
     kernelgen tune sgemm --size 4096,4096,4096
     kernelgen bench reduce_sum --ladder       # ladder table against the vendor library
+    kernelgen bench softmax --size 8192x128 --timing graph   # CUDA-graph replays: small problems
 
 Exit codes: 0 success, 1 a kernel gave a wrong answer, 2 a usage or schedule error (one line,
 no traceback).
@@ -103,6 +104,12 @@ def select(op: Op, knobs: tuple[str, ...], schedule_file: str | None, step: int 
     if not knobs and problem is not None:
         return op.schedule_for(problem)
     return op.schedule(**dict(parse_knob(op, k) for k in knobs))
+
+
+def timing_option(fn):
+    return click.option("--timing", default="auto", show_default=True, metavar="events|graph|auto",
+                        help="GPU timing: events around one launch (L2 flushed), or CUDA-graph replays over "
+                             "rotating input sets; auto = graph below 64 MB moved.")(fn)
 
 
 def selection_options(fn):
@@ -229,11 +236,15 @@ def inspect(op_name, knobs, schedule_file, step, best, db, ladder, arch, as_json
 @click.option("--order", type=click.Choice(["forward", "reverse", "random"]), default="forward", show_default=True,
               help="Emulator: order of threads between barriers.")
 @click.option("--emit", "emit_dir", metavar="DIR", help="Also write the .cu file to DIR.")
-def run(op_name, knobs, schedule_file, step, best, db, size, backend, arch, seed, reps, check, order, emit_dir):
+@timing_option
+def run(op_name, knobs, schedule_file, step, best, db, size, backend, arch, seed, reps, check, order, emit_dir,
+        timing):
     """Compile, inspect, validate against float64 numpy, and (on a GPU) time one schedule."""
     from . import gpu
     from .inspect import inspect_kernel
+    from .timing import parse_method
     from .validate import validate
+    parse_method(timing)
     op = get_op(op_name)
     if backend == "auto":
         backend = "gpu" if gpu.available() else "emulate"
@@ -254,11 +265,12 @@ def run(op_name, knobs, schedule_file, step, best, db, size, backend, arch, seed
     if not v.ok:
         raise ValidationError(f"{kernel.name} gave a wrong answer on {problem}: {v.summary()}")
     if backend == "gpu":
-        from .timing import measure
-        m = measure(op, sched, problem, reps=reps)
+        from .timing import describe, measure
+        m = measure(op, sched, problem, reps=reps, timing=timing)
         dev = gpu.device()
-        click.echo(f"time     {m.time_us:.2f} us (median of {reps}, spread {m.spread:.1%})  {m.gbps:.0f} GB/s  "
-                   f"{m.tflops:.2f} TFLOP/s  {m.roofline:.0%} of the {m.bound} roof of {dev.name}")
+        click.echo(f"time     {m.time_us:.2f} us (spread {m.spread:.1%})  {m.gbps:.0f} GB/s  "
+                   f"{m.tflops:.2f} TFLOP/s  {m.roofline:.0%} of the {m.bound} roof of {dev.name}\n"
+                   f"         {describe(m.method, op.for_schedule(sched), problem, reps)}")
 
 
 # -- tune ----------------------------------------------------------------------------------------
@@ -302,13 +314,17 @@ def tune(op_name, size, strategy, budget, seed, db, resume, reps, max_ms):
 @click.option("--db", metavar="PATH")
 @click.option("--reps", type=int, default=30, show_default=True)
 @click.option("--markdown", is_flag=True, help="Print a Markdown table for BENCHMARKS.md.")
-def bench(op_name, size, ladder, best, db, reps, markdown):
-    """Validate and time schedules against the vendor library in the same run."""
+@timing_option
+def bench(op_name, size, ladder, best, db, reps, markdown, timing):
+    """Validate and time schedules against the vendor library in the same run, the same way."""
     from .bench import bench_rows, format_rows
+    from .timing import parse_method
+    parse_method(timing)
     op = get_op(op_name)
     problem = parse_size(op, size, small=False)
-    rows = bench_rows(op, problem, ladder=ladder, best_db=(db or str(config.tuning_db())) if best else None, reps=reps)
-    click.echo(format_rows(op, problem, rows, markdown))
+    rows = bench_rows(op, problem, ladder=ladder, best_db=(db or str(config.tuning_db())) if best else None, reps=reps,
+                      timing=timing)
+    click.echo(format_rows(op, problem, rows, markdown, timing=timing, reps=reps))
     if any(r["valid"] == "WRONG" for r in rows):
         raise ValidationError("a benchmarked kernel gave a wrong answer (see the table)")
 

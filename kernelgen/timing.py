@@ -1,11 +1,23 @@
-"""Time kernels with CUDA events: warm-up, many repetitions, the median; L2 flushed between runs.
+"""Time kernels on the GPU, two ways, the same for our kernels and for the vendor library.
 
->>> from kernelgen.timing import Timing
+- "events": CUDA events around one launch, L2 flushed between repetitions, the median. Right for
+  problems large enough that the ~3 us of launch overhead is a small share of the time.
+- "graph": R launches captured into one CUDA graph, each on its own input/output set (rotating
+  among enough sets that together they exceed twice the L2, so no launch finds its inputs in the
+  cache), the graph replayed several times; the time per launch is the replay's median / R. The
+  launch gaps shrink to what back-to-back kernels cost, so small problems measure the kernel.
+- "auto": graph below GRAPH_BELOW_BYTES moved, events above.
+
+>>> from kernelgen.timing import Timing, rotation, choose_method
 >>> Timing((3.0, 1.0, 2.0)).median_us
 2.0
+>>> rotation(set_bytes=8 << 20, l2_bytes=50 << 20)      # softmax 8192x128 on an H100: (sets, launches)
+(13, 39)
+>>> choose_method("auto", bytes_moved=8 << 20), choose_method("auto", bytes_moved=128 << 20)
+('graph', 'events')
 
-`measure()` times one schedule and places it on the roofline of the device; `time_callable()` times
-anything (the vendor library in the same run, for the ratio).
+`measure()` times one schedule and places it on the roofline of the device; `measure_vendor()`
+times the vendor library on the very same input sets, for the ratio.
 """
 from __future__ import annotations
 
@@ -16,9 +28,15 @@ from typing import Callable
 import numpy as np
 
 from . import gpu
+from .errors import UsageError
 from .ops.base import Op, Problem
 from .render import render
 from .schedule import Schedule
+
+METHODS = ("events", "graph", "auto")
+GRAPH_BELOW_BYTES = 64 << 20   # auto: graph timing below this many bytes moved, where launch overhead is a large share
+MIN_LAUNCHES = 32              # launches per graph replay, at least (a whole number of rotations)
+MAX_SETS = 256                 # input/output sets rotated at most (tiny problems would need thousands)
 
 
 @dataclass(frozen=True)
@@ -45,9 +63,48 @@ class Measurement:
     tflops: float
     roofline: float            # floor time / measured time (1.0 = on the roof)
     bound: str                 # "memory" | "compute"
+    method: str = "events"     # how it was timed: "events", "graph", or "events (why graph was not possible)"
 
 
+# -- choosing the method (no GPU needed) --------------------------------------------------------
+def parse_method(text: str) -> str:
+    if text not in METHODS:
+        raise UsageError(f"--timing {text!r} is not a timing method; choose one of {', '.join(METHODS)}")
+    return text
+
+
+def choose_method(method: str, bytes_moved: int) -> str:
+    """`events` or `graph`: `auto` takes graph below GRAPH_BELOW_BYTES moved."""
+    if parse_method(method) == "auto":
+        return "graph" if bytes_moved < GRAPH_BELOW_BYTES else "events"
+    return method
+
+
+def rotation(set_bytes: int, l2_bytes: int) -> tuple[int, int]:
+    """(input/output sets, launches per graph replay): enough sets to exceed 2x L2 together (one when a
+    single set already does; at most MAX_SETS), and at least MIN_LAUNCHES launches, whole rotations."""
+    sets = max(1, min(MAX_SETS, -(-2 * l2_bytes // max(1, set_bytes))))
+    return sets, sets * -(-MIN_LAUNCHES // sets)
+
+
+def set_bytes(op: Op, problem: Problem) -> int:
+    """Bytes of one input/output set: every input and output array of the problem."""
+    shapes = list(op.input_shapes(problem).values()) + list(op.output_shapes(problem).values())
+    return np.dtype(op.dtype).itemsize * sum(int(np.prod(s)) for s in shapes)
+
+
+def describe(method: str, op: Op, problem: Problem, reps: int) -> str:
+    """One line saying how the numbers next to it were taken."""
+    if method == "events":
+        return f"timing: events, one launch between CUDA events, L2 flushed, median of {reps}"
+    sets, launches = rotation(set_bytes(op, problem), gpu.device().l2_bytes)
+    return (f"timing: graph, {launches} launches per CUDA-graph replay over {sets} input/output set(s) of "
+            f"{set_bytes(op, problem) / 2**20:.1f} MiB, time = replay / {launches}, median of {reps} replays")
+
+
+# -- the two ways to time ------------------------------------------------------------------------
 def time_callable(fn: Callable[[], object], *, warmup: int = 5, reps: int = 30, flush_l2: bool = True) -> Timing:
+    """Events around one call of `fn`, L2 flushed before each."""
     import cupy
     dev = gpu.device()
     scrub = cupy.empty(max(dev.l2_bytes * 2 // 4, 1), dtype=cupy.float32) if flush_l2 else None
@@ -66,6 +123,54 @@ def time_callable(fn: Callable[[], object], *, warmup: int = 5, reps: int = 30, 
     return Timing(tuple(samples))
 
 
+def time_graph(calls: list[Callable[[], object]], launches: int, *, warmup: int = 5, reps: int = 30,
+               torch_graph: bool = False) -> Timing:
+    """`launches` calls, rotating over `calls` (one per input/output set), captured into one CUDA graph
+    (CuPy stream capture; torch.cuda.graph for torch calls, whose allocator needs its own capture);
+    each sample is one replay's time / `launches`. What a call returns (a vendor's output) is held
+    until its set comes round again, so its outputs rotate over as many buffers as our kernels' do."""
+    import cupy
+    held: list = [None] * len(calls)
+    for fn in calls:  # compile, load and create handles outside the capture
+        fn()
+    if torch_graph:
+        import torch
+        side = torch.cuda.Stream()  # warm-up on a side stream, as torch's CUDA-graph notes ask
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):
+            for fn in calls:
+                fn()
+        torch.cuda.current_stream().wait_stream(side)
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            for i in range(launches):
+                held[i % len(calls)] = calls[i % len(calls)]()
+        replay = graph.replay  # on torch's current stream: the legacy default stream, as the events below
+    else:
+        cupy.cuda.Device().synchronize()
+        stream = cupy.cuda.Stream(non_blocking=True)
+        with stream:
+            stream.begin_capture()
+            try:
+                for i in range(launches):
+                    held[i % len(calls)] = calls[i % len(calls)]()
+            finally:
+                cupy_graph = stream.end_capture()
+        replay = lambda: cupy_graph.launch(cupy.cuda.Stream.null)  # noqa: E731
+    for _ in range(warmup):
+        replay()
+    start, stop = cupy.cuda.Event(), cupy.cuda.Event()
+    samples = []
+    for _ in range(reps):
+        start.record(cupy.cuda.Stream.null)
+        replay()
+        stop.record(cupy.cuda.Stream.null)
+        stop.synchronize()
+        samples.append(cupy.cuda.get_elapsed_time(start, stop) * 1e3 / launches)
+    del held
+    return Timing(tuple(samples))
+
+
 def roofline(op: Op, problem: Problem, time_us: float) -> tuple[float, float, float, str]:
     dev = gpu.device()
     nbytes, flops = op.bytes_moved(problem), op.flops(problem)
@@ -75,46 +180,85 @@ def roofline(op: Op, problem: Problem, time_us: float) -> tuple[float, float, fl
     return nbytes / secs / 1e9, flops / secs / 1e12, floor / secs, "memory" if t_mem >= t_math else "compute"
 
 
-_arrays_cache: dict = {}
+# -- inputs and launchers ------------------------------------------------------------------------
+_sets_cache: dict = {}
 
 
-def device_arrays(op: Op, problem: Problem, seed: int = 0) -> dict:
-    """Random inputs and output buffers on the device, kept for the last problem (a tuning run
-    times many schedules on one problem; drawing 2^28 random numbers per schedule would dominate)."""
+def device_sets(op: Op, problem: Problem, count: int, seed: int = 0) -> list[dict]:
+    """`count` input/output sets on the device, kept for the last problem (a tuning run times many
+    schedules on one problem; drawing 2^28 random numbers per schedule would dominate). Set 0 is
+    drawn at random; the others hold copies of its inputs in buffers of their own."""
     import cupy
     key = (op.name, tuple(op.inputs), problem, seed)  # inputs differ per elementwise expression
-    if key not in _arrays_cache:
-        _arrays_cache.clear()
+    if key not in _sets_cache:
+        _sets_cache.clear()
         inputs = op.make_inputs(problem, np.random.default_rng(seed))
         arrays = {k: cupy.asarray(v) for k, v in inputs.items()}
         arrays.update({k: cupy.empty(s, dtype=op.dtype) for k, s in op.output_shapes(problem).items()})
-        _arrays_cache[key] = arrays
-    return _arrays_cache[key]
+        _sets_cache[key] = [arrays]
+    sets = _sets_cache[key]
+    while len(sets) < count:
+        sets.append({k: v.copy() if k in op.input_shapes(problem) else cupy.empty_like(v)
+                     for k, v in sets[0].items()})
+    return sets[:count]
 
 
-def prepared(op: Op, sched: Schedule, problem: Problem, seed: int = 0):
-    """(kernel, launcher, arrays) for timing: inputs random, outputs allocated, all on the device."""
+def device_arrays(op: Op, problem: Problem, seed: int = 0) -> dict:
+    """Random inputs and output buffers on the device (input set 0 of device_sets)."""
+    return device_sets(op, problem, 1, seed)[0]
+
+
+def launchers(op: Op, sched: Schedule, problem: Problem, sets: int = 1, seed: int = 0):
+    """(kernel, one no-argument launcher per input/output set of device_sets)."""
     op = op.for_schedule(sched)
     limits = gpu.device().limits()
     kernel = op.kernel(sched, limits)
     plan = op.plan(kernel, problem, limits)
-    arrays = device_arrays(op, problem, seed)
-    return kernel, gpu.prepare(plan, render(kernel), arrays), arrays
+    source = render(kernel)
+    return kernel, [gpu.prepare(plan, source, a) for a in device_sets(op, problem, sets, seed)]
 
 
-def measure(op: Op, sched: Schedule, problem: Problem, *, reps: int = 30, warmup: int = 5) -> Measurement:
-    kernel, launch, _ = prepared(op, sched, problem)
-    t = time_callable(launch, warmup=warmup, reps=reps)
+def prepared(op: Op, sched: Schedule, problem: Problem, seed: int = 0):
+    """(kernel, launcher, arrays) for timing: inputs random, outputs allocated, all on the device."""
+    kernel, (launch,) = launchers(op, sched, problem, 1, seed)
+    return kernel, launch, device_arrays(op.for_schedule(sched), problem, seed)
+
+
+# -- measuring -----------------------------------------------------------------------------------
+def measure(op: Op, sched: Schedule, problem: Problem, *, reps: int = 30, warmup: int = 5,
+            timing: str = "events") -> Measurement:
+    method = choose_method(timing, op.bytes_moved(problem))
+    if method == "graph":
+        sets, launches = rotation(set_bytes(op.for_schedule(sched), problem), gpu.device().l2_bytes)
+        kernel, calls = launchers(op, sched, problem, sets)
+        t = time_graph(calls, launches, warmup=warmup, reps=reps)
+    else:
+        kernel, launch, _ = prepared(op, sched, problem)
+        t = time_callable(launch, warmup=warmup, reps=reps)
     gbps, tflops, frac, bound = roofline(op, problem, t.median_us)
-    return Measurement(kernel.name, t.median_us, t.spread, gbps, tflops, frac, bound)
+    return Measurement(kernel.name, t.median_us, t.spread, gbps, tflops, frac, bound, method)
 
 
-def measure_vendor(op: Op, problem: Problem, *, reps: int = 30, warmup: int = 5) -> tuple[str, Measurement] | None:
-    arrays = device_arrays(op, problem)  # the very inputs the kernels are timed on, drawn once
-    found = op.vendor({k: arrays[k] for k in op.input_shapes(problem)}, problem)
-    if found is None:
+def measure_vendor(op: Op, problem: Problem, *, reps: int = 30, warmup: int = 5,
+                   timing: str = "events") -> tuple[str, Measurement] | None:
+    """The vendor library on the kernels' own input sets (drawn once), timed the same way; where its
+    graph capture fails it is timed with events, and the Measurement's method says why."""
+    method = choose_method(timing, op.bytes_moved(problem))
+    sets, launches = rotation(set_bytes(op, problem), gpu.device().l2_bytes) if method == "graph" else (1, 0)
+    names = op.input_shapes(problem)
+    found = [op.vendor({k: a[k] for k in names}, problem) for a in device_sets(op, problem, sets)]
+    if found[0] is None:
         return None
-    label, fn = found
-    t = time_callable(fn, warmup=warmup, reps=reps)
+    label, calls = found[0][0], [fn for _, fn in found]
+    if method == "graph":
+        try:
+            t = time_graph(calls, launches, warmup=warmup, reps=reps, torch_graph=label.startswith("torch"))
+        except Exception as e:  # a library that allocates or synchronises inside a capture
+            import cupy
+            cupy.cuda.Device().synchronize()
+            method = f"events (graph capture of {label} failed: {type(e).__name__}: {(str(e).splitlines() or [''])[0][:100]})"
+            t = time_callable(calls[0], warmup=warmup, reps=reps)
+    else:
+        t = time_callable(calls[0], warmup=warmup, reps=reps)
     gbps, tflops, frac, bound = roofline(op, problem, t.median_us)
-    return label, Measurement(label, t.median_us, t.spread, gbps, tflops, frac, bound)
+    return label, Measurement(label, t.median_us, t.spread, gbps, tflops, frac, bound, method)

@@ -29,6 +29,8 @@ def test_list_ops_and_one_op():
     (("run", "reduce_sum", "--size", "q=5", "--backend", "emulate"), "unknown size 'q'"),
     (("inspect", "reduce_sum", "--arch", "sm_11"), "arch 'sm_11' is not supported"),
     (("emit", "reduce_sum", "--schedule", "missing.json"), "does not exist"),
+    (("bench", "softmax", "--timing", "fast"), "--timing 'fast' is not a timing method; choose one of events, graph, auto"),
+    (("run", "reduce_sum", "--backend", "emulate", "--timing", "graphs"), "--timing 'graphs' is not a timing method"),
 ])
 def test_user_mistakes_get_one_line_and_exit_2(args, message, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)

@@ -38,3 +38,51 @@ def test_cupy_arrays_and_wrong_arrays_are_named(op):
         kg.launch(op, op.default_schedule(), op.problem({"n": 999}), x=x[1:], out=out)
     with pytest.raises(UsageError, match="missing \\['out'\\]"):
         kg.launch(op, op.default_schedule(), p, x=x)
+
+
+# -- timing: CUDA-graph replays against events (plausibility, not speed) --------------------------
+def _softmax(rows, cols):
+    sm = kg.get_op("softmax")
+    p = sm.problem({"rows": rows, "cols": cols})
+    return sm, sm.schedule_for(p), p
+
+
+def test_graph_timing_of_a_small_problem_is_below_events_and_above_the_roofline():
+    from kernelgen.timing import measure
+    sm, s, p = _softmax(8192, 128)   # 8 MB: one launch between events is mostly launch overhead
+    events, graph = measure(sm, s, p, timing="events"), measure(sm, s, p, timing="graph")
+    assert events.method == "events" and graph.method == "graph"
+    assert graph.time_us < events.time_us, (graph, events)
+    assert graph.roofline < 1.1, graph   # rotating > 2x L2 of inputs: no launch reads its inputs from L2
+
+
+def test_graph_and_events_agree_on_a_large_problem():
+    from kernelgen.timing import measure
+    sm, s, p = _softmax(4096, 4096)  # 128 MB: launch overhead is a few percent
+    events, graph = measure(sm, s, p, timing="events"), measure(sm, s, p, timing="graph")
+    assert 0.7 < graph.time_us / events.time_us < 1.15, (graph, events)
+
+
+def test_every_rotated_set_is_written_by_the_graph():
+    import cupy
+    from kernelgen import gpu
+    from kernelgen.timing import device_sets, measure, rotation, set_bytes
+    sm, s, p = _softmax(8192, 128)
+    sets = rotation(set_bytes(sm, p), gpu.device().l2_bytes)[0]
+    assert sets > 1
+    for a in device_sets(sm, p, sets):
+        a["y"].fill(float("nan"))
+    measure(sm, s, p, timing="graph", reps=2, warmup=0)
+    for a in device_sets(sm, p, sets):
+        assert bool(cupy.allclose(a["y"].sum(axis=1), 1.0, atol=1e-4))
+
+
+def test_the_vendor_is_graph_timed_on_the_same_rotation():
+    pytest.importorskip("torch")
+    from kernelgen.timing import measure, measure_vendor
+    sm, s, p = _softmax(8192, 128)
+    label, v = measure_vendor(sm, p, timing="graph")
+    assert label == "torch.softmax" and v.method == "graph", v
+    assert v.roofline < 1.1, v
+    ratio = v.time_us / measure(sm, s, p, timing="graph").time_us
+    assert 0.2 < ratio < 5, ratio

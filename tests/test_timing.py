@@ -1,0 +1,54 @@
+"""Choosing and sizing the timing method, without a GPU (the GPU side is in test_gpu.py)."""
+import pytest
+
+import kernelgen as kg
+from kernelgen.errors import UsageError
+from kernelgen.timing import GRAPH_BELOW_BYTES, MAX_SETS, MIN_LAUNCHES, choose_method, parse_method, rotation, set_bytes
+
+MiB = 1 << 20
+
+
+@pytest.mark.parametrize("text", ["events", "graph", "auto"])
+def test_methods_parse(text):
+    assert parse_method(text) == text
+
+
+@pytest.mark.parametrize("text", ["fast", "", "Graph", "event"])
+def test_a_bad_method_names_the_choices(text):
+    with pytest.raises(UsageError, match="choose one of events, graph, auto"):
+        parse_method(text)
+
+
+def test_auto_takes_graph_for_small_problems_only():
+    assert choose_method("auto", 8 * MiB) == "graph"                    # softmax 8192x128
+    assert choose_method("auto", GRAPH_BELOW_BYTES - 1) == "graph"
+    assert choose_method("auto", GRAPH_BELOW_BYTES) == "events"
+    assert choose_method("auto", 128 * MiB) == "events"                 # softmax 4096x4096
+    assert choose_method("events", 1) == "events" and choose_method("graph", 1 << 40) == "graph"
+
+
+@pytest.mark.parametrize("set_mib, l2_mib, sets", [
+    (8, 50, 13),      # softmax 8192x128 on an H100: 13 x 8 MiB = 104 MiB > 2 x 50 MiB
+    (100, 50, 1),     # exactly 2x L2: one set is enough
+    (128, 50, 1),     # softmax 4096x4096
+    (99, 50, 2),
+    (1, 60, 120),     # an H200's 60 MiB L2
+])
+def test_rotation_sets_exceed_twice_the_l2(set_mib, l2_mib, sets):
+    got, launches = rotation(set_mib * MiB, l2_mib * MiB)
+    assert got == sets
+    assert got * set_mib >= 2 * l2_mib
+    assert launches % got == 0 and launches >= MIN_LAUNCHES and launches - got < MIN_LAUNCHES
+
+
+def test_rotation_is_capped_for_tiny_sets():
+    sets, launches = rotation(1024, 50 * MiB)
+    assert sets == MAX_SETS and launches == MAX_SETS
+    assert rotation(0, 50 * MiB)[0] == MAX_SETS
+
+
+def test_set_bytes_counts_every_input_and_output():
+    softmax = kg.get_op("softmax")
+    assert set_bytes(softmax, softmax.problem({"rows": 8192, "cols": 128})) == 8 * MiB
+    sgemm = kg.get_op("sgemm")
+    assert set_bytes(sgemm, sgemm.problem({"M": 256, "N": 128, "K": 64})) == 4 * (256 * 64 + 64 * 128 + 256 * 128)
