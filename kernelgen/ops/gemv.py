@@ -16,6 +16,22 @@ group and j.3 the vector lane (vectorize(j.3, 1|2|4)). `reduction("j", "shuffle"
 group's partial sums with butterfly shuffles; with one lane per row (the naive thread-per-row
 kernel) there is nothing to reduce and the step is absent.
 
+Long rows are shared by several warps (`lanes` = 64 .. 1024 threads per row, up to the whole
+block): then `split("i", rows_per_block)` gives i.0 (blockIdx.x) and i.1 (threadIdx.y, the row in
+the block), `bind("j.2", "threadIdx.x")` spreads a row over `lanes` threads, and
+`reduction("j", "shuffle")` is, as for the row ops (softmax, layer norm), butterfly shuffles inside
+each warp and then the warps' partial sums through shared memory, added by the row's first warp.
+A block then finishes its row(s) quickly, and the block scheduler balances the end of the kernel
+with many short blocks instead of each warp streaming one row to the end.
+The default, a block of 1024 threads per row with 2 float4 loads each (a whole 32 KB row in flight),
+takes 92.7 us at 8192 x 8192 on the H100 against 100.7 us for the best warp-per-row kernel;
+`schedule_for` gives shorter rows fewer threads.
+
+>>> k = op.knobs_from_schedule(op.schedule(threads=512, lanes=256, vec=4, unroll=8))
+>>> (k["threads"], k["lanes"], op.plan(op.kernel(op.schedule(threads=512, lanes=256)),
+...                                    op.problem({"M": 5, "N": 7})).launches[0].block)
+(512, 256, (256, 2, 1))
+
 Rows are 16-byte aligned only when N % 4 == 0: otherwise each row starts with up to 3 scalar
 products up to its first aligned element, and x (then misaligned with the row) is read as scalars.
 """
@@ -32,6 +48,11 @@ from .base import Dim, Kernel, Knob, LadderStep, Launch, Limits, Op, Plan, Probl
 VEC_TYPES = {1: "float", 2: "float2", 4: "float4"}
 
 
+def halvings(n: int) -> tuple[int, ...]:
+    """The xor offsets of a butterfly over n (a power of two) lanes: n/2, n/4, ..., 1."""
+    return tuple(1 << b for b in reversed(range(int(math.log2(n)))))
+
+
 class Gemv(Op):
     name = "gemv"
     summary = "y[M] = A[M,N] @ x[N], float32, A row-major"
@@ -40,8 +61,9 @@ class Gemv(Op):
     inputs = ("A", "x")
     outputs = ("y",)
     knobs = (
-        Knob("threads", 256, (64, 128, 256, 512, 1024), "threads per block (warps x 32)", "t"),
-        Knob("lanes", 32, (1, 2, 4, 8, 16, 32), "lanes sharing one row (j.2); 1 = a thread per row", "l"),
+        Knob("threads", 1024, (64, 128, 256, 512, 1024), "threads per block (warps x 32)", "t"),
+        Knob("lanes", 1024, (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024),
+             "threads sharing one row (j.2); 1 = a thread per row; > 32: several warps, a block reduction", "l"),
         Knob("vec", 4, (1, 2, 4), "floats per load of A and x (vectorize j.3)", "v"),
         Knob("unroll", 2, (1, 2, 4, 8), "vector loads per lane in flight before the first multiply (j.1)", "u"),
         Knob("grid_stride", 0, (0, 1, 2, 4, 8), "blocks per SM looping over row groups; 0 = one block per group "
@@ -50,16 +72,27 @@ class Gemv(Op):
     primitives_help = ("split(i, rows_per_block, rows_per_warp); bind(i.0, blockIdx.x); bind(i.1, warp); "
                        "bind(i.2, lane); split(j, unroll*lanes*vec, lanes*vec, vec); bind(j.2, lane); "
                        "unroll(j.1); vectorize(j.3, 1|2|4); reduction(j, shuffle) when lanes > 1; "
-                       "annotate(grid_stride, blocks per SM)")
+                       "annotate(grid_stride, blocks per SM). Rows of 64..1024 threads (several warps): "
+                       "split(i, rows_per_block); bind(i.0, blockIdx.x); bind(i.1, threadIdx.y); "
+                       "bind(j.2, threadIdx.x); reduction(j, shuffle) = warp shuffles, then the warps' sums "
+                       "through shared memory")
 
     # -- schedule <-> knobs ------------------------------------------------------------------------
     def schedule_from_knobs(self, threads, lanes, vec, unroll, grid_stride=0) -> Schedule:
         check(threads % 32 == 0 and threads >= 32, "split", "i.1", threads, limit="whole warps per block")
-        rows_per_warp = 32 // lanes if lanes <= 32 and 32 % lanes == 0 else 1
-        s = (schedule(self.name).split("i", threads // 32 * rows_per_warp, rows_per_warp)
-             .bind("i.0", "blockIdx.x").bind("i.1", "warp").bind("i.2", "lane")
-             .split("j", unroll * lanes * vec, lanes * vec, vec).bind("j.2", "lane")
-             .unroll("j.1").vectorize("j.3", vec))
+        if lanes > 32:   # several warps per row: a 2-D block of lanes x rows_per_block threads
+            check(lanes % 32 == 0 and threads % lanes == 0, "split", "j.2", lanes,
+                  limit=f"a row's threads span whole warps and divide the block's {threads} threads",
+                  allowed=", ".join(str(t) for t in (64, 128, 256, 512, 1024) if t <= threads))
+            s = (schedule(self.name).split("i", threads // lanes)
+                 .bind("i.0", "blockIdx.x").bind("i.1", "threadIdx.y")
+                 .split("j", unroll * lanes * vec, lanes * vec, vec).bind("j.2", "threadIdx.x"))
+        else:
+            rows_per_warp = 32 // lanes if 32 % lanes == 0 else 1
+            s = (schedule(self.name).split("i", threads // 32 * rows_per_warp, rows_per_warp)
+                 .bind("i.0", "blockIdx.x").bind("i.1", "warp").bind("i.2", "lane")
+                 .split("j", unroll * lanes * vec, lanes * vec, vec).bind("j.2", "lane"))
+        s = s.unroll("j.1").vectorize("j.3", vec)
         if lanes > 1:
             s = s.reduction("j", "shuffle")
         if grid_stride:
@@ -67,49 +100,69 @@ class Gemv(Op):
         return s
 
     def read_knobs(self, r: ScheduleReader) -> dict:
-        rows_per_block, rows_per_warp = r.split("i", 2, (8, 1))
-        check(rows_per_block % rows_per_warp == 0, "split", "i", (rows_per_block, rows_per_warp),
-              limit="rows per warp must divide rows per block")
         unroll, lanes, vec = r.vector_split("j", (32, 32, 1))
+        block_rows = r.bind("j.2", "lane", allowed=("lane", "threadIdx.x")) == "threadIdx.x"
         r.bind("i.0", "blockIdx.x", allowed=("blockIdx.x",))
-        r.bind("i.1", "warp", allowed=("warp",))
-        r.bind("i.2", "lane", allowed=("lane",))
-        r.bind("j.2", "lane", allowed=("lane",))
         r.unroll("j.1")
         strategy = r.reduction("j", "serial", ("serial", "shuffle"))
         check((strategy == "shuffle") == (lanes > 1), "reduction", "j", strategy,
               limit=f"{lanes} lane(s) per row", allowed="shuffle" if lanes > 1 else "serial (omit the step)")
+        grid_stride = r.annotate("grid_stride", 0, (0, 1, 2, 4, 8, 16))
+        if block_rows:
+            check(lanes > 32 and lanes % 32 == 0, "bind", "j.2", f"threadIdx.x with {lanes} threads per row",
+                  limit="threadIdx.x spreads a row over several whole warps",
+                  allowed="64, 128, 256, 512, 1024 threads per row; bind(j.2, lane) for <= 32")
+            (rows_per_block,) = r.split("i", 1, (1,))
+            r.bind("i.1", "threadIdx.y", allowed=("threadIdx.y",))
+            return {"threads": rows_per_block * lanes, "lanes": lanes, "vec": vec, "unroll": unroll,
+                    "grid_stride": grid_stride}
+        rows_per_block, rows_per_warp = r.split("i", 2, (8, 1))
+        check(rows_per_block % rows_per_warp == 0, "split", "i", (rows_per_block, rows_per_warp),
+              limit="rows per warp must divide rows per block")
+        r.bind("i.1", "warp", allowed=("warp",))
+        r.bind("i.2", "lane", allowed=("lane",))
+        check(lanes <= 32, "bind", "j.2", f"lane with {lanes} threads per row",
+              limit=f"{lanes} threads per row span {lanes // 32} warps",
+              allowed="threadIdx.x, with split(i, rows_per_block) and bind(i.1, threadIdx.y)")
         check(lanes * rows_per_warp == 32, "split", "i.2", rows_per_warp,
               limit=f"rows per warp x lanes per row (j.2 = {lanes}) must be 32")
         return {"threads": rows_per_block // rows_per_warp * 32, "lanes": lanes, "vec": vec,
-                "unroll": unroll, "grid_stride": r.annotate("grid_stride", 0, (0, 1, 2, 4, 8, 16))}
+                "unroll": unroll, "grid_stride": grid_stride}
 
     def check_knobs(self, k: dict, limits: Limits) -> None:
         check(k["threads"] % 32 == 0 and 32 <= k["threads"] <= limits.max_threads, "split", "i.1",
               k["threads"] // 32, limit=f"1..{limits.max_threads // 32} warps per block")
-        check(pow2(k["lanes"]) and k["lanes"] <= 32, "split", "j.2", k["lanes"],
-              limit="lanes per row is a power of two <= 32", allowed="1, 2, 4, 8, 16, 32")
+        check(pow2(k["lanes"]) and k["lanes"] <= k["threads"], "split", "j.2", k["lanes"],
+              limit=f"threads per row is a power of two <= the block's {k['threads']} threads",
+              allowed="1, 2, 4, 8, 16, 32 (lanes of a warp); 64, 128, 256, 512, 1024 (warps, bind(j.2, threadIdx.x))")
         check(k["vec"] in VEC_TYPES, "vectorize", "j.3", k["vec"], limit="16 bytes per load", allowed="1, 2, 4")
         check(1 <= k["unroll"] <= 16, "split", "j.1", k["unroll"], limit="1..16 loads in flight per lane")
 
     # -- lowering ----------------------------------------------------------------------------------
     def template_params(self, k: dict) -> tuple[dict, int, int]:
-        params = dict(k, rows_per_warp=32 // k["lanes"], rows_per_block=k["threads"] // k["lanes"],
+        lanes, block_rows = k["lanes"], k["lanes"] > 32
+        warps_per_row = lanes // 32 if block_rows else 1
+        params = dict(k, rows_per_warp=max(1, 32 // lanes), rows_per_block=k["threads"] // lanes,
+                      block_rows=block_rows, warps_per_row=warps_per_row,
                       vec_type=VEC_TYPES[k["vec"]],
                       comps=("x", "y", "z", "w")[:k["vec"]],
-                      shuffle_offsets=tuple(1 << b for b in reversed(range(int(math.log2(k["lanes"]))))))
+                      shuffle_offsets=halvings(min(lanes, 32)), warp_offsets=halvings(warps_per_row))
+        # Rows over several warps: one partial sum per warp in shared memory.
+        shared = 4 * (k["threads"] // 32) if block_rows else 0
         # Registers: one accumulator and 2 vectors per unrolled load, plus pointers and indices.
-        return params, 0, 24 + k["unroll"] * (2 * k["vec"] + 1)
+        return params, shared, 24 + k["unroll"] * (2 * k["vec"] + 1)
 
     def plan(self, kernel: Kernel, problem: Problem, limits: Limits | None = None) -> Plan:
         k = dict(kernel.knobs)
         m, n = problem["M"], problem["N"]
-        rows_per_block = k["threads"] // 32 * (32 // k["lanes"])
+        rows_per_block = k["threads"] // k["lanes"]
         # Rows are all vector-aligned only when N % vec == 0; otherwise the kernel with scalar heads.
         symbol = kernel.name if n % k["vec"] == 0 else kernel.name + "_unaligned"
         groups = cdiv(m, rows_per_block)
         blocks = min(groups, (limits or Limits()).sms * k["grid_stride"]) if k["grid_stride"] else groups
-        launch = Launch(symbol, (blocks, 1, 1), (k["threads"], 1, 1), ("A", "x", "y", "M", "N"))
+        # Rows over several warps: a 2-D block, threadIdx.x along the row (j.2), threadIdx.y the row (i.1).
+        block = (k["lanes"], rows_per_block, 1) if k["lanes"] > 32 else (k["threads"], 1, 1)
+        launch = Launch(symbol, (blocks, 1, 1), block, ("A", "x", "y", "M", "N"))
         return Plan(kernel, problem, (launch,), (), (Scalar("M", "int", m), Scalar("N", "int", n)),
                     (("A", 4 * k["vec"]), ("x", 4 * k["vec"])))
 
@@ -155,6 +208,15 @@ class Gemv(Op):
         except ImportError:
             return "cupy matmul (cuBLAS)", lambda: a @ x
 
+    def schedule_for(self, problem: Problem) -> Schedule:
+        """Threads per row so that one trip of 2 float4 loads per thread covers about the row: the
+        power of two <= N / 8, 1 .. 1024 (1024 from N = 8192 on: the default), at least 256 threads
+        per block. Measured on the H100 (bench_results/gemv_multiwarp_h100.txt) within 4% of the
+        tuned best at N = 128, 1024, 4096, 8192 and 32768; the default (1024 threads per row) is
+        2.9x slower at N = 1024 and 19x at N = 128, where most of its threads idle."""
+        lanes = min(1024, 1 << max(0, (problem["N"] // 8).bit_length() - 1))
+        return self.schedule_from_knobs(threads=max(lanes, 256), lanes=lanes, vec=4, unroll=2, grid_stride=0)
+
     def ladder(self) -> tuple[LadderStep, ...]:
         steps = [
             ("naive: a thread per row (uncoalesced: a warp reads 32 rows)",
@@ -167,19 +229,36 @@ class Gemv(Op):
              "seed: vectorised reads when n is large; 32 registers: 64 warps/SM, 8192 rows in one wave"),
             ("float4 loads, 4 in flight per lane", dict(threads=256, lanes=32, vec=4, unroll=4),
              "43 registers: 40 warps/SM, 8192 rows take 1.6 waves"),
+            ("a block of 32 warps per row: the whole row in flight, shuffles then shared memory",
+             dict(threads=1024, lanes=1024, vec=4, unroll=2),
+             "1024 threads x 2 float4 = one 32 KB row per block: short blocks the block scheduler balances, "
+             "instead of each warp streaming a row to the end; 32 registers, 2 blocks/SM"),
         ]
         return tuple(LadderStep(t, self.schedule_from_knobs(**k), n) for t, k, n in steps)
 
     def space(self, problem: Problem, limits: Limits):
         n = problem["N"]
-        for threads in (128, 256, 512):
-            for lanes in (4, 8, 16, 32):
-                for vec in (2, 4):
-                    if lanes * vec > 2 * n:   # most lanes of a group would idle
+        # A warp (or part of one) per row: the best of the earlier searches (bench_results/gemv_tune*.txt,
+        # where 128..512 threads, 4..32 lanes, float2 and grid_stride never won at 8192x8192).
+        for threads in (128, 256):
+            for lanes in (8, 16, 32):
+                if lanes * 4 > 2 * n:     # most lanes of a group would idle
+                    continue
+                for unroll in (4, 8):
+                    yield dict(threads=threads, lanes=lanes, vec=4, unroll=unroll, grid_stride=0)
+        # Several warps per row, a block reduction: short blocks the block scheduler balances.
+        for lanes in (64, 128, 256, 512, 1024):
+            if lanes * 4 > 2 * n:
+                continue
+            for rows_per_block in (1, 2, 4):
+                if lanes * rows_per_block > limits.max_threads:
+                    continue
+                for unroll in (1, 2, 4, 8):
+                    if unroll > 1 and unroll * lanes * 4 > n:   # past the row: the loads would not batch
                         continue
-                    for unroll in (1, 2, 4, 8):
-                        yield dict(threads=threads, lanes=lanes, vec=vec, unroll=unroll, grid_stride=0)
-        for threads in (256, 512):       # grid-stride over row groups: fewer rows streaming at once
-            for unroll in (4, 8):
-                for grid_stride in (1, 2, 4):
-                    yield dict(threads=threads, lanes=32, vec=4, unroll=unroll, grid_stride=grid_stride)
+                    yield dict(threads=lanes * rows_per_block, lanes=lanes, vec=4, unroll=unroll, grid_stride=0)
+        # The same, with 1 or 2 blocks per SM looping over the rows (no block launches after the first wave).
+        for lanes, unroll in ((1024, 2), (512, 4)):
+            if lanes * 4 * unroll <= max(n, 4096):
+                for grid_stride in (1, 2):
+                    yield dict(threads=lanes, lanes=lanes, vec=4, unroll=unroll, grid_stride=grid_stride)
