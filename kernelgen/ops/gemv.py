@@ -211,7 +211,7 @@ class Gemv(Op):
     def schedule_for(self, problem: Problem) -> Schedule:
         """Threads per row so that one trip of 2 float4 loads per thread covers about the row: the
         power of two <= N / 8, 1 .. 1024 (1024 from N = 8192 on: the default), at least 256 threads
-        per block. Measured on the H100 (bench_results/gemv_multiwarp_h100.txt) within 4% of the
+        per block. Measured on the H100 (bench_results/gemv_multiwarp_h100.txt) within 5% of the
         tuned best at N = 128, 1024, 4096, 8192 and 32768; the default (1024 threads per row) is
         2.9x slower at N = 1024 and 19x at N = 128, where most of its threads idle."""
         lanes = min(1024, 1 << max(0, (problem["N"] // 8).bit_length() - 1))
