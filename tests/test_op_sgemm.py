@@ -19,10 +19,14 @@ def kernel_of(**knobs):
     return op.kernel(op.schedule(**knobs))
 
 
-def facts(sched):
+def all_facts(sched) -> dict:
+    """{symbol: facts}: vectorised schedules hold a kernel for aligned rows and one (_unaligned) for any."""
     k = op.kernel(sched)
-    (f,) = facts_of(compile_cuda(render(k), "sm_90", k.name))
-    return f
+    return {f.symbol: f for f in facts_of(compile_cuda(render(k), "sm_90", k.name))}
+
+
+def facts(sched):
+    return all_facts(sched)[op.kernel(sched).name]
 
 
 # -- schedules and knobs --------------------------------------------------------------------------
@@ -98,6 +102,8 @@ def test_plan_covers_the_matrix_with_runtime_sizes():
     (launch,) = plan.launches
     assert launch.grid == (24, 4, 1) and launch.block == (256, 1, 1)
     assert launch.args == ("A", "B", "C", "M", "N", "K")
+    assert launch.symbol == k.name + "_unaligned"                          # K = 7: rows of A at any offset
+    assert op.plan(k, op.problem({"M": 1000, "N": 3000, "K": 8})).launches[0].symbol == k.name
     assert launch.shared_bytes == k.static_smem == 4 * 2 * (8 * 260 + 8 * 128)
     assert dict(plan.alignment) == {"A": 16, "B": 16, "C": 16}
     assert "1000" not in render(k) and "3000" not in render(k)
@@ -132,11 +138,17 @@ def test_schedule_for_avoids_a_ragged_last_wave():
 @pytest.mark.nvrtc
 @pytest.mark.parametrize("step", range(len(STEPS)), ids=lambda i: f"step{i + 1}")
 def test_sass_shows_128_bit_accesses_exactly_where_vectorised(step):
-    f = facts(STEPS[step].schedule)
-    assert f.spill_bytes == 0 and f.local_ops == 0, f
+    name = op.kernel(STEPS[step].schedule).name
+    found = all_facts(STEPS[step].schedule)
+    assert set(found) == ({name, name + "_unaligned"} if step in VECTORISED else {name})
+    for f in found.values():
+        assert f.spill_bytes == 0 and f.local_ops == 0, f
+    f = found[name]
     if step in VECTORISED:
         assert f.ldg128 > 0 and f.stg128 > 0, f
         assert f.lds128 > 0, f                        # fragments: A transposed, B rows, 16 bytes a load
+        u = found[name + "_unaligned"]                # rows at any offset: element-wise global accesses
+        assert u.ldg128 == 0 and u.stg128 == 0 and u.lds128 > 0, u
     else:
         assert f.ldg128 == 0 and f.stg128 == 0, f
 

@@ -57,19 +57,19 @@ __device__ __forceinline__ T kg_ldcs(const T* p) {
 #endif  // KERNELGEN_PRELUDE
 // ---- end of prelude ----
 // 1 floats of row r, columns c.. of a rows x cols row-major matrix, zero outside it; one
-// 32-bit load when the vector lies inside and rows start aligned (cols % 1 == 0).
-// CHECK = false: the caller guarantees both (a block inside the matrices), so no test is compiled.
-template <bool CHECK>
-__device__ __forceinline__ float sg_load1(const float* __restrict__ p, int r, int c, int rows, int cols,
-                                                 bool aligned) {
+// 32-bit load when the vector lies inside and rows start ALIGNED (cols % 1 == 0).
+// CHECK = false: the caller guarantees the vector lies inside, so no bounds test is compiled.
+template <bool CHECK, bool ALIGNED>
+__device__ __forceinline__ float sg_load1(const float* __restrict__ p, int r, int c, int rows, int cols) {
   return (!CHECK || (r < rows && c < cols)) ? p[(size_t)r * cols + c] : 0.0f;
 }
 // C = A @ B: a block computes a 128x128 tile of C, staging A and B through 1 shared
 // tile(s) of K = 8 (copied through registers); each of its
 // 256 threads (contiguous layout) accumulates 8x8 elements in registers.
-// CHECK: the block's tile crosses an edge of C, K is not a whole number of tiles, or rows are not
-// vector-aligned; every global access is then tested. Blocks inside (CHECK = false) test nothing.
-template <bool CHECK>
+// CHECK: the block's tile crosses an edge of C, so every global access is tested. Blocks inside C
+// (CHECK = false) test bounds only in the last, partial tile of K. ALIGNED: every row of A, B and C
+// starts vector-aligned (K % 1 == 0, N % 1 == 0); otherwise accesses are element-wise.
+template <bool CHECK, bool ALIGNED>
 __device__ __forceinline__ void sgemm_s1_bm128_bn128_tm8_tn8_lcontiguous_wm0_wn0_bk8_amk_pa0_pb0_va1_vb1_vc1_st1_csync_u0_mb1_sw1_tile(const float* __restrict__ A, const float* __restrict__ B,
                                               float* __restrict__ C, int M, int N, int K, int m0, int n0,
                                               float* smem) {
@@ -78,9 +78,6 @@ __device__ __forceinline__ void sgemm_s1_bm128_bn128_tm8_tn8_lcontiguous_wm0_wn0
   const int tid = threadIdx.y * 16 + threadIdx.x;
   const int tm0 = threadIdx.y * 8;
   const int tn0 = threadIdx.x * 8;
-  // Vector accesses need every row to start aligned; otherwise the element-wise path runs.
-  const bool a_aligned = K % 1 == 0, b_aligned = N % 1 == 0;
-  (void)a_aligned; (void)b_aligned;
   float acc[8][8];
   #pragma unroll
   for (int i = 0; i < 8; ++i) {
@@ -91,17 +88,32 @@ __device__ __forceinline__ void sgemm_s1_bm128_bn128_tm8_tn8_lcontiguous_wm0_wn0
   float ra[4];
   float rb[4];
   for (int kt = 0; kt < ktiles; ++kt) {
-    #pragma unroll
-    for (int it = 0; it < 4; ++it) {
-      const int e = tid + it * 256;
-      const int r = e / 8, c = e % 8 * 1;
-      ra[it] = sg_load1<CHECK>(A, m0 + r, kt * 8 + c, M, K, a_aligned);
-    }
-    #pragma unroll
-    for (int it = 0; it < 4; ++it) {
-      const int e = tid + it * 256;
-      const int r = e / 128, c = e % 128 * 1;
-      rb[it] = sg_load1<CHECK>(B, kt * 8 + r, n0 + c, K, N, b_aligned);
+    if (CHECK || kt * 8 + 8 > K) {
+      #pragma unroll
+      for (int it = 0; it < 4; ++it) {
+        const int e = tid + it * 256;
+        const int r = e / 8, c = e % 8 * 1;
+        ra[it] = sg_load1<true, ALIGNED>(A, m0 + r, kt * 8 + c, M, K);
+      }
+      #pragma unroll
+      for (int it = 0; it < 4; ++it) {
+        const int e = tid + it * 256;
+        const int r = e / 128, c = e % 128 * 1;
+        rb[it] = sg_load1<true, ALIGNED>(B, kt * 8 + r, n0 + c, K, N);
+      }
+    } else {
+      #pragma unroll
+      for (int it = 0; it < 4; ++it) {
+        const int e = tid + it * 256;
+        const int r = e / 8, c = e % 8 * 1;
+        ra[it] = sg_load1<false, ALIGNED>(A, m0 + r, kt * 8 + c, M, K);
+      }
+      #pragma unroll
+      for (int it = 0; it < 4; ++it) {
+        const int e = tid + it * 256;
+        const int r = e / 128, c = e % 128 * 1;
+        rb[it] = sg_load1<false, ALIGNED>(B, kt * 8 + r, n0 + c, K, N);
+      }
     }
     {
       float* const as = As + (0) * 1024;
@@ -150,8 +162,6 @@ __device__ __forceinline__ void sgemm_s1_bm128_bn128_tm8_tn8_lcontiguous_wm0_wn0
     __syncthreads();
   }
   // Epilogue: rows and columns past M and N are not stored.
-  const bool c_aligned = N % 1 == 0;
-  (void)c_aligned;
   #pragma unroll
   for (int ri = 0; ri < 1; ++ri) {
     #pragma unroll
@@ -182,9 +192,9 @@ sgemm_s1_bm128_bn128_tm8_tn8_lcontiguous_wm0_wn0_bk8_amk_pa0_pb0_va1_vb1_vc1_st1
   extern __shared__ float smem[];
   const int bx = blockIdx.x, by = blockIdx.y;
   const int m0 = by * 128, n0 = bx * 128;
-  const bool inside = m0 + 128 <= M && n0 + 128 <= N && K % 8 == 0 && N % 1 == 0;
+  const bool inside = m0 + 128 <= M && n0 + 128 <= N;
   if (inside)
-    sgemm_s1_bm128_bn128_tm8_tn8_lcontiguous_wm0_wn0_bk8_amk_pa0_pb0_va1_vb1_vc1_st1_csync_u0_mb1_sw1_tile<false>(A, B, C, M, N, K, m0, n0, smem);
+    sgemm_s1_bm128_bn128_tm8_tn8_lcontiguous_wm0_wn0_bk8_amk_pa0_pb0_va1_vb1_vc1_st1_csync_u0_mb1_sw1_tile<false, true>(A, B, C, M, N, K, m0, n0, smem);
   else
-    sgemm_s1_bm128_bn128_tm8_tn8_lcontiguous_wm0_wn0_bk8_amk_pa0_pb0_va1_vb1_vc1_st1_csync_u0_mb1_sw1_tile<true>(A, B, C, M, N, K, m0, n0, smem);
+    sgemm_s1_bm128_bn128_tm8_tn8_lcontiguous_wm0_wn0_bk8_amk_pa0_pb0_va1_vb1_vc1_st1_csync_u0_mb1_sw1_tile<true, true>(A, B, C, M, N, K, m0, n0, smem);
 }

@@ -57,28 +57,28 @@ __device__ __forceinline__ T kg_ldcs(const T* p) {
 #endif  // KERNELGEN_PRELUDE
 // ---- end of prelude ----
 // 4 floats of row r, columns c.. of a rows x cols row-major matrix, zero outside it; one
-// 128-bit load when the vector lies inside and rows start aligned (cols % 4 == 0).
-// CHECK = false: the caller guarantees both (a block inside the matrices), so no test is compiled.
-template <bool CHECK>
-__device__ __forceinline__ float4 sg_load4(const float* __restrict__ p, int r, int c, int rows, int cols,
-                                                 bool aligned) {
-  if (!CHECK || (r < rows && c + 3 < cols && aligned)) return *reinterpret_cast<const float4*>(p + (size_t)r * cols + c);
+// 128-bit load when the vector lies inside and rows start ALIGNED (cols % 4 == 0).
+// CHECK = false: the caller guarantees the vector lies inside, so no bounds test is compiled.
+template <bool CHECK, bool ALIGNED>
+__device__ __forceinline__ float4 sg_load4(const float* __restrict__ p, int r, int c, int rows, int cols) {
+  if (ALIGNED && (!CHECK || (r < rows && c + 3 < cols))) return *reinterpret_cast<const float4*>(p + (size_t)r * cols + c);
   float4 x = { 0.0f, 0.0f, 0.0f, 0.0f };
-  if (r < rows) {
+  if (!CHECK || r < rows) {
     const float* q = p + (size_t)r * cols + c;
-    if (c + 0 < cols) x.x = q[0];
-    if (c + 1 < cols) x.y = q[1];
-    if (c + 2 < cols) x.z = q[2];
-    if (c + 3 < cols) x.w = q[3];
+    if (!CHECK || c + 0 < cols) x.x = q[0];
+    if (!CHECK || c + 1 < cols) x.y = q[1];
+    if (!CHECK || c + 2 < cols) x.z = q[2];
+    if (!CHECK || c + 3 < cols) x.w = q[3];
   }
   return x;
 }
 // C = A @ B: a block computes a 128x128 tile of C, staging A and B through 1 shared
 // tile(s) of K = 8 (copied through registers); each of its
 // 256 threads (warp layout) accumulates 8x8 elements in registers.
-// CHECK: the block's tile crosses an edge of C, K is not a whole number of tiles, or rows are not
-// vector-aligned; every global access is then tested. Blocks inside (CHECK = false) test nothing.
-template <bool CHECK>
+// CHECK: the block's tile crosses an edge of C, so every global access is tested. Blocks inside C
+// (CHECK = false) test bounds only in the last, partial tile of K. ALIGNED: every row of A, B and C
+// starts vector-aligned (K % 4 == 0, N % 4 == 0); otherwise accesses are element-wise.
+template <bool CHECK, bool ALIGNED>
 __device__ __forceinline__ void sgemm_s1_bm128_bn128_tm8_tn8_lwarp_wm64_wn32_bk8_akm_pa4_pb0_va4_vb4_vc4_st1_csync_u0_mb1_sw1_tile(const float* __restrict__ A, const float* __restrict__ B,
                                               float* __restrict__ C, int M, int N, int K, int m0, int n0,
                                               float* smem) {
@@ -89,9 +89,6 @@ __device__ __forceinline__ void sgemm_s1_bm128_bn128_tm8_tn8_lwarp_wm64_wn32_bk8
   // warp tile 64x32 of 4 per block row; lanes 8x4 inside it
   const int tm0 = warp / 4 * 64 + lane / 4 * 4;
   const int tn0 = warp % 4 * 32 + lane % 4 * 4;
-  // Vector accesses need every row to start aligned; otherwise the element-wise path runs.
-  const bool a_aligned = K % 4 == 0, b_aligned = N % 4 == 0;
-  (void)a_aligned; (void)b_aligned;
   float acc[8][8];
   #pragma unroll
   for (int i = 0; i < 8; ++i) {
@@ -102,17 +99,32 @@ __device__ __forceinline__ void sgemm_s1_bm128_bn128_tm8_tn8_lwarp_wm64_wn32_bk8
   float4 ra[1];
   float4 rb[1];
   for (int kt = 0; kt < ktiles; ++kt) {
-    #pragma unroll
-    for (int it = 0; it < 1; ++it) {
-      const int e = tid + it * 256;
-      const int r = e / 2, c = e % 2 * 4;
-      ra[it] = sg_load4<CHECK>(A, m0 + r, kt * 8 + c, M, K, a_aligned);
-    }
-    #pragma unroll
-    for (int it = 0; it < 1; ++it) {
-      const int e = tid + it * 256;
-      const int r = e / 32, c = e % 32 * 4;
-      rb[it] = sg_load4<CHECK>(B, kt * 8 + r, n0 + c, K, N, b_aligned);
+    if (CHECK || kt * 8 + 8 > K) {
+      #pragma unroll
+      for (int it = 0; it < 1; ++it) {
+        const int e = tid + it * 256;
+        const int r = e / 2, c = e % 2 * 4;
+        ra[it] = sg_load4<true, ALIGNED>(A, m0 + r, kt * 8 + c, M, K);
+      }
+      #pragma unroll
+      for (int it = 0; it < 1; ++it) {
+        const int e = tid + it * 256;
+        const int r = e / 32, c = e % 32 * 4;
+        rb[it] = sg_load4<true, ALIGNED>(B, kt * 8 + r, n0 + c, K, N);
+      }
+    } else {
+      #pragma unroll
+      for (int it = 0; it < 1; ++it) {
+        const int e = tid + it * 256;
+        const int r = e / 2, c = e % 2 * 4;
+        ra[it] = sg_load4<false, ALIGNED>(A, m0 + r, kt * 8 + c, M, K);
+      }
+      #pragma unroll
+      for (int it = 0; it < 1; ++it) {
+        const int e = tid + it * 256;
+        const int r = e / 32, c = e % 32 * 4;
+        rb[it] = sg_load4<false, ALIGNED>(B, kt * 8 + r, n0 + c, K, N);
+      }
     }
     {
       float* const as = As + (0) * 1056;
@@ -168,8 +180,6 @@ __device__ __forceinline__ void sgemm_s1_bm128_bn128_tm8_tn8_lwarp_wm64_wn32_bk8
     __syncthreads();
   }
   // Epilogue: rows and columns past M and N are not stored.
-  const bool c_aligned = N % 4 == 0;
-  (void)c_aligned;
   #pragma unroll
   for (int ri = 0; ri < 2; ++ri) {
     #pragma unroll
@@ -184,7 +194,7 @@ __device__ __forceinline__ void sgemm_s1_bm128_bn128_tm8_tn8_lwarp_wm64_wn32_bk8
         for (int qj = 0; qj < 4; qj += 4) {
           const int j = rj * 4 + qj;
           const int n = n0 + tn0 + rj * 16 + qj;
-          if (!CHECK || (c_aligned && n + 3 < N)) {
+          if (ALIGNED && (!CHECK || n + 3 < N)) {
             const float4 v = { acc[i][j + 0], acc[i][j + 1], acc[i][j + 2], acc[i][j + 3] };
             *reinterpret_cast<float4*>(crow + n) = v;
             continue;
@@ -198,6 +208,7 @@ __device__ __forceinline__ void sgemm_s1_bm128_bn128_tm8_tn8_lwarp_wm64_wn32_bk8
   }
 }
 
+// Every row of A, B and C starts vector-aligned: the plan picks this kernel when K and N allow.
 // An explicit register budget (1 block(s) of 256 threads per SM): left to itself, NVRTC 12.9
 // capped some of these kernels at 128 registers and spilled.
 extern "C" __global__ void __maxnreg__(255)
@@ -205,9 +216,24 @@ sgemm_s1_bm128_bn128_tm8_tn8_lwarp_wm64_wn32_bk8_akm_pa4_pb0_va4_vb4_vc4_st1_csy
   extern __shared__ float smem[];
   const int bx = blockIdx.x, by = blockIdx.y;
   const int m0 = by * 128, n0 = bx * 128;
-  const bool inside = m0 + 128 <= M && n0 + 128 <= N && K % 8 == 0 && N % 4 == 0;
+  const bool inside = m0 + 128 <= M && n0 + 128 <= N;
   if (inside)
-    sgemm_s1_bm128_bn128_tm8_tn8_lwarp_wm64_wn32_bk8_akm_pa4_pb0_va4_vb4_vc4_st1_csync_u0_mb1_sw1_tile<false>(A, B, C, M, N, K, m0, n0, smem);
+    sgemm_s1_bm128_bn128_tm8_tn8_lwarp_wm64_wn32_bk8_akm_pa4_pb0_va4_vb4_vc4_st1_csync_u0_mb1_sw1_tile<false, true>(A, B, C, M, N, K, m0, n0, smem);
   else
-    sgemm_s1_bm128_bn128_tm8_tn8_lwarp_wm64_wn32_bk8_akm_pa4_pb0_va4_vb4_vc4_st1_csync_u0_mb1_sw1_tile<true>(A, B, C, M, N, K, m0, n0, smem);
+    sgemm_s1_bm128_bn128_tm8_tn8_lwarp_wm64_wn32_bk8_akm_pa4_pb0_va4_vb4_vc4_st1_csync_u0_mb1_sw1_tile<true, true>(A, B, C, M, N, K, m0, n0, smem);
+}
+
+// Any K and N: rows start at any 4-byte offset, so global accesses are element-wise.
+// An explicit register budget (1 block(s) of 256 threads per SM): left to itself, NVRTC 12.9
+// capped some of these kernels at 128 registers and spilled.
+extern "C" __global__ void __maxnreg__(255)
+sgemm_s1_bm128_bn128_tm8_tn8_lwarp_wm64_wn32_bk8_akm_pa4_pb0_va4_vb4_vc4_st1_csync_u0_mb1_sw1_unaligned(const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ C, int M, int N, int K) {
+  extern __shared__ float smem[];
+  const int bx = blockIdx.x, by = blockIdx.y;
+  const int m0 = by * 128, n0 = bx * 128;
+  const bool inside = m0 + 128 <= M && n0 + 128 <= N;
+  if (inside)
+    sgemm_s1_bm128_bn128_tm8_tn8_lwarp_wm64_wn32_bk8_akm_pa4_pb0_va4_vb4_vc4_st1_csync_u0_mb1_sw1_tile<false, false>(A, B, C, M, N, K, m0, n0, smem);
+  else
+    sgemm_s1_bm128_bn128_tm8_tn8_lwarp_wm64_wn32_bk8_akm_pa4_pb0_va4_vb4_vc4_st1_csync_u0_mb1_sw1_tile<true, false>(A, B, C, M, N, K, m0, n0, smem);
 }

@@ -57,28 +57,28 @@ __device__ __forceinline__ T kg_ldcs(const T* p) {
 #endif  // KERNELGEN_PRELUDE
 // ---- end of prelude ----
 // 4 floats of row r, columns c.. of a rows x cols row-major matrix, zero outside it; one
-// 128-bit load when the vector lies inside and rows start aligned (cols % 4 == 0).
-// CHECK = false: the caller guarantees both (a block inside the matrices), so no test is compiled.
-template <bool CHECK>
-__device__ __forceinline__ float4 sg_load4(const float* __restrict__ p, int r, int c, int rows, int cols,
-                                                 bool aligned) {
-  if (!CHECK || (r < rows && c + 3 < cols && aligned)) return *reinterpret_cast<const float4*>(p + (size_t)r * cols + c);
+// 128-bit load when the vector lies inside and rows start ALIGNED (cols % 4 == 0).
+// CHECK = false: the caller guarantees the vector lies inside, so no bounds test is compiled.
+template <bool CHECK, bool ALIGNED>
+__device__ __forceinline__ float4 sg_load4(const float* __restrict__ p, int r, int c, int rows, int cols) {
+  if (ALIGNED && (!CHECK || (r < rows && c + 3 < cols))) return *reinterpret_cast<const float4*>(p + (size_t)r * cols + c);
   float4 x = { 0.0f, 0.0f, 0.0f, 0.0f };
-  if (r < rows) {
+  if (!CHECK || r < rows) {
     const float* q = p + (size_t)r * cols + c;
-    if (c + 0 < cols) x.x = q[0];
-    if (c + 1 < cols) x.y = q[1];
-    if (c + 2 < cols) x.z = q[2];
-    if (c + 3 < cols) x.w = q[3];
+    if (!CHECK || c + 0 < cols) x.x = q[0];
+    if (!CHECK || c + 1 < cols) x.y = q[1];
+    if (!CHECK || c + 2 < cols) x.z = q[2];
+    if (!CHECK || c + 3 < cols) x.w = q[3];
   }
   return x;
 }
 // C = A @ B: a block computes a 256x128 tile of C, staging A and B through 2 shared
 // tile(s) of K = 8 (copied through registers); each of its
 // 256 threads (warp layout) accumulates 16x8 elements in registers.
-// CHECK: the block's tile crosses an edge of C, K is not a whole number of tiles, or rows are not
-// vector-aligned; every global access is then tested. Blocks inside (CHECK = false) test nothing.
-template <bool CHECK>
+// CHECK: the block's tile crosses an edge of C, so every global access is tested. Blocks inside C
+// (CHECK = false) test bounds only in the last, partial tile of K. ALIGNED: every row of A, B and C
+// starts vector-aligned (K % 4 == 0, N % 4 == 0); otherwise accesses are element-wise.
+template <bool CHECK, bool ALIGNED>
 __device__ __forceinline__ void sgemm_s1_bm256_bn128_tm16_tn8_lwarp_wm64_wn64_bk8_akm_pa4_pb0_va4_vb4_vc4_st2_csync_u0_mb1_sw8_tile(const float* __restrict__ A, const float* __restrict__ B,
                                               float* __restrict__ C, int M, int N, int K, int m0, int n0,
                                               float* smem) {
@@ -89,9 +89,6 @@ __device__ __forceinline__ void sgemm_s1_bm256_bn128_tm16_tn8_lwarp_wm64_wn64_bk
   // warp tile 64x64 of 2 per block row; lanes 4x8 inside it
   const int tm0 = warp / 2 * 64 + lane / 8 * 4;
   const int tn0 = warp % 2 * 64 + lane % 8 * 4;
-  // Vector accesses need every row to start aligned; otherwise the element-wise path runs.
-  const bool a_aligned = K % 4 == 0, b_aligned = N % 4 == 0;
-  (void)a_aligned; (void)b_aligned;
   float acc[16][8];
   #pragma unroll
   for (int i = 0; i < 16; ++i) {
@@ -102,17 +99,32 @@ __device__ __forceinline__ void sgemm_s1_bm256_bn128_tm16_tn8_lwarp_wm64_wn64_bk
   float4 ra[2];
   float4 rb[1];
   // Double buffering: the next tile's loads are issued before this tile's math and stored after it.
-  #pragma unroll
-  for (int it = 0; it < 2; ++it) {
-    const int e = tid + it * 256;
-    const int r = e / 2, c = e % 2 * 4;
-    ra[it] = sg_load4<CHECK>(A, m0 + r, 0 + c, M, K, a_aligned);
-  }
-  #pragma unroll
-  for (int it = 0; it < 1; ++it) {
-    const int e = tid + it * 256;
-    const int r = e / 32, c = e % 32 * 4;
-    rb[it] = sg_load4<CHECK>(B, 0 + r, n0 + c, K, N, b_aligned);
+  if (CHECK || 0 + 8 > K) {
+    #pragma unroll
+    for (int it = 0; it < 2; ++it) {
+      const int e = tid + it * 256;
+      const int r = e / 2, c = e % 2 * 4;
+      ra[it] = sg_load4<true, ALIGNED>(A, m0 + r, 0 + c, M, K);
+    }
+    #pragma unroll
+    for (int it = 0; it < 1; ++it) {
+      const int e = tid + it * 256;
+      const int r = e / 32, c = e % 32 * 4;
+      rb[it] = sg_load4<true, ALIGNED>(B, 0 + r, n0 + c, K, N);
+    }
+  } else {
+    #pragma unroll
+    for (int it = 0; it < 2; ++it) {
+      const int e = tid + it * 256;
+      const int r = e / 2, c = e % 2 * 4;
+      ra[it] = sg_load4<false, ALIGNED>(A, m0 + r, 0 + c, M, K);
+    }
+    #pragma unroll
+    for (int it = 0; it < 1; ++it) {
+      const int e = tid + it * 256;
+      const int r = e / 32, c = e % 32 * 4;
+      rb[it] = sg_load4<false, ALIGNED>(B, 0 + r, n0 + c, K, N);
+    }
   }
   {
     float* const as = As + (0) * 2080;
@@ -137,17 +149,32 @@ __device__ __forceinline__ void sgemm_s1_bm256_bn128_tm16_tn8_lwarp_wm64_wn64_bk
   for (int kt = 0; kt < ktiles; ++kt) {
     const bool more = kt + 1 < ktiles;
     if (more) {
-      #pragma unroll
-      for (int it = 0; it < 2; ++it) {
-        const int e = tid + it * 256;
-        const int r = e / 2, c = e % 2 * 4;
-        ra[it] = sg_load4<CHECK>(A, m0 + r, (kt + 1) * 8 + c, M, K, a_aligned);
-      }
-      #pragma unroll
-      for (int it = 0; it < 1; ++it) {
-        const int e = tid + it * 256;
-        const int r = e / 32, c = e % 32 * 4;
-        rb[it] = sg_load4<CHECK>(B, (kt + 1) * 8 + r, n0 + c, K, N, b_aligned);
+      if (CHECK || (kt + 1) * 8 + 8 > K) {
+        #pragma unroll
+        for (int it = 0; it < 2; ++it) {
+          const int e = tid + it * 256;
+          const int r = e / 2, c = e % 2 * 4;
+          ra[it] = sg_load4<true, ALIGNED>(A, m0 + r, (kt + 1) * 8 + c, M, K);
+        }
+        #pragma unroll
+        for (int it = 0; it < 1; ++it) {
+          const int e = tid + it * 256;
+          const int r = e / 32, c = e % 32 * 4;
+          rb[it] = sg_load4<true, ALIGNED>(B, (kt + 1) * 8 + r, n0 + c, K, N);
+        }
+      } else {
+        #pragma unroll
+        for (int it = 0; it < 2; ++it) {
+          const int e = tid + it * 256;
+          const int r = e / 2, c = e % 2 * 4;
+          ra[it] = sg_load4<false, ALIGNED>(A, m0 + r, (kt + 1) * 8 + c, M, K);
+        }
+        #pragma unroll
+        for (int it = 0; it < 1; ++it) {
+          const int e = tid + it * 256;
+          const int r = e / 32, c = e % 32 * 4;
+          rb[it] = sg_load4<false, ALIGNED>(B, (kt + 1) * 8 + r, n0 + c, K, N);
+        }
       }
     }
     {
@@ -203,8 +230,6 @@ __device__ __forceinline__ void sgemm_s1_bm256_bn128_tm16_tn8_lwarp_wm64_wn64_bk
     __syncthreads();
   }
   // Epilogue: rows and columns past M and N are not stored.
-  const bool c_aligned = N % 4 == 0;
-  (void)c_aligned;
   #pragma unroll
   for (int ri = 0; ri < 4; ++ri) {
     #pragma unroll
@@ -219,7 +244,7 @@ __device__ __forceinline__ void sgemm_s1_bm256_bn128_tm16_tn8_lwarp_wm64_wn64_bk
         for (int qj = 0; qj < 4; qj += 4) {
           const int j = rj * 4 + qj;
           const int n = n0 + tn0 + rj * 32 + qj;
-          if (!CHECK || (c_aligned && n + 3 < N)) {
+          if (ALIGNED && (!CHECK || n + 3 < N)) {
             const float4 v = { acc[i][j + 0], acc[i][j + 1], acc[i][j + 2], acc[i][j + 3] };
             *reinterpret_cast<float4*>(crow + n) = v;
             continue;
@@ -233,6 +258,7 @@ __device__ __forceinline__ void sgemm_s1_bm256_bn128_tm16_tn8_lwarp_wm64_wn64_bk
   }
 }
 
+// Every row of A, B and C starts vector-aligned: the plan picks this kernel when K and N allow.
 // An explicit register budget (1 block(s) of 256 threads per SM): left to itself, NVRTC 12.9
 // capped some of these kernels at 128 registers and spilled.
 extern "C" __global__ void __maxnreg__(255)
@@ -249,9 +275,33 @@ sgemm_s1_bm256_bn128_tm16_tn8_lwarp_wm64_wn64_bk8_akm_pa4_pb0_va4_vb4_vc4_st2_cs
     bx = in_group / rows;
   }
   const int m0 = by * 256, n0 = bx * 128;
-  const bool inside = m0 + 256 <= M && n0 + 128 <= N && K % 8 == 0 && N % 4 == 0;
+  const bool inside = m0 + 256 <= M && n0 + 128 <= N;
   if (inside)
-    sgemm_s1_bm256_bn128_tm16_tn8_lwarp_wm64_wn64_bk8_akm_pa4_pb0_va4_vb4_vc4_st2_csync_u0_mb1_sw8_tile<false>(A, B, C, M, N, K, m0, n0, smem);
+    sgemm_s1_bm256_bn128_tm16_tn8_lwarp_wm64_wn64_bk8_akm_pa4_pb0_va4_vb4_vc4_st2_csync_u0_mb1_sw8_tile<false, true>(A, B, C, M, N, K, m0, n0, smem);
   else
-    sgemm_s1_bm256_bn128_tm16_tn8_lwarp_wm64_wn64_bk8_akm_pa4_pb0_va4_vb4_vc4_st2_csync_u0_mb1_sw8_tile<true>(A, B, C, M, N, K, m0, n0, smem);
+    sgemm_s1_bm256_bn128_tm16_tn8_lwarp_wm64_wn64_bk8_akm_pa4_pb0_va4_vb4_vc4_st2_csync_u0_mb1_sw8_tile<true, true>(A, B, C, M, N, K, m0, n0, smem);
+}
+
+// Any K and N: rows start at any 4-byte offset, so global accesses are element-wise.
+// An explicit register budget (1 block(s) of 256 threads per SM): left to itself, NVRTC 12.9
+// capped some of these kernels at 128 registers and spilled.
+extern "C" __global__ void __maxnreg__(255)
+sgemm_s1_bm256_bn128_tm16_tn8_lwarp_wm64_wn64_bk8_akm_pa4_pb0_va4_vb4_vc4_st2_csync_u0_mb1_sw8_unaligned(const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ C, int M, int N, int K) {
+  extern __shared__ float smem[];
+  int bx, by;
+  {
+    const int per_group = 8 * gridDim.x;
+    const int lin = blockIdx.y * gridDim.x + blockIdx.x;
+    const int first_row = lin / per_group * 8;
+    const int rows = gridDim.y - first_row < 8 ? gridDim.y - first_row : 8;
+    const int in_group = lin % per_group;
+    by = first_row + in_group % rows;
+    bx = in_group / rows;
+  }
+  const int m0 = by * 256, n0 = bx * 128;
+  const bool inside = m0 + 256 <= M && n0 + 128 <= N;
+  if (inside)
+    sgemm_s1_bm256_bn128_tm16_tn8_lwarp_wm64_wn64_bk8_akm_pa4_pb0_va4_vb4_vc4_st2_csync_u0_mb1_sw8_tile<false, false>(A, B, C, M, N, K, m0, n0, smem);
+  else
+    sgemm_s1_bm256_bn128_tm16_tn8_lwarp_wm64_wn64_bk8_akm_pa4_pb0_va4_vb4_vc4_st2_csync_u0_mb1_sw8_tile<true, false>(A, B, C, M, N, K, m0, n0, smem);
 }

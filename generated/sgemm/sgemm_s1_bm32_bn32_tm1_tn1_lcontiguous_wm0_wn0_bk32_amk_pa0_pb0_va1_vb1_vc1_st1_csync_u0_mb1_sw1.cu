@@ -56,19 +56,19 @@ __device__ __forceinline__ T kg_ldcs(const T* p) {
 #endif  // KERNELGEN_PRELUDE
 // ---- end of prelude ----
 // 1 floats of row r, columns c.. of a rows x cols row-major matrix, zero outside it; one
-// 32-bit load when the vector lies inside and rows start aligned (cols % 1 == 0).
-// CHECK = false: the caller guarantees both (a block inside the matrices), so no test is compiled.
-template <bool CHECK>
-__device__ __forceinline__ float sg_load1(const float* __restrict__ p, int r, int c, int rows, int cols,
-                                                 bool aligned) {
+// 32-bit load when the vector lies inside and rows start ALIGNED (cols % 1 == 0).
+// CHECK = false: the caller guarantees the vector lies inside, so no bounds test is compiled.
+template <bool CHECK, bool ALIGNED>
+__device__ __forceinline__ float sg_load1(const float* __restrict__ p, int r, int c, int rows, int cols) {
   return (!CHECK || (r < rows && c < cols)) ? p[(size_t)r * cols + c] : 0.0f;
 }
 // C = A @ B: a block computes a 32x32 tile of C, staging A and B through 1 shared
 // tile(s) of K = 32 (copied through registers); each of its
 // 1024 threads (contiguous layout) accumulates 1x1 elements in registers.
-// CHECK: the block's tile crosses an edge of C, K is not a whole number of tiles, or rows are not
-// vector-aligned; every global access is then tested. Blocks inside (CHECK = false) test nothing.
-template <bool CHECK>
+// CHECK: the block's tile crosses an edge of C, so every global access is tested. Blocks inside C
+// (CHECK = false) test bounds only in the last, partial tile of K. ALIGNED: every row of A, B and C
+// starts vector-aligned (K % 1 == 0, N % 1 == 0); otherwise accesses are element-wise.
+template <bool CHECK, bool ALIGNED>
 __device__ __forceinline__ void sgemm_s1_bm32_bn32_tm1_tn1_lcontiguous_wm0_wn0_bk32_amk_pa0_pb0_va1_vb1_vc1_st1_csync_u0_mb1_sw1_tile(const float* __restrict__ A, const float* __restrict__ B,
                                               float* __restrict__ C, int M, int N, int K, int m0, int n0,
                                               float* smem) {
@@ -77,9 +77,6 @@ __device__ __forceinline__ void sgemm_s1_bm32_bn32_tm1_tn1_lcontiguous_wm0_wn0_b
   const int tid = threadIdx.y * 32 + threadIdx.x;
   const int tm0 = threadIdx.y * 1;
   const int tn0 = threadIdx.x * 1;
-  // Vector accesses need every row to start aligned; otherwise the element-wise path runs.
-  const bool a_aligned = K % 1 == 0, b_aligned = N % 1 == 0;
-  (void)a_aligned; (void)b_aligned;
   float acc[1][1];
   #pragma unroll
   for (int i = 0; i < 1; ++i) {
@@ -90,17 +87,32 @@ __device__ __forceinline__ void sgemm_s1_bm32_bn32_tm1_tn1_lcontiguous_wm0_wn0_b
   float ra[1];
   float rb[1];
   for (int kt = 0; kt < ktiles; ++kt) {
-    #pragma unroll
-    for (int it = 0; it < 1; ++it) {
-      const int e = tid + it * 1024;
-      const int r = e / 32, c = e % 32 * 1;
-      ra[it] = sg_load1<CHECK>(A, m0 + r, kt * 32 + c, M, K, a_aligned);
-    }
-    #pragma unroll
-    for (int it = 0; it < 1; ++it) {
-      const int e = tid + it * 1024;
-      const int r = e / 32, c = e % 32 * 1;
-      rb[it] = sg_load1<CHECK>(B, kt * 32 + r, n0 + c, K, N, b_aligned);
+    if (CHECK || kt * 32 + 32 > K) {
+      #pragma unroll
+      for (int it = 0; it < 1; ++it) {
+        const int e = tid + it * 1024;
+        const int r = e / 32, c = e % 32 * 1;
+        ra[it] = sg_load1<true, ALIGNED>(A, m0 + r, kt * 32 + c, M, K);
+      }
+      #pragma unroll
+      for (int it = 0; it < 1; ++it) {
+        const int e = tid + it * 1024;
+        const int r = e / 32, c = e % 32 * 1;
+        rb[it] = sg_load1<true, ALIGNED>(B, kt * 32 + r, n0 + c, K, N);
+      }
+    } else {
+      #pragma unroll
+      for (int it = 0; it < 1; ++it) {
+        const int e = tid + it * 1024;
+        const int r = e / 32, c = e % 32 * 1;
+        ra[it] = sg_load1<false, ALIGNED>(A, m0 + r, kt * 32 + c, M, K);
+      }
+      #pragma unroll
+      for (int it = 0; it < 1; ++it) {
+        const int e = tid + it * 1024;
+        const int r = e / 32, c = e % 32 * 1;
+        rb[it] = sg_load1<false, ALIGNED>(B, kt * 32 + r, n0 + c, K, N);
+      }
     }
     {
       float* const as = As + (0) * 1024;
@@ -145,8 +157,6 @@ __device__ __forceinline__ void sgemm_s1_bm32_bn32_tm1_tn1_lcontiguous_wm0_wn0_b
     __syncthreads();
   }
   // Epilogue: rows and columns past M and N are not stored.
-  const bool c_aligned = N % 1 == 0;
-  (void)c_aligned;
   #pragma unroll
   for (int ri = 0; ri < 1; ++ri) {
     #pragma unroll
@@ -177,9 +187,9 @@ sgemm_s1_bm32_bn32_tm1_tn1_lcontiguous_wm0_wn0_bk32_amk_pa0_pb0_va1_vb1_vc1_st1_
   extern __shared__ float smem[];
   const int bx = blockIdx.x, by = blockIdx.y;
   const int m0 = by * 32, n0 = bx * 32;
-  const bool inside = m0 + 32 <= M && n0 + 32 <= N && K % 32 == 0 && N % 1 == 0;
+  const bool inside = m0 + 32 <= M && n0 + 32 <= N;
   if (inside)
-    sgemm_s1_bm32_bn32_tm1_tn1_lcontiguous_wm0_wn0_bk32_amk_pa0_pb0_va1_vb1_vc1_st1_csync_u0_mb1_sw1_tile<false>(A, B, C, M, N, K, m0, n0, smem);
+    sgemm_s1_bm32_bn32_tm1_tn1_lcontiguous_wm0_wn0_bk32_amk_pa0_pb0_va1_vb1_vc1_st1_csync_u0_mb1_sw1_tile<false, true>(A, B, C, M, N, K, m0, n0, smem);
   else
-    sgemm_s1_bm32_bn32_tm1_tn1_lcontiguous_wm0_wn0_bk32_amk_pa0_pb0_va1_vb1_vc1_st1_csync_u0_mb1_sw1_tile<true>(A, B, C, M, N, K, m0, n0, smem);
+    sgemm_s1_bm32_bn32_tm1_tn1_lcontiguous_wm0_wn0_bk32_amk_pa0_pb0_va1_vb1_vc1_st1_csync_u0_mb1_sw1_tile<true, true>(A, B, C, M, N, K, m0, n0, smem);
 }

@@ -57,19 +57,19 @@ __device__ __forceinline__ T kg_ldcs(const T* p) {
 #endif  // KERNELGEN_PRELUDE
 // ---- end of prelude ----
 // 1 floats of row r, columns c.. of a rows x cols row-major matrix, zero outside it; one
-// 32-bit load when the vector lies inside and rows start aligned (cols % 1 == 0).
-// CHECK = false: the caller guarantees both (a block inside the matrices), so no test is compiled.
-template <bool CHECK>
-__device__ __forceinline__ float sg_load1(const float* __restrict__ p, int r, int c, int rows, int cols,
-                                                 bool aligned) {
+// 32-bit load when the vector lies inside and rows start ALIGNED (cols % 1 == 0).
+// CHECK = false: the caller guarantees the vector lies inside, so no bounds test is compiled.
+template <bool CHECK, bool ALIGNED>
+__device__ __forceinline__ float sg_load1(const float* __restrict__ p, int r, int c, int rows, int cols) {
   return (!CHECK || (r < rows && c < cols)) ? p[(size_t)r * cols + c] : 0.0f;
 }
 // C = A @ B: a block computes a 64x64 tile of C, staging A and B through 1 shared
 // tile(s) of K = 8 (copied through registers); each of its
 // 512 threads (contiguous layout) accumulates 8x1 elements in registers.
-// CHECK: the block's tile crosses an edge of C, K is not a whole number of tiles, or rows are not
-// vector-aligned; every global access is then tested. Blocks inside (CHECK = false) test nothing.
-template <bool CHECK>
+// CHECK: the block's tile crosses an edge of C, so every global access is tested. Blocks inside C
+// (CHECK = false) test bounds only in the last, partial tile of K. ALIGNED: every row of A, B and C
+// starts vector-aligned (K % 1 == 0, N % 1 == 0); otherwise accesses are element-wise.
+template <bool CHECK, bool ALIGNED>
 __device__ __forceinline__ void sgemm_s1_bm64_bn64_tm8_tn1_lcontiguous_wm0_wn0_bk8_amk_pa0_pb0_va1_vb1_vc1_st1_csync_u0_mb1_sw1_tile(const float* __restrict__ A, const float* __restrict__ B,
                                               float* __restrict__ C, int M, int N, int K, int m0, int n0,
                                               float* smem) {
@@ -78,9 +78,6 @@ __device__ __forceinline__ void sgemm_s1_bm64_bn64_tm8_tn1_lcontiguous_wm0_wn0_b
   const int tid = threadIdx.y * 64 + threadIdx.x;
   const int tm0 = threadIdx.y * 8;
   const int tn0 = threadIdx.x * 1;
-  // Vector accesses need every row to start aligned; otherwise the element-wise path runs.
-  const bool a_aligned = K % 1 == 0, b_aligned = N % 1 == 0;
-  (void)a_aligned; (void)b_aligned;
   float acc[8][1];
   #pragma unroll
   for (int i = 0; i < 8; ++i) {
@@ -91,17 +88,32 @@ __device__ __forceinline__ void sgemm_s1_bm64_bn64_tm8_tn1_lcontiguous_wm0_wn0_b
   float ra[1];
   float rb[1];
   for (int kt = 0; kt < ktiles; ++kt) {
-    #pragma unroll
-    for (int it = 0; it < 1; ++it) {
-      const int e = tid + it * 512;
-      const int r = e / 8, c = e % 8 * 1;
-      ra[it] = sg_load1<CHECK>(A, m0 + r, kt * 8 + c, M, K, a_aligned);
-    }
-    #pragma unroll
-    for (int it = 0; it < 1; ++it) {
-      const int e = tid + it * 512;
-      const int r = e / 64, c = e % 64 * 1;
-      rb[it] = sg_load1<CHECK>(B, kt * 8 + r, n0 + c, K, N, b_aligned);
+    if (CHECK || kt * 8 + 8 > K) {
+      #pragma unroll
+      for (int it = 0; it < 1; ++it) {
+        const int e = tid + it * 512;
+        const int r = e / 8, c = e % 8 * 1;
+        ra[it] = sg_load1<true, ALIGNED>(A, m0 + r, kt * 8 + c, M, K);
+      }
+      #pragma unroll
+      for (int it = 0; it < 1; ++it) {
+        const int e = tid + it * 512;
+        const int r = e / 64, c = e % 64 * 1;
+        rb[it] = sg_load1<true, ALIGNED>(B, kt * 8 + r, n0 + c, K, N);
+      }
+    } else {
+      #pragma unroll
+      for (int it = 0; it < 1; ++it) {
+        const int e = tid + it * 512;
+        const int r = e / 8, c = e % 8 * 1;
+        ra[it] = sg_load1<false, ALIGNED>(A, m0 + r, kt * 8 + c, M, K);
+      }
+      #pragma unroll
+      for (int it = 0; it < 1; ++it) {
+        const int e = tid + it * 512;
+        const int r = e / 64, c = e % 64 * 1;
+        rb[it] = sg_load1<false, ALIGNED>(B, kt * 8 + r, n0 + c, K, N);
+      }
     }
     {
       float* const as = As + (0) * 512;
@@ -146,8 +158,6 @@ __device__ __forceinline__ void sgemm_s1_bm64_bn64_tm8_tn1_lcontiguous_wm0_wn0_b
     __syncthreads();
   }
   // Epilogue: rows and columns past M and N are not stored.
-  const bool c_aligned = N % 1 == 0;
-  (void)c_aligned;
   #pragma unroll
   for (int ri = 0; ri < 1; ++ri) {
     #pragma unroll
@@ -178,9 +188,9 @@ sgemm_s1_bm64_bn64_tm8_tn1_lcontiguous_wm0_wn0_bk8_amk_pa0_pb0_va1_vb1_vc1_st1_c
   extern __shared__ float smem[];
   const int bx = blockIdx.x, by = blockIdx.y;
   const int m0 = by * 64, n0 = bx * 64;
-  const bool inside = m0 + 64 <= M && n0 + 64 <= N && K % 8 == 0 && N % 1 == 0;
+  const bool inside = m0 + 64 <= M && n0 + 64 <= N;
   if (inside)
-    sgemm_s1_bm64_bn64_tm8_tn1_lcontiguous_wm0_wn0_bk8_amk_pa0_pb0_va1_vb1_vc1_st1_csync_u0_mb1_sw1_tile<false>(A, B, C, M, N, K, m0, n0, smem);
+    sgemm_s1_bm64_bn64_tm8_tn1_lcontiguous_wm0_wn0_bk8_amk_pa0_pb0_va1_vb1_vc1_st1_csync_u0_mb1_sw1_tile<false, true>(A, B, C, M, N, K, m0, n0, smem);
   else
-    sgemm_s1_bm64_bn64_tm8_tn1_lcontiguous_wm0_wn0_bk8_amk_pa0_pb0_va1_vb1_vc1_st1_csync_u0_mb1_sw1_tile<true>(A, B, C, M, N, K, m0, n0, smem);
+    sgemm_s1_bm64_bn64_tm8_tn1_lcontiguous_wm0_wn0_bk8_amk_pa0_pb0_va1_vb1_vc1_st1_csync_u0_mb1_sw1_tile<true, true>(A, B, C, M, N, K, m0, n0, smem);
 }

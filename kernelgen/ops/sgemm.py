@@ -271,7 +271,8 @@ class Sgemm(Op):
                  frag_vec_a=4 if km and p["run_m"] % 4 == 0 and lda % 4 == 0 else 1,
                  frag_vec_b=4 if p["run_n"] % 4 == 0 and ldb % 4 == 0 else 1,
                  a_vecs=k["bm"] * k["bk"] // k["vec_a"], b_vecs=k["bk"] * k["bn"] // k["vec_b"])
-        p.update(a_iters=cdiv(p["a_vecs"], nt), b_iters=cdiv(p["b_vecs"], nt))
+        p.update(a_iters=cdiv(p["a_vecs"], nt), b_iters=cdiv(p["b_vecs"], nt),
+                 vectorised=max(k["vec_a"], k["vec_b"], k["vec_c"]) > 1)
         staged = (p["a_iters"] * k["vec_a"] + p["b_iters"] * k["vec_b"]) if k["copy"] == "sync" else 0
         regs = k["tm"] * k["tn"] + k["tm"] + k["tn"] + staged + 28
         cap = min(255, 65536 // (nt * k["min_blocks"]) // 8 * 8)
@@ -286,17 +287,22 @@ class Sgemm(Op):
         grid = (cdiv(N, k["bn"]), cdiv(M, k["bm"]), 1)
         if grid[1] > MAX_GRID_Y:
             raise UsageError(f"sgemm: M={M} needs {grid[1]} block rows of {k['bm']}; the grid holds {MAX_GRID_Y}")
-        launch = Launch(kernel.name, grid, tuple(p["block"]), ("A", "B", "C", "M", "N", "K"), kernel.static_smem)
+        # Rows all start vector-aligned only when K and N are multiples of the widths; otherwise the
+        # kernel with element-wise global accesses.
+        aligned = K % k["vec_a"] == 0 and N % max(k["vec_b"], k["vec_c"]) == 0
+        symbol = kernel.name if aligned or not p.get("vectorised") else kernel.name + "_unaligned"
+        launch = Launch(symbol, grid, tuple(p["block"]), ("A", "B", "C", "M", "N", "K"), kernel.static_smem)
         scalars = tuple(Scalar(n, "int", v) for n, v in (("M", M), ("N", N), ("K", K)))
         align = tuple((b, 4 * v) for b, v in (("A", k["vec_a"]), ("B", k["vec_b"]), ("C", k["vec_c"])) if v > 1)
         return Plan(kernel, problem, (launch,), (), scalars, align)
 
     # -- numbers -----------------------------------------------------------------------------------
     def test_problems(self) -> tuple[dict, ...]:
-        # Odd K and N take the element-wise paths; (130, 260, 20) the 128-bit paths with ragged tiles;
-        # (260, 516, 24) has blocks wholly inside C (the unchecked path) beside ragged ones.
+        # Odd K and N take the element-wise kernel; (130, 260, 20) the 128-bit one with ragged tiles. The
+        # last two have blocks wholly inside C (no bounds tests but in K's partial last tile) beside
+        # ragged ones, with rows aligned and not.
         return ({"M": 1, "N": 1, "K": 1}, {"M": 131, "N": 67, "K": 37}, {"M": 130, "N": 260, "K": 20},
-                {"M": 260, "N": 516, "K": 24})
+                {"M": 260, "N": 516, "K": 20}, {"M": 260, "N": 515, "K": 21})
 
     def check_problem(self, problem: Problem) -> None:
         for d in ("M", "N", "K"):
