@@ -66,8 +66,8 @@ __device__ __forceinline__ float sg_load1(const float* __restrict__ p, int r, in
 // C = A @ B: a block computes a 128x128 tile of C, staging A and B through 1 shared
 // tile(s) of K = 8 (copied through registers); each of its
 // 256 threads (contiguous layout) accumulates 8x8 elements in registers.
-// CHECK: the block's tile crosses an edge of C, so every global access is tested. Blocks inside C
-// (CHECK = false) test bounds only in the last, partial tile of K. ALIGNED: every row of A, B and C
+// CHECK: the block's tile crosses an edge of C, or K is not a whole number of tiles, so every global
+// access is tested; blocks inside C (CHECK = false) test nothing. ALIGNED: every row of A, B and C
 // starts vector-aligned (K % 1 == 0, N % 1 == 0); otherwise accesses are element-wise.
 template <bool CHECK, bool ALIGNED>
 __device__ __forceinline__ void sgemm_s1_bm128_bn128_tm8_tn8_lcontiguous_wm0_wn0_bk8_amk_pa0_pb0_va1_vb1_vc1_st1_csync_u0_mb1_sw1_tile(const float* __restrict__ A, const float* __restrict__ B,
@@ -88,32 +88,17 @@ __device__ __forceinline__ void sgemm_s1_bm128_bn128_tm8_tn8_lcontiguous_wm0_wn0
   float ra[4];
   float rb[4];
   for (int kt = 0; kt < ktiles; ++kt) {
-    if (CHECK || kt * 8 + 8 > K) {
-      #pragma unroll
-      for (int it = 0; it < 4; ++it) {
-        const int e = tid + it * 256;
-        const int r = e / 8, c = e % 8 * 1;
-        ra[it] = sg_load1<true, ALIGNED>(A, m0 + r, kt * 8 + c, M, K);
-      }
-      #pragma unroll
-      for (int it = 0; it < 4; ++it) {
-        const int e = tid + it * 256;
-        const int r = e / 128, c = e % 128 * 1;
-        rb[it] = sg_load1<true, ALIGNED>(B, kt * 8 + r, n0 + c, K, N);
-      }
-    } else {
-      #pragma unroll
-      for (int it = 0; it < 4; ++it) {
-        const int e = tid + it * 256;
-        const int r = e / 8, c = e % 8 * 1;
-        ra[it] = sg_load1<false, ALIGNED>(A, m0 + r, kt * 8 + c, M, K);
-      }
-      #pragma unroll
-      for (int it = 0; it < 4; ++it) {
-        const int e = tid + it * 256;
-        const int r = e / 128, c = e % 128 * 1;
-        rb[it] = sg_load1<false, ALIGNED>(B, kt * 8 + r, n0 + c, K, N);
-      }
+    #pragma unroll
+    for (int it = 0; it < 4; ++it) {
+      const int e = tid + it * 256;
+      const int r = e / 8, c = e % 8 * 1;
+      ra[it] = sg_load1<CHECK, ALIGNED>(A, m0 + r, kt * 8 + c, M, K);
+    }
+    #pragma unroll
+    for (int it = 0; it < 4; ++it) {
+      const int e = tid + it * 256;
+      const int r = e / 128, c = e % 128 * 1;
+      rb[it] = sg_load1<CHECK, ALIGNED>(B, kt * 8 + r, n0 + c, K, N);
     }
     {
       float* const as = As + (0) * 1024;
@@ -192,7 +177,7 @@ sgemm_s1_bm128_bn128_tm8_tn8_lcontiguous_wm0_wn0_bk8_amk_pa0_pb0_va1_vb1_vc1_st1
   extern __shared__ float smem[];
   const int bx = blockIdx.x, by = blockIdx.y;
   const int m0 = by * 128, n0 = bx * 128;
-  const bool inside = m0 + 128 <= M && n0 + 128 <= N;
+  const bool inside = m0 + 128 <= M && n0 + 128 <= N && K % 8 == 0;
   if (inside)
     sgemm_s1_bm128_bn128_tm8_tn8_lcontiguous_wm0_wn0_bk8_amk_pa0_pb0_va1_vb1_vc1_st1_csync_u0_mb1_sw1_tile<false, true>(A, B, C, M, N, K, m0, n0, smem);
   else

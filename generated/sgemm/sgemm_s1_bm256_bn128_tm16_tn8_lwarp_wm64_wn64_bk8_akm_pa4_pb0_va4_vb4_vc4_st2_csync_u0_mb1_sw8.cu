@@ -75,8 +75,8 @@ __device__ __forceinline__ float4 sg_load4(const float* __restrict__ p, int r, i
 // C = A @ B: a block computes a 256x128 tile of C, staging A and B through 2 shared
 // tile(s) of K = 8 (copied through registers); each of its
 // 256 threads (warp layout) accumulates 16x8 elements in registers.
-// CHECK: the block's tile crosses an edge of C, so every global access is tested. Blocks inside C
-// (CHECK = false) test bounds only in the last, partial tile of K. ALIGNED: every row of A, B and C
+// CHECK: the block's tile crosses an edge of C, or K is not a whole number of tiles, so every global
+// access is tested; blocks inside C (CHECK = false) test nothing. ALIGNED: every row of A, B and C
 // starts vector-aligned (K % 4 == 0, N % 4 == 0); otherwise accesses are element-wise.
 template <bool CHECK, bool ALIGNED>
 __device__ __forceinline__ void sgemm_s1_bm256_bn128_tm16_tn8_lwarp_wm64_wn64_bk8_akm_pa4_pb0_va4_vb4_vc4_st2_csync_u0_mb1_sw8_tile(const float* __restrict__ A, const float* __restrict__ B,
@@ -99,32 +99,17 @@ __device__ __forceinline__ void sgemm_s1_bm256_bn128_tm16_tn8_lwarp_wm64_wn64_bk
   float4 ra[2];
   float4 rb[1];
   // Double buffering: the next tile's loads are issued before this tile's math and stored after it.
-  if (CHECK || 0 + 8 > K) {
-    #pragma unroll
-    for (int it = 0; it < 2; ++it) {
-      const int e = tid + it * 256;
-      const int r = e / 2, c = e % 2 * 4;
-      ra[it] = sg_load4<true, ALIGNED>(A, m0 + r, 0 + c, M, K);
-    }
-    #pragma unroll
-    for (int it = 0; it < 1; ++it) {
-      const int e = tid + it * 256;
-      const int r = e / 32, c = e % 32 * 4;
-      rb[it] = sg_load4<true, ALIGNED>(B, 0 + r, n0 + c, K, N);
-    }
-  } else {
-    #pragma unroll
-    for (int it = 0; it < 2; ++it) {
-      const int e = tid + it * 256;
-      const int r = e / 2, c = e % 2 * 4;
-      ra[it] = sg_load4<false, ALIGNED>(A, m0 + r, 0 + c, M, K);
-    }
-    #pragma unroll
-    for (int it = 0; it < 1; ++it) {
-      const int e = tid + it * 256;
-      const int r = e / 32, c = e % 32 * 4;
-      rb[it] = sg_load4<false, ALIGNED>(B, 0 + r, n0 + c, K, N);
-    }
+  #pragma unroll
+  for (int it = 0; it < 2; ++it) {
+    const int e = tid + it * 256;
+    const int r = e / 2, c = e % 2 * 4;
+    ra[it] = sg_load4<CHECK, ALIGNED>(A, m0 + r, 0 + c, M, K);
+  }
+  #pragma unroll
+  for (int it = 0; it < 1; ++it) {
+    const int e = tid + it * 256;
+    const int r = e / 32, c = e % 32 * 4;
+    rb[it] = sg_load4<CHECK, ALIGNED>(B, 0 + r, n0 + c, K, N);
   }
   {
     float* const as = As + (0) * 2080;
@@ -149,32 +134,17 @@ __device__ __forceinline__ void sgemm_s1_bm256_bn128_tm16_tn8_lwarp_wm64_wn64_bk
   for (int kt = 0; kt < ktiles; ++kt) {
     const bool more = kt + 1 < ktiles;
     if (more) {
-      if (CHECK || (kt + 1) * 8 + 8 > K) {
-        #pragma unroll
-        for (int it = 0; it < 2; ++it) {
-          const int e = tid + it * 256;
-          const int r = e / 2, c = e % 2 * 4;
-          ra[it] = sg_load4<true, ALIGNED>(A, m0 + r, (kt + 1) * 8 + c, M, K);
-        }
-        #pragma unroll
-        for (int it = 0; it < 1; ++it) {
-          const int e = tid + it * 256;
-          const int r = e / 32, c = e % 32 * 4;
-          rb[it] = sg_load4<true, ALIGNED>(B, (kt + 1) * 8 + r, n0 + c, K, N);
-        }
-      } else {
-        #pragma unroll
-        for (int it = 0; it < 2; ++it) {
-          const int e = tid + it * 256;
-          const int r = e / 2, c = e % 2 * 4;
-          ra[it] = sg_load4<false, ALIGNED>(A, m0 + r, (kt + 1) * 8 + c, M, K);
-        }
-        #pragma unroll
-        for (int it = 0; it < 1; ++it) {
-          const int e = tid + it * 256;
-          const int r = e / 32, c = e % 32 * 4;
-          rb[it] = sg_load4<false, ALIGNED>(B, (kt + 1) * 8 + r, n0 + c, K, N);
-        }
+      #pragma unroll
+      for (int it = 0; it < 2; ++it) {
+        const int e = tid + it * 256;
+        const int r = e / 2, c = e % 2 * 4;
+        ra[it] = sg_load4<CHECK, ALIGNED>(A, m0 + r, (kt + 1) * 8 + c, M, K);
+      }
+      #pragma unroll
+      for (int it = 0; it < 1; ++it) {
+        const int e = tid + it * 256;
+        const int r = e / 32, c = e % 32 * 4;
+        rb[it] = sg_load4<CHECK, ALIGNED>(B, (kt + 1) * 8 + r, n0 + c, K, N);
       }
     }
     {
@@ -275,7 +245,7 @@ sgemm_s1_bm256_bn128_tm16_tn8_lwarp_wm64_wn64_bk8_akm_pa4_pb0_va4_vb4_vc4_st2_cs
     bx = in_group / rows;
   }
   const int m0 = by * 256, n0 = bx * 128;
-  const bool inside = m0 + 256 <= M && n0 + 128 <= N;
+  const bool inside = m0 + 256 <= M && n0 + 128 <= N && K % 8 == 0;
   if (inside)
     sgemm_s1_bm256_bn128_tm16_tn8_lwarp_wm64_wn64_bk8_akm_pa4_pb0_va4_vb4_vc4_st2_csync_u0_mb1_sw8_tile<false, true>(A, B, C, M, N, K, m0, n0, smem);
   else
@@ -299,7 +269,7 @@ sgemm_s1_bm256_bn128_tm16_tn8_lwarp_wm64_wn64_bk8_akm_pa4_pb0_va4_vb4_vc4_st2_cs
     bx = in_group / rows;
   }
   const int m0 = by * 256, n0 = bx * 128;
-  const bool inside = m0 + 256 <= M && n0 + 128 <= N;
+  const bool inside = m0 + 256 <= M && n0 + 128 <= N && K % 8 == 0;
   if (inside)
     sgemm_s1_bm256_bn128_tm16_tn8_lwarp_wm64_wn64_bk8_akm_pa4_pb0_va4_vb4_vc4_st2_csync_u0_mb1_sw8_tile<false, false>(A, B, C, M, N, K, m0, n0, smem);
   else

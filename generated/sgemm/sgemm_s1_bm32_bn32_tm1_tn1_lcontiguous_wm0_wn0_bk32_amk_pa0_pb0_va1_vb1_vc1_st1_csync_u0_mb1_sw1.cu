@@ -65,8 +65,8 @@ __device__ __forceinline__ float sg_load1(const float* __restrict__ p, int r, in
 // C = A @ B: a block computes a 32x32 tile of C, staging A and B through 1 shared
 // tile(s) of K = 32 (copied through registers); each of its
 // 1024 threads (contiguous layout) accumulates 1x1 elements in registers.
-// CHECK: the block's tile crosses an edge of C, so every global access is tested. Blocks inside C
-// (CHECK = false) test bounds only in the last, partial tile of K. ALIGNED: every row of A, B and C
+// CHECK: the block's tile crosses an edge of C, or K is not a whole number of tiles, so every global
+// access is tested; blocks inside C (CHECK = false) test nothing. ALIGNED: every row of A, B and C
 // starts vector-aligned (K % 1 == 0, N % 1 == 0); otherwise accesses are element-wise.
 template <bool CHECK, bool ALIGNED>
 __device__ __forceinline__ void sgemm_s1_bm32_bn32_tm1_tn1_lcontiguous_wm0_wn0_bk32_amk_pa0_pb0_va1_vb1_vc1_st1_csync_u0_mb1_sw1_tile(const float* __restrict__ A, const float* __restrict__ B,
@@ -87,32 +87,17 @@ __device__ __forceinline__ void sgemm_s1_bm32_bn32_tm1_tn1_lcontiguous_wm0_wn0_b
   float ra[1];
   float rb[1];
   for (int kt = 0; kt < ktiles; ++kt) {
-    if (CHECK || kt * 32 + 32 > K) {
-      #pragma unroll
-      for (int it = 0; it < 1; ++it) {
-        const int e = tid + it * 1024;
-        const int r = e / 32, c = e % 32 * 1;
-        ra[it] = sg_load1<true, ALIGNED>(A, m0 + r, kt * 32 + c, M, K);
-      }
-      #pragma unroll
-      for (int it = 0; it < 1; ++it) {
-        const int e = tid + it * 1024;
-        const int r = e / 32, c = e % 32 * 1;
-        rb[it] = sg_load1<true, ALIGNED>(B, kt * 32 + r, n0 + c, K, N);
-      }
-    } else {
-      #pragma unroll
-      for (int it = 0; it < 1; ++it) {
-        const int e = tid + it * 1024;
-        const int r = e / 32, c = e % 32 * 1;
-        ra[it] = sg_load1<false, ALIGNED>(A, m0 + r, kt * 32 + c, M, K);
-      }
-      #pragma unroll
-      for (int it = 0; it < 1; ++it) {
-        const int e = tid + it * 1024;
-        const int r = e / 32, c = e % 32 * 1;
-        rb[it] = sg_load1<false, ALIGNED>(B, kt * 32 + r, n0 + c, K, N);
-      }
+    #pragma unroll
+    for (int it = 0; it < 1; ++it) {
+      const int e = tid + it * 1024;
+      const int r = e / 32, c = e % 32 * 1;
+      ra[it] = sg_load1<CHECK, ALIGNED>(A, m0 + r, kt * 32 + c, M, K);
+    }
+    #pragma unroll
+    for (int it = 0; it < 1; ++it) {
+      const int e = tid + it * 1024;
+      const int r = e / 32, c = e % 32 * 1;
+      rb[it] = sg_load1<CHECK, ALIGNED>(B, kt * 32 + r, n0 + c, K, N);
     }
     {
       float* const as = As + (0) * 1024;
@@ -187,7 +172,7 @@ sgemm_s1_bm32_bn32_tm1_tn1_lcontiguous_wm0_wn0_bk32_amk_pa0_pb0_va1_vb1_vc1_st1_
   extern __shared__ float smem[];
   const int bx = blockIdx.x, by = blockIdx.y;
   const int m0 = by * 32, n0 = bx * 32;
-  const bool inside = m0 + 32 <= M && n0 + 32 <= N;
+  const bool inside = m0 + 32 <= M && n0 + 32 <= N && K % 32 == 0;
   if (inside)
     sgemm_s1_bm32_bn32_tm1_tn1_lcontiguous_wm0_wn0_bk32_amk_pa0_pb0_va1_vb1_vc1_st1_csync_u0_mb1_sw1_tile<false, true>(A, B, C, M, N, K, m0, n0, smem);
   else

@@ -66,8 +66,8 @@ __device__ __forceinline__ float sg_load1(const float* __restrict__ p, int r, in
 // C = A @ B: a block computes a 64x64 tile of C, staging A and B through 1 shared
 // tile(s) of K = 8 (copied through registers); each of its
 // 512 threads (contiguous layout) accumulates 8x1 elements in registers.
-// CHECK: the block's tile crosses an edge of C, so every global access is tested. Blocks inside C
-// (CHECK = false) test bounds only in the last, partial tile of K. ALIGNED: every row of A, B and C
+// CHECK: the block's tile crosses an edge of C, or K is not a whole number of tiles, so every global
+// access is tested; blocks inside C (CHECK = false) test nothing. ALIGNED: every row of A, B and C
 // starts vector-aligned (K % 1 == 0, N % 1 == 0); otherwise accesses are element-wise.
 template <bool CHECK, bool ALIGNED>
 __device__ __forceinline__ void sgemm_s1_bm64_bn64_tm8_tn1_lcontiguous_wm0_wn0_bk8_amk_pa0_pb0_va1_vb1_vc1_st1_csync_u0_mb1_sw1_tile(const float* __restrict__ A, const float* __restrict__ B,
@@ -88,32 +88,17 @@ __device__ __forceinline__ void sgemm_s1_bm64_bn64_tm8_tn1_lcontiguous_wm0_wn0_b
   float ra[1];
   float rb[1];
   for (int kt = 0; kt < ktiles; ++kt) {
-    if (CHECK || kt * 8 + 8 > K) {
-      #pragma unroll
-      for (int it = 0; it < 1; ++it) {
-        const int e = tid + it * 512;
-        const int r = e / 8, c = e % 8 * 1;
-        ra[it] = sg_load1<true, ALIGNED>(A, m0 + r, kt * 8 + c, M, K);
-      }
-      #pragma unroll
-      for (int it = 0; it < 1; ++it) {
-        const int e = tid + it * 512;
-        const int r = e / 64, c = e % 64 * 1;
-        rb[it] = sg_load1<true, ALIGNED>(B, kt * 8 + r, n0 + c, K, N);
-      }
-    } else {
-      #pragma unroll
-      for (int it = 0; it < 1; ++it) {
-        const int e = tid + it * 512;
-        const int r = e / 8, c = e % 8 * 1;
-        ra[it] = sg_load1<false, ALIGNED>(A, m0 + r, kt * 8 + c, M, K);
-      }
-      #pragma unroll
-      for (int it = 0; it < 1; ++it) {
-        const int e = tid + it * 512;
-        const int r = e / 64, c = e % 64 * 1;
-        rb[it] = sg_load1<false, ALIGNED>(B, kt * 8 + r, n0 + c, K, N);
-      }
+    #pragma unroll
+    for (int it = 0; it < 1; ++it) {
+      const int e = tid + it * 512;
+      const int r = e / 8, c = e % 8 * 1;
+      ra[it] = sg_load1<CHECK, ALIGNED>(A, m0 + r, kt * 8 + c, M, K);
+    }
+    #pragma unroll
+    for (int it = 0; it < 1; ++it) {
+      const int e = tid + it * 512;
+      const int r = e / 64, c = e % 64 * 1;
+      rb[it] = sg_load1<CHECK, ALIGNED>(B, kt * 8 + r, n0 + c, K, N);
     }
     {
       float* const as = As + (0) * 512;
@@ -188,7 +173,7 @@ sgemm_s1_bm64_bn64_tm8_tn1_lcontiguous_wm0_wn0_bk8_amk_pa0_pb0_va1_vb1_vc1_st1_c
   extern __shared__ float smem[];
   const int bx = blockIdx.x, by = blockIdx.y;
   const int m0 = by * 64, n0 = bx * 64;
-  const bool inside = m0 + 64 <= M && n0 + 64 <= N;
+  const bool inside = m0 + 64 <= M && n0 + 64 <= N && K % 8 == 0;
   if (inside)
     sgemm_s1_bm64_bn64_tm8_tn1_lcontiguous_wm0_wn0_bk8_amk_pa0_pb0_va1_vb1_vc1_st1_csync_u0_mb1_sw1_tile<false, true>(A, B, C, M, N, K, m0, n0, smem);
   else
