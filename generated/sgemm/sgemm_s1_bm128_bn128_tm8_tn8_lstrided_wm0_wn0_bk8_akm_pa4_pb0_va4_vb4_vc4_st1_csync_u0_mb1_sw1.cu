@@ -192,9 +192,7 @@ __device__ __forceinline__ void sgemm_s1_bm128_bn128_tm8_tn8_lstrided_wm0_wn0_bk
 }
 
 // Every row of A, B and C starts vector-aligned: the plan picks this kernel when K and N allow.
-// An explicit register budget (1 block(s) of 256 threads per SM): left to itself, NVRTC 12.9
-// capped some of these kernels at 128 registers and spilled.
-extern "C" __global__ void __maxnreg__(255)
+extern "C" __global__ void __launch_bounds__(256)
 sgemm_s1_bm128_bn128_tm8_tn8_lstrided_wm0_wn0_bk8_akm_pa4_pb0_va4_vb4_vc4_st1_csync_u0_mb1_sw1(const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ C, int M, int N, int K) {
   extern __shared__ float smem[];
   const int bx = blockIdx.x, by = blockIdx.y;
@@ -207,9 +205,7 @@ sgemm_s1_bm128_bn128_tm8_tn8_lstrided_wm0_wn0_bk8_akm_pa4_pb0_va4_vb4_vc4_st1_cs
 }
 
 // Any K and N: rows start at any 4-byte offset, so global accesses are element-wise.
-// An explicit register budget (1 block(s) of 256 threads per SM): left to itself, NVRTC 12.9
-// capped some of these kernels at 128 registers and spilled.
-extern "C" __global__ void __maxnreg__(255)
+extern "C" __global__ void __launch_bounds__(256)
 sgemm_s1_bm128_bn128_tm8_tn8_lstrided_wm0_wn0_bk8_akm_pa4_pb0_va4_vb4_vc4_st1_csync_u0_mb1_sw1_unaligned(const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ C, int M, int N, int K) {
   extern __shared__ float smem[];
   const int bx = blockIdx.x, by = blockIdx.y;

@@ -165,9 +165,7 @@ __device__ __forceinline__ void sgemm_s1_bm32_bn32_tm1_tn1_lcontiguous_wm0_wn0_b
   }
 }
 
-// An explicit register budget (1 block(s) of 1024 threads per SM): left to itself, NVRTC 12.9
-// capped some of these kernels at 128 registers and spilled.
-extern "C" __global__ void __maxnreg__(64)
+extern "C" __global__ void __launch_bounds__(1024)
 sgemm_s1_bm32_bn32_tm1_tn1_lcontiguous_wm0_wn0_bk32_amk_pa0_pb0_va1_vb1_vc1_st1_csync_u0_mb1_sw1(const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ C, int M, int N, int K) {
   extern __shared__ float smem[];
   const int bx = blockIdx.x, by = blockIdx.y;
