@@ -75,8 +75,8 @@ __device__ __forceinline__ float4 sg_load4(const float* __restrict__ p, int r, i
 // C = A @ B: a block computes a 256x128 tile of C, staging A and B through 2 shared
 // tile(s) of K = 8 (copied through registers); each of its
 // 256 threads (warp layout) accumulates 16x8 elements in registers.
-// CHECK: the block's tile crosses an edge of C, so every global access is tested; blocks inside C
-// (CHECK = false) test only the loads of K's partial last tile. ALIGNED: every row of A, B and C
+// CHECK: the block's tile crosses an edge of C, or K is not a whole number of tiles, so every global
+// access is tested; blocks inside C (CHECK = false) test nothing. ALIGNED: every row of A, B and C
 // starts vector-aligned (K % 4 == 0, N % 4 == 0); otherwise accesses are element-wise.
 template <bool CHECK, bool ALIGNED>
 __device__ __forceinline__ void sgemm_s1_bm256_bn128_tm16_tn8_lwarp_wm64_wn64_bk8_akm_pa4_pb0_va4_vb4_vc4_st2_csync_u0_mb1_sw8_tile(const float* __restrict__ A, const float* __restrict__ B,
@@ -95,42 +95,39 @@ __device__ __forceinline__ void sgemm_s1_bm256_bn128_tm16_tn8_lwarp_wm64_wn64_bk
     #pragma unroll
     for (int j = 0; j < 8; ++j) acc[i][j] = 0.0f;
   }
-  // Blocks inside C loop over the whole tiles of K only; a partial last tile follows the loop.
-  const int ktiles = CHECK ? (K + 7) / 8 : K / 8;
+  const int ktiles = (K + 7) / 8;
   float4 ra[2];
   float4 rb[1];
   // Double buffering: the next tile's loads are issued before this tile's math and stored after it.
-  if (ktiles > 0) {  // a block inside C with K < 8 has only the partial tile below
+  #pragma unroll
+  for (int it = 0; it < 2; ++it) {
+    const int e = tid + it * 256;
+    const int r = e / 2, c = e % 2 * 4;
+    ra[it] = sg_load4<CHECK, ALIGNED>(A, m0 + r, 0 + c, M, K);
+  }
+  #pragma unroll
+  for (int it = 0; it < 1; ++it) {
+    const int e = tid + it * 256;
+    const int r = e / 32, c = e % 32 * 4;
+    rb[it] = sg_load4<CHECK, ALIGNED>(B, 0 + r, n0 + c, K, N);
+  }
+  {
+    float* const as = As + (0) * 2080;
+    float* const bs = Bs + (0) * 1024;
     #pragma unroll
     for (int it = 0; it < 2; ++it) {
       const int e = tid + it * 256;
       const int r = e / 2, c = e % 2 * 4;
-      ra[it] = sg_load4<CHECK, ALIGNED>(A, m0 + r, 0 + c, M, K);
+      as[(c + 0) * 260 + r] = ra[it].x;
+      as[(c + 1) * 260 + r] = ra[it].y;
+      as[(c + 2) * 260 + r] = ra[it].z;
+      as[(c + 3) * 260 + r] = ra[it].w;
     }
     #pragma unroll
     for (int it = 0; it < 1; ++it) {
       const int e = tid + it * 256;
       const int r = e / 32, c = e % 32 * 4;
-      rb[it] = sg_load4<CHECK, ALIGNED>(B, 0 + r, n0 + c, K, N);
-    }
-    {
-      float* const as = As + (0) * 2080;
-      float* const bs = Bs + (0) * 1024;
-      #pragma unroll
-      for (int it = 0; it < 2; ++it) {
-        const int e = tid + it * 256;
-        const int r = e / 2, c = e % 2 * 4;
-        as[(c + 0) * 260 + r] = ra[it].x;
-        as[(c + 1) * 260 + r] = ra[it].y;
-        as[(c + 2) * 260 + r] = ra[it].z;
-        as[(c + 3) * 260 + r] = ra[it].w;
-      }
-      #pragma unroll
-      for (int it = 0; it < 1; ++it) {
-        const int e = tid + it * 256;
-        const int r = e / 32, c = e % 32 * 4;
-        *reinterpret_cast<float4*>(bs + r * 128 + c) = rb[it];
-      }
+      *reinterpret_cast<float4*>(bs + r * 128 + c) = rb[it];
     }
   }
   __syncthreads();
@@ -202,73 +199,6 @@ __device__ __forceinline__ void sgemm_s1_bm256_bn128_tm16_tn8_lwarp_wm64_wn64_bk
     }
     __syncthreads();
   }
-  if (!CHECK && K % 8) {
-    // K's partial last tile, its loads tested (elements past K are zeros).
-    __syncthreads();  // every thread is done with the stages of the loop
-    #pragma unroll
-    for (int it = 0; it < 2; ++it) {
-      const int e = tid + it * 256;
-      const int r = e / 2, c = e % 2 * 4;
-      ra[it] = sg_load4<true, ALIGNED>(A, m0 + r, ktiles * 8 + c, M, K);
-    }
-    #pragma unroll
-    for (int it = 0; it < 1; ++it) {
-      const int e = tid + it * 256;
-      const int r = e / 32, c = e % 32 * 4;
-      rb[it] = sg_load4<true, ALIGNED>(B, ktiles * 8 + r, n0 + c, K, N);
-    }
-    {
-      float* const as = As + (0) * 2080;
-      float* const bs = Bs + (0) * 1024;
-      #pragma unroll
-      for (int it = 0; it < 2; ++it) {
-        const int e = tid + it * 256;
-        const int r = e / 2, c = e % 2 * 4;
-        as[(c + 0) * 260 + r] = ra[it].x;
-        as[(c + 1) * 260 + r] = ra[it].y;
-        as[(c + 2) * 260 + r] = ra[it].z;
-        as[(c + 3) * 260 + r] = ra[it].w;
-      }
-      #pragma unroll
-      for (int it = 0; it < 1; ++it) {
-        const int e = tid + it * 256;
-        const int r = e / 32, c = e % 32 * 4;
-        *reinterpret_cast<float4*>(bs + r * 128 + c) = rb[it];
-      }
-    }
-    __syncthreads();
-    {
-      const float* const as = As + (0) * 2080;
-      const float* const bs = Bs + (0) * 1024;
-      #pragma unroll
-      for (int kk = 0; kk < 8; ++kk) {
-        float a[16], b[8];
-        #pragma unroll
-        for (int rr = 0; rr < 4; ++rr) {
-          #pragma unroll
-          for (int q = 0; q < 4; q += 4) {
-            const float4 t = *reinterpret_cast<const float4*>(as + kk * 260 + tm0 + rr * 16 + q);
-            a[rr * 4 + q] = t.x; a[rr * 4 + q + 1] = t.y;
-            a[rr * 4 + q + 2] = t.z; a[rr * 4 + q + 3] = t.w;
-          }
-        }
-        #pragma unroll
-        for (int rr = 0; rr < 2; ++rr) {
-          #pragma unroll
-          for (int q = 0; q < 4; q += 4) {
-            const float4 t = *reinterpret_cast<const float4*>(bs + kk * 128 + tn0 + rr * 32 + q);
-            b[rr * 4 + q] = t.x; b[rr * 4 + q + 1] = t.y;
-            b[rr * 4 + q + 2] = t.z; b[rr * 4 + q + 3] = t.w;
-          }
-        }
-        #pragma unroll
-        for (int i = 0; i < 16; ++i) {
-          #pragma unroll
-          for (int j = 0; j < 8; ++j) acc[i][j] = fmaf(a[i], b[j], acc[i][j]);
-        }
-      }
-    }
-  }
   // Epilogue: rows and columns past M and N are not stored.
   #pragma unroll
   for (int ri = 0; ri < 4; ++ri) {
@@ -313,7 +243,7 @@ sgemm_s1_bm256_bn128_tm16_tn8_lwarp_wm64_wn64_bk8_akm_pa4_pb0_va4_vb4_vc4_st2_cs
     bx = in_group / rows;
   }
   const int m0 = by * 256, n0 = bx * 128;
-  const bool inside = m0 + 256 <= M && n0 + 128 <= N;
+  const bool inside = m0 + 256 <= M && n0 + 128 <= N && K % 8 == 0;
   if (inside)
     sgemm_s1_bm256_bn128_tm16_tn8_lwarp_wm64_wn64_bk8_akm_pa4_pb0_va4_vb4_vc4_st2_csync_u0_mb1_sw8_tile<false, true>(A, B, C, M, N, K, m0, n0, smem);
   else
@@ -335,7 +265,7 @@ sgemm_s1_bm256_bn128_tm16_tn8_lwarp_wm64_wn64_bk8_akm_pa4_pb0_va4_vb4_vc4_st2_cs
     bx = in_group / rows;
   }
   const int m0 = by * 256, n0 = bx * 128;
-  const bool inside = m0 + 256 <= M && n0 + 128 <= N;
+  const bool inside = m0 + 256 <= M && n0 + 128 <= N && K % 8 == 0;
   if (inside)
     sgemm_s1_bm256_bn128_tm16_tn8_lwarp_wm64_wn64_bk8_akm_pa4_pb0_va4_vb4_vc4_st2_csync_u0_mb1_sw8_tile<false, false>(A, B, C, M, N, K, m0, n0, smem);
   else

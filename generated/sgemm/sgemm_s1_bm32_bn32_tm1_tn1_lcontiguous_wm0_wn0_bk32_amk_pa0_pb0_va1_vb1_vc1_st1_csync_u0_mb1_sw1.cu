@@ -65,8 +65,8 @@ __device__ __forceinline__ float sg_load1(const float* __restrict__ p, int r, in
 // C = A @ B: a block computes a 32x32 tile of C, staging A and B through 1 shared
 // tile(s) of K = 32 (copied through registers); each of its
 // 1024 threads (contiguous layout) accumulates 1x1 elements in registers.
-// CHECK: the block's tile crosses an edge of C, so every global access is tested; blocks inside C
-// (CHECK = false) test only the loads of K's partial last tile. ALIGNED: every row of A, B and C
+// CHECK: the block's tile crosses an edge of C, or K is not a whole number of tiles, so every global
+// access is tested; blocks inside C (CHECK = false) test nothing. ALIGNED: every row of A, B and C
 // starts vector-aligned (K % 1 == 0, N % 1 == 0); otherwise accesses are element-wise.
 template <bool CHECK, bool ALIGNED>
 __device__ __forceinline__ void sgemm_s1_bm32_bn32_tm1_tn1_lcontiguous_wm0_wn0_bk32_amk_pa0_pb0_va1_vb1_vc1_st1_csync_u0_mb1_sw1_tile(const float* __restrict__ A, const float* __restrict__ B,
@@ -83,8 +83,7 @@ __device__ __forceinline__ void sgemm_s1_bm32_bn32_tm1_tn1_lcontiguous_wm0_wn0_b
     #pragma unroll
     for (int j = 0; j < 1; ++j) acc[i][j] = 0.0f;
   }
-  // Blocks inside C loop over the whole tiles of K only; a partial last tile follows the loop.
-  const int ktiles = CHECK ? (K + 31) / 32 : K / 32;
+  const int ktiles = (K + 31) / 32;
   float ra[1];
   float rb[1];
   for (int kt = 0; kt < ktiles; ++kt) {
@@ -142,62 +141,6 @@ __device__ __forceinline__ void sgemm_s1_bm32_bn32_tm1_tn1_lcontiguous_wm0_wn0_b
     }
     __syncthreads();
   }
-  if (!CHECK && K % 32) {
-    // K's partial last tile, its loads tested (elements past K are zeros).
-    __syncthreads();  // every thread is done with the stages of the loop
-    #pragma unroll
-    for (int it = 0; it < 1; ++it) {
-      const int e = tid + it * 1024;
-      const int r = e / 32, c = e % 32 * 1;
-      ra[it] = sg_load1<true, ALIGNED>(A, m0 + r, ktiles * 32 + c, M, K);
-    }
-    #pragma unroll
-    for (int it = 0; it < 1; ++it) {
-      const int e = tid + it * 1024;
-      const int r = e / 32, c = e % 32 * 1;
-      rb[it] = sg_load1<true, ALIGNED>(B, ktiles * 32 + r, n0 + c, K, N);
-    }
-    {
-      float* const as = As + (0) * 1024;
-      float* const bs = Bs + (0) * 1024;
-      #pragma unroll
-      for (int it = 0; it < 1; ++it) {
-        const int e = tid + it * 1024;
-        const int r = e / 32, c = e % 32 * 1;
-        *reinterpret_cast<float*>(as + r * 32 + c) = ra[it];
-      }
-      #pragma unroll
-      for (int it = 0; it < 1; ++it) {
-        const int e = tid + it * 1024;
-        const int r = e / 32, c = e % 32 * 1;
-        *reinterpret_cast<float*>(bs + r * 32 + c) = rb[it];
-      }
-    }
-    __syncthreads();
-    {
-      const float* const as = As + (0) * 1024;
-      const float* const bs = Bs + (0) * 1024;
-      #pragma unroll
-      for (int kk = 0; kk < 32; ++kk) {
-        float a[1], b[1];
-        #pragma unroll
-        for (int rr = 0; rr < 1; ++rr) {
-          #pragma unroll
-          for (int q = 0; q < 1; ++q) a[rr * 1 + q] = as[(tm0 + rr * 0 + q) * 32 + kk];
-        }
-        #pragma unroll
-        for (int rr = 0; rr < 1; ++rr) {
-          #pragma unroll
-          for (int q = 0; q < 1; ++q) b[rr * 1 + q] = bs[kk * 32 + tn0 + rr * 0 + q];
-        }
-        #pragma unroll
-        for (int i = 0; i < 1; ++i) {
-          #pragma unroll
-          for (int j = 0; j < 1; ++j) acc[i][j] = fmaf(a[i], b[j], acc[i][j]);
-        }
-      }
-    }
-  }
   // Epilogue: rows and columns past M and N are not stored.
   #pragma unroll
   for (int ri = 0; ri < 1; ++ri) {
@@ -227,7 +170,7 @@ sgemm_s1_bm32_bn32_tm1_tn1_lcontiguous_wm0_wn0_bk32_amk_pa0_pb0_va1_vb1_vc1_st1_
   extern __shared__ float smem[];
   const int bx = blockIdx.x, by = blockIdx.y;
   const int m0 = by * 32, n0 = bx * 32;
-  const bool inside = m0 + 32 <= M && n0 + 32 <= N;
+  const bool inside = m0 + 32 <= M && n0 + 32 <= N && K % 32 == 0;
   if (inside)
     sgemm_s1_bm32_bn32_tm1_tn1_lcontiguous_wm0_wn0_bk32_amk_pa0_pb0_va1_vb1_vc1_st1_csync_u0_mb1_sw1_tile<false, true>(A, B, C, M, N, K, m0, n0, smem);
   else

@@ -66,8 +66,8 @@ __device__ __forceinline__ float sg_load1(const float* __restrict__ p, int r, in
 // C = A @ B: a block computes a 64x64 tile of C, staging A and B through 1 shared
 // tile(s) of K = 8 (copied through registers); each of its
 // 512 threads (contiguous layout) accumulates 8x1 elements in registers.
-// CHECK: the block's tile crosses an edge of C, so every global access is tested; blocks inside C
-// (CHECK = false) test only the loads of K's partial last tile. ALIGNED: every row of A, B and C
+// CHECK: the block's tile crosses an edge of C, or K is not a whole number of tiles, so every global
+// access is tested; blocks inside C (CHECK = false) test nothing. ALIGNED: every row of A, B and C
 // starts vector-aligned (K % 1 == 0, N % 1 == 0); otherwise accesses are element-wise.
 template <bool CHECK, bool ALIGNED>
 __device__ __forceinline__ void sgemm_s1_bm64_bn64_tm8_tn1_lcontiguous_wm0_wn0_bk8_amk_pa0_pb0_va1_vb1_vc1_st1_csync_u0_mb1_sw1_tile(const float* __restrict__ A, const float* __restrict__ B,
@@ -84,8 +84,7 @@ __device__ __forceinline__ void sgemm_s1_bm64_bn64_tm8_tn1_lcontiguous_wm0_wn0_b
     #pragma unroll
     for (int j = 0; j < 1; ++j) acc[i][j] = 0.0f;
   }
-  // Blocks inside C loop over the whole tiles of K only; a partial last tile follows the loop.
-  const int ktiles = CHECK ? (K + 7) / 8 : K / 8;
+  const int ktiles = (K + 7) / 8;
   float ra[1];
   float rb[1];
   for (int kt = 0; kt < ktiles; ++kt) {
@@ -143,62 +142,6 @@ __device__ __forceinline__ void sgemm_s1_bm64_bn64_tm8_tn1_lcontiguous_wm0_wn0_b
     }
     __syncthreads();
   }
-  if (!CHECK && K % 8) {
-    // K's partial last tile, its loads tested (elements past K are zeros).
-    __syncthreads();  // every thread is done with the stages of the loop
-    #pragma unroll
-    for (int it = 0; it < 1; ++it) {
-      const int e = tid + it * 512;
-      const int r = e / 8, c = e % 8 * 1;
-      ra[it] = sg_load1<true, ALIGNED>(A, m0 + r, ktiles * 8 + c, M, K);
-    }
-    #pragma unroll
-    for (int it = 0; it < 1; ++it) {
-      const int e = tid + it * 512;
-      const int r = e / 64, c = e % 64 * 1;
-      rb[it] = sg_load1<true, ALIGNED>(B, ktiles * 8 + r, n0 + c, K, N);
-    }
-    {
-      float* const as = As + (0) * 512;
-      float* const bs = Bs + (0) * 512;
-      #pragma unroll
-      for (int it = 0; it < 1; ++it) {
-        const int e = tid + it * 512;
-        const int r = e / 8, c = e % 8 * 1;
-        *reinterpret_cast<float*>(as + r * 8 + c) = ra[it];
-      }
-      #pragma unroll
-      for (int it = 0; it < 1; ++it) {
-        const int e = tid + it * 512;
-        const int r = e / 64, c = e % 64 * 1;
-        *reinterpret_cast<float*>(bs + r * 64 + c) = rb[it];
-      }
-    }
-    __syncthreads();
-    {
-      const float* const as = As + (0) * 512;
-      const float* const bs = Bs + (0) * 512;
-      #pragma unroll
-      for (int kk = 0; kk < 8; ++kk) {
-        float a[8], b[1];
-        #pragma unroll
-        for (int rr = 0; rr < 1; ++rr) {
-          #pragma unroll
-          for (int q = 0; q < 8; ++q) a[rr * 8 + q] = as[(tm0 + rr * 0 + q) * 8 + kk];
-        }
-        #pragma unroll
-        for (int rr = 0; rr < 1; ++rr) {
-          #pragma unroll
-          for (int q = 0; q < 1; ++q) b[rr * 1 + q] = bs[kk * 64 + tn0 + rr * 0 + q];
-        }
-        #pragma unroll
-        for (int i = 0; i < 8; ++i) {
-          #pragma unroll
-          for (int j = 0; j < 1; ++j) acc[i][j] = fmaf(a[i], b[j], acc[i][j]);
-        }
-      }
-    }
-  }
   // Epilogue: rows and columns past M and N are not stored.
   #pragma unroll
   for (int ri = 0; ri < 1; ++ri) {
@@ -228,7 +171,7 @@ sgemm_s1_bm64_bn64_tm8_tn1_lcontiguous_wm0_wn0_bk8_amk_pa0_pb0_va1_vb1_vc1_st1_c
   extern __shared__ float smem[];
   const int bx = blockIdx.x, by = blockIdx.y;
   const int m0 = by * 64, n0 = bx * 64;
-  const bool inside = m0 + 64 <= M && n0 + 64 <= N;
+  const bool inside = m0 + 64 <= M && n0 + 64 <= N && K % 8 == 0;
   if (inside)
     sgemm_s1_bm64_bn64_tm8_tn1_lcontiguous_wm0_wn0_bk8_amk_pa0_pb0_va1_vb1_vc1_st1_csync_u0_mb1_sw1_tile<false, true>(A, B, C, M, N, K, m0, n0, smem);
   else
