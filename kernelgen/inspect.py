@@ -104,6 +104,34 @@ def _sass(cubin: bytes) -> dict[str, Counter]:
     return counts
 
 
+def hot_loops(cubin: bytes, min_ffma: int = 256) -> dict[str, list[tuple[str, ...]]]:
+    """Each kernel's loops (a backward branch to a label) holding at least `min_ffma` FFMAs, as
+    their opcodes in order: where a loop issues its global loads tells whether a prefetch overlaps
+    the math or was sunk by ptxas next to its use."""
+    bodies: dict[str, list[str]] = {}
+    current = None
+    for line in _run("nvdisasm", ["-c"], cubin).splitlines():
+        m = re.match(r"\s*\.text\.(\S+):", line)
+        if m:
+            current = m.group(1)
+            bodies[current] = []
+        elif current:
+            bodies[current].append(line)
+    loops: dict[str, list[tuple[str, ...]]] = {}
+    for sym, lines in bodies.items():
+        labels = {m.group(1): i for i, l in enumerate(lines) if (m := re.match(r"(\.L_x_\d+):", l))}
+        found = []
+        for i, line in enumerate(lines):
+            m = re.search(r"BRA\s+`\((\.L_x_\d+)\)", line)
+            if m and labels.get(m.group(1), i) < i:
+                ops = tuple(m2.group(1) for l in lines[labels[m.group(1)]:i + 1]
+                            if (m2 := re.search(r"/\*[0-9a-f]+\*/\s+(?:@!?U?P\w+\s+)?([A-Z][A-Z0-9_.]*)", l)))
+                if sum(o.startswith("FFMA") for o in ops) >= min_ffma:
+                    found.append(ops)
+        loops[sym] = found
+    return loops
+
+
 def _spills(log: str) -> dict[str, int]:
     spills = {}
     for name, stores, loads in re.findall(
