@@ -285,15 +285,18 @@ def run(op_name, knobs, schedule_file, step, best, db, size, backend, arch, seed
 @click.option("--reps", type=int, default=20, show_default=True)
 @click.option("--max-ms", type=float, default=1000.0, show_default=True,
               help="A schedule whose single run takes longer is recorded as 'timeout' and not repeated.")
-def tune(op_name, size, strategy, budget, seed, db, resume, reps, max_ms):
+@timing_option
+def tune(op_name, size, strategy, budget, seed, db, resume, reps, max_ms, timing):
     """Search the op's schedule space on the GPU; every measurement goes to the tuning database."""
+    from .timing import parse_method
     from .tune import GpuRunner, tune as run_tune
     from .tune.db import TuningDB
+    parse_method(timing)
     op = get_op(op_name)
     problem = parse_size(op, size, small=False)
     from . import gpu
     gpu.require()
-    result = run_tune(op, problem, runner=GpuRunner(reps, max_ms), strategy=strategy, budget=budget, seed=seed,
+    result = run_tune(op, problem, runner=GpuRunner(reps, max_ms, timing), strategy=strategy, budget=budget, seed=seed,
                       db=TuningDB(db) if db else TuningDB(), resume=resume)
     fails = ", ".join(f"{n} {k}" for k, n in sorted(result.failures.items())) or "none"
     click.echo(f"measured {result.measured}, skipped {result.skipped} (already measured), "

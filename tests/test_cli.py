@@ -31,6 +31,7 @@ def test_list_ops_and_one_op():
     (("emit", "reduce_sum", "--schedule", "missing.json"), "does not exist"),
     (("bench", "softmax", "--timing", "fast"), "--timing 'fast' is not a timing method; choose one of events, graph, auto"),
     (("run", "reduce_sum", "--backend", "emulate", "--timing", "graphs"), "--timing 'graphs' is not a timing method"),
+    (("tune", "sgemm", "--timing", "evnts"), "--timing 'evnts' is not a timing method"),
 ])
 def test_user_mistakes_get_one_line_and_exit_2(args, message, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)

@@ -46,13 +46,14 @@ class Runner(Protocol):
 
 class GpuRunner:
     """Validate on fresh inputs at the op's awkward test sizes (tails, single elements), then time at
-    the tuning size with CUDA events; failures become Outcomes. `kernelgen bench` validates the
-    winner again at the full size."""
+    the tuning size as `kernelgen bench` does (`timing`: events, graph or auto); failures become
+    Outcomes. `kernelgen bench` validates the winner again at the full size."""
 
-    def __init__(self, reps: int = 20, max_ms: float = 1000.0):
+    def __init__(self, reps: int = 20, max_ms: float = 1000.0, timing: str = "auto"):
         from .. import gpu
         dev = gpu.device()
         self.arch, self.gpu, self.limits, self.reps, self.max_ms = dev.arch, dev.name, dev.limits(), reps, max_ms
+        self.timing = timing
 
     def __call__(self, op: Op, sched: Schedule, problem: Problem) -> Outcome:
         from ..timing import measure, prepared, time_callable
@@ -66,8 +67,8 @@ class GpuRunner:
             once = time_callable(launch, warmup=1, reps=1, flush_l2=False).median_us
             if once > self.max_ms * 1e3:  # far off the pace: not worth its repetitions
                 return Outcome("timeout", None, f"one run took {once / 1e3:.1f} ms > --max-ms {self.max_ms:g}")
-            m = measure(op, sched, problem, reps=self.reps)
-            return Outcome("ok", m.time_us, f"{m.gbps:.0f} GB/s {m.tflops:.2f} TFLOP/s")
+            m = measure(op, sched, problem, reps=self.reps, timing=self.timing)
+            return Outcome("ok", m.time_us, f"{m.gbps:.0f} GB/s {m.tflops:.2f} TFLOP/s, {m.method} timing")
         except CompileError as e:
             return Outcome("compile_error", None, str(e))
         except LaunchError as e:
