@@ -1,7 +1,7 @@
 """A focused SGEMM search around the default: the knobs the main sweep held fixed (warp shape,
 padding, K unroll, swizzle, bk) for the large-tile family. Appends to a tuning database.
 
-    PYTHONPATH=. python3 bench/sgemm_probe.py DB.jsonl [M,N,K] [wide|default|interior|all]
+    PYTHONPATH=. python3 bench/sgemm_probe.py DB.jsonl [M,N,K] [wide|default|interior|split|all]
 """
 import sys
 
@@ -20,6 +20,16 @@ class Probe(Sgemm):
             yield from self.around_default()
         if self.family in ("interior", "all"):
             yield from self.interior()
+        if self.family in ("split", "all"):
+            yield from self.split_k()
+
+    def split_k(self):
+        """Slices of K (blockIdx.z, atomics into a zeroed C) for the default tile and the 128x128 one
+        that fits two blocks an SM: more, shorter blocks against a ragged last wave."""
+        base = self.default_knobs()
+        for over in (dict(), dict(bm=128, bn=128)):
+            for split_k in (1, 2, 3, 4):
+                yield dict(base, **over, split_k=split_k)
 
     def interior(self):
         """Around the 256x128 default that blocks wholly inside C (no bounds tests) made fastest:

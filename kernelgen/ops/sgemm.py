@@ -78,6 +78,8 @@ class Sgemm(Op):
         Knob("unroll_k", 0, (0, 1, 2, 4), "unroll the K loop inside a tile: 0 fully", "u"),
         Knob("min_blocks", 1, (1, 2, 3, 4), "blocks per SM the registers must allow: __launch_bounds__", "mb"),
         Knob("swizzle", 8, (1, 2, 4, 8, 16), "block rows per group when walking the blocks (L2 reuse)", "sw"),
+        Knob("split_k", 1, (1, 2, 3, 4, 8), "slices of K, one per blockIdx.z, added into C with atomics (C is "
+             "zeroed first): more, shorter blocks for a ragged last wave", "sk"),
     )
     primitives_help = (
         "split(i, BM | BM,TM | BM,S,4 | BM,WM,S,4) and split(j, ...): the loop bound to threadIdx.y|x, or to warp "
@@ -91,7 +93,7 @@ class Sgemm(Op):
 
     # -- schedule <-> knobs ------------------------------------------------------------------------
     def schedule_from_knobs(self, shared, bm, bn, bk, tm, tn, layout, wm, wn, a_layout, pad_a, pad_b,
-                            vec_a, vec_b, vec_c, stages, copy, unroll_k, min_blocks, swizzle) -> Schedule:
+                            vec_a, vec_b, vec_c, stages, copy, unroll_k, min_blocks, swizzle, split_k=1) -> Schedule:
         s = schedule(self.name)
         for loop, b, t, w, thread_axis in (("i", bm, tm, wm, "y"), ("j", bn, tn, wn, "x")):
             if layout == "warp":
@@ -112,6 +114,7 @@ class Sgemm(Op):
         s = s.vectorize("A", vec_a).vectorize("B", vec_b).vectorize("C", vec_c)
         s = s.double_buffer("A", stages).double_buffer("B", stages).annotate("copy", copy).unroll("k.1", unroll_k)
         s = s.annotate("min_blocks", min_blocks) if min_blocks != 1 else s
+        s = s.annotate("split_k", split_k) if split_k != 1 else s
         return s.swizzle(swizzle) if swizzle != 1 else s
 
     def schedule_for(self, problem: Problem) -> Schedule:
@@ -161,7 +164,7 @@ class Sgemm(Op):
         if not k["shared"]:
             return dict(k, bk=0, a_layout="mk", pad_a=0, pad_b=0, vec_a=1, vec_b=1, vec_c=1, stages=1,
                         copy="sync", unroll_k=r.unroll("k", 0), min_blocks=r.annotate("min_blocks", 1, (1, 2, 3, 4)),
-                        swizzle=r.swizzle(1))
+                        swizzle=r.swizzle(1), split_k=1)
         (bk,) = r.split("k", 1, (8,))
         st_a, st_b = r.double_buffer("A", 1, (1, 2, 3, 4)), r.double_buffer("B", 1, (1, 2, 3, 4))
         check(st_a == st_b, "double_buffer", "B", st_b, limit="A and B have the same number of stages", allowed=str(st_a))
@@ -169,7 +172,8 @@ class Sgemm(Op):
                     pad_a=r.storage_align("A", 0), pad_b=r.storage_align("B", 0),
                     vec_a=r.vectorize("A"), vec_b=r.vectorize("B"), vec_c=r.vectorize("C"), stages=st_a,
                     copy=r.annotate("copy", "sync", ("sync", "cp_async")), unroll_k=r.unroll("k.1", 0),
-                    min_blocks=r.annotate("min_blocks", 1, (1, 2, 3, 4)), swizzle=r.swizzle(1))
+                    min_blocks=r.annotate("min_blocks", 1, (1, 2, 3, 4)), swizzle=r.swizzle(1),
+                    split_k=r.annotate("split_k", 1, (1, 2, 3, 4, 8)))
 
     # -- legality ----------------------------------------------------------------------------------
     def check_knobs(self, k: dict, limits: Limits) -> None:
@@ -213,6 +217,10 @@ class Sgemm(Op):
         smem = self.shared_bytes(k)
         check(smem <= limits.max_smem, "double_buffer", "A", k["stages"],
               limit=f"{smem} bytes of shared memory > {limits.max_smem} on {limits.arch}")
+
+    def name_knobs(self, knobs: dict) -> dict:
+        # One slice of K is how every kernel was named before split_k existed: keep those names.
+        return {n: v for n, v in knobs.items() if n != "split_k" or v != 1}
 
     # -- derived sizes -----------------------------------------------------------------------------
     @staticmethod
@@ -284,17 +292,20 @@ class Sgemm(Op):
     def plan(self, kernel: Kernel, problem: Problem, limits: Limits | None = None) -> Plan:
         k, p = dict(kernel.knobs), dict(kernel.params)
         M, N, K = problem["M"], problem["N"], problem["K"]
-        grid = (cdiv(N, k["bn"]), cdiv(M, k["bm"]), 1)
+        grid = (cdiv(N, k["bn"]), cdiv(M, k["bm"]), k.get("split_k", 1))
         if grid[1] > MAX_GRID_Y:
             raise UsageError(f"sgemm: M={M} needs {grid[1]} block rows of {k['bm']}; the grid holds {MAX_GRID_Y}")
         # Rows all start vector-aligned only when K and N are multiples of the widths; otherwise the
         # kernel with element-wise global accesses.
         aligned = K % k["vec_a"] == 0 and N % max(k["vec_b"], k["vec_c"]) == 0
         symbol = kernel.name if aligned or not p.get("vectorised") else kernel.name + "_unaligned"
-        launch = Launch(symbol, grid, tuple(p["block"]), ("A", "B", "C", "M", "N", "K"), kernel.static_smem)
+        launches = (Launch(symbol, grid, tuple(p["block"]), ("A", "B", "C", "M", "N", "K"), kernel.static_smem),)
         scalars = tuple(Scalar(n, "int", v) for n, v in (("M", M), ("N", N), ("K", K)))
+        if grid[2] > 1:  # the slices of K add into C: zero it first
+            fill = Launch(kernel.name + "_zero", (min(cdiv(M * N, 256), 4096), 1, 1), (256, 1, 1), ("C", "MN"))
+            launches, scalars = (fill,) + launches, scalars + (Scalar("MN", "long long", M * N),)
         align = tuple((b, 4 * v) for b, v in (("A", k["vec_a"]), ("B", k["vec_b"]), ("C", k["vec_c"])) if v > 1)
-        return Plan(kernel, problem, (launch,), (), scalars, align)
+        return Plan(kernel, problem, launches, (), scalars, align)
 
     # -- numbers -----------------------------------------------------------------------------------
     def test_problems(self) -> tuple[dict, ...]:
