@@ -130,6 +130,10 @@ def test_schedule_for_avoids_a_ragged_last_wave():
     assert op.threads(pick(2047, 2049)) == 128                               # 272 blocks, 2 per SM
     assert pick(1920, 1920) == op.default_knobs()
     assert pick(256, 256)["bm"] == 128                                     # more, smaller blocks
+    # K sliced over blockIdx.z where the tiles cannot fill the SMs, never where waves are full
+    split = lambda m, n, k: op.knobs_from_schedule(op.schedule_for(op.problem({"M": m, "N": n, "K": k})))["split_k"]
+    assert split(1000, 1000, 1000) > 1 and split(2047, 2049, 1023) > 1
+    assert split(4096, 4096, 4096) == split(2048, 2048, 1024) == split(1, 1, 1) == 1
     for m, n in ((1, 1), (4096, 4096), (50000, 3)):
         op.kernel(op.schedule_for(op.problem({"M": m, "N": n, "K": 1})))
 
@@ -189,6 +193,8 @@ VARIANTS = {
                                                      vec_a=2, vec_b=2, vec_c=2, swizzle=1, pad_a=1),
     "contiguous 4x4, bk 16, partial unroll": dict(layout="contiguous", wm=0, wn=0, bm=64, bn=32, tm=4, tn=4,
                                                    bk=16, unroll_k=2, swizzle=4),
+    "K in 3 slices added into a zeroed C, 128x128": dict(bm=128, bn=128, split_k=3),
+    "K in 8 slices, cp.async (slices shorter than a tile)": dict(split_k=8, copy="cp_async", stages=3, vec_a=1),
 }
 
 

@@ -25,7 +25,9 @@ pads shared rows; `vectorize(A|B|C, 4)` makes global accesses 128-bit; `double_b
 keeps n tiles in flight, copied through registers (`annotate("copy", "sync")`, n <= 2) or with
 cp.async (`annotate("copy", "cp_async")`); `unroll(k.1)` unrolls the tile's K loop;
 `annotate("min_blocks", n)` caps registers so n blocks fit an SM; `swizzle(g)` walks blocks in
-groups of g block rows so neighbours share tiles in L2. Inputs are small integers, so the check
+groups of g block rows so neighbours share tiles in L2; `annotate("split_k", s)` cuts K into s slices
+over blockIdx.z that add into C with atomics after a launch zeroes it (for grids too small to fill the
+SMs; the order of those additions, and so C's last bits, can differ between runs). Blocks wholly inside C run a main loop with no bounds tests. Inputs are small integers, so the check
 against the float64 reference is exact.
 """
 from __future__ import annotations
@@ -45,6 +47,10 @@ MAX_GRID_Y = 65535
 # the speeds measured on an H100 at 2048x2048x1024 where none loses to a ragged last wave
 # (bench_results/sgemm_interior_probe_h100.txt). The second is 4 warps of the same 64x64 warp tiles:
 # two blocks fit an SM, so a ragged last wave wastes half as much.
+SPLITS = (1, 2, 3, 4)            # K slices schedule_for considers
+SM_FLOPS = 0.73 * 66.9e12 / 132  # fp32 flop/s of one H100 SM running the default tile (73% of peak)
+ATOMIC_BYTES_PER_S = 1.5e12      # zeroing C and adding the slices into it (measured cost, not peak)
+LAUNCH_S = 3e-6                  # the extra launch that zeroes C
 TILE_CHOICES = ((dict(), 1, 1.0),
                 (dict(bm=128, bn=128), 2, 0.99),
                 (dict(bm=128, bn=256, tm=8, tn=16), 1, 0.94))
@@ -86,7 +92,8 @@ class Sgemm(Op):
         "and lane, picks the layout (adjacent elements, runs of 4 spaced S apart, warp tiles); bind(i.0, blockIdx.y); "
         "bind(j.0, blockIdx.x); cache_read(A|B, shared) with split(k, BK) (neither: the naive kernel); "
         "annotate(A.shared, mk|km); storage_align(A|B, pad); vectorize(A|B|C, 1|2|4); double_buffer(A|B, 1..4); "
-        "annotate(copy, sync|cp_async); unroll(k.1, n) (naive: unroll(k, n)); annotate(min_blocks, n); swizzle(g)")
+        "annotate(copy, sync|cp_async); unroll(k.1, n) (naive: unroll(k, n)); annotate(min_blocks, n); swizzle(g); "
+        "annotate(split_k, 1|2|3|4|8)")
 
     def all_loops(self) -> tuple[str, ...]:
         return self.loops + tuple(f"{l}.{i}" for l in self.loops for i in range(5))
@@ -118,21 +125,28 @@ class Sgemm(Op):
         return s.swizzle(swizzle) if swizzle != 1 else s
 
     def schedule_for(self, problem: Problem) -> Schedule:
-        """The tile that wastes least on the last, partly filled wave of blocks.
+        """The tile and number of K slices that waste least on the last, partly filled wave.
 
         A wave is one block per slot (SMs x blocks per SM); a last wave of r blocks takes about
         ceil(r / SMs) / (blocks per SM) of a full one. For 2047x2049 the default's 136 blocks of
         256x128 need two full-length waves on 132 SMs, 272 blocks of 128x128 (two per SM) need 1.5.
+        Slicing K (split_k) makes S times the blocks, each S times shorter, for the price of zeroing C
+        and adding S partial products into it. Seconds, from H100 measurements: a block of 256x128
+        runs at SM_FLOPS; predicted 2900/177/362/181 us, measured 2802/192/395/180 us for 4096^3,
+        1000^3, 2047x2049x1023 and 2048x2048x1024 (bench_results/sgemm_split_probe_h100.txt).
         """
         sms = Limits().sms
+        M, N, K = problem["M"], problem["N"], problem["K"]
 
-        def cost(over: dict, per_sm: int, speed: float) -> float:
+        def cost(over: dict, per_sm: int, speed: float, slices: int) -> float:
             k = dict(self.default_knobs(), **over)
-            full, rest = divmod(cdiv(problem["M"], k["bm"]) * cdiv(problem["N"], k["bn"]), sms * per_sm)
-            return (full + cdiv(rest, sms) / per_sm) * per_sm * k["bm"] * k["bn"] / speed
+            full, rest = divmod(cdiv(M, k["bm"]) * cdiv(N, k["bn"]) * slices, sms * per_sm)
+            wave = per_sm * 2 * k["bm"] * k["bn"] * cdiv(K, slices) / (SM_FLOPS * speed)
+            adds = 4 * M * N * (1 + slices) / ATOMIC_BYTES_PER_S + LAUNCH_S if slices > 1 else 0.0
+            return (full + cdiv(rest, sms) / per_sm) * wave + adds
 
-        over = min(TILE_CHOICES, key=lambda c: cost(*c))[0]
-        return self.schedule_from_knobs(**dict(self.default_knobs(), **over))
+        over, _, _, slices = min(((*c, sl) for c in TILE_CHOICES for sl in SPLITS), key=lambda c: cost(*c))
+        return self.schedule_from_knobs(**dict(self.default_knobs(), **over, split_k=slices))
 
     def _read_dim(self, r: ScheduleReader, loop: str, axis: str, default: tuple) -> tuple[str, int, int, int]:
         """(layout, block extent, thread extent, warp extent) of loop i or j."""
@@ -404,3 +418,6 @@ class Sgemm(Op):
                         for swizzle in (1, 8):
                             yield dict(base, bm=bm, bn=bn, wm=wm, wn=wn, tm=tm, tn=tn, bk=bk, stages=stages,
                                        copy=copy, a_layout=a_layout, vec_a=vec_a, swizzle=swizzle)
+        for over in (dict(), dict(bm=128, bn=128)):   # K slices, for grids that cannot fill the SMs
+            for split_k in (2, 3, 4, 8):
+                yield dict(base, **over, split_k=split_k)
