@@ -76,8 +76,9 @@ __device__ __forceinline__ float4 sg_load4(const float* __restrict__ p, int r, i
 // C = A @ B: a block computes a 128x128 tile of C, staging A and B through 1 shared
 // tile(s) of K = 8 (copied through registers); each of its
 // 256 threads (strided layout) accumulates 8x8 elements in registers.
-// CHECK: the block's tile crosses an edge of C, or K is not a whole number of tiles, so every global
-// access is tested; blocks inside C (CHECK = false) test nothing. ALIGNED: every row of A, B and C
+// K is the length of this block's slice of K and ldA A's row stride (the whole K). CHECK: the block's
+// tile crosses an edge of C, or K is not a whole number of tiles, so every global access is tested;
+// blocks inside C (CHECK = false) test nothing. ALIGNED: every row of A, B and C
 // starts vector-aligned (K % 4 == 0, N % 4 == 0); otherwise accesses are element-wise.
 template <bool CHECK, bool ALIGNED>
 __device__ __forceinline__ void sgemm_s1_bm128_bn128_tm8_tn8_lstrided_wm0_wn0_bk8_akm_pa4_pb0_va4_vb4_vc4_st1_csync_u0_mb1_sw1_tile(const float* __restrict__ A, const float* __restrict__ B,
