@@ -89,25 +89,11 @@ def _resources(cubin: bytes) -> dict[str, dict[str, int]]:
     return res
 
 
-def _sass(cubin: bytes) -> dict[str, Counter]:
-    counts: dict[str, Counter] = {}
-    current = None
-    for line in _run("nvdisasm", ["-c"], cubin).splitlines():
-        m = re.match(r"\s*\.text\.(\S+):", line)
-        if m:
-            current = m.group(1)
-            counts[current] = Counter()
-            continue
-        m = re.search(r"/\*[0-9a-f]+\*/\s+(?:@!?U?P\w+\s+)?([A-Z][A-Z0-9_.]*)", line)
-        if current and m:
-            counts[current][m.group(1)] += 1
-    return counts
+_OPCODE = re.compile(r"/\*[0-9a-f]+\*/\s+(?:@!?U?P\w+\s+)?([A-Z][A-Z0-9_.]*)")  # an instruction, past its predicate
 
 
-def hot_loops(cubin: bytes, min_ffma: int = 256) -> dict[str, list[tuple[str, ...]]]:
-    """Each kernel's loops (a backward branch to a label) holding at least `min_ffma` FFMAs, as
-    their opcodes in order: where a loop issues its global loads tells whether a prefetch overlaps
-    the math or was sunk by ptxas next to its use."""
+def _functions(cubin: bytes) -> dict[str, list[str]]:
+    """nvdisasm's lines of each kernel in the cubin."""
     bodies: dict[str, list[str]] = {}
     current = None
     for line in _run("nvdisasm", ["-c"], cubin).splitlines():
@@ -117,15 +103,26 @@ def hot_loops(cubin: bytes, min_ffma: int = 256) -> dict[str, list[tuple[str, ..
             bodies[current] = []
         elif current:
             bodies[current].append(line)
+    return bodies
+
+
+def _sass(cubin: bytes) -> dict[str, Counter]:
+    return {sym: Counter(m.group(1) for line in lines if (m := _OPCODE.search(line)))
+            for sym, lines in _functions(cubin).items()}
+
+
+def hot_loops(cubin: bytes, min_ffma: int = 256) -> dict[str, list[tuple[str, ...]]]:
+    """Each kernel's loops (a backward branch to a label) holding at least `min_ffma` FFMAs, as
+    their opcodes in order: where a loop issues its global loads tells whether a prefetch overlaps
+    the math or was sunk by ptxas next to its use."""
     loops: dict[str, list[tuple[str, ...]]] = {}
-    for sym, lines in bodies.items():
+    for sym, lines in _functions(cubin).items():
         labels = {m.group(1): i for i, l in enumerate(lines) if (m := re.match(r"(\.L_x_\d+):", l))}
         found = []
         for i, line in enumerate(lines):
             m = re.search(r"BRA\s+`\((\.L_x_\d+)\)", line)
             if m and labels.get(m.group(1), i) < i:
-                ops = tuple(m2.group(1) for l in lines[labels[m.group(1)]:i + 1]
-                            if (m2 := re.search(r"/\*[0-9a-f]+\*/\s+(?:@!?U?P\w+\s+)?([A-Z][A-Z0-9_.]*)", l)))
+                ops = tuple(op.group(1) for l in lines[labels[m.group(1)]:i + 1] if (op := _OPCODE.search(l)))
                 if sum(o.startswith("FFMA") for o in ops) >= min_ffma:
                     found.append(ops)
         loops[sym] = found
