@@ -27,8 +27,9 @@ cp.async (`annotate("copy", "cp_async")`); `unroll(k.1)` unrolls the tile's K lo
 `annotate("min_blocks", n)` caps registers so n blocks fit an SM; `swizzle(g)` walks blocks in
 groups of g block rows so neighbours share tiles in L2; `annotate("split_k", s)` cuts K into s slices
 over blockIdx.z that add into C with atomics after a launch zeroes it (for grids too small to fill the
-SMs; the order of those additions, and so C's last bits, can differ between runs). Blocks wholly inside C run a main loop with no bounds tests. Inputs are small integers, so the check
-against the float64 reference is exact.
+SMs; the order of those additions, and so C's last bits, can differ between runs). Blocks wholly
+inside C run a main loop with no bounds tests. Inputs are small integers, so the check against the
+float64 reference is exact.
 """
 from __future__ import annotations
 
@@ -43,14 +44,15 @@ from .base import Dim, Kernel, Knob, LadderStep, Launch, Limits, Op, Plan, Probl
 LAYOUTS = ("contiguous", "strided", "warp")
 RUN = 4                  # rows (columns) per run in the strided and warp layouts: one 128-bit shared load
 MAX_GRID_Y = 65535
-# schedule_for's candidates: (knobs over the default, blocks per SM, speed relative to the default),
-# the speeds measured on an H100 at 2048x2048x1024 where none loses to a ragged last wave
-# (bench_results/sgemm_interior_probe_h100.txt). The second is 4 warps of the same 64x64 warp tiles:
-# two blocks fit an SM, so a ragged last wave wastes half as much.
+# schedule_for's cost model (H100 measurements, see schedule_for).
 SPLITS = (1, 2, 3, 4)            # K slices schedule_for considers
 SM_FLOPS = 0.73 * 66.9e12 / 132  # fp32 flop/s of one H100 SM running the default tile (73% of peak)
 ATOMIC_BYTES_PER_S = 1.5e12      # zeroing C and adding the slices into it (measured cost, not peak)
 LAUNCH_S = 3e-6                  # the extra launch that zeroes C
+# schedule_for's candidates: (knobs over the default, blocks per SM, speed relative to the default),
+# the speeds measured on an H100 at 2048x2048x1024 where none loses to a ragged last wave
+# (bench_results/sgemm_interior_probe_h100.txt). The second is 4 warps of the same 64x64 warp tiles:
+# two blocks fit an SM, so a ragged last wave wastes half as much.
 TILE_CHOICES = ((dict(), 1, 1.0),
                 (dict(bm=128, bn=128), 2, 0.99),
                 (dict(bm=128, bn=256, tm=8, tn=16), 1, 0.94))
@@ -82,7 +84,7 @@ class Sgemm(Op):
         Knob("stages", 2, (1, 2, 3, 4), "shared tiles in flight (double_buffer)", "st"),
         Knob("copy", "sync", ("sync", "cp_async"), "global->shared copy through registers, or cp.async", "c"),
         Knob("unroll_k", 0, (0, 1, 2, 4), "unroll the K loop inside a tile: 0 fully", "u"),
-        Knob("min_blocks", 1, (1, 2, 3, 4), "blocks per SM the registers must allow: __launch_bounds__", "mb"),
+        Knob("min_blocks", 1, (1, 2, 3, 4), "blocks per SM the registers must allow (> 1: a __maxnreg__ budget)", "mb"),
         Knob("swizzle", 8, (1, 2, 4, 8, 16), "block rows per group when walking the blocks (L2 reuse)", "sw"),
         Knob("split_k", 1, (1, 2, 3, 4, 8), "slices of K, one per blockIdx.z, added into C with atomics (C is "
              "zeroed first): more, shorter blocks for a ragged last wave", "sk"),
@@ -271,7 +273,8 @@ class Sgemm(Op):
             block = (nt, 1, 1)
         else:
             block = (k["bn"] // k["tn"], k["bm"] // k["tm"], 1)
-        p = dict(k, threads=nt, block=block, warps_n=k["bn"] // max(k["wn"], 1), lanes_n=k["wn"] // k["tn"])
+        p = dict(k, threads=nt, block=block, warps_n=k["bn"] // max(k["wn"], 1), lanes_n=k["wn"] // k["tn"],
+                 vectorised=max(k["vec_a"], k["vec_b"], k["vec_c"]) > 1)
         if not k["shared"]:
             return p, 0, 24
         for d, t in (("m", k["tm"]), ("n", k["tn"])):
@@ -293,8 +296,7 @@ class Sgemm(Op):
                  frag_vec_a=4 if km and p["run_m"] % 4 == 0 and lda % 4 == 0 else 1,
                  frag_vec_b=4 if p["run_n"] % 4 == 0 and ldb % 4 == 0 else 1,
                  a_vecs=k["bm"] * k["bk"] // k["vec_a"], b_vecs=k["bk"] * k["bn"] // k["vec_b"])
-        p.update(a_iters=cdiv(p["a_vecs"], nt), b_iters=cdiv(p["b_vecs"], nt),
-                 vectorised=max(k["vec_a"], k["vec_b"], k["vec_c"]) > 1)
+        p.update(a_iters=cdiv(p["a_vecs"], nt), b_iters=cdiv(p["b_vecs"], nt))
         staged = (p["a_iters"] * k["vec_a"] + p["b_iters"] * k["vec_b"]) if k["copy"] == "sync" else 0
         regs = k["tm"] * k["tn"] + k["tm"] + k["tn"] + staged + 28
         cap = min(255, 65536 // (nt * k["min_blocks"]) // 8 * 8)
@@ -306,13 +308,13 @@ class Sgemm(Op):
     def plan(self, kernel: Kernel, problem: Problem, limits: Limits | None = None) -> Plan:
         k, p = dict(kernel.knobs), dict(kernel.params)
         M, N, K = problem["M"], problem["N"], problem["K"]
-        grid = (cdiv(N, k["bn"]), cdiv(M, k["bm"]), k.get("split_k", 1))
+        grid = (cdiv(N, k["bn"]), cdiv(M, k["bm"]), k["split_k"])
         if grid[1] > MAX_GRID_Y:
             raise UsageError(f"sgemm: M={M} needs {grid[1]} block rows of {k['bm']}; the grid holds {MAX_GRID_Y}")
         # Rows all start vector-aligned only when K and N are multiples of the widths; otherwise the
         # kernel with element-wise global accesses.
         aligned = K % k["vec_a"] == 0 and N % max(k["vec_b"], k["vec_c"]) == 0
-        symbol = kernel.name if aligned or not p.get("vectorised") else kernel.name + "_unaligned"
+        symbol = kernel.name if aligned or not p["vectorised"] else kernel.name + "_unaligned"
         launches = (Launch(symbol, grid, tuple(p["block"]), ("A", "B", "C", "M", "N", "K"), kernel.static_smem),)
         scalars = tuple(Scalar(n, "int", v) for n, v in (("M", M), ("N", N), ("K", K)))
         if grid[2] > 1:  # the slices of K add into C: zero it first
