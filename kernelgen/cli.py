@@ -107,7 +107,10 @@ def select(op: Op, knobs: tuple[str, ...], schedule_file: str | None, step: int 
 
 
 def timing_option(fn):
-    return click.option("--timing", default="auto", show_default=True, metavar="events|graph|auto",
+    def checked(ctx, param, value):  # a bad method is a usage error before any GPU work
+        from .timing import parse_method
+        return parse_method(value)
+    return click.option("--timing", default="auto", show_default=True, metavar="events|graph|auto", callback=checked,
                         help="GPU timing: events around one launch (L2 flushed), or CUDA-graph replays over "
                              "rotating input sets; auto = graph below 64 MB moved.")(fn)
 
@@ -242,9 +245,7 @@ def run(op_name, knobs, schedule_file, step, best, db, size, backend, arch, seed
     """Compile, inspect, validate against float64 numpy, and (on a GPU) time one schedule."""
     from . import gpu
     from .inspect import inspect_kernel
-    from .timing import parse_method
     from .validate import validate
-    parse_method(timing)
     op = get_op(op_name)
     if backend == "auto":
         backend = "gpu" if gpu.available() else "emulate"
@@ -288,10 +289,8 @@ def run(op_name, knobs, schedule_file, step, best, db, size, backend, arch, seed
 @timing_option
 def tune(op_name, size, strategy, budget, seed, db, resume, reps, max_ms, timing):
     """Search the op's schedule space on the GPU; every measurement goes to the tuning database."""
-    from .timing import parse_method
     from .tune import GpuRunner, tune as run_tune
     from .tune.db import TuningDB
-    parse_method(timing)
     op = get_op(op_name)
     problem = parse_size(op, size, small=False)
     from . import gpu
@@ -321,8 +320,6 @@ def tune(op_name, size, strategy, budget, seed, db, resume, reps, max_ms, timing
 def bench(op_name, size, ladder, best, db, reps, markdown, timing):
     """Validate and time schedules against the vendor library in the same run, the same way."""
     from .bench import bench_rows, format_rows
-    from .timing import parse_method
-    parse_method(timing)
     op = get_op(op_name)
     problem = parse_size(op, size, small=False)
     rows = bench_rows(op, problem, ladder=ladder, best_db=(db or str(config.tuning_db())) if best else None, reps=reps,
