@@ -17,7 +17,7 @@ QUALIFIER = re.compile(r"__maxnreg__\(\d+\)|__launch_bounds__\([^)]*\)")
 
 op = get_op("sgemm")
 problem = op.problem({"M": 4096, "N": 4096, "K": 4096})
-limits = gpu.device().limits()
+limits = gpu.device()
 arrays = device_arrays(op, problem)
 steps = op.ladder()
 for label, sched in [(f"step{i}", steps[i - 1].schedule) for i in (2, 3, 4, 7, 8, 9)]:

@@ -33,5 +33,5 @@ for method in ("events", "graph"):
                     "spread": f"{m.spread:.0%}", "valid": "ok" if ok else "WRONG", "timed by": m.method,
                     "kernel": m.kernel})
 dev = gpu.device()
-print(f"softmax {p} on {dev.name}; heuristic = {op.knobs_from_schedule(heuristic)}")
+print(f"softmax {p} on {dev.gpu}; heuristic = {op.knobs_from_schedule(heuristic)}")
 print(table(out, ["method", "schedule", "us", "GB/s", "spread", "valid", "timed by", "kernel"]))

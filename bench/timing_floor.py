@@ -11,7 +11,7 @@ from kernelgen import gpu
 from kernelgen.timing import MIN_LAUNCHES, rotation, time_callable, time_graph
 
 dev = gpu.device()
-print(f"{dev.name} ({dev.arch}), L2 {dev.l2_bytes >> 20} MiB, {datetime.date.today()}, cupy {cupy.__version__}")
+print(f"{dev.gpu} ({dev.arch}), L2 {dev.l2_bytes >> 20} MiB, {datetime.date.today()}, cupy {cupy.__version__}")
 src = r'''
 extern "C" __global__ void empty() {}
 // Each thread copies N float4 (all N loads issued before the stores, as a register-row softmax does).

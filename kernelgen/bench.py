@@ -13,6 +13,7 @@ import datetime
 from . import config, gpu
 from .errors import ScheduleError
 from .ops.base import Op, Problem
+from .prepared import prepare
 from .schedule import Schedule
 from .timing import choose_method, describe, measure, measure_vendor
 from .validate import validate
@@ -36,7 +37,7 @@ def bench_rows(op: Op, problem: Problem, *, ladder: bool = False, best_db: str |
     rows, skipped = [], []
     for label, sched in scheds:
         try:
-            op.plan(op.kernel(sched, gpu.device().limits()), problem, gpu.device().limits())
+            prepare(op, sched, problem, gpu.device())
         except ScheduleError as e:  # e.g. the default keeps rows in registers and this row is longer
             skipped.append(f"{label}: not applicable to {problem}: {e}")
             continue
@@ -77,7 +78,7 @@ def format_rows(op: Op, problem: Problem, rows: list[dict], markdown: bool, *, t
     method = choose_method(timing, op.bytes_moved(problem))
     notes = [f"note: {r['step']} timed by {r['timing']}" for r in rows if r.get("timing", method) != method]
     head = ("\n\n" if markdown else "\n").join([
-        f"{op.name} {problem} on {dev.name} ({dev.arch}), {datetime.date.today()}, kernelgen {config.VERSION}; "
+        f"{op.name} {problem} on {dev.gpu} ({dev.arch}), {datetime.date.today()}, kernelgen {config.VERSION}; "
         f"speedup vs the first row, vs_vendor = vendor time / this time", describe(method, op, problem, reps), *notes])
     rows = [_fmt(r) for r in rows]
     if markdown:

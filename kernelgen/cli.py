@@ -25,15 +25,16 @@ from . import config
 from .bench import table
 from .errors import KernelgenError, UsageError, ValidationError
 from .ops import OPS, get_op
-from .ops.base import Limits, Op, Problem
+from .ops.base import Op, Problem
+from .target import DEFAULT_ARCH, parse_arch, target
 from .schedule import Schedule
 
 
 # -- argument parsing ----------------------------------------------------------------------------
-def parse_size(op: Op, text: str | None, small: bool) -> Problem:
+def parse_size(op: Op, text: str | None, small: bool, dtype: str = "float32", out_dtype: str | None = None) -> Problem:
     """`M=127,N=1000,K=1`, or values in the op's dim order (`127,1000,1` or `127x1000x1`)."""
     if not text:
-        return op.problem(small=small)
+        return op.problem(small=small, dtype=dtype, out_dtype=out_dtype)
     parts = [p for p in text.replace("x", ",").split(",") if p.strip()]
     sizes = {}
     for i, part in enumerate(parts):
@@ -47,7 +48,7 @@ def parse_size(op: Op, text: str | None, small: bool) -> Problem:
         except ValueError:
             raise UsageError(f"size {part!r} is not an integer; write e.g. "
                              + ",".join(f"{d.name}={d.default}" for d in op.dims)) from None
-    return op.problem(sizes, small=small)
+    return op.problem(sizes, small=small, dtype=dtype, out_dtype=out_dtype)
 
 
 def parse_knob(op: Op, text: str) -> tuple[str, object]:
@@ -115,6 +116,13 @@ def timing_option(fn):
                              "rotating input sets; auto = graph below 64 MB moved.")(fn)
 
 
+def dtype_options(fn):
+    """--dtype and --out-dtype: the problem's element types (inputs, and outputs where they differ)."""
+    fn = click.option("--out-dtype", metavar="TYPE", help="Output element type (default: the input type).")(fn)
+    return click.option("--dtype", default="float32", show_default=True, metavar="float32|float16|bfloat16",
+                        help="Input element type (ops list theirs in `kernelgen list OP`).")(fn)
+
+
 def selection_options(fn):
     options = [
         click.option("--knob", "-k", "knobs", multiple=True, metavar="NAME=VALUE", help="Set a knob of the default schedule."),
@@ -174,9 +182,11 @@ def list_cmd(op_name):
 @click.option("--size", help="Problem size (for --best): M=..,N=.. or values in dim order.")
 @click.option("--all", "all_ops", is_flag=True, help="Every op's default and ladder kernels (what generated/ holds).")
 @click.option("--ladder", is_flag=True, help="Every step of the op's ladder.")
-@click.option("--arch", default=config.DEFAULT_ARCH, show_default=True, help="Target for the legality limits.")
+@click.option("--arch", default=DEFAULT_ARCH, show_default=True, callback=lambda c, p, v: parse_arch(v),
+              help="Target arch: its limits and features decide legality; it is in the kernel's name.")
 @click.option("--out", "-o", "out_dir", default="generated", show_default=True, help="Output folder.")
-def emit(op_name, knobs, schedule_file, step, best, db, size, all_ops, ladder, arch, out_dir):
+@dtype_options
+def emit(op_name, knobs, schedule_file, step, best, db, size, all_ops, ladder, arch, out_dir, dtype, out_dtype):
     """Write the .cu file(s) of a schedule (only when the content changed)."""
     from .emit import generated_kernels, write_all, write_kernel
     if all_ops:
@@ -186,12 +196,13 @@ def emit(op_name, knobs, schedule_file, step, best, db, size, all_ops, ladder, a
     if not op_name:
         raise UsageError("name an op (see `kernelgen list`) or pass --all")
     op = get_op(op_name)
-    limits = Limits(arch=arch)
+    limits = target(arch)
     if ladder:
         kernels = [k for _, k in generated_kernels(op, limits)]
     else:
-        problem = parse_size(op, size, small=False) if size else None
-        kernels = [op.kernel(select(op, knobs, schedule_file, step, best, problem, db), limits)]
+        types = op.types(dtype, out_dtype)
+        problem = parse_size(op, size, False, dtype, out_dtype) if size else None
+        kernels = [op.kernel(select(op, knobs, schedule_file, step, best, problem, db), limits, types)]
     for kernel in kernels:
         path, changed = write_kernel(kernel, Path(out_dir))
         click.echo(f"{path}{'' if changed else ' (unchanged)'}")
@@ -202,21 +213,22 @@ def emit(op_name, knobs, schedule_file, step, best, db, size, all_ops, ladder, a
 @click.argument("op_name")
 @selection_options
 @click.option("--ladder", is_flag=True, help="Every step of the op's ladder.")
-@click.option("--arch", default=config.DEFAULT_ARCH, show_default=True)
+@click.option("--arch", default=DEFAULT_ARCH, show_default=True, callback=lambda c, p, v: parse_arch(v),
+              help="Compile target.")
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per kernel.")
-def inspect(op_name, knobs, schedule_file, step, best, db, ladder, arch, as_json):
+@dtype_options
+def inspect(op_name, knobs, schedule_file, step, best, db, ladder, arch, as_json, dtype, out_dtype):
     """Registers, shared/local memory, spills and SASS facts of each kernel (no GPU needed)."""
-    from .compile import check_arch
     from .emit import generated_kernels
     from .inspect import inspect_kernel
-    check_arch(arch)
     op = get_op(op_name)
-    limits = Limits(arch=arch)
+    limits = target(arch)
     kernels = (generated_kernels(op, limits) if ladder
-               else [("selected", op.kernel(select(op, knobs, schedule_file, step, best, None, db), limits))])
+               else [("selected", op.kernel(select(op, knobs, schedule_file, step, best, None, db), limits,
+                                            op.types(dtype, out_dtype)))])
     rows = []
     for label, kernel in kernels:
-        for f in inspect_kernel(kernel, arch):
+        for f in inspect_kernel(kernel, kernel.arch):  # a ladder step may name its own arch
             rows.append(dict(f.row(), step=label.split(":")[0]))
     if as_json:
         for r in rows:
@@ -240,8 +252,9 @@ def inspect(op_name, knobs, schedule_file, step, best, db, ladder, arch, as_json
               help="Emulator: order of threads between barriers.")
 @click.option("--emit", "emit_dir", metavar="DIR", help="Also write the .cu file to DIR.")
 @timing_option
+@dtype_options
 def run(op_name, knobs, schedule_file, step, best, db, size, backend, arch, seed, reps, check, order, emit_dir,
-        timing):
+        timing, dtype, out_dtype):
     """Compile, inspect, validate against float64 numpy, and (on a GPU) time one schedule."""
     from . import gpu
     from .inspect import inspect_kernel
@@ -249,11 +262,11 @@ def run(op_name, knobs, schedule_file, step, best, db, size, backend, arch, seed
     op = get_op(op_name)
     if backend == "auto":
         backend = "gpu" if gpu.available() else "emulate"
-    problem = parse_size(op, size, small=backend == "emulate")
+    problem = parse_size(op, size, backend == "emulate", dtype, out_dtype)
     sched = select(op, knobs, schedule_file, step, best, problem, db)
-    arch = gpu.device().arch if backend == "gpu" else (arch or config.DEFAULT_ARCH)
-    limits = gpu.device().limits() if backend == "gpu" else Limits(arch=arch)
-    kernel = op.kernel(sched, limits)
+    limits = gpu.device() if backend == "gpu" else target(parse_arch(arch or DEFAULT_ARCH))
+    arch = limits.arch
+    kernel = op.for_schedule(sched).kernel(sched, limits, problem.types)
     click.echo(f"kernel   {kernel.name}\nschedule {sched}\nproblem  {problem}   backend {backend}   arch {arch}")
     if emit_dir:
         from .emit import write_kernel
@@ -270,7 +283,7 @@ def run(op_name, knobs, schedule_file, step, best, db, size, backend, arch, seed
         m = measure(op, sched, problem, reps=reps, timing=timing)
         dev = gpu.device()
         click.echo(f"time     {m.time_us:.2f} us (spread {m.spread:.1%})  {m.gbps:.0f} GB/s  "
-                   f"{m.tflops:.2f} TFLOP/s  {m.roofline:.0%} of the {m.bound} roof of {dev.name}\n"
+                   f"{m.tflops:.2f} TFLOP/s  {m.roofline:.0%} of the {m.bound} roof of {dev.gpu}\n"
                    f"         {describe(m.method, op.for_schedule(sched), problem, reps)}")
 
 
@@ -287,12 +300,13 @@ def run(op_name, knobs, schedule_file, step, best, db, size, backend, arch, seed
 @click.option("--max-ms", type=float, default=1000.0, show_default=True,
               help="A schedule whose single run takes longer is recorded as 'timeout' and not repeated.")
 @timing_option
-def tune(op_name, size, strategy, budget, seed, db, resume, reps, max_ms, timing):
+@dtype_options
+def tune(op_name, size, strategy, budget, seed, db, resume, reps, max_ms, timing, dtype, out_dtype):
     """Search the op's schedule space on the GPU; every measurement goes to the tuning database."""
     from .tune import GpuRunner, tune as run_tune
     from .tune.db import TuningDB
     op = get_op(op_name)
-    problem = parse_size(op, size, small=False)
+    problem = parse_size(op, size, False, dtype, out_dtype)
     from . import gpu
     gpu.require()
     result = run_tune(op, problem, runner=GpuRunner(reps, max_ms, timing), strategy=strategy, budget=budget, seed=seed,
@@ -317,11 +331,12 @@ def tune(op_name, size, strategy, budget, seed, db, resume, reps, max_ms, timing
 @click.option("--reps", type=int, default=30, show_default=True)
 @click.option("--markdown", is_flag=True, help="Print a Markdown table for BENCHMARKS.md.")
 @timing_option
-def bench(op_name, size, ladder, best, db, reps, markdown, timing):
+@dtype_options
+def bench(op_name, size, ladder, best, db, reps, markdown, timing, dtype, out_dtype):
     """Validate and time schedules against the vendor library in the same run, the same way."""
     from .bench import bench_rows, format_rows
     op = get_op(op_name)
-    problem = parse_size(op, size, small=False)
+    problem = parse_size(op, size, False, dtype, out_dtype)
     rows = bench_rows(op, problem, ladder=ladder, best_db=(db or str(config.tuning_db())) if best else None, reps=reps,
                       timing=timing)
     click.echo(format_rows(op, problem, rows, markdown, timing=timing, reps=reps))

@@ -62,9 +62,8 @@ def _ok(nvrtc, err, what: str) -> None:
 
 
 def check_arch(arch: str) -> str:
-    if arch not in config.SUPPORTED_ARCHS:
-        raise UsageError(f"arch {arch!r} is not supported; choose one of {', '.join(config.SUPPORTED_ARCHS)}")
-    return arch
+    from .target import parse_arch
+    return parse_arch(arch)
 
 
 def _cache_path(source: str, arch: str, options: tuple[str, ...]) -> Path:

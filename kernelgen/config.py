@@ -1,8 +1,10 @@
 """Every environment switch kernelgen reads, in one place (Triton's habit).
 
 >>> from kernelgen import config
->>> config.DEFAULT_ARCH in config.SUPPORTED_ARCHS
-True
+>>> config.cache_dir().name
+'kernelgen'
+
+Archs, their limits and features live in `kernelgen.target`, element types in `kernelgen.dtypes`.
 """
 from __future__ import annotations
 
@@ -10,8 +12,6 @@ import os
 from pathlib import Path
 
 VERSION = "0.1.0"
-DEFAULT_ARCH = "sm_90"
-SUPPORTED_ARCHS = ("sm_70", "sm_75", "sm_80", "sm_86", "sm_87", "sm_89", "sm_90", "sm_90a", "sm_100", "sm_120")
 
 
 def cache_dir() -> Path:

@@ -1,8 +1,11 @@
 """The GPU backend: load a cubin through CuPy and run a Plan's launches on device arrays.
 
+>>> import os
 >>> from kernelgen import gpu
->>> gpu.available() in (True, False)
-True
+>>> os.environ["KERNELGEN_NO_GPU"] = "1"     # what a machine without a GPU reports
+>>> gpu.available()
+False
+>>> del os.environ["KERNELGEN_NO_GPU"]
 
 Arrays may be CuPy arrays, PyTorch CUDA tensors or anything with `__cuda_array_interface__` or
 DLPack; they are checked for shape, dtype, contiguity and the alignment vectorised loads need.
@@ -19,28 +22,12 @@ import numpy as np
 from . import config
 from .compile import compile_cuda
 from .errors import LaunchError, UsageError
-from .ops.base import Limits, Plan
+from .ops.base import Plan
+from .target import Peaks, Target, for_device
 
-# (FP32 lanes per SM) by compute capability major.minor, for the roofline when the GPU is not in PEAKS.
+# (FP32 lanes per SM) by compute capability, for the roofline of a GPU missing from target.GPUS.
 _FP32_LANES = {(7, 0): 64, (7, 5): 64, (8, 0): 64, (8, 6): 128, (8, 7): 128, (8, 9): 128, (9, 0): 128,
                (10, 0): 128, (12, 0): 128}
-# Datasheet peaks (bytes/s, fp32 flop/s) of GPUs whose clocks the driver does not report usefully.
-PEAKS = {"H100 80GB HBM3": (3.35e12, 66.9e12), "H100 PCIe": (2.0e12, 51.2e12), "H200": (4.8e12, 66.9e12),
-         "A100-SXM4-80GB": (2.04e12, 19.5e12), "A100-SXM4-40GB": (1.56e12, 19.5e12)}
-
-
-@dataclass(frozen=True)
-class Device:
-    name: str
-    arch: str
-    sms: int
-    l2_bytes: int
-    max_smem_optin: int
-    peak_bytes_per_s: float
-    peak_fp32_per_s: float
-
-    def limits(self) -> Limits:
-        return Limits(arch=self.arch, sms=self.sms, max_smem=self.max_smem_optin)
 
 
 def _cupy():
@@ -68,22 +55,22 @@ def require() -> None:
 
 
 @functools.lru_cache(maxsize=1)
-def device() -> Device:
+def device() -> Target:
+    """The current GPU as a Target: its own limits and SM count, its datasheet peaks when known."""
     require()
     cupy = _cupy()
-    rt = cupy.cuda.runtime
-    props = rt.getDeviceProperties(cupy.cuda.Device().id)
+    props = cupy.cuda.runtime.getDeviceProperties(cupy.cuda.Device().id)
     name = props["name"].decode() if isinstance(props["name"], bytes) else str(props["name"])
+    name = name.replace("NVIDIA ", "")
     major, minor = props["major"], props["minor"]
     attr = cupy.cuda.Device().attributes
     sms = attr["MultiProcessorCount"]
-    peak = next((v for k, v in PEAKS.items() if k in name), None)
-    if peak is None:
-        bw = 2.0 * attr["MemoryClockRate"] * 1e3 * attr["GlobalMemoryBusWidth"] / 8
-        fp32 = 2.0 * sms * _FP32_LANES.get((major, minor), 64) * attr["ClockRate"] * 1e3
-        peak = (bw, fp32)
-    return Device(name.replace("NVIDIA ", ""), f"sm_{major}{minor}", sms, attr["L2CacheSize"],
-                  attr["MaxSharedMemoryPerBlockOptin"], *peak)
+    bw = 2.0 * attr["MemoryClockRate"] * 1e3 * attr["GlobalMemoryBusWidth"] / 8
+    fp32 = 2.0 * sms * _FP32_LANES.get((major, minor), 64) * attr["ClockRate"] * 1e3
+    estimate = Peaks(name, sms, attr["L2CacheSize"], bw, fp32)
+    return for_device(name, major, minor, sms, attr["L2CacheSize"], attr["MaxSharedMemoryPerBlockOptin"],
+                      attr["MaxSharedMemoryPerMultiprocessor"], attr["MaxThreadsPerMultiProcessor"],
+                      attr["MaxRegistersPerMultiprocessor"], estimate)
 
 
 @functools.lru_cache(maxsize=256)
@@ -94,11 +81,37 @@ def _module(cubin: bytes):
     return mod
 
 
-def load(source: str, arch: str, symbols: tuple[str, ...]) -> dict[str, Any]:
-    """Compile (cached) and load `source`; return its functions by symbol."""
-    compiled = compile_cuda(source, arch, symbols[0])
-    mod = _module(compiled.cubin)
-    return {s: mod.get_function(s) for s in symbols}
+def functions(cubin: bytes, plan: Plan) -> dict[str, Any]:
+    """The plan's kernels, loaded once per cubin, with the dynamic shared memory they need allowed."""
+    cupy = _cupy()
+    mod = _module(cubin)
+    funcs = {l.symbol: mod.get_function(l.symbol) for l in plan.launches}
+    drv = cupy.cuda.driver
+    for l in plan.launches:
+        if l.shared_bytes > 48 * 1024:
+            drv.funcSetAttribute(funcs[l.symbol].ptr, drv.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                 l.shared_bytes)
+    return funcs
+
+
+_TORCH_DTYPES = {"float32": "torch.float32", "float16": "torch.float16", "bfloat16": "torch.bfloat16"}
+
+
+def pointer(x, name: str, shape: tuple[int, ...], dt) -> int:
+    """The device address of a CuPy array, torch CUDA tensor or `__cuda_array_interface__` object,
+    after checking its shape, element type and contiguity (a few attribute reads: this runs per launch)."""
+    if hasattr(x, "data_ptr"):  # torch
+        if str(x.dtype) != _TORCH_DTYPES[dt.name]:
+            raise UsageError(f"array {name!r} has dtype {x.dtype}; this kernel takes {dt.name}")
+        if not x.is_cuda:
+            raise UsageError(f"array {name!r} is on {x.device}; kernels take CUDA tensors")
+        if tuple(x.shape) != shape:
+            raise UsageError(f"array {name!r} has shape {tuple(x.shape)}; the problem needs {shape}")
+        if not x.is_contiguous():
+            raise UsageError(f"array {name!r} is not contiguous (strides {x.stride()}); pass a contiguous copy")
+        return x.data_ptr()
+    x = as_device_array(x, name, shape, dt.storage)
+    return x.data.ptr
 
 
 def as_device_array(x, name: str, shape: tuple[int, ...], dtype: str):
@@ -125,63 +138,72 @@ def as_device_array(x, name: str, shape: tuple[int, ...], dtype: str):
 _SCALAR_TYPES = {"int": np.int32, "long long": np.int64, "float": np.float32}
 
 
-def prepare(plan: Plan, source: str, arrays: dict[str, Any]) -> Callable[[], None]:
-    """Check arrays against `plan`, allocate workspaces, and return a no-argument launcher."""
+@functools.lru_cache(maxsize=64)
+def _external_stream(handle: int):
+    return _cupy().cuda.ExternalStream(handle)
+
+
+def current_stream(arrays: dict[str, Any]):
+    """The stream the caller launches on: torch's current stream for torch tensors, else CuPy's."""
     cupy = _cupy()
-    dev = device()
-    symbols = tuple(dict.fromkeys(l.symbol for l in plan.launches))
-    funcs = load(source, dev.arch, symbols)
-    for name, align in plan.alignment:
-        if arrays[name].data.ptr % align:
-            raise UsageError(f"array {name!r} at address {arrays[name].data.ptr:#x} is not aligned to {align} bytes, "
-                             "which this schedule's vector width needs; use vectorize(..., 1) or an aligned array")
-    work = {w.name: cupy.empty(max(1, w.count), dtype=w.dtype) for w in plan.workspaces}
-    fills = [(work[w.name], w.fill) for w in plan.workspaces if w.fill is not None]
-    values = dict(arrays, **work, **{s.name: _SCALAR_TYPES[s.ctype](s.value) for s in plan.scalars})
-    drv = cupy.cuda.driver
-    for l in plan.launches:
-        if l.shared_bytes > 48 * 1024:
-            drv.funcSetAttribute(funcs[l.symbol].ptr, drv.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                                 l.shared_bytes)
-    calls = [(funcs[l.symbol], l.grid, l.block, tuple(values[a] for a in l.args), l.shared_bytes)
-             for l in plan.launches]
-
-    def launch() -> None:
-        for buf, value in fills:
-            buf.fill(value)
-        for fn, grid, block, args, smem in calls:
-            fn(grid, block, args, shared_mem=smem)
-
-    return launch
+    if any(hasattr(a, "data_ptr") for a in arrays.values()):
+        import torch
+        return _external_stream(torch.cuda.current_stream().cuda_stream)
+    return cupy.cuda.get_current_stream()
 
 
-def run(plan: Plan, source: str, arrays: dict[str, Any]) -> None:
-    """Run `plan` once on device arrays and wait for it; a fault becomes a LaunchError."""
+class Bound:
+    """A prepared kernel's launches with their functions, workspaces and scalar arguments decided:
+    `launch(pointers, stream)` only fills workspaces and enqueues kernels."""
+
+    def __init__(self, plan: Plan, cubin: bytes):
+        cupy = _cupy()
+        self.plan = plan
+        self.funcs = functions(cubin, plan)
+        self.work = {w.name: cupy.empty(max(1, w.count), dtype=w.dtype) for w in plan.workspaces}
+        self.fills = [(self.work[w.name], w.fill) for w in plan.workspaces if w.fill is not None]
+        self.fixed = dict(self.work, **{s.name: _SCALAR_TYPES[s.ctype](s.value) for s in plan.scalars})
+        self.align = dict(plan.alignment)
+
+    def launch(self, pointers: dict[str, int], stream) -> None:
+        for name, align in self.align.items():
+            if pointers[name] % align:
+                raise UsageError(f"array {name!r} at address {pointers[name]:#x} is not aligned to {align} bytes, "
+                                 "which this schedule's vector width needs; use vectorize(..., 1) or an aligned array")
+        values = dict(self.fixed, **{k: np.uint64(v) for k, v in pointers.items()})
+        if self.fills:
+            with stream:
+                for buf, value in self.fills:
+                    buf.fill(value)
+        for l in self.plan.launches:
+            self.funcs[l.symbol](l.grid, l.block, tuple(values[a] for a in l.args), shared_mem=l.shared_bytes,
+                                 stream=stream)
+
+
+def launcher(bound: Bound, arrays: dict[str, Any], shapes: dict, types) -> Callable[[], None]:
+    """A no-argument launcher on CuPy's current stream for fixed device arrays (timing loops)."""
+    pointers = {n: pointer(arrays[n], n, shapes[n], types(n)) for n in shapes}
+    return lambda: bound.launch(pointers, _cupy().cuda.get_current_stream())
+
+
+def synchronize_checked(name: str) -> None:
+    """Wait for the device; a fault becomes a LaunchError naming the kernel."""
     cupy = _cupy()
     try:
-        prepare(plan, source, arrays)()
         cupy.cuda.Device().synchronize()
     except (cupy.cuda.driver.CUDADriverError, cupy.cuda.runtime.CUDARuntimeError) as e:
-        raise LaunchError(f"{plan.kernel.name} failed on the GPU: {e}") from None
+        raise LaunchError(f"{name} failed on the GPU: {e}") from None
 
 
-def launch(op, sched, problem, **arrays) -> None:
-    """Run schedule `sched` of `op` on the caller's device arrays (inputs and outputs by name).
+def launch(op, sched, problem, *, stream=None, **arrays) -> None:
+    """Run schedule `sched` of `op` on the caller's device arrays (inputs and outputs by name), on the
+    caller's stream (torch's current stream for torch tensors, CuPy's otherwise), without waiting.
+    The kernel is built, compiled and loaded on the first call for a (schedule, problem) and cached.
 
         import torch, kernelgen as kg
         op = kg.get_op("reduce_sum")
         x, out = torch.rand(1000, device="cuda"), torch.empty(1, device="cuda")
         kg.launch(op, op.default_schedule(), op.problem({"n": 1000}), x=x, out=out)
     """
-    dev = device()
-    op = op.for_schedule(sched)
-    kernel = op.kernel(sched, dev.limits())
-    plan = op.plan(kernel, problem, dev.limits())
-    shapes = dict(op.input_shapes(problem), **op.output_shapes(problem))
-    missing = [n for n in shapes if n not in arrays]
-    extra = [n for n in arrays if n not in shapes]
-    if missing or extra:
-        raise UsageError(f"{op.name} takes arrays {', '.join(shapes)}; missing {missing or 'none'}, unknown {extra or 'none'}")
-    checked = {n: as_device_array(arrays[n], n, shapes[n], op.dtype) for n in shapes}
-    from .render import render
-    run(plan, render(kernel), checked)
+    from .prepared import prepare
+    prepare(op, sched, problem, device())(stream=stream, **arrays)

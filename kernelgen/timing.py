@@ -30,7 +30,7 @@ import numpy as np
 from . import gpu
 from .errors import UsageError
 from .ops.base import Op, Problem
-from .render import render
+from .prepared import prepare
 from .schedule import Schedule
 
 METHODS = ("events", "graph", "auto")
@@ -89,8 +89,8 @@ def rotation(set_bytes: int, l2_bytes: int) -> tuple[int, int]:
 
 def set_bytes(op: Op, problem: Problem) -> int:
     """Bytes of one input/output set: every input and output array of the problem."""
-    shapes = list(op.input_shapes(problem).values()) + list(op.output_shapes(problem).values())
-    return np.dtype(op.dtype).itemsize * sum(int(np.prod(s)) for s in shapes)
+    shapes = dict(op.input_shapes(problem), **op.output_shapes(problem))
+    return sum(problem.dtype(k).itemsize * int(np.prod(s)) for k, s in shapes.items())
 
 
 def describe(method: str, op: Op, problem: Problem, reps: int) -> str:
@@ -172,9 +172,11 @@ def time_graph(calls: list[Callable[[], object]], launches: int, *, warmup: int 
 
 
 def roofline(op: Op, problem: Problem, time_us: float) -> tuple[float, float, float, str]:
+    """(GB/s, TFLOP/s, fraction of the roof, which roof): the compute roof is the op's math path on
+    this GPU (fp32 CUDA cores, or the tensor cores' figure for its input type)."""
     dev = gpu.device()
     nbytes, flops = op.bytes_moved(problem), op.flops(problem)
-    t_mem, t_math = nbytes / dev.peak_bytes_per_s, flops / dev.peak_fp32_per_s
+    t_mem, t_math = nbytes / dev.peaks.bytes_per_s, flops / dev.peak_flops(op.math(problem))
     floor = max(t_mem, t_math)
     secs = time_us * 1e-6
     return nbytes / secs / 1e9, flops / secs / 1e12, floor / secs, "memory" if t_mem >= t_math else "compute"
@@ -194,7 +196,7 @@ def device_sets(op: Op, problem: Problem, count: int, seed: int = 0) -> list[dic
         _sets_cache.clear()
         inputs = op.make_inputs(problem, np.random.default_rng(seed))
         arrays = {k: cupy.asarray(v) for k, v in inputs.items()}
-        arrays.update({k: cupy.empty(s, dtype=op.dtype) for k, s in op.output_shapes(problem).items()})
+        arrays.update({k: cupy.empty(s, dtype=problem.dtype(k).storage) for k, s in op.output_shapes(problem).items()})
         _sets_cache[key] = [arrays]
     sets = _sets_cache[key]
     while len(sets) < count:
@@ -210,12 +212,8 @@ def device_arrays(op: Op, problem: Problem, seed: int = 0) -> dict:
 
 def launchers(op: Op, sched: Schedule, problem: Problem, sets: int = 1, seed: int = 0):
     """(kernel, one no-argument launcher per input/output set of device_sets)."""
-    op = op.for_schedule(sched)
-    limits = gpu.device().limits()
-    kernel = op.kernel(sched, limits)
-    plan = op.plan(kernel, problem, limits)
-    source = render(kernel)
-    return kernel, [gpu.prepare(plan, source, a) for a in device_sets(op, problem, sets, seed)]
+    prep = prepare(op, sched, problem, gpu.device())
+    return prep.kernel, [prep.launcher(a) for a in device_sets(prep.op, problem, sets, seed)]
 
 
 def prepared(op: Op, sched: Schedule, problem: Problem, seed: int = 0):

@@ -18,9 +18,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from .errors import UsageError
-from .ops.base import Limits, Op, Plan, Problem
-from .render import render
+from .ops.base import Op, Problem
+from .prepared import Prepared, prepare
 from .schedule import Schedule
+from .target import DEFAULT_ARCH, Target, target
 
 BACKENDS = ("gpu", "emulate")
 
@@ -35,6 +36,7 @@ class Validation:
     errors: tuple[tuple[str, float], ...]      # output name -> error (op.error)
     unwritten: tuple[tuple[str, int], ...]     # output name -> elements still NaN
     tolerance: float
+    measure: str = "relative L2 error"         # what the errors and the tolerance are
 
     @property
     def ok(self) -> bool:
@@ -44,33 +46,37 @@ class Validation:
         errs = ", ".join(f"{k} err {e:.2e}" for k, e in self.errors)
         miss = ", ".join(f"{k}: {n} unwritten" for k, n in self.unwritten if n)
         verdict = "ok" if self.ok else "WRONG"
-        return f"{verdict}: {errs} (tolerance {self.tolerance:.1e}){'; ' + miss if miss else ''} [seed {self.seed}]"
+        return f"{verdict}: {errs} (tolerance {self.tolerance:.1e}, {self.measure}){'; ' + miss if miss else ''} [seed {self.seed}]"
 
 
-def limits_for(backend: str, arch: str | None) -> Limits:
+def target_for(backend: str, arch: str | None) -> Target:
+    """The GPU's own target on the GPU; the arch's reference target elsewhere."""
     if backend == "gpu":
         from . import gpu
-        return gpu.device().limits()
-    return Limits(arch=arch or "sm_90")
+        return gpu.device()
+    return target(arch or DEFAULT_ARCH)
 
 
-def execute(op: Op, plan: Plan, source: str, inputs: dict[str, np.ndarray], backend: str,
-            **emulate_opts) -> dict[str, np.ndarray]:
-    """Run `plan` on host `inputs`; return host outputs (poisoned with NaN before the run)."""
-    shapes = op.output_shapes(plan.problem)
+def poisoned(problem: Problem, shapes: dict[str, tuple[int, ...]]) -> dict[str, np.ndarray]:
+    """Host output buffers full of NaN in each output's storage type, so an unwritten element fails."""
+    return {k: problem.dtype(k).encode(np.full(s, np.nan)) for k, s in shapes.items()}
+
+
+def execute(prep: Prepared, inputs: dict[str, np.ndarray], backend: str, **emulate_opts) -> dict[str, np.ndarray]:
+    """Run a prepared kernel on host `inputs`; return host outputs (poisoned with NaN before the run)."""
+    outputs = poisoned(prep.problem, prep.op.output_shapes(prep.problem))
     if backend == "gpu":
         import cupy
         from . import gpu
-        arrays = {k: cupy.asarray(v) for k, v in inputs.items()}
-        arrays.update({k: cupy.full(s, np.nan, dtype=op.dtype) for k, s in shapes.items()})
-        gpu.run(plan, source, arrays)
-        return {k: cupy.asnumpy(arrays[k]) for k in shapes}
+        arrays = {k: cupy.asarray(v) for k, v in dict(inputs, **outputs).items()}
+        prep.launcher(arrays)()
+        gpu.synchronize_checked(prep.kernel.name)
+        return {k: cupy.asnumpy(arrays[k]) for k in outputs}
     if backend == "emulate":
         from . import emulate
-        buffers = {k: np.ascontiguousarray(v) for k, v in inputs.items()}
-        buffers.update({k: np.full(s, np.nan, dtype=op.dtype) for k, s in shapes.items()})
-        emulate.execute(plan, source, buffers, **emulate_opts)
-        return {k: buffers[k] for k in shapes}
+        buffers = dict({k: np.ascontiguousarray(v) for k, v in inputs.items()}, **outputs)
+        emulate.execute(prep.plan, prep.source, buffers, **emulate_opts)
+        return {k: buffers[k] for k in outputs}
     raise UsageError(f"backend {backend!r} is unknown; choose one of {', '.join(BACKENDS)}")
 
 
@@ -79,16 +85,16 @@ def validate(op: Op, sched: Schedule, problem: Problem, *, backend: str = "gpu",
     if backend == "gpu":
         from . import gpu
         gpu.require()
-    op = op.for_schedule(sched)
     seed = secrets.randbits(31) if seed is None else seed
-    limits = limits_for(backend, arch)
-    kernel = op.kernel(sched, limits)
-    plan = op.plan(kernel, problem, limits)
+    prep = prepare(op, sched, problem, target_for(backend, arch))
+    op = prep.op
     inputs = op.make_inputs(problem, np.random.default_rng(seed))
     if backend == "emulate":
         emulate_opts.setdefault("seed", seed)  # the same seed orders threads, so --order random reproduces
-    outputs = execute(op, plan, render(kernel), inputs, backend, **emulate_opts)
+    stored = execute(prep, inputs, backend, **emulate_opts)
+    outputs = {k: problem.dtype(k).decode(v) for k, v in stored.items()}
     refs = op.reference(inputs, problem)
     errors = tuple((k, op.error(k, outputs[k], refs[k], inputs, problem)) for k in refs)
     unwritten = tuple((k, int(np.count_nonzero(np.isnan(outputs[k]) & ~np.isnan(refs[k])))) for k in refs)
-    return Validation(op.name, kernel.name, str(problem), backend, seed, errors, unwritten, op.tolerance(problem))
+    return Validation(op.name, prep.kernel.name, str(problem), backend, seed, errors, unwritten, op.tolerance(problem),
+                      op.error_measure)

@@ -1,4 +1,4 @@
-"""Test tiers: plain Python; `nvrtc` (compile and read SASS, no GPU); `emulate` (CPU emulator,
+"""Test tiers: plain Python; `nvrtc` (compile and read SASS, no GPU); `nvcc` (the toolkit compiler); `emulate` (CPU emulator,
 needs g++); `gpu` (skipped with a reason where there is no GPU)."""
 import shutil
 
@@ -32,10 +32,15 @@ def _emulate_reason():
         return f"emulator unavailable: {e}"
 
 
+def _nvcc_reason():
+    return None if shutil.which("nvcc") else "nvcc not on PATH"
+
+
 def pytest_collection_modifyitems(config, items):
     reasons = {}
     for item in items:
-        for marker, probe in (("gpu", _gpu_reason), ("nvrtc", _nvrtc_reason), ("emulate", _emulate_reason)):
+        for marker, probe in (("gpu", _gpu_reason), ("nvrtc", _nvrtc_reason), ("emulate", _emulate_reason),
+                              ("nvcc", _nvcc_reason)):
             if marker in item.keywords:
                 if marker not in reasons:
                     reasons[marker] = probe()

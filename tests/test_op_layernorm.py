@@ -8,7 +8,7 @@ from kernelgen import get_op, render
 from kernelgen.compile import compile_cuda
 from kernelgen.errors import ScheduleError, UsageError
 from kernelgen.inspect import facts_of
-from kernelgen.ops.base import Limits
+from kernelgen.target import Target, target
 from kernelgen.validate import validate
 
 op = get_op("layernorm")
@@ -56,7 +56,7 @@ def test_plan_limits_and_twins():
 
 def test_space_fits_the_benchmark_shape():
     p = op.problem()
-    good = [k for k in op.space(p, Limits()) if k["algo"] == "registers"]
+    good = [k for k in op.space(p, target()) if k["algo"] == "registers"]
     assert good and all(k["items"] * k["threads"] * 4 >= 4096 for k in good)
 
 

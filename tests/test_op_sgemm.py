@@ -7,7 +7,7 @@ from kernelgen import get_op, render, schedule
 from kernelgen.compile import compile_cuda
 from kernelgen.errors import ScheduleError, UsageError
 from kernelgen.inspect import facts_of
-from kernelgen.ops.base import Limits
+from kernelgen.target import Target, target
 from kernelgen.validate import validate
 
 op = get_op("sgemm")
@@ -92,7 +92,7 @@ def test_shared_memory_beyond_the_device_is_an_error():
     k = dict(op.default_knobs(), bk=32, copy="cp_async", stages=4, vec_a=1)
     op.kernel(op.schedule_from_knobs(**k))                          # 4 x (32x132 + 32x256) floats = 194 KiB
     with pytest.raises(ScheduleError, match="bytes of shared memory"):
-        op.kernel(op.schedule_from_knobs(**k), Limits(max_smem=100 * 1024))
+        op.kernel(op.schedule_from_knobs(**k), Target(max_smem=100 * 1024))
 
 
 # -- plans ----------------------------------------------------------------------------------------

@@ -9,7 +9,7 @@ from kernelgen import get_op, render, schedule
 from kernelgen.compile import compile_cuda
 from kernelgen.errors import ScheduleError, UsageError
 from kernelgen.inspect import facts_of
-from kernelgen.ops.base import Limits
+from kernelgen.target import Target, target
 from kernelgen.validate import validate
 
 op = get_op("softmax")
@@ -98,7 +98,7 @@ def test_space_holds_a_register_row_for_each_benchmark_shape():
     for rows, cols in ((4096, 4096), (32768, 1024), (8192, 128), (1024, 32768)):
         p = op.problem({"rows": rows, "cols": cols})
         algos = set()
-        for knobs in op.space(p, Limits()):
+        for knobs in op.space(p, target()):
             try:
                 op.plan(op.kernel(op.schedule_from_knobs(**knobs)), p)
             except ScheduleError:

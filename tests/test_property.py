@@ -5,7 +5,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 from kernelgen import OPS
 from kernelgen.errors import ScheduleError, UsageError
-from kernelgen.ops.base import Limits
+from kernelgen.target import Target, target
 from kernelgen.validate import validate
 
 pytestmark = pytest.mark.emulate
@@ -13,10 +13,10 @@ pytestmark = pytest.mark.emulate
 
 def legal_space(op, problem):
     out = []
-    for knobs in op.space(problem, Limits()):
+    for knobs in op.space(problem, target()):
         try:
             sched = op.schedule_from_knobs(**knobs)
-            op.plan(op.kernel(sched), problem, Limits())
+            op.plan(op.kernel(sched), problem, target())
             out.append(sched)
         except ScheduleError:
             continue

@@ -5,7 +5,7 @@ import pytest
 
 from kernelgen import get_op
 from kernelgen.errors import UsageError
-from kernelgen.ops.base import Limits
+from kernelgen.target import Target, target
 from kernelgen.tune import Outcome, ReplayRunner, best_schedule, tune
 from kernelgen.tune.db import Record, TuningDB
 
@@ -18,7 +18,7 @@ def op():
 def recorded(op, problem):
     """A fake GPU: time falls with items, items=8 gives a wrong answer, threads=1024 fails to launch."""
     out = {}
-    for knobs in op.space(problem, Limits()):
+    for knobs in op.space(problem, target()):
         s = op.schedule_from_knobs(**knobs).to_json()
         if knobs["items"] == 8:
             out[s] = Outcome("wrong_answer", None, "err 3.0")
@@ -56,7 +56,7 @@ def test_resume_skips_what_is_measured_and_keeps_the_best(op, tmp_path):
 def test_illegal_candidates_are_pruned_before_running(op, tmp_path):
     problem = op.problem({"n": 1000})
     runner = ReplayRunner({})
-    runner.limits = Limits(max_threads=256)  # a device that takes at most 256 threads per block
+    runner.limits = Target(max_threads=256)  # a device that takes at most 256 threads per block
     res = tune(op, problem, runner=runner, db=TuningDB(tmp_path / "t.jsonl"), progress=False)
     assert res.pruned == 64 and len(runner.calls) == 32
 
@@ -84,8 +84,8 @@ def test_schedules_specialised_for_the_size_are_validated_where_they_apply():
     op = get_op("softmax")
     problem = op.problem({"rows": 8192, "cols": 128})
     short = op.schedule_for(problem)                       # the row in registers: at most 128 columns
-    checks = validation_problems(op, short, problem, Limits())
+    checks = validation_problems(op, short, problem, target())
     assert checks and all(p["cols"] <= 128 for p in checks)
     long_rows = op.problem({"rows": 64, "cols": 30000})
     only_big = op.schedule_for(long_rows)                  # 1024 threads x 32 floats: no test size fits? then itself
-    assert all(p["cols"] <= 32768 for p in validation_problems(op, only_big, long_rows, Limits()))
+    assert all(p["cols"] <= 32768 for p in validation_problems(op, only_big, long_rows, target()))

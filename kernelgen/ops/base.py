@@ -21,8 +21,10 @@ from typing import Any, Callable, Iterator
 
 import numpy as np
 
+from ..dtypes import FLOAT32, Types, dtype
 from ..errors import ScheduleError, UsageError, check
 from ..schedule import Schedule, ScheduleReader
+from ..target import Target, default_target
 
 
 @dataclass(frozen=True)
@@ -48,9 +50,12 @@ class Knob:
 
 @dataclass(frozen=True)
 class Problem:
-    """Concrete sizes, e.g. Problem((("M", 127), ("N", 1000), ("K", 1))). Printed as M=127,N=1000,K=1."""
+    """Concrete sizes and element types, e.g. Problem((("M", 127), ("N", 1000), ("K", 1))).
+    Printed as M=127,N=1000,K=1, with the types appended unless every buffer is float32
+    (M=127,N=1000,K=1:f16)."""
 
     sizes: tuple[tuple[str, int], ...]
+    types: Types | None = None     # None: every buffer float32
 
     def __getitem__(self, name: str) -> int:
         return dict(self.sizes)[name]
@@ -58,8 +63,13 @@ class Problem:
     def as_dict(self) -> dict[str, int]:
         return dict(self.sizes)
 
+    def dtype(self, buffer: str):
+        """The element type of `buffer` (float32 where the problem names no types)."""
+        return self.types[buffer] if self.types and buffer in dict(self.types.buffers) else FLOAT32
+
     def __str__(self) -> str:
-        return ",".join(f"{k}={v}" for k, v in self.sizes)
+        sizes = ",".join(f"{k}={v}" for k, v in self.sizes)
+        return sizes if self.types is None or self.types.short == "f32" else f"{sizes}:{self.types.short}"
 
 
 @dataclass(frozen=True)
@@ -95,13 +105,15 @@ class Kernel:
     """A rendered-to-be kernel: everything that decides the source text, and nothing size-dependent."""
 
     op: str
-    name: str                      # file name stem and symbol prefix, derived from the knobs
+    name: str                      # file name stem and symbol prefix: op, types, arch and knobs
     schedule: Schedule
     knobs: tuple[tuple[str, Any], ...]
     template: str
     params: tuple[tuple[str, Any], ...]
     static_smem: int = 0           # bytes of __shared__ arrays the template declares
     registers_estimate: int = 0
+    arch: str = "sm_90"            # what it is compiled for
+    types: Types | None = None     # element types of its buffers (None: float32)
 
     def knob(self, name: str):
         return dict(self.knobs)[name]
@@ -124,18 +136,7 @@ class LadderStep:
     title: str
     schedule: Schedule
     note: str = ""                 # the seed notes' figure or remark for this step
-
-
-@dataclass(frozen=True)
-class Limits:
-    """What legality is checked against: the device's, or a default per arch when there is no GPU."""
-
-    arch: str = "sm_90"
-    max_threads: int = 1024
-    static_smem: int = 48 * 1024
-    max_smem: int = 227 * 1024     # with the dynamic opt-in
-    sms: int = 132
-    max_registers: int = 255
+    arch: str = ""                 # the arch the step needs ("" = any the op runs on), e.g. sm_90a for wgmma
 
 
 class Op:
@@ -147,13 +148,31 @@ class Op:
     loops: tuple[str, ...] = ()
     inputs: tuple[str, ...] = ()
     outputs: tuple[str, ...] = ()
-    dtype: str = "float32"
+    dtypes: tuple[str, ...] = ("float32",)   # input element types the op accepts
     knobs: tuple[Knob, ...] = ()
     primitives_help: str = ""      # what each primitive means for this op, for `kernelgen list OP`
     rel_tolerance: float = 1e-5    # ||out - ref|| / ||ref|| for float32 arithmetic
+    error_measure: str = "relative L2 error"   # what `error()` computes, printed beside the tolerance
 
     # -- problems --------------------------------------------------------------------------------
-    def problem(self, sizes: dict[str, int] | None = None, *, small: bool = False) -> Problem:
+    def types(self, dtype_name="float32", out=None) -> Types:
+        """Per-buffer types: inputs in `dtype_name`, outputs in `out` (default the same), fp32 accumulation."""
+        d = dtype(dtype_name)
+        if d.name not in self.dtypes:
+            raise UsageError(f"{self.name}: dtype {d.name} is not supported; {self.name} takes {', '.join(self.dtypes)}")
+        o = dtype(out or d.name)
+        if o.name not in self.out_dtypes(d.name):
+            raise UsageError(f"{self.name}: output dtype {o.name} with {d.name} inputs is not supported; "
+                             f"choose one of {', '.join(self.out_dtypes(d.name))}")
+        return Types.of(self.inputs, self.outputs, d.name, o.name)
+
+    def out_dtypes(self, dtype_name: str) -> tuple[str, ...]:
+        """Output types allowed with inputs of `dtype_name` (the same type unless the op says more)."""
+        return (dtype_name,)
+
+    def problem(self, sizes: dict[str, int] | None = None, *, small: bool = False, dtype: str = "float32",
+                out_dtype: str | None = None) -> Problem:
+        types = self.types(dtype, out_dtype)
         sizes = dict(sizes or {})
         unknown = set(sizes) - {d.name for d in self.dims}
         if unknown:
@@ -165,7 +184,7 @@ class Op:
             if not isinstance(v, (int, np.integer)) or v < d.minimum:
                 raise UsageError(f"{self.name}: size {d.name}={v} is illegal (must be an integer >= {d.minimum})")
             out.append((d.name, int(v)))
-        problem = Problem(tuple(out))
+        problem = Problem(tuple(out), types)
         self.check_problem(problem)
         return problem
 
@@ -226,23 +245,25 @@ class Op:
             knobs[k] = v
         return self.schedule_from_knobs(**knobs)
 
-    def check_knobs(self, knobs: dict, limits: Limits) -> None:
+    def check_knobs(self, knobs: dict, target: Target) -> None:
         """Legality beyond what the reader checks: divisibility, threads, shared memory, registers."""
 
     # -- lowering --------------------------------------------------------------------------------
-    def kernel(self, sched: Schedule, limits: Limits | None = None) -> Kernel:
-        """Check `sched` and decide everything that fixes the source text."""
-        limits = limits or Limits()
+    def kernel(self, sched: Schedule, target: Target | None = None, types: Types | None = None) -> Kernel:
+        """Check `sched` against `target` and decide everything that fixes the source text."""
+        target = target or default_target()
+        types = types or self.types()
         knobs = self.knobs_from_schedule(sched)
-        self.check_knobs(knobs, limits)
-        name = self.name + "_" + "_".join(self.knob(k).encode(v) for k, v in self.name_knobs(knobs).items())
-        params, static_smem, regs = self.template_params(knobs)
-        check(static_smem <= limits.max_smem, "cache_read", "shared", f"{static_smem} bytes",
-              limit=f"{limits.max_smem} bytes of shared memory per block on {limits.arch}")
-        check(regs <= limits.max_registers, "split", "register tile", f"~{regs} registers per thread",
-              limit=f"{limits.max_registers} registers per thread")
+        self.check_knobs(knobs, target)
+        name = "_".join([self.name, types.short, target.short]
+                        + [self.knob(k).encode(v) for k, v in self.name_knobs(knobs).items()])
+        params, static_smem, regs = self.template_params(knobs, types, target)
+        check(static_smem <= target.max_smem, "cache_read", "shared", f"{static_smem} bytes",
+              limit=f"{target.max_smem} bytes of shared memory per block on {target.arch}")
+        check(regs <= target.max_registers, "split", "register tile", f"~{regs} registers per thread",
+              limit=f"{target.max_registers} registers per thread")
         return Kernel(self.name, name, sched, tuple(knobs.items()), self.template(knobs),
-                      tuple(sorted(params.items())), static_smem, regs)
+                      tuple(sorted(params.items())), static_smem, regs, target.arch, types)
 
     def name_knobs(self, knobs: dict) -> dict:
         """The knobs that decide the source, which the kernel's name spells out (all of them unless
@@ -252,11 +273,11 @@ class Op:
     def template(self, knobs: dict) -> str:
         return f"{self.name}.cu.j2"
 
-    def template_params(self, knobs: dict) -> tuple[dict, int, int]:
+    def template_params(self, knobs: dict, types: Types, target: Target) -> tuple[dict, int, int]:
         """(params for the template, shared-memory bytes per block, register estimate)."""
         raise NotImplementedError
 
-    def plan(self, kernel: Kernel, problem: Problem, limits: Limits | None = None) -> Plan:
+    def plan(self, kernel: Kernel, problem: Problem, target: Target | None = None) -> Plan:
         raise NotImplementedError
 
     # -- numbers ---------------------------------------------------------------------------------
@@ -280,6 +301,10 @@ class Op:
     def flops(self, problem: Problem) -> int:
         return 0
 
+    def math(self, problem: Problem) -> str:
+        """The compute roof's path: "fp32" (CUDA cores) unless the op runs on tensor cores."""
+        return "fp32"
+
     def tolerance(self, problem: Problem) -> float:
         return self.rel_tolerance
 
@@ -295,7 +320,7 @@ class Op:
     def ladder(self) -> tuple[LadderStep, ...]:
         return ()
 
-    def space(self, problem: Problem, limits: Limits) -> Iterator[dict]:
+    def space(self, problem: Problem, target: Target) -> Iterator[dict]:
         """Every combination of knob choices; illegal ones are pruned by the tuner through ScheduleError."""
         names = [k.name for k in self.knobs]
         for combo in itertools.product(*(k.choices for k in self.knobs)):

@@ -30,7 +30,9 @@ import numpy as np
 
 from ..errors import UsageError, check
 from ..schedule import Schedule, ScheduleReader, schedule
-from .base import Dim, Kernel, Knob, LadderStep, Launch, Limits, Op, Plan, Problem, Scalar, Workspace, cdiv
+from .base import Dim, Kernel, Knob, LadderStep, Launch, Op, Plan, Problem, Scalar, Workspace, cdiv
+from ..dtypes import Types
+from ..target import Target
 
 ALGOS = ("direct", "im2col", "implicit")
 INT_MAX = 2**31 - 1
@@ -153,10 +155,10 @@ class Conv2d(Op):
         k["min_blocks"] = r.annotate("min_blocks", 0, self.knob("min_blocks").choices)
         return k
 
-    def check_knobs(self, k: dict, limits: Limits) -> None:
+    def check_knobs(self, k: dict, target: Target) -> None:
         if k["algo"] == "direct":
-            check(32 <= k["threads"] <= limits.max_threads and k["threads"] % 32 == 0, "split", "nkpq", k["threads"],
-                  limit=f"a multiple of 32 threads up to {limits.max_threads}")
+            check(32 <= k["threads"] <= target.max_threads and k["threads"] % 32 == 0, "split", "nkpq", k["threads"],
+                  limit=f"a multiple of 32 threads up to {target.max_threads}")
             return
         check(k["tm"] in (4, 8), "split", "k", k["tm"], limit="register tile rows are read as float4", allowed="4, 8")
         check(k["tn"] in (4, 8), "split", "npq", k["tn"], limit="register tile columns are read as float4", allowed="4, 8")
@@ -164,8 +166,8 @@ class Conv2d(Op):
         check(k["bn"] % k["tn"] == 0, "split", "npq", (k["bn"], k["tn"]), limit="TN must divide BN")
         check(k["bk"] % 4 == 0, "split", "crs", k["bk"], limit="filter tiles are loaded in groups of 4", allowed="4, 8, 12, 16")
         threads = k["bm"] // k["tm"] * (k["bn"] // k["tn"])
-        check(32 <= threads <= limits.max_threads, "split", "k.1*npq.1", threads,
-              limit=f"(BM/TM)*(BN/TN) threads per block in 32..{limits.max_threads}")
+        check(32 <= threads <= target.max_threads, "split", "k.1*npq.1", threads,
+              limit=f"(BM/TM)*(BN/TN) threads per block in 32..{target.max_threads}")
         check(k["bk"] * k["bn"] % threads == 0 and gather_layout(k["bk"], k["bn"], threads) != (0, 0),
               "split", "crs", k["bk"], limit=f"each of {threads} threads gathers a whole rows x pixels piece of "
               f"the {k['bk']}x{k['bn']} input tile with a warp on 32 adjacent pixels")
@@ -179,7 +181,7 @@ class Conv2d(Op):
         # the direct kernel uses only its thread count: the GEMM tile knobs would mislead in its name
         return {"algo": k["algo"], "threads": k["threads"]} if k["algo"] == "direct" else k
 
-    def template_params(self, k: dict) -> tuple[dict, int, int]:
+    def template_params(self, k: dict, types: Types, target: Target) -> tuple[dict, int, int]:
         if k["algo"] == "direct":
             return dict(threads=k["threads"]), 0, 40
         threads = k["bm"] // k["tm"] * (k["bn"] // k["tn"])
@@ -191,7 +193,7 @@ class Conv2d(Op):
         regs = k["tm"] * k["tn"] + k["tm"] + k["tn"] + 4 * params["a_iters"] + rows * pix + 3 * pix + 2 * rows + 30
         return params, smem, regs
 
-    def plan(self, kernel: Kernel, problem: Problem, limits: Limits | None = None) -> Plan:
+    def plan(self, kernel: Kernel, problem: Problem, target: Target | None = None) -> Plan:
         k = dict(kernel.knobs)
         d = problem.as_dict()
         P, Q = self.out_hw(problem)
@@ -305,7 +307,7 @@ class Conv2d(Op):
         ]
         return tuple(LadderStep(t, self.schedule_from_knobs(**k), n) for t, k, n in steps)
 
-    def space(self, problem: Problem, limits: Limits):
+    def space(self, problem: Problem, target: Target):
         """Implicit-GEMM tilings; 24-channel and 12-deep tiles only where they waste less than powers of two."""
         base = self.default_knobs()
         K, crs = problem["K"], problem["C"] * problem["R"] * problem["S"]

@@ -36,7 +36,9 @@ import numpy as np
 
 from ..errors import ScheduleError, UsageError, check
 from ..schedule import Schedule, ScheduleReader, schedule
-from .base import Dim, Kernel, Knob, LadderStep, Launch, Limits, Op, Plan, Problem, Scalar, Workspace, cdiv
+from .base import Dim, Kernel, Knob, LadderStep, Launch, Op, Plan, Problem, Scalar, Workspace, cdiv
+from ..dtypes import Types
+from ..target import Target, default_target
 
 DEFAULT_EXPR = "relu(a * b + c)"
 FUSIONS = ("full", "none")
@@ -233,6 +235,8 @@ class Elementwise(Op):
         expr = self.knobs_from_schedule(sched)["expr"]
         return self if expr == self.expr else Elementwise(expr)
 
+    error_measure = "max |out - ref| / (1 + |ref|)"
+
     def error(self, name, out, ref, inputs, problem) -> float:
         """max |out - ref| / (1 + |ref|): relative for large values, absolute near zero, where a
         relative measure is ill-conditioned (gelu(x + bias) with x + bias close to 0 cancels)."""
@@ -260,9 +264,9 @@ class Elementwise(Op):
         return {"expr": expr, "fusion": r.annotate("fusion", "full", FUSIONS), "threads": threads,
                 "items": items, "vec": vec, "grid_stride": r.annotate("grid_stride", 0, (0, 1, 2, 4, 8, 16, 32))}
 
-    def check_knobs(self, k: dict, limits: Limits) -> None:
-        check(k["threads"] % 32 == 0 and 32 <= k["threads"] <= limits.max_threads, "split", "i.2", k["threads"],
-              limit=f"threads per block is a multiple of 32 in 32..{limits.max_threads}")
+    def check_knobs(self, k: dict, target: Target) -> None:
+        check(k["threads"] % 32 == 0 and 32 <= k["threads"] <= target.max_threads, "split", "i.2", k["threads"],
+              limit=f"threads per block is a multiple of 32 in 32..{target.max_threads}")
         check(1 <= k["items"] <= 8, "split", "i.1", k["items"], limit="1..8 vectors per thread per chunk")
         check(k["vec"] in (1, 2, 4), "vectorize", "i.3", k["vec"], limit="16 bytes per access", allowed="1, 2, 4")
         n_in = len(names(parse(k["expr"])))
@@ -284,7 +288,7 @@ class Elementwise(Op):
             out.append((o, params(bufs)))
         return out
 
-    def template_params(self, k: dict) -> tuple[dict, int, int]:
+    def template_params(self, k: dict, types: Types, target: Target) -> tuple[dict, int, int]:
         root = parse(k["expr"])
         order = ops(root)
         temp = {id(o): f"tmp{j}" for j, o in enumerate(order)}
@@ -305,15 +309,15 @@ class Elementwise(Op):
         regs = 24 + k["items"] * k["vec"] * max(len(kk["full"]) for kk in kernels)
         return params, 0, regs
 
-    def plan(self, kernel: Kernel, problem: Problem, limits: Limits | None = None) -> Plan:
-        limits = limits or Limits()
+    def plan(self, kernel: Kernel, problem: Problem, target: Target | None = None) -> Plan:
+        target = target or default_target()
         k = dict(kernel.knobs)
         if k["expr"] != self.expr:
             raise UsageError(f"{self.name}: the kernel computes {k['expr']!r} but this op instance computes "
                              f"{self.expr!r}; use get_op('elementwise').with_expr({k['expr']!r})")
         n = problem["M"] * problem["N"]
         chunks = max(1, cdiv(n // k["vec"], k["items"] * k["threads"]))
-        blocks = min(chunks, limits.sms * k["grid_stride"]) if k["grid_stride"] else chunks
+        blocks = min(chunks, target.sms * k["grid_stride"]) if k["grid_stride"] else chunks
         check(blocks < 2 ** 31, "split", "i", k["threads"], limit=f"{blocks} blocks exceed gridDim.x")
         stages = self._stages(k, parse(k["expr"]))
         launches = []
@@ -378,7 +382,7 @@ class Elementwise(Op):
         ]
         return tuple(LadderStep(t, self.schedule_from_knobs(**kn), n) for t, kn, n in steps)
 
-    def space(self, problem: Problem, limits: Limits):
+    def space(self, problem: Problem, target: Target):
         for threads in (128, 256, 512):
             for items in (1, 2, 4):
                 for grid_stride in (0, 4, 8, 16):

@@ -43,7 +43,9 @@ import numpy as np
 
 from ..errors import check
 from ..schedule import Schedule, ScheduleReader, schedule
-from .base import Dim, Kernel, Knob, LadderStep, Launch, Limits, Op, Plan, Problem, Scalar, cdiv, pow2
+from .base import Dim, Kernel, Knob, LadderStep, Launch, Op, Plan, Problem, Scalar, cdiv, pow2
+from ..dtypes import Types
+from ..target import Target, default_target
 
 VEC_TYPES = {1: "float", 2: "float2", 4: "float4"}
 
@@ -129,9 +131,9 @@ class Gemv(Op):
         return {"threads": rows_per_block // rows_per_warp * 32, "lanes": lanes, "vec": vec,
                 "unroll": unroll, "grid_stride": grid_stride}
 
-    def check_knobs(self, k: dict, limits: Limits) -> None:
-        check(k["threads"] % 32 == 0 and 32 <= k["threads"] <= limits.max_threads, "split", "i.1",
-              k["threads"] // 32, limit=f"1..{limits.max_threads // 32} warps per block")
+    def check_knobs(self, k: dict, target: Target) -> None:
+        check(k["threads"] % 32 == 0 and 32 <= k["threads"] <= target.max_threads, "split", "i.1",
+              k["threads"] // 32, limit=f"1..{target.max_threads // 32} warps per block")
         check(pow2(k["lanes"]) and k["lanes"] <= k["threads"], "split", "j.2", k["lanes"],
               limit=f"threads per row is a power of two <= the block's {k['threads']} threads",
               allowed="1, 2, 4, 8, 16, 32 (lanes of a warp); 64, 128, 256, 512, 1024 (warps, bind(j.2, threadIdx.x))")
@@ -139,7 +141,7 @@ class Gemv(Op):
         check(1 <= k["unroll"] <= 16, "split", "j.1", k["unroll"], limit="1..16 loads in flight per lane")
 
     # -- lowering ----------------------------------------------------------------------------------
-    def template_params(self, k: dict) -> tuple[dict, int, int]:
+    def template_params(self, k: dict, types: Types, target: Target) -> tuple[dict, int, int]:
         lanes, block_rows = k["lanes"], k["lanes"] > 32
         warps_per_row = lanes // 32 if block_rows else 1
         params = dict(k, rows_per_warp=max(1, 32 // lanes), rows_per_block=k["threads"] // lanes,
@@ -152,14 +154,14 @@ class Gemv(Op):
         # Registers: one accumulator and 2 vectors per unrolled load, plus pointers and indices.
         return params, shared, 24 + k["unroll"] * (2 * k["vec"] + 1)
 
-    def plan(self, kernel: Kernel, problem: Problem, limits: Limits | None = None) -> Plan:
+    def plan(self, kernel: Kernel, problem: Problem, target: Target | None = None) -> Plan:
         k = dict(kernel.knobs)
         m, n = problem["M"], problem["N"]
         rows_per_block = k["threads"] // k["lanes"]
         # Rows are all vector-aligned only when N % vec == 0; otherwise the kernel with scalar heads.
         symbol = kernel.name if n % k["vec"] == 0 else kernel.name + "_unaligned"
         groups = cdiv(m, rows_per_block)
-        blocks = min(groups, (limits or Limits()).sms * k["grid_stride"]) if k["grid_stride"] else groups
+        blocks = min(groups, (target or default_target()).sms * k["grid_stride"]) if k["grid_stride"] else groups
         # Rows over several warps: a 2-D block, threadIdx.x along the row (j.2), threadIdx.y the row (i.1).
         block = (k["lanes"], rows_per_block, 1) if k["lanes"] > 32 else (k["threads"], 1, 1)
         launch = Launch(symbol, (blocks, 1, 1), block, ("A", "x", "y", "M", "N"))
@@ -236,7 +238,7 @@ class Gemv(Op):
         ]
         return tuple(LadderStep(t, self.schedule_from_knobs(**k), n) for t, k, n in steps)
 
-    def space(self, problem: Problem, limits: Limits):
+    def space(self, problem: Problem, target: Target):
         n = problem["N"]
         # A warp (or part of one) per row: the best of the earlier searches (bench_results/gemv_tune*.txt,
         # where 128..512 threads, 4..32 lanes, float2 and grid_stride never won at 8192x8192).
@@ -251,7 +253,7 @@ class Gemv(Op):
             if lanes * 4 > 2 * n:
                 continue
             for rows_per_block in (1, 2, 4):
-                if lanes * rows_per_block > limits.max_threads:
+                if lanes * rows_per_block > target.max_threads:
                     continue
                 for unroll in (1, 2, 4, 8):
                     if unroll > 1 and unroll * lanes * 4 > n:   # past the row: the loads would not batch

@@ -24,7 +24,9 @@ import numpy as np
 
 from ..errors import UsageError, check
 from ..schedule import Schedule, ScheduleReader
-from .base import Dim, Kernel, Knob, LadderStep, Launch, Limits, Op, Plan, Problem, Scalar, cdiv
+from .base import Dim, Kernel, Knob, LadderStep, Launch, Op, Plan, Problem, Scalar, cdiv
+from ..dtypes import Types
+from ..target import Target
 from .rows import REDUCTIONS, RowSchedule
 
 ALGOS = ("two_pass", "welford", "registers")
@@ -64,20 +66,20 @@ class LayerNorm(RowSchedule, Op):
               limit="cache_read(x, register) already reads x once")
         return dict(k, algo="registers" if cached else annotated or "welford")
 
-    def check_knobs(self, k: dict, limits: Limits) -> None:
-        self.check_row_knobs(k, limits)
+    def check_knobs(self, k: dict, target: Target) -> None:
+        self.check_row_knobs(k, target)
         if k["algo"] == "registers":
-            self.check_register_row(k, limits)
+            self.check_register_row(k, target)
 
     # -- lowering ----------------------------------------------------------------------------------
-    def template_params(self, k: dict) -> tuple[dict, int, int]:
+    def template_params(self, k: dict, types: Types, target: Target) -> tuple[dict, int, int]:
         params, red_words = self.row_params(k)
         return params, 4 * red_words * (3 if k["algo"] == "welford" else 1), 24 + k["items"] * k["vec"]
 
     def max_cols(self, k: dict) -> int:
         return k["items"] * k["threads"] * k["vec"]
 
-    def plan(self, kernel: Kernel, problem: Problem, limits: Limits | None = None) -> Plan:
+    def plan(self, kernel: Kernel, problem: Problem, target: Target | None = None) -> Plan:
         k = dict(kernel.knobs)
         rows, cols = problem["rows"], problem["cols"]
         if k["algo"] == "registers":
@@ -161,12 +163,12 @@ class LayerNorm(RowSchedule, Op):
         ]
         return tuple(LadderStep(t, self.schedule_from_knobs(**k), n) for t, k, n in steps)
 
-    def space(self, problem: Problem, limits: Limits):
+    def space(self, problem: Problem, target: Target):
         cols = problem["cols"]
         base = dict(vec=4, reduction="shuffle")
         for threads in (8, 16, 32, 64, 128, 256, 512, 1024):
             for rpb in ((1,) if threads > 32 else (1, 2, 4, 8, 16)):
-                if not 64 <= threads * rpb <= limits.max_threads:
+                if not 64 <= threads * rpb <= target.max_threads:
                     continue
                 for items in (1, 2, 4, 8, 16):
                     cap = items * threads * 4

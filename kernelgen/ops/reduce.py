@@ -19,7 +19,9 @@ import numpy as np
 
 from ..errors import check
 from ..schedule import Schedule, ScheduleReader, schedule
-from .base import Dim, Kernel, Knob, LadderStep, Launch, Limits, Op, Plan, Problem, Scalar, Workspace, cdiv, pow2
+from .base import Dim, Kernel, Knob, LadderStep, Launch, Op, Plan, Problem, Scalar, Workspace, cdiv, pow2
+from ..dtypes import Types
+from ..target import Target, default_target
 
 STRATEGIES = ("divergent", "strided", "sequential", "last_warp", "unrolled", "shuffle")
 FINISHES = ("two_pass", "atomic")
@@ -73,16 +75,16 @@ class ReduceSum(Op):
     def test_problems(self) -> tuple[dict, ...]:
         return ({"n": 1}, {"n": 3}, {"n": 4097}, {"n": 1000003})
 
-    def check_knobs(self, k: dict, limits: Limits) -> None:
-        check(pow2(k["threads"]) and 32 <= k["threads"] <= limits.max_threads, "split", "i.2", k["threads"],
-              limit=f"threads per block is a power of two in 32..{limits.max_threads} (the tree halves it)")
+    def check_knobs(self, k: dict, target: Target) -> None:
+        check(pow2(k["threads"]) and 32 <= k["threads"] <= target.max_threads, "split", "i.2", k["threads"],
+              limit=f"threads per block is a power of two in 32..{target.max_threads} (the tree halves it)")
         check(k["threads"] >= 64 or k["strategy"] not in ("last_warp", "unrolled"), "split", "i.2", k["threads"],
               limit=f"strategy {k['strategy']} unrolls a last warp that reads 64 words: at least 64 threads")
         check(1 <= k["items"] <= 16, "split", "i.1", k["items"], limit="1..16 items per thread per chunk")
         check(k["vec"] in (1, 2, 4), "vectorize", "i.3", k["vec"], limit="16 bytes per load", allowed="1, 2, 4")
 
     # -- lowering ----------------------------------------------------------------------------------
-    def template_params(self, k: dict) -> tuple[dict, int, int]:
+    def template_params(self, k: dict, types: Types, target: Target) -> tuple[dict, int, int]:
         threads = k["threads"]
         strides = []
         s = threads // 2
@@ -94,13 +96,13 @@ class ReduceSum(Op):
                       lanes=("x", "y", "z", "w")[:k["vec"]])
         return params, 4 * max(threads, FINAL_THREADS), 32 + 4 * k["items"] * k["vec"]
 
-    def plan(self, kernel: Kernel, problem: Problem, limits: Limits | None = None) -> Plan:
-        limits = limits or Limits()
+    def plan(self, kernel: Kernel, problem: Problem, target: Target | None = None) -> Plan:
+        target = target or default_target()
         k = dict(kernel.knobs)
         n = problem["n"]
         chunk_vecs = k["threads"] * k["items"]
         chunks = max(1, cdiv(n // k["vec"], chunk_vecs))
-        blocks = min(chunks, limits.sms * k["grid_stride"]) if k["grid_stride"] else chunks
+        blocks = min(chunks, target.sms * k["grid_stride"]) if k["grid_stride"] else chunks
         block = (k["threads"], 1, 1)
         scalars = (Scalar("n", "long long", n), Scalar("blocks", "int", blocks))
         if k["finish"] == "atomic":
@@ -126,6 +128,8 @@ class ReduceSum(Op):
 
     def reference(self, inputs, problem):
         return {"out": np.array([inputs["x"].astype(np.float64).sum()])}
+
+    error_measure = "absolute error"
 
     def error(self, name, out, ref, inputs, problem) -> float:
         return float(np.abs(out.astype(np.float64) - ref).max()) if np.all(np.isfinite(out)) else float("inf")
@@ -164,7 +168,7 @@ class ReduceSum(Op):
         ]
         return tuple(LadderStep(t, self.schedule_from_knobs(**k), n) for t, k, n in steps)
 
-    def space(self, problem: Problem, limits: Limits):
+    def space(self, problem: Problem, target: Target):
         for threads in (256, 512, 1024):
             for items in (1, 2, 4, 8):
                 for grid_stride in (1, 2, 4, 8):

@@ -13,7 +13,8 @@ from __future__ import annotations
 
 from ..errors import check
 from ..schedule import Schedule, ScheduleReader, schedule
-from .base import Limits, pow2
+from .base import pow2
+from ..target import Target
 
 REDUCTIONS = ("serial", "shared", "shuffle")
 
@@ -37,24 +38,24 @@ class RowSchedule:
         return {"threads": threads, "rows_per_block": rpb, "items": items, "vec": vec,
                 "reduction": r.reduction("j", "shuffle", REDUCTIONS)}
 
-    def check_row_knobs(self, k: dict, limits: Limits) -> None:
+    def check_row_knobs(self, k: dict, target: Target) -> None:
         t, rpb = k["threads"], k["rows_per_block"]
-        check(pow2(t) and t <= limits.max_threads, "split", "j.2", t,
-              limit=f"threads per row is a power of two up to {limits.max_threads}")
+        check(pow2(t) and t <= target.max_threads, "split", "j.2", t,
+              limit=f"threads per row is a power of two up to {target.max_threads}")
         check(pow2(rpb), "split", "i", rpb, limit="rows per block is a power of two")
-        check(32 <= t * rpb <= limits.max_threads, "split", "i", f"{rpb} rows x {t} threads = {t * rpb} threads",
-              limit=f"a block has 32..{limits.max_threads} threads (whole warps: the shuffles use full masks)")
+        check(32 <= t * rpb <= target.max_threads, "split", "i", f"{rpb} rows x {t} threads = {t * rpb} threads",
+              limit=f"a block has 32..{target.max_threads} threads (whole warps: the shuffles use full masks)")
         check(t <= 32 or rpb == 1, "split", "i", rpb, limit=f"{t} threads per row span warps: one row per block")
         check(1 <= k["items"] <= 32, "split", "j.1", k["items"], limit="1..32 vectors per thread per chunk")
         check(k["vec"] in (1, 4), "vectorize", "j.3", k["vec"], allowed="1, 4")
         check((t == 1) == (k["reduction"] == "serial"), "reduction", "j", k["reduction"],
               limit=f"{t} thread(s) per row", allowed="serial" if t == 1 else "shared, shuffle")
 
-    def check_register_row(self, k: dict, limits: Limits) -> None:
+    def check_register_row(self, k: dict, target: Target) -> None:
         """A row held in registers: items*vec floats per thread plus ~24 registers of bookkeeping must fit
         the registers a block of this size may use per thread (ptxas spills past that)."""
         block = k["threads"] * k["rows_per_block"]
-        cap = min(limits.max_registers, 65536 // block)
+        cap = min(target.max_registers, 65536 // block)
         floats = k["items"] * k["vec"]
         check(floats + 24 <= cap, "cache_read", "x", f"{floats} floats per thread",
               limit=f"{cap - 24} floats per thread in registers with {block} threads per block "

@@ -39,7 +39,9 @@ import numpy as np
 
 from ..errors import UsageError, check
 from ..schedule import Schedule, ScheduleReader, schedule
-from .base import Dim, Kernel, Knob, LadderStep, Launch, Limits, Op, Plan, Problem, Scalar, cdiv
+from .base import Dim, Kernel, Knob, LadderStep, Launch, Op, Plan, Problem, Scalar, cdiv
+from ..dtypes import Types
+from ..target import Target, default_target
 
 LAYOUTS = ("contiguous", "strided", "warp")
 RUN = 4                  # rows (columns) per run in the strided and warp layouts: one 128-bit shared load
@@ -137,7 +139,7 @@ class Sgemm(Op):
         runs at SM_FLOPS; predicted 2900/177/362/181 us, measured 2802/192/395/180 us for 4096^3,
         1000^3, 2047x2049x1023 and 2048x2048x1024 (bench_results/sgemm_split_probe_h100.txt).
         """
-        sms = Limits().sms
+        sms = default_target().sms
         M, N, K = problem["M"], problem["N"], problem["K"]
 
         def cost(over: dict, per_sm: int, speed: float, slices: int) -> float:
@@ -192,7 +194,7 @@ class Sgemm(Op):
                     split_k=r.annotate("split_k", 1, (1, 2, 3, 4, 8)))
 
     # -- legality ----------------------------------------------------------------------------------
-    def check_knobs(self, k: dict, limits: Limits) -> None:
+    def check_knobs(self, k: dict, target: Target) -> None:
         for loop, b, t, w in (("i", k["bm"], k["tm"], k["wm"]), ("j", k["bn"], k["tn"], k["wn"])):
             check(t >= 1 and b % t == 0, "split", loop, (b, t), limit=f"the thread tile {t} divides the block tile {b}")
             if k["layout"] == "warp":
@@ -201,8 +203,8 @@ class Sgemm(Op):
         threads = self.threads(k)
         check(threads * k["min_blocks"] <= 2048, "annotate", "min_blocks", k["min_blocks"],
               limit=f"{k['min_blocks']} blocks of {threads} threads exceed 2048 threads per SM")
-        check(threads <= limits.max_threads, "split", "i", f"{threads} threads",
-              limit=f"{limits.max_threads} threads per block on {limits.arch}")
+        check(threads <= target.max_threads, "split", "i", f"{threads} threads",
+              limit=f"{target.max_threads} threads per block on {target.arch}")
         if k["layout"] == "warp":
             lanes = (k["wm"] // k["tm"]) * (k["wn"] // k["tn"])
             check(lanes == 32, "split", "i", f"warp tile {k['wm']}x{k['wn']} of {k['tm']}x{k['tn']} thread tiles",
@@ -231,8 +233,8 @@ class Sgemm(Op):
             check(k["stages"] <= 2, "double_buffer", "A", k["stages"],
                   limit="copies through registers keep at most 2 stages; use annotate(copy, cp_async)", allowed="1, 2")
         smem = self.shared_bytes(k)
-        check(smem <= limits.max_smem, "double_buffer", "A", k["stages"],
-              limit=f"{smem} bytes of shared memory > {limits.max_smem} on {limits.arch}")
+        check(smem <= target.max_smem, "double_buffer", "A", k["stages"],
+              limit=f"{smem} bytes of shared memory > {target.max_smem} on {target.arch}")
 
     def name_knobs(self, knobs: dict) -> dict:
         # One slice of K is how every kernel was named before split_k existed: keep those names.
@@ -267,7 +269,7 @@ class Sgemm(Op):
     def template(self, knobs: dict) -> str:
         return "sgemm.cu.j2" if knobs["shared"] else "sgemm_naive.cu.j2"
 
-    def template_params(self, k: dict) -> tuple[dict, int, int]:
+    def template_params(self, k: dict, types: Types, target: Target) -> tuple[dict, int, int]:
         nt = self.threads(k)
         if k["layout"] == "warp":
             block = (nt, 1, 1)
@@ -305,7 +307,7 @@ class Sgemm(Op):
               limit=f"{k['min_blocks']} blocks of {nt} threads leave {cap} registers per thread; the tile needs ~{regs}")
         return p, self.shared_bytes(k), regs
 
-    def plan(self, kernel: Kernel, problem: Problem, limits: Limits | None = None) -> Plan:
+    def plan(self, kernel: Kernel, problem: Problem, target: Target | None = None) -> Plan:
         k, p = dict(kernel.knobs), dict(kernel.params)
         M, N, K = problem["M"], problem["N"], problem["K"]
         grid = (cdiv(N, k["bn"]), cdiv(M, k["bm"]), k["split_k"])
@@ -350,6 +352,8 @@ class Sgemm(Op):
 
     def reference(self, inputs, problem):
         return {"C": inputs["A"].astype(np.float64) @ inputs["B"].astype(np.float64)}
+
+    error_measure = "max absolute error"
 
     def error(self, name, out, ref, inputs, problem) -> float:
         return float(np.abs(out.astype(np.float64) - ref).max()) if np.all(np.isfinite(out)) else math.inf
@@ -407,7 +411,7 @@ class Sgemm(Op):
         ]
         return tuple(LadderStep(t, self.schedule_from_knobs(**k), n) for t, k, n in steps)
 
-    def space(self, problem: Problem, limits: Limits):
+    def space(self, problem: Problem, target: Target):
         base = self.default_knobs()
         for bm, bn, wm, wn, tm, tn in ((128, 128, 64, 32, 8, 8), (128, 128, 32, 64, 8, 8), (128, 64, 64, 32, 8, 8),
                                        (64, 128, 32, 64, 8, 8), (128, 128, 64, 64, 16, 8), (128, 256, 64, 64, 8, 16),

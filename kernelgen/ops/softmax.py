@@ -31,7 +31,9 @@ import numpy as np
 
 from ..errors import UsageError, check
 from ..schedule import Schedule, ScheduleReader
-from .base import Dim, Kernel, Knob, LadderStep, Launch, Limits, Op, Plan, Problem, Scalar, Workspace, cdiv
+from .base import Dim, Kernel, Knob, LadderStep, Launch, Op, Plan, Problem, Scalar, Workspace, cdiv
+from ..dtypes import Types
+from ..target import Target, default_target
 from .rows import REDUCTIONS, RowSchedule
 
 ALGOS = ("three_pass", "online", "registers", "split")
@@ -88,19 +90,19 @@ class Softmax(RowSchedule, Op):
         check(algo == "split" or batch == 16, "annotate", "l2_batch_mb", batch, limit="only with bind(j.0, blockIdx.y)")
         return dict(k, algo=algo, l2_batch_mb=batch)
 
-    def check_knobs(self, k: dict, limits: Limits) -> None:
-        self.check_row_knobs(k, limits)
+    def check_knobs(self, k: dict, target: Target) -> None:
+        self.check_row_knobs(k, target)
         if k["algo"] == "split":
             check(k["threads"] >= 32, "bind", "j.0", "blockIdx.y", limit=f"several blocks per row need a block "
                   f"per row chunk: threads per row >= 32, not {k['threads']}")
         if k["algo"] == "registers":
-            self.check_register_row(k, limits)
+            self.check_register_row(k, target)
 
     # -- lowering ----------------------------------------------------------------------------------
     def template(self, knobs: dict) -> str:
         return "softmax_split.cu.j2" if knobs["algo"] == "split" else "softmax.cu.j2"
 
-    def template_params(self, k: dict) -> tuple[dict, int, int]:
+    def template_params(self, k: dict, types: Types, target: Target) -> tuple[dict, int, int]:
         params, red_words = self.row_params(k)
         smem = 4 * red_words * (2 if k["algo"] in ("online", "split") else 1)
         return params, smem, 24 + k["items"] * k["vec"]
@@ -108,8 +110,8 @@ class Softmax(RowSchedule, Op):
     def max_cols(self, k: dict) -> int:
         return k["items"] * k["threads"] * k["vec"]
 
-    def plan(self, kernel: Kernel, problem: Problem, limits: Limits | None = None) -> Plan:
-        limits = limits or Limits()
+    def plan(self, kernel: Kernel, problem: Problem, target: Target | None = None) -> Plan:
+        target = target or default_target()
         k = dict(kernel.knobs)
         rows, cols = problem["rows"], problem["cols"]
         t, rpb = k["threads"], k["rows_per_block"]
@@ -221,12 +223,12 @@ class Softmax(RowSchedule, Op):
         return self.schedule_from_knobs(threads=threads, rows_per_block=rows_per_block, items=items, vec=4,
                                         reduction="shuffle", algo="registers", l2_batch_mb=16)
 
-    def space(self, problem: Problem, limits: Limits):
+    def space(self, problem: Problem, target: Target):
         cols = problem["cols"]
         base = dict(vec=4, reduction="shuffle", l2_batch_mb=16)
         for threads in (4, 8, 16, 32, 64, 128, 256, 512, 1024):
             for rpb in ((1,) if threads > 32 else (1, 2, 4, 8, 16, 32, 64)):
-                if not 64 <= threads * rpb <= limits.max_threads:
+                if not 64 <= threads * rpb <= target.max_threads:
                     continue
                 for items in (1, 2, 4, 8, 16):
                     cap = items * threads * 4

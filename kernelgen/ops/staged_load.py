@@ -24,7 +24,9 @@ import numpy as np
 
 from ..errors import check
 from ..schedule import Schedule, ScheduleReader, schedule
-from .base import Dim, Kernel, Knob, LadderStep, Launch, Limits, Op, Plan, Problem, Scalar, cdiv, pow2
+from .base import Dim, Kernel, Knob, LadderStep, Launch, Op, Plan, Problem, Scalar, cdiv, pow2
+from ..dtypes import Types
+from ..target import Target
 
 COLS = 32  # the seed's tile width: a row of x is one 128-byte line
 
@@ -78,25 +80,25 @@ class StagedLoad(Op):
               limit=f"{threads} threads per block need bind(ij.1, threadIdx.x)")
         return {"rows": rows, "pad": r.storage_align("x", 0), "fused": fused, "vec": vec, "threads": threads}
 
-    def check_knobs(self, k: dict, limits: Limits) -> None:
+    def check_knobs(self, k: dict, target: Target) -> None:
         check(pow2(k["rows"]) and 32 <= k["rows"] <= 4096, "split", "j", k["rows"],
               limit="rows per tile is a power of two in 32..4096")
         check(k["vec"] in (1, 4), "vectorize", "ij.2", k["vec"], limit="a row of x is 8 float4s", allowed="1, 4")
-        check(k["threads"] == 1 or (pow2(k["threads"]) and 32 <= k["threads"] <= limits.max_threads),
-              "bind", "ij.1", k["threads"], limit=f"1, or a power of two in 32..{limits.max_threads}")
+        check(k["threads"] == 1 or (pow2(k["threads"]) and 32 <= k["threads"] <= target.max_threads),
+              "bind", "ij.1", k["threads"], limit=f"1, or a power of two in 32..{target.max_threads}")
         smem = self._smem(k)
-        check(smem <= limits.max_smem, "split", "j", k["rows"],
-              limit=f"the tile needs {smem} bytes of shared memory > {limits.max_smem} on {limits.arch}")
+        check(smem <= target.max_smem, "split", "j", k["rows"],
+              limit=f"the tile needs {smem} bytes of shared memory > {target.max_smem} on {target.arch}")
 
     @staticmethod
     def _smem(k: dict) -> int:
         return 4 * COLS * (k["rows"] + k["pad"])
 
     # -- lowering ----------------------------------------------------------------------------------
-    def template_params(self, k: dict) -> tuple[dict, int, int]:
+    def template_params(self, k: dict, types: Types, target: Target) -> tuple[dict, int, int]:
         return dict(k, cols=COLS, stride=k["rows"] + k["pad"]), self._smem(k), 24 + 4 * k["vec"]
 
-    def plan(self, kernel: Kernel, problem: Problem, limits: Limits | None = None) -> Plan:
+    def plan(self, kernel: Kernel, problem: Problem, target: Target | None = None) -> Plan:
         k = dict(kernel.knobs)
         n = problem["n"]
         launch = Launch(kernel.name, (cdiv(n, k["rows"]), 1, 1), (k["threads"], 1, 1), ("x", "out", "n"),
@@ -152,7 +154,7 @@ class StagedLoad(Op):
         ]
         return tuple(LadderStep(t, self.schedule_from_knobs(**k), n) for t, k, n in steps)
 
-    def space(self, problem: Problem, limits: Limits):
+    def space(self, problem: Problem, target: Target):
         for rows in (256, 512, 1024):
             for threads in (128, 256, 512, 1024):
                 yield dict(rows=rows, pad=1, fused=True, vec=4, threads=threads)

@@ -27,7 +27,9 @@ import numpy as np
 
 from ..errors import check
 from ..schedule import Schedule, ScheduleReader, schedule
-from .base import Dim, Kernel, Knob, LadderStep, Launch, Limits, Op, Plan, Problem, Scalar, cdiv, pow2
+from .base import Dim, Kernel, Knob, LadderStep, Launch, Op, Plan, Problem, Scalar, cdiv, pow2
+from ..dtypes import Types
+from ..target import Target, default_target
 
 ORDERS = ("row", "diagonal")
 
@@ -91,7 +93,7 @@ class Transpose(Op):
                 "order": r.annotate("block_order", "row", ORDERS),
                 "grid_stride": r.annotate("grid_stride", 0, (0, 1, 2, 4, 8, 16, 32))}
 
-    def check_knobs(self, k: dict, limits: Limits) -> None:
+    def check_knobs(self, k: dict, target: Target) -> None:
         tile, rows, vec = k["tile"], k["rows"], k["vec"]
         check(pow2(tile) and 16 <= tile <= 64, "split", "i", tile, limit="tile side is a power of two in 16..64")
         check(pow2(rows) and rows <= tile, "split", "i.2", rows, limit=f"a power of two dividing the tile ({tile})")
@@ -99,26 +101,26 @@ class Transpose(Op):
         check(vec == 1 or k["staged"], "vectorize", "j.2", vec,
               limit="float4 rows of out are assembled from a shared tile: needs cache_read(x, shared)")
         threads = tile // vec * rows
-        check(threads <= limits.max_threads, "split", "i.2", rows,
-              limit=f"{tile // vec} x {rows} = {threads} threads > {limits.max_threads} per block")
+        check(threads <= target.max_threads, "split", "i.2", rows,
+              limit=f"{tile // vec} x {rows} = {threads} threads > {target.max_threads} per block")
         check(threads >= 32, "split", "i.2", rows, limit=f"{tile // vec} x {rows} = {threads} threads: at least a warp")
         check(k["pad"] in (0, 1), "storage_align", "x", k["pad"], limit="0 or 1 float per row", allowed="0, 1")
 
     # -- lowering ----------------------------------------------------------------------------------
-    def template_params(self, k: dict) -> tuple[dict, int, int]:
+    def template_params(self, k: dict, types: Types, target: Target) -> tuple[dict, int, int]:
         params = dict(k, lanes=k["tile"] // k["vec"], items=k["tile"] // k["rows"],
                       vec_type={1: "float", 2: "float2", 4: "float4"}[k["vec"]],
                       comps=("x", "y", "z", "w")[:k["vec"]])
         smem = 4 * k["tile"] * (k["tile"] + k["pad"]) if k["staged"] else 0
         return params, smem, 16 + 2 * (k["tile"] // k["rows"]) * k["vec"]
 
-    def plan(self, kernel: Kernel, problem: Problem, limits: Limits | None = None) -> Plan:
-        limits = limits or Limits()
+    def plan(self, kernel: Kernel, problem: Problem, target: Target | None = None) -> Plan:
+        target = target or default_target()
         k = dict(kernel.knobs)
         m, n = problem["M"], problem["N"]
         tiles = cdiv(m, k["tile"]) * cdiv(n, k["tile"])
         check(tiles < 2 ** 31, "split", "i", k["tile"], limit=f"{tiles} tiles exceed gridDim.x")
-        blocks = min(tiles, limits.sms * k["grid_stride"]) if k["grid_stride"] else tiles
+        blocks = min(tiles, target.sms * k["grid_stride"]) if k["grid_stride"] else tiles
         launch = Launch(kernel.name, (blocks, 1, 1), (k["tile"] // k["vec"], k["rows"], 1), ("x", "out", "M", "N"))
         return Plan(kernel, problem, (launch,), (), (Scalar("M", "int", m), Scalar("N", "int", n)),
                     (("x", 4 * k["vec"]), ("out", 4 * k["vec"])))
@@ -171,7 +173,7 @@ class Transpose(Op):
         ]
         return tuple(LadderStep(t, self.schedule_from_knobs(**k), n) for t, k, n in steps)
 
-    def space(self, problem: Problem, limits: Limits):
+    def space(self, problem: Problem, target: Target):
         for rows in (4, 8, 16, 32):
             for grid_stride in (0, 8, 16, 32):
                 for order in ORDERS:

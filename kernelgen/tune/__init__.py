@@ -21,7 +21,8 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from ..errors import CompileError, LaunchError, ScheduleError, UsageError
-from ..ops.base import Limits, Op, Problem
+from ..ops.base import Op, Problem
+from ..target import Target, target
 from ..schedule import Schedule
 from . import exhaustive, random_search
 from .db import Record, TuningDB
@@ -39,7 +40,7 @@ class Outcome:
 class Runner(Protocol):
     arch: str
     gpu: str
-    limits: Limits
+    limits: Target
 
     def __call__(self, op: Op, sched: Schedule, problem: Problem) -> Outcome: ...
 
@@ -52,7 +53,7 @@ class GpuRunner:
     def __init__(self, reps: int = 20, max_ms: float = 1000.0, timing: str = "auto"):
         from .. import gpu
         dev = gpu.device()
-        self.arch, self.gpu, self.limits, self.reps, self.max_ms = dev.arch, dev.name, dev.limits(), reps, max_ms
+        self.arch, self.gpu, self.limits, self.reps, self.max_ms = dev.arch, dev.gpu, dev, reps, max_ms
         self.timing = timing
 
     def __call__(self, op: Op, sched: Schedule, problem: Problem) -> Outcome:
@@ -75,7 +76,7 @@ class GpuRunner:
             return Outcome("launch_error", None, str(e))
 
 
-def validation_problems(op: Op, sched: Schedule, problem: Problem, limits: Limits) -> list[Problem]:
+def validation_problems(op: Op, sched: Schedule, problem: Problem, limits: Target) -> list[Problem]:
     """The op's awkward test sizes this schedule can run (a schedule specialised for long rows may
     refuse short ones), or the tuning problem itself when it can run none of them."""
     kernel = op.kernel(sched, limits)
@@ -94,7 +95,7 @@ class ReplayRunner:
     """Replays times recorded per schedule JSON (a simulation runner: tests search logic without a GPU)."""
 
     def __init__(self, times: dict[str, Outcome], arch: str = "sm_90", gpu: str = "replay"):
-        self.times, self.arch, self.gpu, self.limits = times, arch, gpu, Limits(arch=arch)
+        self.times, self.arch, self.gpu, self.limits = times, arch, gpu, target(arch)
         self.calls: list[str] = []
 
     def __call__(self, op: Op, sched: Schedule, problem: Problem) -> Outcome:
