@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One call on a GPU machine does it all: the gpu test tier, then every benchmark in benchmarks.txt
 # (each compared with the vendor library in the same process). Results go to $OUT (or ./bench_out).
-#   bench/gpu_all.sh [tests] [bench] [tune OP SIZE BUDGET]...
+#   bench/gpu_all.sh [tests] [launch] [bench] [tune OP SIZE BUDGET]...
 set -uo pipefail
 cd "$(dirname "$0")/.."
 export PYTHONPATH=$PWD PYTHONUNBUFFERED=1
@@ -18,6 +18,7 @@ while [ $# -gt 0 ]; do
         [ -n "${KG_BEST:-}" ] && args+=(--best --db "$KG_BEST")
         echo "## $op $size"; $K bench "$op" "${args[@]}" --markdown --reps 30 2>&1; echo
       done | tee "$OUT/bench.md"; shift ;;
+    launch) python3 bench/launch_overhead.py 2>&1 | tee "$OUT/launch.txt"; shift ;;
     tune) $K tune "$2" --size "$3" --strategy random --budget "$4" --db "$OUT/tuning.jsonl" --resume 2>&1 | tail -5 | tee -a "$OUT/tune.txt"; shift 4 ;;
     *) echo "unknown step $1"; exit 2 ;;
   esac

@@ -13,6 +13,7 @@ Works with whichever CuPy is installed (cupy-cuda12x, cupy-cuda13x).
 """
 from __future__ import annotations
 
+import ctypes
 import functools
 from dataclasses import dataclass
 from typing import Any, Callable
@@ -94,14 +95,20 @@ def functions(cubin: bytes, plan: Plan) -> dict[str, Any]:
     return funcs
 
 
-_TORCH_DTYPES = {"float32": "torch.float32", "float16": "torch.float16", "bfloat16": "torch.bfloat16"}
+@functools.lru_cache(maxsize=8)
+def _torch_dtype(name: str):
+    import torch
+    return getattr(torch, name)
 
 
 def pointer(x, name: str, shape: tuple[int, ...], dt) -> int:
     """The device address of a CuPy array, torch CUDA tensor or `__cuda_array_interface__` object,
     after checking its shape, element type and contiguity (a few attribute reads: this runs per launch)."""
+    cupy = _cupy()
+    if type(x) is cupy.ndarray and x.dtype == dt.storage and x.shape == shape and x.flags.c_contiguous:
+        return x.data.ptr
     if hasattr(x, "data_ptr"):  # torch
-        if str(x.dtype) != _TORCH_DTYPES[dt.name]:
+        if x.dtype is not _torch_dtype(dt.name):
             raise UsageError(f"array {name!r} has dtype {x.dtype}; this kernel takes {dt.name}")
         if not x.is_cuda:
             raise UsageError(f"array {name!r} is on {x.device}; kernels take CUDA tensors")
@@ -135,55 +142,92 @@ def as_device_array(x, name: str, shape: tuple[int, ...], dtype: str):
     return x
 
 
-_SCALAR_TYPES = {"int": np.int32, "long long": np.int64, "float": np.float32}
+_SCALAR_CTYPES = {"int": ctypes.c_int32, "long long": ctypes.c_int64, "float": ctypes.c_float}
 
 
-@functools.lru_cache(maxsize=64)
-def _external_stream(handle: int):
-    return _cupy().cuda.ExternalStream(handle)
+@functools.lru_cache(maxsize=1)
+def _libcuda():
+    """The driver API, called directly: a launch through ctypes costs ~2 us of host time, a
+    CuPy Function call with its argument conversion about 8."""
+    lib = ctypes.CDLL("libcuda.so.1")
+    lib.cuLaunchKernel.argtypes = [ctypes.c_void_p] + [ctypes.c_uint] * 7 + [ctypes.c_void_p] * 3
+    lib.cuMemsetD32Async.argtypes = [ctypes.c_uint64, ctypes.c_uint, ctypes.c_size_t, ctypes.c_void_p]
+    return lib
 
 
-def current_stream(arrays: dict[str, Any]):
-    """The stream the caller launches on: torch's current stream for torch tensors, else CuPy's."""
-    cupy = _cupy()
+def _driver_check(status: int, what: str) -> None:
+    if status:
+        name = ctypes.c_char_p()
+        _libcuda().cuGetErrorName(status, ctypes.byref(name))
+        raise LaunchError(f"{what} failed: {(name.value or b'?').decode()} ({status})")
+
+
+def stream_handle(stream) -> int:
+    """A stream given as a CuPy or torch stream object, or as a raw handle."""
+    for attr in ("ptr", "cuda_stream"):
+        if hasattr(stream, attr):
+            return int(getattr(stream, attr))
+    if isinstance(stream, int):
+        return stream
+    raise UsageError(f"stream {stream!r} is not a CuPy stream, a torch stream or a handle")
+
+
+def current_stream(arrays: dict[str, Any]) -> int:
+    """The handle of the stream the caller launches on: torch's current stream for torch tensors,
+    else CuPy's current stream."""
     if any(hasattr(a, "data_ptr") for a in arrays.values()):
         import torch
-        return _external_stream(torch.cuda.current_stream().cuda_stream)
-    return cupy.cuda.get_current_stream()
+        return torch.cuda.current_stream().cuda_stream
+    return _cupy().cuda.get_current_stream().ptr
+
+
+class _Call:
+    """One kernel launch with its argument slots: pointers are rewritten in place before each launch."""
+
+    def __init__(self, func, launch, fixed: dict[str, Any]):
+        self.func, self.launch = ctypes.c_void_p(func.ptr), launch
+        self.slots = [fixed[a] if a in fixed else ctypes.c_uint64(0) for a in launch.args]
+        self.params = (ctypes.c_void_p * len(self.slots))(*(ctypes.addressof(s) for s in self.slots))
+        self.pointer_slots = [(a, s) for a, s in zip(launch.args, self.slots) if a not in fixed]
 
 
 class Bound:
     """A prepared kernel's launches with their functions, workspaces and scalar arguments decided:
-    `launch(pointers, stream)` only fills workspaces and enqueues kernels."""
+    `launch(pointers, stream)` writes the array addresses into the argument slots, clears the
+    workspaces that need it and enqueues the kernels, all through the driver API."""
 
     def __init__(self, plan: Plan, cubin: bytes):
         cupy = _cupy()
         self.plan = plan
-        self.funcs = functions(cubin, plan)
+        funcs = functions(cubin, plan)
         self.work = {w.name: cupy.empty(max(1, w.count), dtype=w.dtype) for w in plan.workspaces}
-        self.fills = [(self.work[w.name], w.fill) for w in plan.workspaces if w.fill is not None]
-        self.fixed = dict(self.work, **{s.name: _SCALAR_TYPES[s.ctype](s.value) for s in plan.scalars})
-        self.align = dict(plan.alignment)
+        self.fills = [(self.work[w.name].data.ptr, int(np.array(w.fill, w.dtype).view(np.uint32)), max(1, w.count))
+                      for w in plan.workspaces if w.fill is not None]
+        fixed = {s.name: _SCALAR_CTYPES[s.ctype](s.value) for s in plan.scalars}
+        fixed.update({k: ctypes.c_uint64(v.data.ptr) for k, v in self.work.items()})
+        self.calls = [_Call(funcs[l.symbol], l, fixed) for l in plan.launches]
+        self.align = tuple(plan.alignment)
 
-    def launch(self, pointers: dict[str, int], stream) -> None:
-        for name, align in self.align.items():
+    def launch(self, pointers: dict[str, int], stream: int) -> None:
+        for name, align in self.align:
             if pointers[name] % align:
                 raise UsageError(f"array {name!r} at address {pointers[name]:#x} is not aligned to {align} bytes, "
                                  "which this schedule's vector width needs; use vectorize(..., 1) or an aligned array")
-        values = dict(self.fixed, **{k: np.uint64(v) for k, v in pointers.items()})
-        if self.fills:
-            with stream:
-                for buf, value in self.fills:
-                    buf.fill(value)
-        for l in self.plan.launches:
-            self.funcs[l.symbol](l.grid, l.block, tuple(values[a] for a in l.args), shared_mem=l.shared_bytes,
-                                 stream=stream)
+        lib = _libcuda()
+        for ptr, bits, count in self.fills:
+            _driver_check(lib.cuMemsetD32Async(ptr, bits, count, stream), "clearing a workspace")
+        for c in self.calls:
+            for name, slot in c.pointer_slots:
+                slot.value = pointers[name]
+            l = c.launch
+            _driver_check(lib.cuLaunchKernel(c.func, *l.grid, *l.block, l.shared_bytes, stream, c.params, None),
+                          f"launching {l.symbol}")
 
 
 def launcher(bound: Bound, arrays: dict[str, Any], shapes: dict, types) -> Callable[[], None]:
     """A no-argument launcher on CuPy's current stream for fixed device arrays (timing loops)."""
     pointers = {n: pointer(arrays[n], n, shapes[n], types(n)) for n in shapes}
-    return lambda: bound.launch(pointers, _cupy().cuda.get_current_stream())
+    return lambda: bound.launch(pointers, _cupy().cuda.get_current_stream().ptr)
 
 
 def synchronize_checked(name: str) -> None:

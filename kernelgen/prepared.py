@@ -69,7 +69,7 @@ class Prepared:
                              f"{[n for n in names if n not in arrays] or 'none'}, unknown "
                              f"{[n for n in arrays if n not in names] or 'none'}")
         pointers = {n: gpu.pointer(arrays[n], n, s, d) for n, s, d in self._checks}
-        self._bound.launch(pointers, stream if stream is not None else gpu.current_stream(arrays))
+        self._bound.launch(pointers, gpu.stream_handle(stream) if stream is not None else gpu.current_stream(arrays))
 
     def launcher(self, arrays: dict[str, Any]):
         """A no-argument launcher on fixed device arrays (for timing loops and CUDA-graph capture)."""

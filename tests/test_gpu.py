@@ -40,6 +40,37 @@ def test_cupy_arrays_and_wrong_arrays_are_named(op):
         kg.launch(op, op.default_schedule(), p, x=x)
 
 
+def test_launch_goes_on_the_callers_stream_and_does_not_wait(op):
+    torch = pytest.importorskip("torch")
+    p = op.problem({"n": 4096})
+    x = torch.ones(4096, device="cuda")
+    out = torch.full((1,), float("nan"), device="cuda")
+    kg.launch(op, op.default_schedule(), p, x=x, out=out)      # build, compile and load outside the test
+    torch.cuda.synchronize()
+    side = torch.cuda.Stream()
+    with torch.cuda.stream(side):
+        out.fill_(float("nan"))
+        torch.cuda._sleep(200_000_000)                          # ~0.1 s of spinning ahead of the kernel
+        kg.launch(op, op.default_schedule(), p, x=x, out=out)
+        assert not side.query()                                 # launch returned with the work still queued
+    side.synchronize()
+    assert out.item() == 4096.0                                 # it ran on `side`, after the sleep
+
+
+def test_a_cached_launch_reuses_the_prepared_kernel(op):
+    import cupy
+    from kernelgen.prepared import _prepare
+    p = op.problem({"n": 777})
+    x, out = cupy.ones(777, dtype=cupy.float32), cupy.empty(1, dtype=cupy.float32)
+    kg.launch(op, op.default_schedule(), p, x=x, out=out)
+    before = _prepare.cache_info()
+    for _ in range(10):
+        kg.launch(op, op.default_schedule(), p, x=x, out=out)
+    after = _prepare.cache_info()
+    assert after.hits - before.hits == 10 and after.misses == before.misses
+    assert float(out[0]) == 777.0
+
+
 # -- timing: CUDA-graph replays against events (plausibility, not speed) --------------------------
 def _softmax(rows, cols):
     sm = kg.get_op("softmax")

@@ -221,6 +221,7 @@ class Sgemm(Op):
         run_n = self._run(k, "n")
         check(run_n % vc == 0, "vectorize", "C", vc, limit=f"a vector of C lies in a run of {run_n} adjacent columns")
         if k["copy"] == "cp_async":
+            target.require("cp_async", "annotate", "copy", "cp_async")
             check(k["stages"] >= 2, "double_buffer", "A", k["stages"], limit="cp.async pipelines need 2..4 stages")
             check(va in (1, 4) and vb in (1, 4), "vectorize", "A" if va not in (1, 4) else "B", (va, vb),
                   limit="cp.async copies 4 or 16 bytes", allowed="1, 4")
