@@ -3,12 +3,14 @@ a template refactor must leave the machine code alone.
 
     python3 bench/sass_check.py record /tmp/sass_base     # before the change
     python3 bench/sass_check.py compare /tmp/sass_base    # after: identical / same mix / DIFFERENT
+    python3 bench/sass_check.py record /tmp/sass_more 20  # also 20 random legal kernels of each op
 
 Per kernel file: every symbol's nvdisasm lines with addresses, encodings and symbol names taken
 out, and its resources (registers, shared, local memory, spills). "same mix" means the instruction
 sequence changed but every opcode count, the registers and the shared memory did not.
 """
 import json
+import random
 import re
 import sys
 from collections import Counter
@@ -17,6 +19,7 @@ from pathlib import Path
 
 from kernelgen.compile import compile_cuda
 from kernelgen.emit import generated_kernels
+from kernelgen.errors import ScheduleError, UsageError
 from kernelgen.inspect import _OPCODE, _functions, _resources, _spills
 from kernelgen.ops import OPS
 from kernelgen.render import render
@@ -45,13 +48,33 @@ def snapshot(kernel) -> dict:
             for sym, lines in funcs.items()}
 
 
-def kernels():
-    return [k for _, op in sorted(OPS.items()) for _, k in generated_kernels(op, target("sm_90"))]
+def sampled(op, n: int, tries: int = 20000) -> list:
+    """Up to n legal kernels of random knob choices (seeded by the op's name: the same draws every run)."""
+    rng, out, seen = random.Random(op.name), [], set()
+    for _ in range(tries):
+        knobs = {k.name: rng.choice(k.choices) for k in op.knobs}
+        try:
+            kernel = op.kernel(op.schedule_from_knobs(**knobs), target("sm_90"))
+        except (ScheduleError, UsageError, TypeError, ValueError):
+            continue
+        if kernel.name not in seen:
+            seen.add(kernel.name)
+            out.append(kernel)
+            if len(out) == n:
+                break
+    return out
 
 
-def main(mode: str, where: str) -> int:
+def kernels(sample: int = 0):
+    ks = {k.name: k for _, op in sorted(OPS.items()) for _, k in generated_kernels(op, target("sm_90"))}
+    for _, op in sorted(OPS.items()) if sample else ():
+        ks.update((k.name, k) for k in sampled(op, sample))
+    return list(ks.values())
+
+
+def main(mode: str, where: str, sample: int = 0) -> int:
     d = Path(where)
-    ks = kernels()
+    ks = kernels(sample)
     with ThreadPoolExecutor(4) as pool:
         snaps = dict(zip((k.name for k in ks), pool.map(snapshot, ks)))
     if mode == "record":
@@ -90,4 +113,4 @@ def main(mode: str, where: str) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1], sys.argv[2]))
+    sys.exit(main(sys.argv[1], sys.argv[2], int(sys.argv[3]) if len(sys.argv) > 3 else 0))

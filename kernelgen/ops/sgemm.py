@@ -297,7 +297,9 @@ class Sgemm(Op):
                  # 128-bit shared loads of a thread's fragment when its runs are 16-byte aligned
                  frag_vec_a=4 if km and p["run_m"] % 4 == 0 and lda % 4 == 0 else 1,
                  frag_vec_b=4 if p["run_n"] % 4 == 0 and ldb % 4 == 0 else 1,
-                 a_vecs=k["bm"] * k["bk"] // k["vec_a"], b_vecs=k["bk"] * k["bn"] // k["vec_b"])
+                 a_vecs=k["bm"] * k["bk"] // k["vec_a"], b_vecs=k["bk"] * k["bn"] // k["vec_b"],
+                 # one vector store per staged vector where the shared rows keep it aligned
+                 a_sts_vec=lda % k["vec_a"] == 0, b_sts_vec=ldb % k["vec_b"] == 0)
         p.update(a_iters=cdiv(p["a_vecs"], nt), b_iters=cdiv(p["b_vecs"], nt))
         staged = (p["a_iters"] * k["vec_a"] + p["b_iters"] * k["vec_b"]) if k["copy"] == "sync" else 0
         regs = k["tm"] * k["tn"] + k["tm"] + k["tn"] + staged + 28

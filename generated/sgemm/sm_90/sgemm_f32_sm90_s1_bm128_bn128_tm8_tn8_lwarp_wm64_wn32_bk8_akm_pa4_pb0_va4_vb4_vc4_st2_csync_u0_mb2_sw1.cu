@@ -15,6 +15,11 @@
 #ifndef KERNELGEN_PRELUDE
 #define KERNELGEN_PRELUDE
 #define KG_FULL_MASK 0xffffffffu
+#ifdef KERNELGEN_EMULATE
+#define KG_NEG_INF (-__builtin_huge_valf())
+#else
+#define KG_NEG_INF __int_as_float(0xff800000)
+#endif
 
 // 16-byte asynchronous global->shared copy (cp.async, sm_80+); a plain copy elsewhere.
 __device__ __forceinline__ void kg_cp_async16(void* smem, const void* gmem) {
@@ -74,6 +79,7 @@ __device__ __forceinline__ float4 sg_load4(const float* __restrict__ p, int r, i
   }
   return x;
 }
+
 // C = A @ B: a block computes a 128x128 tile of C, staging A and B through 2 shared
 // tile(s) of K = 8 (copied through registers); each of its
 // 256 threads (warp layout) accumulates 8x8 elements in registers.

@@ -15,6 +15,11 @@
 #ifndef KERNELGEN_PRELUDE
 #define KERNELGEN_PRELUDE
 #define KG_FULL_MASK 0xffffffffu
+#ifdef KERNELGEN_EMULATE
+#define KG_NEG_INF (-__builtin_huge_valf())
+#else
+#define KG_NEG_INF __int_as_float(0xff800000)
+#endif
 
 // 16-byte asynchronous global->shared copy (cp.async, sm_80+); a plain copy elsewhere.
 __device__ __forceinline__ void kg_cp_async16(void* smem, const void* gmem) {
@@ -65,6 +70,7 @@ __device__ __forceinline__ float sg_load1(const float* __restrict__ p, int r, in
                                                  int ld) {
   return (!CHECK || (r < rows && c < cols)) ? p[(size_t)r * ld + c] : 0.0f;
 }
+
 // C = A @ B: a block computes a 64x64 tile of C, staging A and B through 1 shared
 // tile(s) of K = 8 (copied through registers); each of its
 // 512 threads (contiguous layout) accumulates 8x1 elements in registers.
