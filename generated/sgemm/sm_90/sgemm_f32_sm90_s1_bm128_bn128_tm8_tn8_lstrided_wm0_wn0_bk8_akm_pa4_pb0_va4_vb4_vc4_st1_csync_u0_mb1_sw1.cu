@@ -92,7 +92,7 @@ __device__ __forceinline__ void sgemm_f32_sm90_s1_bm128_bn128_tm8_tn8_lstrided_w
                                               float* __restrict__ C, int M, int N, int K, int ldA, int m0, int n0,
                                               float* smem) {
   float* const As = smem;                           // 1 x [8][132] (A transposed)
-  float* const Bs = smem + 1056;  // 1 x [8][128]
+  float* const Bs = smem + 1056;    // 1 x [8][128]
   const int tid = threadIdx.y * 16 + threadIdx.x;
   const int tm0 = threadIdx.y * 4;
   const int tn0 = threadIdx.x * 4;
@@ -102,7 +102,7 @@ __device__ __forceinline__ void sgemm_f32_sm90_s1_bm128_bn128_tm8_tn8_lstrided_w
     #pragma unroll
     for (int j = 0; j < 8; ++j) acc[i][j] = 0.0f;
   }
-  const int ktiles = (K + 7) / 8;
+  const int ktiles = (K + 8 - 1) / 8;
   float4 ra[1];
   float4 rb[1];
   for (int kt = 0; kt < ktiles; ++kt) {

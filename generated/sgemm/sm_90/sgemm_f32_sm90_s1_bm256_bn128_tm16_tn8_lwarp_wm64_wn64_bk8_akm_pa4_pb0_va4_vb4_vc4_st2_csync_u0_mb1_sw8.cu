@@ -92,7 +92,7 @@ __device__ __forceinline__ void sgemm_f32_sm90_s1_bm256_bn128_tm16_tn8_lwarp_wm6
                                               float* __restrict__ C, int M, int N, int K, int ldA, int m0, int n0,
                                               float* smem) {
   float* const As = smem;                           // 2 x [8][260] (A transposed)
-  float* const Bs = smem + 4160;  // 2 x [8][128]
+  float* const Bs = smem + 4160;    // 2 x [8][128]
   const int tid = threadIdx.x;
   const int warp = tid >> 5, lane = tid & 31;
   // warp tile 64x64 of 2 per block row; lanes 4x8 inside it
@@ -104,7 +104,7 @@ __device__ __forceinline__ void sgemm_f32_sm90_s1_bm256_bn128_tm16_tn8_lwarp_wm6
     #pragma unroll
     for (int j = 0; j < 8; ++j) acc[i][j] = 0.0f;
   }
-  const int ktiles = (K + 7) / 8;
+  const int ktiles = (K + 8 - 1) / 8;
   float4 ra[2];
   float4 rb[1];
   // Double buffering: the next tile's loads are issued before this tile's math and stored after it.

@@ -82,7 +82,7 @@ __device__ __forceinline__ void sgemm_f32_sm90_s1_bm32_bn32_tm1_tn1_lcontiguous_
                                               float* __restrict__ C, int M, int N, int K, int ldA, int m0, int n0,
                                               float* smem) {
   float* const As = smem;                           // 1 x [32][32]
-  float* const Bs = smem + 1024;  // 1 x [32][32]
+  float* const Bs = smem + 1024;    // 1 x [32][32]
   const int tid = threadIdx.y * 32 + threadIdx.x;
   const int tm0 = threadIdx.y * 1;
   const int tn0 = threadIdx.x * 1;
@@ -92,7 +92,7 @@ __device__ __forceinline__ void sgemm_f32_sm90_s1_bm32_bn32_tm1_tn1_lcontiguous_
     #pragma unroll
     for (int j = 0; j < 1; ++j) acc[i][j] = 0.0f;
   }
-  const int ktiles = (K + 31) / 32;
+  const int ktiles = (K + 32 - 1) / 32;
   float ra[1];
   float rb[1];
   for (int kt = 0; kt < ktiles; ++kt) {

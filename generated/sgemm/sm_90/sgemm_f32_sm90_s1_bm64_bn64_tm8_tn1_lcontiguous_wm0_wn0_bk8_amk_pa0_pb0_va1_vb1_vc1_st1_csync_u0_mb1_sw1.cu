@@ -83,7 +83,7 @@ __device__ __forceinline__ void sgemm_f32_sm90_s1_bm64_bn64_tm8_tn1_lcontiguous_
                                               float* __restrict__ C, int M, int N, int K, int ldA, int m0, int n0,
                                               float* smem) {
   float* const As = smem;                           // 1 x [64][8]
-  float* const Bs = smem + 512;  // 1 x [8][64]
+  float* const Bs = smem + 512;    // 1 x [8][64]
   const int tid = threadIdx.y * 64 + threadIdx.x;
   const int tm0 = threadIdx.y * 8;
   const int tn0 = threadIdx.x * 1;
@@ -93,7 +93,7 @@ __device__ __forceinline__ void sgemm_f32_sm90_s1_bm64_bn64_tm8_tn1_lcontiguous_
     #pragma unroll
     for (int j = 0; j < 1; ++j) acc[i][j] = 0.0f;
   }
-  const int ktiles = (K + 7) / 8;
+  const int ktiles = (K + 8 - 1) / 8;
   float ra[1];
   float rb[1];
   for (int kt = 0; kt < ktiles; ++kt) {
