@@ -112,7 +112,7 @@ conv2d_f32_sm90_aim2col_t256_m32_n256_k8_tm4_tn8_st2_p4_v4_o0_gemm(const float* 
     #pragma unroll
     for (int j = 0; j < 8; ++j) acc[i][j] = 0.0f;
   }
-  const int ktiles = (CRS + 7) / 8;
+  const int ktiles = (CRS + 8 - 1) / 8;
   // Double buffering: the next tile's loads are issued before this tile's math and stored after it.
   #pragma unroll
   for (int i = 0; i < 1; ++i) {

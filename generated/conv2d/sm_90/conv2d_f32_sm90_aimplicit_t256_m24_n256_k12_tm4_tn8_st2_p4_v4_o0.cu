@@ -105,7 +105,7 @@ conv2d_f32_sm90_aimplicit_t256_m24_n256_k12_tm4_tn8_st2_p4_v4_o0_gemm(const floa
     #pragma unroll
     for (int j = 0; j < 8; ++j) acc[i][j] = 0.0f;
   }
-  const int ktiles = (CRS + 11) / 12;
+  const int ktiles = (CRS + 12 - 1) / 12;
   // Double buffering: the next tile's loads are issued before this tile's math and stored after it.
   #pragma unroll
   for (int i = 0; i < 1; ++i) {

@@ -105,7 +105,7 @@ conv2d_f32_sm90_aimplicit_t256_m32_n256_k8_tm4_tn8_st1_p4_v1_o0_gemm(const float
     #pragma unroll
     for (int j = 0; j < 8; ++j) acc[i][j] = 0.0f;
   }
-  const int ktiles = (CRS + 7) / 8;
+  const int ktiles = (CRS + 8 - 1) / 8;
   for (int kt = 0; kt < ktiles; ++kt) {
     #pragma unroll
     for (int i = 0; i < 1; ++i) {

@@ -98,12 +98,11 @@ layernorm_f32_sm90_t256_r1_i1_v1_sshared_atwopass(const float* __restrict__ x, c
       for (int i = 0; i < 1; ++i) {
         const int c = base + i * 256 + t;
         if (c < nv) {
-      v[i][0] = xr[c];
-    } else {
-      #pragma unroll
-      for (int l = 0; l < 1; ++l) v[i][l] = 0.0f;
-    }
-
+          v[i][0] = xr[c];
+        } else {
+          #pragma unroll
+          for (int l = 0; l < 1; ++l) v[i][l] = 0.0f;
+        }
       }
       #pragma unroll
       for (int i = 0; i < 1; ++i)
@@ -118,12 +117,11 @@ layernorm_f32_sm90_t256_r1_i1_v1_sshared_atwopass(const float* __restrict__ x, c
       for (int i = 0; i < 1; ++i) {
         const int c = base + i * 256 + t;
         if (c < nv) {
-      v[i][0] = xr[c];
-    } else {
-      #pragma unroll
-      for (int l = 0; l < 1; ++l) v[i][l] = mean;
-    }
-
+          v[i][0] = xr[c];
+        } else {
+          #pragma unroll
+          for (int l = 0; l < 1; ++l) v[i][l] = mean;
+        }
       }
       #pragma unroll
       for (int i = 0; i < 1; ++i)
@@ -138,9 +136,8 @@ layernorm_f32_sm90_t256_r1_i1_v1_sshared_atwopass(const float* __restrict__ x, c
       for (int i = 0; i < 1; ++i) {
         const int c = base + i * 256 + t;
         if (c < nv) {
-      v[i][0] = xr[c];
-    }
-
+          v[i][0] = xr[c];
+        }
       }
       #pragma unroll
       for (int i = 0; i < 1; ++i) {

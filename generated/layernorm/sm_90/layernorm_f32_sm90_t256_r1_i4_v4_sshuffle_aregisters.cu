@@ -99,13 +99,12 @@ layernorm_f32_sm90_t256_r1_i4_v4_sshuffle_aregisters(const float* __restrict__ x
     for (int i = 0; i < 4; ++i) {
       const int c = i * 256 + t;
       if (c < nv) {
-      const float4 q = xv[c];
-      v[i][0] = q.x; v[i][1] = q.y; v[i][2] = q.z; v[i][3] = q.w;
-    } else {
-      #pragma unroll
-      for (int l = 0; l < 4; ++l) v[i][l] = 0.0f;
-    }
-
+        const float4 q = xv[c];
+        v[i][0] = q.x; v[i][1] = q.y; v[i][2] = q.z; v[i][3] = q.w;
+      } else {
+        #pragma unroll
+        for (int l = 0; l < 4; ++l) v[i][l] = 0.0f;
+      }
     }
     float s = 0.0f;
     #pragma unroll
@@ -164,12 +163,11 @@ layernorm_f32_sm90_t256_r1_i4_v4_sshuffle_aregisters_scalar(const float* __restr
     for (int i = 0; i < 16; ++i) {
       const int c = i * 256 + t;
       if (c < nv) {
-      v[i][0] = xr[c];
-    } else {
-      #pragma unroll
-      for (int l = 0; l < 1; ++l) v[i][l] = 0.0f;
-    }
-
+        v[i][0] = xr[c];
+      } else {
+        #pragma unroll
+        for (int l = 0; l < 1; ++l) v[i][l] = 0.0f;
+      }
     }
     float s = 0.0f;
     #pragma unroll

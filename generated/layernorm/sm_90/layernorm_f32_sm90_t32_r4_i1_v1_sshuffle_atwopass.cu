@@ -91,12 +91,11 @@ layernorm_f32_sm90_t32_r4_i1_v1_sshuffle_atwopass(const float* __restrict__ x, c
       for (int i = 0; i < 1; ++i) {
         const int c = base + i * 32 + t;
         if (c < nv) {
-      v[i][0] = xr[c];
-    } else {
-      #pragma unroll
-      for (int l = 0; l < 1; ++l) v[i][l] = 0.0f;
-    }
-
+          v[i][0] = xr[c];
+        } else {
+          #pragma unroll
+          for (int l = 0; l < 1; ++l) v[i][l] = 0.0f;
+        }
       }
       #pragma unroll
       for (int i = 0; i < 1; ++i)
@@ -111,12 +110,11 @@ layernorm_f32_sm90_t32_r4_i1_v1_sshuffle_atwopass(const float* __restrict__ x, c
       for (int i = 0; i < 1; ++i) {
         const int c = base + i * 32 + t;
         if (c < nv) {
-      v[i][0] = xr[c];
-    } else {
-      #pragma unroll
-      for (int l = 0; l < 1; ++l) v[i][l] = mean;
-    }
-
+          v[i][0] = xr[c];
+        } else {
+          #pragma unroll
+          for (int l = 0; l < 1; ++l) v[i][l] = mean;
+        }
       }
       #pragma unroll
       for (int i = 0; i < 1; ++i)
@@ -131,9 +129,8 @@ layernorm_f32_sm90_t32_r4_i1_v1_sshuffle_atwopass(const float* __restrict__ x, c
       for (int i = 0; i < 1; ++i) {
         const int c = base + i * 32 + t;
         if (c < nv) {
-      v[i][0] = xr[c];
-    }
-
+          v[i][0] = xr[c];
+        }
       }
       #pragma unroll
       for (int i = 0; i < 1; ++i) {

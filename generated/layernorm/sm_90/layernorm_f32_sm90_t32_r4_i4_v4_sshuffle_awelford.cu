@@ -113,13 +113,12 @@ layernorm_f32_sm90_t32_r4_i4_v4_sshuffle_awelford(const float* __restrict__ x, c
       for (int i = 0; i < 4; ++i) {
         const int c = base + i * 32 + t;
         if (c < nv) {
-      const float4 q = xv[c];
-      v[i][0] = q.x; v[i][1] = q.y; v[i][2] = q.z; v[i][3] = q.w;
-    } else {
-      #pragma unroll
-      for (int l = 0; l < 4; ++l) v[i][l] = 0.0f;
-    }
-
+          const float4 q = xv[c];
+          v[i][0] = q.x; v[i][1] = q.y; v[i][2] = q.z; v[i][3] = q.w;
+        } else {
+          #pragma unroll
+          for (int l = 0; l < 4; ++l) v[i][l] = 0.0f;
+        }
       }
       const int left = nv - base - t;           // vectors of this thread at base + i*T + t, i < N
       const float nb = (float)(4 * (left <= 0 ? 0 : left >= 97 ? 4 : (left + 31) / 32));
@@ -147,10 +146,9 @@ layernorm_f32_sm90_t32_r4_i4_v4_sshuffle_awelford(const float* __restrict__ x, c
       for (int i = 0; i < 4; ++i) {
         const int c = base + i * 32 + t;
         if (c < nv) {
-      const float4 q = xv[c];
-      v[i][0] = q.x; v[i][1] = q.y; v[i][2] = q.z; v[i][3] = q.w;
-    }
-
+          const float4 q = xv[c];
+          v[i][0] = q.x; v[i][1] = q.y; v[i][2] = q.z; v[i][3] = q.w;
+        }
       }
       #pragma unroll
       for (int i = 0; i < 4; ++i) {
@@ -199,12 +197,11 @@ layernorm_f32_sm90_t32_r4_i4_v4_sshuffle_awelford_scalar(const float* __restrict
       for (int i = 0; i < 16; ++i) {
         const int c = base + i * 32 + t;
         if (c < nv) {
-      v[i][0] = xr[c];
-    } else {
-      #pragma unroll
-      for (int l = 0; l < 1; ++l) v[i][l] = 0.0f;
-    }
-
+          v[i][0] = xr[c];
+        } else {
+          #pragma unroll
+          for (int l = 0; l < 1; ++l) v[i][l] = 0.0f;
+        }
       }
       const int left = nv - base - t;           // vectors of this thread at base + i*T + t, i < N
       const float nb = (float)(1 * (left <= 0 ? 0 : left >= 481 ? 16 : (left + 31) / 32));
@@ -232,9 +229,8 @@ layernorm_f32_sm90_t32_r4_i4_v4_sshuffle_awelford_scalar(const float* __restrict
       for (int i = 0; i < 16; ++i) {
         const int c = base + i * 32 + t;
         if (c < nv) {
-      v[i][0] = xr[c];
-    }
-
+          v[i][0] = xr[c];
+        }
       }
       #pragma unroll
       for (int i = 0; i < 16; ++i) {

@@ -105,13 +105,12 @@ softmax_f32_sm90_t128_r1_i4_v4_sshuffle_asplit_b16_stats(const float* __restrict
     for (int i = 0; i < 4; ++i) {
       const int c = c0 + i * 128 + threadIdx.x;
       if (c < nv) {
-      const float4 q = xv[c];
-      v[i][0] = q.x; v[i][1] = q.y; v[i][2] = q.z; v[i][3] = q.w;
-    } else {
-      #pragma unroll
-      for (int l = 0; l < 4; ++l) v[i][l] = KG_NEG_INF;
-    }
-
+        const float4 q = xv[c];
+        v[i][0] = q.x; v[i][1] = q.y; v[i][2] = q.z; v[i][3] = q.w;
+      } else {
+        #pragma unroll
+        for (int l = 0; l < 4; ++l) v[i][l] = KG_NEG_INF;
+      }
     }
     #pragma unroll
     for (int i = 0; i < 4; ++i)
@@ -155,13 +154,12 @@ softmax_f32_sm90_t128_r1_i4_v4_sshuffle_asplit_b16_write(const float* __restrict
     for (int i = 0; i < 4; ++i) {
       const int c = c0 + i * 128 + threadIdx.x;
       if (c < nv) {
-      const float4 q = xv[c];
-      v[i][0] = q.x; v[i][1] = q.y; v[i][2] = q.z; v[i][3] = q.w;
-    } else {
-      #pragma unroll
-      for (int l = 0; l < 4; ++l) v[i][l] = KG_NEG_INF;
-    }
-
+        const float4 q = xv[c];
+        v[i][0] = q.x; v[i][1] = q.y; v[i][2] = q.z; v[i][3] = q.w;
+      } else {
+        #pragma unroll
+        for (int l = 0; l < 4; ++l) v[i][l] = KG_NEG_INF;
+      }
     }
     #pragma unroll
     for (int i = 0; i < 4; ++i) {
@@ -196,12 +194,11 @@ softmax_f32_sm90_t128_r1_i4_v4_sshuffle_asplit_b16_stats_scalar(const float* __r
     for (int i = 0; i < 16; ++i) {
       const int c = c0 + i * 128 + threadIdx.x;
       if (c < nv) {
-      v[i][0] = xr[c];
-    } else {
-      #pragma unroll
-      for (int l = 0; l < 1; ++l) v[i][l] = KG_NEG_INF;
-    }
-
+        v[i][0] = xr[c];
+      } else {
+        #pragma unroll
+        for (int l = 0; l < 1; ++l) v[i][l] = KG_NEG_INF;
+      }
     }
     #pragma unroll
     for (int i = 0; i < 16; ++i)
@@ -243,12 +240,11 @@ softmax_f32_sm90_t128_r1_i4_v4_sshuffle_asplit_b16_write_scalar(const float* __r
     for (int i = 0; i < 16; ++i) {
       const int c = c0 + i * 128 + threadIdx.x;
       if (c < nv) {
-      v[i][0] = xr[c];
-    } else {
-      #pragma unroll
-      for (int l = 0; l < 1; ++l) v[i][l] = KG_NEG_INF;
-    }
-
+        v[i][0] = xr[c];
+      } else {
+        #pragma unroll
+        for (int l = 0; l < 1; ++l) v[i][l] = KG_NEG_INF;
+      }
     }
     #pragma unroll
     for (int i = 0; i < 16; ++i) {

@@ -92,12 +92,11 @@ softmax_f32_sm90_t1_r128_i1_v1_sserial_athreepass_b16(const float* __restrict__ 
       for (int i = 0; i < 1; ++i) {
         const int c = base + i * 1 + t;
         if (c < nv) {
-      v[i][0] = xr[c];
-    } else {
-      #pragma unroll
-      for (int l = 0; l < 1; ++l) v[i][l] = KG_NEG_INF;
-    }
-
+          v[i][0] = xr[c];
+        } else {
+          #pragma unroll
+          for (int l = 0; l < 1; ++l) v[i][l] = KG_NEG_INF;
+        }
       }
       #pragma unroll
       for (int i = 0; i < 1; ++i)
@@ -112,12 +111,11 @@ softmax_f32_sm90_t1_r128_i1_v1_sserial_athreepass_b16(const float* __restrict__ 
       for (int i = 0; i < 1; ++i) {
         const int c = base + i * 1 + t;
         if (c < nv) {
-      v[i][0] = xr[c];
-    } else {
-      #pragma unroll
-      for (int l = 0; l < 1; ++l) v[i][l] = KG_NEG_INF;
-    }
-
+          v[i][0] = xr[c];
+        } else {
+          #pragma unroll
+          for (int l = 0; l < 1; ++l) v[i][l] = KG_NEG_INF;
+        }
       }
       #pragma unroll
       for (int i = 0; i < 1; ++i) {

@@ -110,12 +110,11 @@ softmax_f32_sm90_t256_r1_i1_v1_sshared_athreepass_b16(const float* __restrict__ 
       for (int i = 0; i < 1; ++i) {
         const int c = base + i * 256 + t;
         if (c < nv) {
-      v[i][0] = xr[c];
-    } else {
-      #pragma unroll
-      for (int l = 0; l < 1; ++l) v[i][l] = KG_NEG_INF;
-    }
-
+          v[i][0] = xr[c];
+        } else {
+          #pragma unroll
+          for (int l = 0; l < 1; ++l) v[i][l] = KG_NEG_INF;
+        }
       }
       #pragma unroll
       for (int i = 0; i < 1; ++i)
@@ -130,12 +129,11 @@ softmax_f32_sm90_t256_r1_i1_v1_sshared_athreepass_b16(const float* __restrict__ 
       for (int i = 0; i < 1; ++i) {
         const int c = base + i * 256 + t;
         if (c < nv) {
-      v[i][0] = xr[c];
-    } else {
-      #pragma unroll
-      for (int l = 0; l < 1; ++l) v[i][l] = KG_NEG_INF;
-    }
-
+          v[i][0] = xr[c];
+        } else {
+          #pragma unroll
+          for (int l = 0; l < 1; ++l) v[i][l] = KG_NEG_INF;
+        }
       }
       #pragma unroll
       for (int i = 0; i < 1; ++i) {

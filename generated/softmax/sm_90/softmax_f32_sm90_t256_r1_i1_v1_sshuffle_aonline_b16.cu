@@ -109,12 +109,11 @@ softmax_f32_sm90_t256_r1_i1_v1_sshuffle_aonline_b16(const float* __restrict__ x,
       for (int i = 0; i < 1; ++i) {
         const int c = base + i * 256 + t;
         if (c < nv) {
-      v[i][0] = xr[c];
-    } else {
-      #pragma unroll
-      for (int l = 0; l < 1; ++l) v[i][l] = KG_NEG_INF;
-    }
-
+          v[i][0] = xr[c];
+        } else {
+          #pragma unroll
+          for (int l = 0; l < 1; ++l) v[i][l] = KG_NEG_INF;
+        }
       }
       float mc = m;
       #pragma unroll
@@ -140,9 +139,8 @@ softmax_f32_sm90_t256_r1_i1_v1_sshuffle_aonline_b16(const float* __restrict__ x,
       for (int i = 0; i < 1; ++i) {
         const int c = base + i * 256 + t;
         if (c < nv) {
-      v[i][0] = xr[c];
-    }
-
+          v[i][0] = xr[c];
+        }
       }
       #pragma unroll
       for (int i = 0; i < 1; ++i) {

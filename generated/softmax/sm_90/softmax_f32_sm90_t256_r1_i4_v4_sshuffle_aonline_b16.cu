@@ -112,13 +112,12 @@ softmax_f32_sm90_t256_r1_i4_v4_sshuffle_aonline_b16(const float* __restrict__ x,
       for (int i = 0; i < 4; ++i) {
         const int c = base + i * 256 + t;
         if (c < nv) {
-      const float4 q = xv[c];
-      v[i][0] = q.x; v[i][1] = q.y; v[i][2] = q.z; v[i][3] = q.w;
-    } else {
-      #pragma unroll
-      for (int l = 0; l < 4; ++l) v[i][l] = KG_NEG_INF;
-    }
-
+          const float4 q = xv[c];
+          v[i][0] = q.x; v[i][1] = q.y; v[i][2] = q.z; v[i][3] = q.w;
+        } else {
+          #pragma unroll
+          for (int l = 0; l < 4; ++l) v[i][l] = KG_NEG_INF;
+        }
       }
       float mc = m;
       #pragma unroll
@@ -144,10 +143,9 @@ softmax_f32_sm90_t256_r1_i4_v4_sshuffle_aonline_b16(const float* __restrict__ x,
       for (int i = 0; i < 4; ++i) {
         const int c = base + i * 256 + t;
         if (c < nv) {
-      const float4 q = xv[c];
-      v[i][0] = q.x; v[i][1] = q.y; v[i][2] = q.z; v[i][3] = q.w;
-    }
-
+          const float4 q = xv[c];
+          v[i][0] = q.x; v[i][1] = q.y; v[i][2] = q.z; v[i][3] = q.w;
+        }
       }
       #pragma unroll
       for (int i = 0; i < 4; ++i) {
@@ -190,12 +188,11 @@ softmax_f32_sm90_t256_r1_i4_v4_sshuffle_aonline_b16_scalar(const float* __restri
       for (int i = 0; i < 16; ++i) {
         const int c = base + i * 256 + t;
         if (c < nv) {
-      v[i][0] = xr[c];
-    } else {
-      #pragma unroll
-      for (int l = 0; l < 1; ++l) v[i][l] = KG_NEG_INF;
-    }
-
+          v[i][0] = xr[c];
+        } else {
+          #pragma unroll
+          for (int l = 0; l < 1; ++l) v[i][l] = KG_NEG_INF;
+        }
       }
       float mc = m;
       #pragma unroll
@@ -221,9 +218,8 @@ softmax_f32_sm90_t256_r1_i4_v4_sshuffle_aonline_b16_scalar(const float* __restri
       for (int i = 0; i < 16; ++i) {
         const int c = base + i * 256 + t;
         if (c < nv) {
-      v[i][0] = xr[c];
-    }
-
+          v[i][0] = xr[c];
+        }
       }
       #pragma unroll
       for (int i = 0; i < 16; ++i) {

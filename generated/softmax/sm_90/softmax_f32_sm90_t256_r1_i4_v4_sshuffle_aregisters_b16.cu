@@ -111,13 +111,12 @@ softmax_f32_sm90_t256_r1_i4_v4_sshuffle_aregisters_b16(const float* __restrict__
     for (int i = 0; i < 4; ++i) {
       const int c = i * 256 + t;
       if (c < nv) {
-      const float4 q = xv[c];
-      v[i][0] = q.x; v[i][1] = q.y; v[i][2] = q.z; v[i][3] = q.w;
-    } else {
-      #pragma unroll
-      for (int l = 0; l < 4; ++l) v[i][l] = KG_NEG_INF;
-    }
-
+        const float4 q = xv[c];
+        v[i][0] = q.x; v[i][1] = q.y; v[i][2] = q.z; v[i][3] = q.w;
+      } else {
+        #pragma unroll
+        for (int l = 0; l < 4; ++l) v[i][l] = KG_NEG_INF;
+      }
     }
     float m = KG_NEG_INF;
     #pragma unroll
@@ -169,12 +168,11 @@ softmax_f32_sm90_t256_r1_i4_v4_sshuffle_aregisters_b16_scalar(const float* __res
     for (int i = 0; i < 16; ++i) {
       const int c = i * 256 + t;
       if (c < nv) {
-      v[i][0] = xr[c];
-    } else {
-      #pragma unroll
-      for (int l = 0; l < 1; ++l) v[i][l] = KG_NEG_INF;
-    }
-
+        v[i][0] = xr[c];
+      } else {
+        #pragma unroll
+        for (int l = 0; l < 1; ++l) v[i][l] = KG_NEG_INF;
+      }
     }
     float m = KG_NEG_INF;
     #pragma unroll
