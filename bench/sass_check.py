@@ -8,6 +8,12 @@ a template refactor must leave the machine code alone.
 Per kernel file: every symbol's nvdisasm lines with addresses, encodings and symbol names taken
 out, and its resources (registers, shared, local memory, spills). "same mix" means the instruction
 sequence changed but every opcode count, the registers and the shared memory did not.
+
+Compiles go through the content-keyed cache, so an unchanged source is compared with its own cached
+cubin. NVRTC is not deterministic for every kernel: the unchanged source of
+sgemm_..._lcontiguous_..._akm_pa0_pb0_va4_vb4_vc4_st1_... gives its _unaligned symbol 123 registers
+in most fresh compiles and 127 in some (KERNELGEN_NO_CACHE=1). A DIFFERENT verdict on fresh compiles
+is only believed once the old source, compiled fresh as often, never gives the new variant.
 """
 import json
 import random
