@@ -188,7 +188,10 @@ class Conv2d(Op):
         rows, pix = gather_layout(k["bk"], k["bn"], threads)
         a_slots = k["bm"] * k["bk"] // 4
         params = dict(k, threads=threads, g_rows=rows, g_pix=pix, a_slots=a_slots, a_iters=cdiv(a_slots, threads),
-                      lda=k["bm"] + k["pad"], im2col_threads=IM2COL_THREADS)
+                      lda=k["bm"] + k["pad"], im2col_threads=IM2COL_THREADS, a_per_row=k["bk"] // 4,
+                      tx_threads=k["bn"] // k["tn"], g_row_step=k["bk"] // rows, g_pix_step=k["bn"] // pix,
+                      # a thread's fragment: tm/4 (tn/4) float4s half a tile apart
+                      runs_m=k["tm"] // 4, runs_n=k["tn"] // 4, run_stride_m=k["bm"] // 2, run_stride_n=k["bn"] // 2)
         smem = 4 * k["stages"] * k["bk"] * (k["bm"] + k["pad"] + k["bn"])
         regs = k["tm"] * k["tn"] + k["tm"] + k["tn"] + 4 * params["a_iters"] + rows * pix + 3 * pix + 2 * rows + 30
         return params, smem, regs

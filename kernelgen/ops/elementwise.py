@@ -304,7 +304,7 @@ class Elementwise(Op):
             kernels.append(dict(suffix="" if k["fusion"] == "full" else f"_k{j}", body=to_c(node, var),
                                 full=[b for b in bufs if not is_bias(b)], bias=[b for b in bufs if is_bias(b)],
                                 what=k["expr"] if k["fusion"] == "full" else _show(node, temp)))
-        params = dict(k, kernels=kernels, helpers=sorted({o.value for o in order if o.kind == "call"}),
+        params = dict(k, kernels=kernels, chunk=k["items"] * k["threads"], helpers=sorted({o.value for o in order if o.kind == "call"}),
                       vec_type={1: "float", 2: "float2", 4: "float4"}[k["vec"]], comps=("x", "y", "z", "w")[:k["vec"]])
         regs = 24 + k["items"] * k["vec"] * max(len(kk["full"]) for kk in kernels)
         return params, 0, regs

@@ -50,11 +50,6 @@ from ..target import Target, default_target
 VEC_TYPES = {1: "float", 2: "float2", 4: "float4"}
 
 
-def halvings(n: int) -> tuple[int, ...]:
-    """The xor offsets of a butterfly over n (a power of two) lanes: n/2, n/4, ..., 1."""
-    return tuple(1 << b for b in reversed(range(int(math.log2(n)))))
-
-
 class Gemv(Op):
     name = "gemv"
     summary = "y[M] = A[M,N] @ x[N], float32, A row-major"
@@ -148,7 +143,7 @@ class Gemv(Op):
                       block_rows=block_rows, warps_per_row=warps_per_row,
                       vec_type=VEC_TYPES[k["vec"]],
                       comps=("x", "y", "z", "w")[:k["vec"]],
-                      shuffle_offsets=halvings(min(lanes, 32)), warp_offsets=halvings(warps_per_row))
+                      warps=k["threads"] // 32)
         # Rows over several warps: one partial sum per warp in shared memory.
         shared = 4 * (k["threads"] // 32) if block_rows else 0
         # Registers: one accumulator and 2 vectors per unrolled load, plus pointers and indices.

@@ -74,7 +74,8 @@ class LayerNorm(RowSchedule, Op):
     # -- lowering ----------------------------------------------------------------------------------
     def template_params(self, k: dict, types: Types, target: Target) -> tuple[dict, int, int]:
         params, red_words = self.row_params(k)
-        return params, 4 * red_words * (3 if k["algo"] == "welford" else 1), 24 + k["items"] * k["vec"]
+        params["red_floats"] = red_words * (3 if k["algo"] == "welford" else 1)  # one set per statistic
+        return params, 4 * params["red_floats"], 24 + k["items"] * k["vec"]
 
     def max_cols(self, k: dict) -> int:
         return k["items"] * k["threads"] * k["vec"]

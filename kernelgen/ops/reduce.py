@@ -91,7 +91,7 @@ class ReduceSum(Op):
         while s >= 1:
             strides.append(s)
             s //= 2
-        params = dict(k, strides=strides, final_threads=FINAL_THREADS,
+        params = dict(k, strides=strides, chunk=threads * k["items"], final_threads=FINAL_THREADS, warps=threads // 32, final_warps=FINAL_THREADS // 32,
                       vec_type={1: "float", 2: "float2", 4: "float4"}[k["vec"]],
                       lanes=("x", "y", "z", "w")[:k["vec"]])
         return params, 4 * max(threads, FINAL_THREADS), 32 + 4 * k["items"] * k["vec"]

@@ -71,5 +71,7 @@ class RowSchedule:
         else:
             red_words = 1
         params = dict(k, block=t * rpb, red_words=red_words, warps=max(1, t // 32),
+                      scalar_items=k["items"] * k["vec"],         # the any-cols kernel: the same floats, one at a time
+                      chunk_cols=k["items"] * t * k["vec"],
                       lanes=("x", "y", "z", "w"))
         return params, red_words

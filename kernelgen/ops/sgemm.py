@@ -298,8 +298,12 @@ class Sgemm(Op):
                  # 128-bit shared loads of a thread's fragment when its runs are 16-byte aligned
                  frag_vec_a=4 if km and p["run_m"] % 4 == 0 and lda % 4 == 0 else 1,
                  frag_vec_b=4 if p["run_n"] % 4 == 0 and ldb % 4 == 0 else 1,
-                 a_vecs=k["bm"] * k["bk"] // k["vec_a"], b_vecs=k["bk"] * k["bn"] // k["vec_b"])
-        p.update(a_iters=cdiv(p["a_vecs"], nt), b_iters=cdiv(p["b_vecs"], nt))
+                 a_vecs=k["bm"] * k["bk"] // k["vec_a"], b_vecs=k["bk"] * k["bn"] // k["vec_b"],
+                 # one vector store per staged vector where the shared rows keep it aligned
+                 a_sts_vec=lda % k["vec_a"] == 0, b_sts_vec=ldb % k["vec_b"] == 0,
+                 a_per_row=k["bk"] // k["vec_a"], b_per_row=k["bn"] // k["vec_b"],   # vectors a row of each tile
+                 lanes_m=k["wm"] // k["tm"], kslice=k["split_k"] * k["bk"], vec_bc=max(k["vec_b"], k["vec_c"]))
+        p.update(a_iters=cdiv(p["a_vecs"], nt), b_iters=cdiv(p["b_vecs"], nt), b_offset=k["stages"] * p["a_tile"])
         staged = (p["a_iters"] * k["vec_a"] + p["b_iters"] * k["vec_b"]) if k["copy"] == "sync" else 0
         regs = k["tm"] * k["tn"] + k["tm"] + k["tn"] + staged + 28
         cap = min(255, 65536 // (nt * k["min_blocks"]) // 8 * 8)

@@ -104,8 +104,8 @@ class Softmax(RowSchedule, Op):
 
     def template_params(self, k: dict, types: Types, target: Target) -> tuple[dict, int, int]:
         params, red_words = self.row_params(k)
-        smem = 4 * red_words * (2 if k["algo"] in ("online", "split") else 1)
-        return params, smem, 24 + k["items"] * k["vec"]
+        params["red_floats"] = red_words * (2 if k["algo"] in ("online", "split") else 1)  # one set per statistic
+        return params, 4 * params["red_floats"], 24 + k["items"] * k["vec"]
 
     def max_cols(self, k: dict) -> int:
         return k["items"] * k["threads"] * k["vec"]

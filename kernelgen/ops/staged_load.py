@@ -96,7 +96,8 @@ class StagedLoad(Op):
 
     # -- lowering ----------------------------------------------------------------------------------
     def template_params(self, k: dict, types: Types, target: Target) -> tuple[dict, int, int]:
-        return dict(k, cols=COLS, stride=k["rows"] + k["pad"]), self._smem(k), 24 + 4 * k["vec"]
+        return (dict(k, cols=COLS, stride=k["rows"] + k["pad"], row_vecs=COLS // 4, smem_bytes=self._smem(k)), self._smem(k),
+                24 + 4 * k["vec"])
 
     def plan(self, kernel: Kernel, problem: Problem, target: Target | None = None) -> Plan:
         k = dict(kernel.knobs)

@@ -108,7 +108,7 @@ class Transpose(Op):
 
     # -- lowering ----------------------------------------------------------------------------------
     def template_params(self, k: dict, types: Types, target: Target) -> tuple[dict, int, int]:
-        params = dict(k, lanes=k["tile"] // k["vec"], items=k["tile"] // k["rows"],
+        params = dict(k, ld=k["tile"] + k["pad"], lanes=k["tile"] // k["vec"], items=k["tile"] // k["rows"],
                       vec_type={1: "float", 2: "float2", 4: "float4"}[k["vec"]],
                       comps=("x", "y", "z", "w")[:k["vec"]])
         smem = 4 * k["tile"] * (k["tile"] + k["pad"]) if k["staged"] else 0

@@ -14,6 +14,11 @@
 #ifndef KERNELGEN_PRELUDE
 #define KERNELGEN_PRELUDE
 #define KG_FULL_MASK 0xffffffffu
+#ifdef KERNELGEN_EMULATE
+#define KG_NEG_INF (-__builtin_huge_valf())
+#else
+#define KG_NEG_INF __int_as_float(0xff800000)
+#endif
 
 // 16-byte asynchronous global->shared copy (cp.async, sm_80+); a plain copy elsewhere.
 __device__ __forceinline__ void kg_cp_async16(void* smem, const void* gmem) {
@@ -67,9 +72,6 @@ __device__ __forceinline__ int conv2d_f32_sm90_aimplicit_t256_m128_n128_k8_tm8_t
 }
 
 
-
-
-
 extern "C" __global__ void __launch_bounds__(256, 2)
 conv2d_f32_sm90_aimplicit_t256_m128_n128_k8_tm8_tn8_st2_p4_v4_o2_gemm(const float* __restrict__ src, const float* __restrict__ w, float* __restrict__ y, int N, int C, int H, int W, int K, int R, int S, int P, int Q, int stride_h, int stride_w,
     int pad_h, int pad_w, int NPQ, int CRS, long long mul_PQ, int shr_PQ, long long mul_Q, int shr_Q,
@@ -103,141 +105,143 @@ conv2d_f32_sm90_aimplicit_t256_m128_n128_k8_tm8_tn8_st2_p4_v4_o2_gemm(const floa
     #pragma unroll
     for (int j = 0; j < 8; ++j) acc[i][j] = 0.0f;
   }
+  const int ktiles = (CRS + 8 - 1) / 8;
+  // Double buffering: the next tile's loads are issued before this tile's math and stored after it.
+  #pragma unroll
+  for (int i = 0; i < 1; ++i) {
+    const int f = tid + i * 256;
+    const int kch = m0 + f / 2, crs = (0) + f % 2 * 4;
+    const bool row_ok = kch < K;
+    const float* wr = w + (row_ok ? kch : 0) * CRS + crs;
+    if (a_vec) {
+      if (row_ok && crs < CRS) {
+        a_reg[i] = __ldg(reinterpret_cast<const float4*>(wr));
+      } else {
+        a_reg[i].x = 0.0f; a_reg[i].y = 0.0f; a_reg[i].z = 0.0f; a_reg[i].w = 0.0f;
+      }
+      continue;
+    }
+    a_reg[i].x = row_ok && crs + 0 < CRS ? __ldg(wr + 0) : 0.0f;
+    a_reg[i].y = row_ok && crs + 1 < CRS ? __ldg(wr + 1) : 0.0f;
+    a_reg[i].z = row_ok && crs + 2 < CRS ? __ldg(wr + 2) : 0.0f;
+    a_reg[i].w = row_ok && crs + 3 < CRS ? __ldg(wr + 3) : 0.0f;
+  }
 
-  const int tiles = (CRS + 7) / 8;
+  #pragma unroll
+  for (int i = 0; i < 1; ++i) {
+    const int crs = (0) + rg + 8 * i;
+    const int c = conv2d_f32_sm90_aimplicit_t256_m128_n128_k8_tm8_tn8_st2_p4_v4_o2_div(crs, mul_RS, shr_RS), rs = crs - c * RS;
+    const int r = conv2d_f32_sm90_aimplicit_t256_m128_n128_k8_tm8_tn8_st2_p4_v4_o2_div(rs, mul_S, shr_S), s = rs - r * S;
+    const int off = c * HW + r * W + s;
+    const int rr = crs < CRS ? r : -(1 << 29);     // rows past C*R*S fall outside x: zeros
+    #pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      const int h = pix_h[j] + rr, ww = pix_w[j] + s;
+      b_reg[i][j] = ((unsigned)h < (unsigned)H && (unsigned)ww < (unsigned)W) ? __ldg(src + pix_base[j] + off) : 0.0f;
+    }
+  }
   {
+    float* const as = As[0][0];
     #pragma unroll
-    for (int i = 0; i < 1; ++i) {
-      const int f = tid + i * 256;
-      const int kch = m0 + f / 2, crs = (0) + f % 2 * 4;
-      const bool row_ok = kch < K;
-      const float* wr = w + (row_ok ? kch : 0) * CRS + crs;
-      if (a_vec) {
-        if (row_ok && crs < CRS) {
-          a_reg[i] = __ldg(reinterpret_cast<const float4*>(wr));
-        } else {
-          a_reg[i].x = 0.0f; a_reg[i].y = 0.0f; a_reg[i].z = 0.0f; a_reg[i].w = 0.0f;
-        }
-        continue;
-      }
-      a_reg[i].x = row_ok && crs + 0 < CRS ? __ldg(wr + 0) : 0.0f;
-      a_reg[i].y = row_ok && crs + 1 < CRS ? __ldg(wr + 1) : 0.0f;
-      a_reg[i].z = row_ok && crs + 2 < CRS ? __ldg(wr + 2) : 0.0f;
-      a_reg[i].w = row_ok && crs + 3 < CRS ? __ldg(wr + 3) : 0.0f;
-    }
-
-    #pragma unroll
-    for (int i = 0; i < 1; ++i) {
-      const int crs = (0) + rg + 8 * i;
-      const int c = conv2d_f32_sm90_aimplicit_t256_m128_n128_k8_tm8_tn8_st2_p4_v4_o2_div(crs, mul_RS, shr_RS), rs = crs - c * RS;
-      const int r = conv2d_f32_sm90_aimplicit_t256_m128_n128_k8_tm8_tn8_st2_p4_v4_o2_div(rs, mul_S, shr_S), s = rs - r * S;
-      const int off = c * HW + r * W + s;
-      const int rr = crs < CRS ? r : -(1 << 29);     // rows past C*R*S fall outside x: zeros
-      #pragma unroll
-      for (int j = 0; j < 4; ++j) {
-        const int h = pix_h[j] + rr, ww = pix_w[j] + s;
-        b_reg[i][j] = ((unsigned)h < (unsigned)H && (unsigned)ww < (unsigned)W) ? __ldg(src + pix_base[j] + off) : 0.0f;
-      }
-    }
-
-    #pragma unroll
-    for (int i = 0; i < 1; ++i) {
-      const int f = tid + i * 256;
-      const int m = f / 2, kq = f % 2 * 4;
-      As[0][kq + 0][m] = a_reg[i].x;
-      As[0][kq + 1][m] = a_reg[i].y;
-      As[0][kq + 2][m] = a_reg[i].z;
-      As[0][kq + 3][m] = a_reg[i].w;
+    for (int it = 0; it < 1; ++it) {
+      const int e = tid + it * 256;
+      const int r = e / 2, c = e % 2 * 4;
+      as[(c + 0) * 132 + r] = a_reg[it].x;
+      as[(c + 1) * 132 + r] = a_reg[it].y;
+      as[(c + 2) * 132 + r] = a_reg[it].z;
+      as[(c + 3) * 132 + r] = a_reg[it].w;
     }
     #pragma unroll
     for (int i = 0; i < 1; ++i) {
       #pragma unroll
       for (int j = 0; j < 4; ++j) Bs[0][rg + 8 * i][pg + 32 * j] = b_reg[i][j];
     }
-
   }
   __syncthreads();
-  // Double buffer: the next tile's global loads are in flight while this one is multiplied.
-  for (int t = 0; t < tiles; ++t) {
-    const int st = t & 1;
-    if (t + 1 < tiles) {
-    #pragma unroll
-    for (int i = 0; i < 1; ++i) {
-      const int f = tid + i * 256;
-      const int kch = m0 + f / 2, crs = ((t + 1) * 8) + f % 2 * 4;
-      const bool row_ok = kch < K;
-      const float* wr = w + (row_ok ? kch : 0) * CRS + crs;
-      if (a_vec) {
-        if (row_ok && crs < CRS) {
-          a_reg[i] = __ldg(reinterpret_cast<const float4*>(wr));
-        } else {
-          a_reg[i].x = 0.0f; a_reg[i].y = 0.0f; a_reg[i].z = 0.0f; a_reg[i].w = 0.0f;
+  for (int kt = 0; kt < ktiles; ++kt) {
+    const bool more = kt + 1 < ktiles;
+    if (more) {
+      #pragma unroll
+      for (int i = 0; i < 1; ++i) {
+        const int f = tid + i * 256;
+        const int kch = m0 + f / 2, crs = ((kt + 1) * 8) + f % 2 * 4;
+        const bool row_ok = kch < K;
+        const float* wr = w + (row_ok ? kch : 0) * CRS + crs;
+        if (a_vec) {
+          if (row_ok && crs < CRS) {
+            a_reg[i] = __ldg(reinterpret_cast<const float4*>(wr));
+          } else {
+            a_reg[i].x = 0.0f; a_reg[i].y = 0.0f; a_reg[i].z = 0.0f; a_reg[i].w = 0.0f;
+          }
+          continue;
         }
-        continue;
+        a_reg[i].x = row_ok && crs + 0 < CRS ? __ldg(wr + 0) : 0.0f;
+        a_reg[i].y = row_ok && crs + 1 < CRS ? __ldg(wr + 1) : 0.0f;
+        a_reg[i].z = row_ok && crs + 2 < CRS ? __ldg(wr + 2) : 0.0f;
+        a_reg[i].w = row_ok && crs + 3 < CRS ? __ldg(wr + 3) : 0.0f;
       }
-      a_reg[i].x = row_ok && crs + 0 < CRS ? __ldg(wr + 0) : 0.0f;
-      a_reg[i].y = row_ok && crs + 1 < CRS ? __ldg(wr + 1) : 0.0f;
-      a_reg[i].z = row_ok && crs + 2 < CRS ? __ldg(wr + 2) : 0.0f;
-      a_reg[i].w = row_ok && crs + 3 < CRS ? __ldg(wr + 3) : 0.0f;
-    }
 
-    #pragma unroll
-    for (int i = 0; i < 1; ++i) {
-      const int crs = ((t + 1) * 8) + rg + 8 * i;
-      const int c = conv2d_f32_sm90_aimplicit_t256_m128_n128_k8_tm8_tn8_st2_p4_v4_o2_div(crs, mul_RS, shr_RS), rs = crs - c * RS;
-      const int r = conv2d_f32_sm90_aimplicit_t256_m128_n128_k8_tm8_tn8_st2_p4_v4_o2_div(rs, mul_S, shr_S), s = rs - r * S;
-      const int off = c * HW + r * W + s;
-      const int rr = crs < CRS ? r : -(1 << 29);     // rows past C*R*S fall outside x: zeros
       #pragma unroll
-      for (int j = 0; j < 4; ++j) {
-        const int h = pix_h[j] + rr, ww = pix_w[j] + s;
-        b_reg[i][j] = ((unsigned)h < (unsigned)H && (unsigned)ww < (unsigned)W) ? __ldg(src + pix_base[j] + off) : 0.0f;
-      }
-    }
-
-    }
-    #pragma unroll
-    for (int kk = 0; kk < 8; ++kk) {
-      float a[8], b[8];
-      {
-        const float4 t = *reinterpret_cast<const float4*>(&As[st][kk][0 + ty * 4]);
-        a[0] = t.x; a[1] = t.y; a[2] = t.z; a[3] = t.w;
-      }
-      {
-        const float4 t = *reinterpret_cast<const float4*>(&As[st][kk][64 + ty * 4]);
-        a[4] = t.x; a[5] = t.y; a[6] = t.z; a[7] = t.w;
-      }
-      {
-        const float4 t = *reinterpret_cast<const float4*>(&Bs[st][kk][0 + tx * 4]);
-        b[0] = t.x; b[1] = t.y; b[2] = t.z; b[3] = t.w;
-      }
-      {
-        const float4 t = *reinterpret_cast<const float4*>(&Bs[st][kk][64 + tx * 4]);
-        b[4] = t.x; b[5] = t.y; b[6] = t.z; b[7] = t.w;
-      }
-      #pragma unroll
-      for (int i = 0; i < 8; ++i) {
+      for (int i = 0; i < 1; ++i) {
+        const int crs = ((kt + 1) * 8) + rg + 8 * i;
+        const int c = conv2d_f32_sm90_aimplicit_t256_m128_n128_k8_tm8_tn8_st2_p4_v4_o2_div(crs, mul_RS, shr_RS), rs = crs - c * RS;
+        const int r = conv2d_f32_sm90_aimplicit_t256_m128_n128_k8_tm8_tn8_st2_p4_v4_o2_div(rs, mul_S, shr_S), s = rs - r * S;
+        const int off = c * HW + r * W + s;
+        const int rr = crs < CRS ? r : -(1 << 29);     // rows past C*R*S fall outside x: zeros
         #pragma unroll
-        for (int j = 0; j < 8; ++j) acc[i][j] = fmaf(a[i], b[j], acc[i][j]);
+        for (int j = 0; j < 4; ++j) {
+          const int h = pix_h[j] + rr, ww = pix_w[j] + s;
+          b_reg[i][j] = ((unsigned)h < (unsigned)H && (unsigned)ww < (unsigned)W) ? __ldg(src + pix_base[j] + off) : 0.0f;
+        }
       }
     }
-
-    if (t + 1 < tiles) {
-    #pragma unroll
-    for (int i = 0; i < 1; ++i) {
-      const int f = tid + i * 256;
-      const int m = f / 2, kq = f % 2 * 4;
-      As[st ^ 1][kq + 0][m] = a_reg[i].x;
-      As[st ^ 1][kq + 1][m] = a_reg[i].y;
-      As[st ^ 1][kq + 2][m] = a_reg[i].z;
-      As[st ^ 1][kq + 3][m] = a_reg[i].w;
-    }
-    #pragma unroll
-    for (int i = 0; i < 1; ++i) {
+    {
+      const float* const as = As[kt & 1][0];
+      const float* const bs = Bs[kt & 1][0];
       #pragma unroll
-      for (int j = 0; j < 4; ++j) Bs[st ^ 1][rg + 8 * i][pg + 32 * j] = b_reg[i][j];
+      for (int kk = 0; kk < 8; ++kk) {
+        float a[8], b[8];
+        #pragma unroll
+        for (int rr = 0; rr < 2; ++rr) {
+          #pragma unroll
+          for (int q = 0; q < 4; q += 4) {
+            const float4 t = *reinterpret_cast<const float4*>(as + kk * 132 + ty * 4 + rr * 64 + q);
+            a[rr * 4 + q] = t.x; a[rr * 4 + q + 1] = t.y;
+            a[rr * 4 + q + 2] = t.z; a[rr * 4 + q + 3] = t.w;
+          }
+        }
+        #pragma unroll
+        for (int rr = 0; rr < 2; ++rr) {
+          #pragma unroll
+          for (int q = 0; q < 4; q += 4) {
+            const float4 t = *reinterpret_cast<const float4*>(bs + kk * 128 + tx * 4 + rr * 64 + q);
+            b[rr * 4 + q] = t.x; b[rr * 4 + q + 1] = t.y;
+            b[rr * 4 + q + 2] = t.z; b[rr * 4 + q + 3] = t.w;
+          }
+        }
+        #pragma unroll
+        for (int i = 0; i < 8; ++i) {
+          #pragma unroll
+          for (int j = 0; j < 8; ++j) acc[i][j] = fmaf(a[i], b[j], acc[i][j]);
+        }
+      }
     }
-
+    if (more) {
+      float* const as = As[(kt + 1) & 1][0];
+      #pragma unroll
+      for (int it = 0; it < 1; ++it) {
+        const int e = tid + it * 256;
+        const int r = e / 2, c = e % 2 * 4;
+        as[(c + 0) * 132 + r] = a_reg[it].x;
+        as[(c + 1) * 132 + r] = a_reg[it].y;
+        as[(c + 2) * 132 + r] = a_reg[it].z;
+        as[(c + 3) * 132 + r] = a_reg[it].w;
+      }
+      #pragma unroll
+      for (int i = 0; i < 1; ++i) {
+        #pragma unroll
+        for (int j = 0; j < 4; ++j) Bs[(kt + 1) & 1][rg + 8 * i][pg + 32 * j] = b_reg[i][j];
+      }
     }
     __syncthreads();
   }

@@ -12,6 +12,11 @@
 #ifndef KERNELGEN_PRELUDE
 #define KERNELGEN_PRELUDE
 #define KG_FULL_MASK 0xffffffffu
+#ifdef KERNELGEN_EMULATE
+#define KG_NEG_INF (-__builtin_huge_valf())
+#else
+#define KG_NEG_INF __int_as_float(0xff800000)
+#endif
 
 // 16-byte asynchronous global->shared copy (cp.async, sm_80+); a plain copy elsewhere.
 __device__ __forceinline__ void kg_cp_async16(void* smem, const void* gmem) {
@@ -139,20 +144,14 @@ __device__ __forceinline__ void gemv_f32_sm90_t1024_l1024_v4_u2_g0_body(const fl
   }
   // Butterfly over each warp, then the row's 32 warp sums through shared memory (outside
   // `row < M`: every thread of the block reaches the barrier).
-  acc += __shfl_xor_sync(KG_FULL_MASK, acc, 16);
-  acc += __shfl_xor_sync(KG_FULL_MASK, acc, 8);
-  acc += __shfl_xor_sync(KG_FULL_MASK, acc, 4);
-  acc += __shfl_xor_sync(KG_FULL_MASK, acc, 2);
-  acc += __shfl_xor_sync(KG_FULL_MASK, acc, 1);
+  #pragma unroll
+  for (int o = 16; o > 0; o >>= 1) acc = acc + __shfl_xor_sync(KG_FULL_MASK, acc, o);
   if (lane == 0) red[threadIdx.y * 32 + (threadIdx.x >> 5)] = acc;
   __syncthreads();
-  if (threadIdx.x < 32) {                                       // the row's first warp adds them
-    acc = lane < 32 ? red[threadIdx.y * 32 + lane] : 0.0f;
-    acc += __shfl_xor_sync(KG_FULL_MASK, acc, 16);
-    acc += __shfl_xor_sync(KG_FULL_MASK, acc, 8);
-    acc += __shfl_xor_sync(KG_FULL_MASK, acc, 4);
-    acc += __shfl_xor_sync(KG_FULL_MASK, acc, 2);
-    acc += __shfl_xor_sync(KG_FULL_MASK, acc, 1);
+  if (threadIdx.x < 32) {
+    acc = red[threadIdx.y * 32 + lane];
+    #pragma unroll
+    for (int o = 16; o > 0; o >>= 1) acc = acc + __shfl_xor_sync(KG_FULL_MASK, acc, o);
     if (row < M && lane == 0) y[row] = acc;
   }
 }

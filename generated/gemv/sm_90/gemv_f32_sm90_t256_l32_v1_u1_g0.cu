@@ -12,6 +12,11 @@
 #ifndef KERNELGEN_PRELUDE
 #define KERNELGEN_PRELUDE
 #define KG_FULL_MASK 0xffffffffu
+#ifdef KERNELGEN_EMULATE
+#define KG_NEG_INF (-__builtin_huge_valf())
+#else
+#define KG_NEG_INF __int_as_float(0xff800000)
+#endif
 
 // 16-byte asynchronous global->shared copy (cp.async, sm_80+); a plain copy elsewhere.
 __device__ __forceinline__ void kg_cp_async16(void* smem, const void* gmem) {
@@ -106,11 +111,8 @@ __device__ __forceinline__ void gemv_f32_sm90_t256_l32_v1_u1_g0_body(const float
     acc = gemv_f32_sm90_t256_l32_v1_u1_g0_dot<true>(a, x, N, sub);
   }
   // Butterfly over the 32 lanes of the group: xor offsets below 32 stay inside it.
-  acc += __shfl_xor_sync(KG_FULL_MASK, acc, 16);
-  acc += __shfl_xor_sync(KG_FULL_MASK, acc, 8);
-  acc += __shfl_xor_sync(KG_FULL_MASK, acc, 4);
-  acc += __shfl_xor_sync(KG_FULL_MASK, acc, 2);
-  acc += __shfl_xor_sync(KG_FULL_MASK, acc, 1);
+  #pragma unroll
+  for (int o = 16; o > 0; o >>= 1) acc = acc + __shfl_xor_sync(KG_FULL_MASK, acc, o);
   if (row < M && sub == 0) y[row] = acc;
 }
 

@@ -12,6 +12,11 @@
 #ifndef KERNELGEN_PRELUDE
 #define KERNELGEN_PRELUDE
 #define KG_FULL_MASK 0xffffffffu
+#ifdef KERNELGEN_EMULATE
+#define KG_NEG_INF (-__builtin_huge_valf())
+#else
+#define KG_NEG_INF __int_as_float(0xff800000)
+#endif
 
 // 16-byte asynchronous global->shared copy (cp.async, sm_80+); a plain copy elsewhere.
 __device__ __forceinline__ void kg_cp_async16(void* smem, const void* gmem) {
@@ -56,21 +61,20 @@ __device__ __forceinline__ T kg_ldcs(const T* p) {
 // ---- end of prelude ----
 // Layer norm over rows, algorithm "two_pass": 256 thread(s) per row, 1 row(s) per
 // block, 1 vector(s) of 1 float(s) per thread per chunk.
-
-// Sum over the 256 thread(s) of a row (shared); every thread gets it. Block-level
-// versions end with a barrier: the next reduction reuses the shared words.
+// Sum over the 256 thread(s) of a row (shared); every thread gets it.
 __device__ __forceinline__ float layernorm_f32_sm90_t256_r1_i1_v1_sshared_atwopass_sum(float v, float* red) {
   const int tid = threadIdx.y * 256 + threadIdx.x;
   red[tid] = v;
   __syncthreads();
-  for (int s = 128; s > 0; s >>= 1) {
-    if (threadIdx.x < s) red[tid] += red[tid + s];
+  for (int st = 128; st > 0; st >>= 1) {
+    if (threadIdx.x < st) red[tid] = red[tid] + red[tid + st];
     __syncthreads();
   }
   v = red[tid - threadIdx.x];
   __syncthreads();
   return v;
 }
+
 
 extern "C" __global__ void __launch_bounds__(256)
 layernorm_f32_sm90_t256_r1_i1_v1_sshared_atwopass(const float* __restrict__ x, const float* __restrict__ gamma, const float* __restrict__ beta,
@@ -94,12 +98,11 @@ layernorm_f32_sm90_t256_r1_i1_v1_sshared_atwopass(const float* __restrict__ x, c
       for (int i = 0; i < 1; ++i) {
         const int c = base + i * 256 + t;
         if (c < nv) {
-      v[i][0] = xr[c];
-    } else {
-      #pragma unroll
-      for (int l = 0; l < 1; ++l) v[i][l] = 0.0f;
-    }
-
+          v[i][0] = xr[c];
+        } else {
+          #pragma unroll
+          for (int l = 0; l < 1; ++l) v[i][l] = 0.0f;
+        }
       }
       #pragma unroll
       for (int i = 0; i < 1; ++i)
@@ -114,12 +117,11 @@ layernorm_f32_sm90_t256_r1_i1_v1_sshared_atwopass(const float* __restrict__ x, c
       for (int i = 0; i < 1; ++i) {
         const int c = base + i * 256 + t;
         if (c < nv) {
-      v[i][0] = xr[c];
-    } else {
-      #pragma unroll
-      for (int l = 0; l < 1; ++l) v[i][l] = mean;
-    }
-
+          v[i][0] = xr[c];
+        } else {
+          #pragma unroll
+          for (int l = 0; l < 1; ++l) v[i][l] = mean;
+        }
       }
       #pragma unroll
       for (int i = 0; i < 1; ++i)
@@ -134,9 +136,8 @@ layernorm_f32_sm90_t256_r1_i1_v1_sshared_atwopass(const float* __restrict__ x, c
       for (int i = 0; i < 1; ++i) {
         const int c = base + i * 256 + t;
         if (c < nv) {
-      v[i][0] = xr[c];
-    }
-
+          v[i][0] = xr[c];
+        }
       }
       #pragma unroll
       for (int i = 0; i < 1; ++i) {

@@ -12,6 +12,11 @@
 #ifndef KERNELGEN_PRELUDE
 #define KERNELGEN_PRELUDE
 #define KG_FULL_MASK 0xffffffffu
+#ifdef KERNELGEN_EMULATE
+#define KG_NEG_INF (-__builtin_huge_valf())
+#else
+#define KG_NEG_INF __int_as_float(0xff800000)
+#endif
 
 // 16-byte asynchronous global->shared copy (cp.async, sm_80+); a plain copy elsewhere.
 __device__ __forceinline__ void kg_cp_async16(void* smem, const void* gmem) {
@@ -56,20 +61,20 @@ __device__ __forceinline__ T kg_ldcs(const T* p) {
 // ---- end of prelude ----
 // Layer norm over rows, algorithm "registers": 256 thread(s) per row, 1 row(s) per
 // block, 4 vector(s) of 4 float(s) per thread per chunk, the row held in registers.
-
-// Sum over the 256 thread(s) of a row (shuffle); every thread gets it. Block-level
-// versions end with a barrier: the next reduction reuses the shared words.
+// Sum over the 256 thread(s) of a row (shuffle); every thread gets it.
 __device__ __forceinline__ float layernorm_f32_sm90_t256_r1_i4_v4_sshuffle_aregisters_sum(float v, float* red) {
   #pragma unroll
-  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(KG_FULL_MASK, v, o);
-  if ((threadIdx.x & 31) == 0) red[threadIdx.x >> 5] = v;
+  for (int o = 16; o > 0; o >>= 1) v = v + __shfl_xor_sync(KG_FULL_MASK, v, o);
+  // One word per warp; then each group of 8 lanes of every warp folds them all.
+  if ((threadIdx.x & 31) == 0) { red[(threadIdx.x >> 5)] = v; }
   __syncthreads();
-  v = red[threadIdx.x & 7];   // each group of 8 lanes folds all the warps' sums
+  v = red[(threadIdx.x & 7)];
   #pragma unroll
-  for (int o = 4; o > 0; o >>= 1) v += __shfl_xor_sync(KG_FULL_MASK, v, o);
+  for (int o = 4; o > 0; o >>= 1) v = v + __shfl_xor_sync(KG_FULL_MASK, v, o);
   __syncthreads();
   return v;
 }
+
 
 // cols % 4 == 0 (the plan picks this kernel then): every row starts 16-byte aligned, float4 accesses.
 extern "C" __global__ void __launch_bounds__(256)
@@ -94,13 +99,12 @@ layernorm_f32_sm90_t256_r1_i4_v4_sshuffle_aregisters(const float* __restrict__ x
     for (int i = 0; i < 4; ++i) {
       const int c = i * 256 + t;
       if (c < nv) {
-      const float4 q = xv[c];
-      v[i][0] = q.x; v[i][1] = q.y; v[i][2] = q.z; v[i][3] = q.w;
-    } else {
-      #pragma unroll
-      for (int l = 0; l < 4; ++l) v[i][l] = 0.0f;
-    }
-
+        const float4 q = xv[c];
+        v[i][0] = q.x; v[i][1] = q.y; v[i][2] = q.z; v[i][3] = q.w;
+      } else {
+        #pragma unroll
+        for (int l = 0; l < 4; ++l) v[i][l] = 0.0f;
+      }
     }
     float s = 0.0f;
     #pragma unroll
@@ -159,12 +163,11 @@ layernorm_f32_sm90_t256_r1_i4_v4_sshuffle_aregisters_scalar(const float* __restr
     for (int i = 0; i < 16; ++i) {
       const int c = i * 256 + t;
       if (c < nv) {
-      v[i][0] = xr[c];
-    } else {
-      #pragma unroll
-      for (int l = 0; l < 1; ++l) v[i][l] = 0.0f;
-    }
-
+        v[i][0] = xr[c];
+      } else {
+        #pragma unroll
+        for (int l = 0; l < 1; ++l) v[i][l] = 0.0f;
+      }
     }
     float s = 0.0f;
     #pragma unroll

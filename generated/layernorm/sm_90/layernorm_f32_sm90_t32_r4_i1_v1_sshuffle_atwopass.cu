@@ -12,6 +12,11 @@
 #ifndef KERNELGEN_PRELUDE
 #define KERNELGEN_PRELUDE
 #define KG_FULL_MASK 0xffffffffu
+#ifdef KERNELGEN_EMULATE
+#define KG_NEG_INF (-__builtin_huge_valf())
+#else
+#define KG_NEG_INF __int_as_float(0xff800000)
+#endif
 
 // 16-byte asynchronous global->shared copy (cp.async, sm_80+); a plain copy elsewhere.
 __device__ __forceinline__ void kg_cp_async16(void* smem, const void* gmem) {
@@ -56,14 +61,13 @@ __device__ __forceinline__ T kg_ldcs(const T* p) {
 // ---- end of prelude ----
 // Layer norm over rows, algorithm "two_pass": 32 thread(s) per row, 4 row(s) per
 // block, 1 vector(s) of 1 float(s) per thread per chunk.
-
-// Sum over the 32 thread(s) of a row (shuffle); every thread gets it. Block-level
-// versions end with a barrier: the next reduction reuses the shared words.
+// Sum over the 32 thread(s) of a row (shuffle); every thread gets it.
 __device__ __forceinline__ float layernorm_f32_sm90_t32_r4_i1_v1_sshuffle_atwopass_sum(float v, float* red) {
   #pragma unroll
-  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(KG_FULL_MASK, v, o);
+  for (int o = 16; o > 0; o >>= 1) v = v + __shfl_xor_sync(KG_FULL_MASK, v, o);
   return v;
 }
+
 
 extern "C" __global__ void __launch_bounds__(128)
 layernorm_f32_sm90_t32_r4_i1_v1_sshuffle_atwopass(const float* __restrict__ x, const float* __restrict__ gamma, const float* __restrict__ beta,
@@ -87,12 +91,11 @@ layernorm_f32_sm90_t32_r4_i1_v1_sshuffle_atwopass(const float* __restrict__ x, c
       for (int i = 0; i < 1; ++i) {
         const int c = base + i * 32 + t;
         if (c < nv) {
-      v[i][0] = xr[c];
-    } else {
-      #pragma unroll
-      for (int l = 0; l < 1; ++l) v[i][l] = 0.0f;
-    }
-
+          v[i][0] = xr[c];
+        } else {
+          #pragma unroll
+          for (int l = 0; l < 1; ++l) v[i][l] = 0.0f;
+        }
       }
       #pragma unroll
       for (int i = 0; i < 1; ++i)
@@ -107,12 +110,11 @@ layernorm_f32_sm90_t32_r4_i1_v1_sshuffle_atwopass(const float* __restrict__ x, c
       for (int i = 0; i < 1; ++i) {
         const int c = base + i * 32 + t;
         if (c < nv) {
-      v[i][0] = xr[c];
-    } else {
-      #pragma unroll
-      for (int l = 0; l < 1; ++l) v[i][l] = mean;
-    }
-
+          v[i][0] = xr[c];
+        } else {
+          #pragma unroll
+          for (int l = 0; l < 1; ++l) v[i][l] = mean;
+        }
       }
       #pragma unroll
       for (int i = 0; i < 1; ++i)
@@ -127,9 +129,8 @@ layernorm_f32_sm90_t32_r4_i1_v1_sshuffle_atwopass(const float* __restrict__ x, c
       for (int i = 0; i < 1; ++i) {
         const int c = base + i * 32 + t;
         if (c < nv) {
-      v[i][0] = xr[c];
-    }
-
+          v[i][0] = xr[c];
+        }
       }
       #pragma unroll
       for (int i = 0; i < 1; ++i) {

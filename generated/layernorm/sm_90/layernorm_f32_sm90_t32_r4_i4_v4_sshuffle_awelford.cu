@@ -12,6 +12,11 @@
 #ifndef KERNELGEN_PRELUDE
 #define KERNELGEN_PRELUDE
 #define KG_FULL_MASK 0xffffffffu
+#ifdef KERNELGEN_EMULATE
+#define KG_NEG_INF (-__builtin_huge_valf())
+#else
+#define KG_NEG_INF __int_as_float(0xff800000)
+#endif
 
 // 16-byte asynchronous global->shared copy (cp.async, sm_80+); a plain copy elsewhere.
 __device__ __forceinline__ void kg_cp_async16(void* smem, const void* gmem) {
@@ -56,16 +61,14 @@ __device__ __forceinline__ T kg_ldcs(const T* p) {
 // ---- end of prelude ----
 // Layer norm over rows, algorithm "welford": 32 thread(s) per row, 4 row(s) per
 // block, 4 vector(s) of 4 float(s) per thread per chunk.
-
-// Sum over the 32 thread(s) of a row (shuffle); every thread gets it. Block-level
-// versions end with a barrier: the next reduction reuses the shared words.
+// Sum over the 32 thread(s) of a row (shuffle); every thread gets it.
 __device__ __forceinline__ float layernorm_f32_sm90_t32_r4_i4_v4_sshuffle_awelford_sum(float v, float* red) {
   #pragma unroll
-  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(KG_FULL_MASK, v, o);
+  for (int o = 16; o > 0; o >>= 1) v = v + __shfl_xor_sync(KG_FULL_MASK, v, o);
   return v;
 }
 
-// Chan's merge of two (count, mean, M2) summaries; an empty one (count 0) changes nothing.
+
 __device__ __forceinline__ void layernorm_f32_sm90_t32_r4_i4_v4_sshuffle_awelford_merge(float& n, float& mean, float& m2, float nb, float mb, float m2b) {
   const float nn = n + nb;
   if (nn > 0.0f) {
@@ -76,15 +79,15 @@ __device__ __forceinline__ void layernorm_f32_sm90_t32_r4_i4_v4_sshuffle_awelfor
   }
 }
 
-// (count, mean, M2) over the 32 thread(s) of a row (shuffle).
+// (count, mean, M2) over the 32 thread(s) of a row (shuffle); every thread gets it.
 __device__ __forceinline__ void layernorm_f32_sm90_t32_r4_i4_v4_sshuffle_awelford_welford(float& n, float& mean, float& m2, float* red) {
   #pragma unroll
   for (int o = 16; o > 0; o >>= 1) {
-    const float nb = __shfl_xor_sync(KG_FULL_MASK, n, o), mb = __shfl_xor_sync(KG_FULL_MASK, mean, o),
-                m2b = __shfl_xor_sync(KG_FULL_MASK, m2, o);
-    layernorm_f32_sm90_t32_r4_i4_v4_sshuffle_awelford_merge(n, mean, m2, nb, mb, m2b);
+    const float n_o = __shfl_xor_sync(KG_FULL_MASK, n, o), mean_o = __shfl_xor_sync(KG_FULL_MASK, mean, o), m2_o = __shfl_xor_sync(KG_FULL_MASK, m2, o);
+    layernorm_f32_sm90_t32_r4_i4_v4_sshuffle_awelford_merge(n, mean, m2, n_o, mean_o, m2_o);
   }
 }
+
 
 // cols % 4 == 0 (the plan picks this kernel then): every row starts 16-byte aligned, float4 accesses.
 extern "C" __global__ void __launch_bounds__(128)
@@ -110,13 +113,12 @@ layernorm_f32_sm90_t32_r4_i4_v4_sshuffle_awelford(const float* __restrict__ x, c
       for (int i = 0; i < 4; ++i) {
         const int c = base + i * 32 + t;
         if (c < nv) {
-      const float4 q = xv[c];
-      v[i][0] = q.x; v[i][1] = q.y; v[i][2] = q.z; v[i][3] = q.w;
-    } else {
-      #pragma unroll
-      for (int l = 0; l < 4; ++l) v[i][l] = 0.0f;
-    }
-
+          const float4 q = xv[c];
+          v[i][0] = q.x; v[i][1] = q.y; v[i][2] = q.z; v[i][3] = q.w;
+        } else {
+          #pragma unroll
+          for (int l = 0; l < 4; ++l) v[i][l] = 0.0f;
+        }
       }
       const int left = nv - base - t;           // vectors of this thread at base + i*T + t, i < N
       const float nb = (float)(4 * (left <= 0 ? 0 : left >= 97 ? 4 : (left + 31) / 32));
@@ -144,10 +146,9 @@ layernorm_f32_sm90_t32_r4_i4_v4_sshuffle_awelford(const float* __restrict__ x, c
       for (int i = 0; i < 4; ++i) {
         const int c = base + i * 32 + t;
         if (c < nv) {
-      const float4 q = xv[c];
-      v[i][0] = q.x; v[i][1] = q.y; v[i][2] = q.z; v[i][3] = q.w;
-    }
-
+          const float4 q = xv[c];
+          v[i][0] = q.x; v[i][1] = q.y; v[i][2] = q.z; v[i][3] = q.w;
+        }
       }
       #pragma unroll
       for (int i = 0; i < 4; ++i) {
@@ -196,12 +197,11 @@ layernorm_f32_sm90_t32_r4_i4_v4_sshuffle_awelford_scalar(const float* __restrict
       for (int i = 0; i < 16; ++i) {
         const int c = base + i * 32 + t;
         if (c < nv) {
-      v[i][0] = xr[c];
-    } else {
-      #pragma unroll
-      for (int l = 0; l < 1; ++l) v[i][l] = 0.0f;
-    }
-
+          v[i][0] = xr[c];
+        } else {
+          #pragma unroll
+          for (int l = 0; l < 1; ++l) v[i][l] = 0.0f;
+        }
       }
       const int left = nv - base - t;           // vectors of this thread at base + i*T + t, i < N
       const float nb = (float)(1 * (left <= 0 ? 0 : left >= 481 ? 16 : (left + 31) / 32));
@@ -229,9 +229,8 @@ layernorm_f32_sm90_t32_r4_i4_v4_sshuffle_awelford_scalar(const float* __restrict
       for (int i = 0; i < 16; ++i) {
         const int c = base + i * 32 + t;
         if (c < nv) {
-      v[i][0] = xr[c];
-    }
-
+          v[i][0] = xr[c];
+        }
       }
       #pragma unroll
       for (int i = 0; i < 16; ++i) {

@@ -11,6 +11,11 @@
 #ifndef KERNELGEN_PRELUDE
 #define KERNELGEN_PRELUDE
 #define KG_FULL_MASK 0xffffffffu
+#ifdef KERNELGEN_EMULATE
+#define KG_NEG_INF (-__builtin_huge_valf())
+#else
+#define KG_NEG_INF __int_as_float(0xff800000)
+#endif
 
 // 16-byte asynchronous global->shared copy (cp.async, sm_80+); a plain copy elsewhere.
 __device__ __forceinline__ void kg_cp_async16(void* smem, const void* gmem) {
@@ -60,8 +65,8 @@ __device__ __forceinline__ float reduce_sum_f32_sm90_t256_i1_v1_ssequential_g0_f
   sdata[tid] = v;
   __syncthreads();
   // Sequential addressing: the upper half is added to the lower half, conflict-free.
-  for (int s = 128; s > 0; s >>= 1) {
-    if (tid < s) sdata[tid] += sdata[tid + s];
+  for (int st = 128; st > 0; st >>= 1) {
+    if (tid < st) sdata[tid] = sdata[tid] + sdata[tid + st];
     __syncthreads();
   }
   return sdata[0];
@@ -104,13 +109,13 @@ reduce_sum_f32_sm90_t256_i1_v1_ssequential_g0_ftwopass_final(const float* __rest
   float acc = 0.0f;
   for (int i = threadIdx.x; i < count; i += 1024) acc += partials[i];
   #pragma unroll
-  for (int o = 16; o > 0; o >>= 1) acc += __shfl_down_sync(KG_FULL_MASK, acc, o);
-  if ((threadIdx.x & 31) == 0) sdata[threadIdx.x >> 5] = acc;
+  for (int o = 16; o > 0; o >>= 1) acc = acc + __shfl_down_sync(KG_FULL_MASK, acc, o);
+  if ((threadIdx.x & 31) == 0) sdata[(threadIdx.x >> 5)] = acc;
   __syncthreads();
   if (threadIdx.x < 32) {
-    acc = sdata[threadIdx.x];
+    acc = sdata[(threadIdx.x & 31)];
     #pragma unroll
-    for (int o = 16; o > 0; o >>= 1) acc += __shfl_down_sync(KG_FULL_MASK, acc, o);
+    for (int o = 16; o > 0; o >>= 1) acc = acc + __shfl_down_sync(KG_FULL_MASK, acc, o);
     if (threadIdx.x == 0) out[0] = acc;
   }
 }

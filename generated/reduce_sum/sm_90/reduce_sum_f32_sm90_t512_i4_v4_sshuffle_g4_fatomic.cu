@@ -12,6 +12,11 @@
 #ifndef KERNELGEN_PRELUDE
 #define KERNELGEN_PRELUDE
 #define KG_FULL_MASK 0xffffffffu
+#ifdef KERNELGEN_EMULATE
+#define KG_NEG_INF (-__builtin_huge_valf())
+#else
+#define KG_NEG_INF __int_as_float(0xff800000)
+#endif
 
 // 16-byte asynchronous global->shared copy (cp.async, sm_80+); a plain copy elsewhere.
 __device__ __forceinline__ void kg_cp_async16(void* smem, const void* gmem) {
@@ -60,13 +65,13 @@ __device__ __forceinline__ float reduce_sum_f32_sm90_t512_i4_v4_sshuffle_g4_fato
   const int tid = threadIdx.x;
   // Warp shuffles: each warp reduces in registers, one word per warp goes through shared memory.
   #pragma unroll
-  for (int o = 16; o > 0; o >>= 1) v += __shfl_down_sync(KG_FULL_MASK, v, o);
-  if ((tid & 31) == 0) sdata[tid >> 5] = v;
+  for (int o = 16; o > 0; o >>= 1) v = v + __shfl_down_sync(KG_FULL_MASK, v, o);
+  if ((tid & 31) == 0) sdata[(tid >> 5)] = v;
   __syncthreads();
   if (tid < 32) {
-    v = tid < 16 ? sdata[tid] : 0.0f;
+    v = (tid & 31) < 16 ? sdata[(tid & 31)] : 0.0f;
     #pragma unroll
-    for (int o = 16; o > 0; o >>= 1) v += __shfl_down_sync(KG_FULL_MASK, v, o);
+    for (int o = 16; o > 0; o >>= 1) v = v + __shfl_down_sync(KG_FULL_MASK, v, o);
   }
   return v;
 }

@@ -15,6 +15,11 @@
 #ifndef KERNELGEN_PRELUDE
 #define KERNELGEN_PRELUDE
 #define KG_FULL_MASK 0xffffffffu
+#ifdef KERNELGEN_EMULATE
+#define KG_NEG_INF (-__builtin_huge_valf())
+#else
+#define KG_NEG_INF __int_as_float(0xff800000)
+#endif
 
 // 16-byte asynchronous global->shared copy (cp.async, sm_80+); a plain copy elsewhere.
 __device__ __forceinline__ void kg_cp_async16(void* smem, const void* gmem) {
@@ -74,6 +79,7 @@ __device__ __forceinline__ float4 sg_load4(const float* __restrict__ p, int r, i
   }
   return x;
 }
+
 // C = A @ B: a block computes a 128x128 tile of C, staging A and B through 1 shared
 // tile(s) of K = 8 (copied through registers); each of its
 // 256 threads (contiguous layout) accumulates 8x8 elements in registers.
@@ -86,7 +92,7 @@ __device__ __forceinline__ void sgemm_f32_sm90_s1_bm128_bn128_tm8_tn8_lcontiguou
                                               float* __restrict__ C, int M, int N, int K, int ldA, int m0, int n0,
                                               float* smem) {
   float* const As = smem;                           // 1 x [8][128] (A transposed)
-  float* const Bs = smem + 1024;  // 1 x [8][128]
+  float* const Bs = smem + 1024;    // 1 x [8][128]
   const int tid = threadIdx.y * 16 + threadIdx.x;
   const int tm0 = threadIdx.y * 8;
   const int tn0 = threadIdx.x * 8;
@@ -96,7 +102,7 @@ __device__ __forceinline__ void sgemm_f32_sm90_s1_bm128_bn128_tm8_tn8_lcontiguou
     #pragma unroll
     for (int j = 0; j < 8; ++j) acc[i][j] = 0.0f;
   }
-  const int ktiles = (K + 7) / 8;
+  const int ktiles = (K + 8 - 1) / 8;
   float4 ra[1];
   float4 rb[1];
   for (int kt = 0; kt < ktiles; ++kt) {

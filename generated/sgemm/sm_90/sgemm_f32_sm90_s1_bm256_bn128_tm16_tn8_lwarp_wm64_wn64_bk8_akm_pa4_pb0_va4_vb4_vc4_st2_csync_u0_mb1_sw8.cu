@@ -15,6 +15,11 @@
 #ifndef KERNELGEN_PRELUDE
 #define KERNELGEN_PRELUDE
 #define KG_FULL_MASK 0xffffffffu
+#ifdef KERNELGEN_EMULATE
+#define KG_NEG_INF (-__builtin_huge_valf())
+#else
+#define KG_NEG_INF __int_as_float(0xff800000)
+#endif
 
 // 16-byte asynchronous global->shared copy (cp.async, sm_80+); a plain copy elsewhere.
 __device__ __forceinline__ void kg_cp_async16(void* smem, const void* gmem) {
@@ -74,6 +79,7 @@ __device__ __forceinline__ float4 sg_load4(const float* __restrict__ p, int r, i
   }
   return x;
 }
+
 // C = A @ B: a block computes a 256x128 tile of C, staging A and B through 2 shared
 // tile(s) of K = 8 (copied through registers); each of its
 // 256 threads (warp layout) accumulates 16x8 elements in registers.
@@ -86,7 +92,7 @@ __device__ __forceinline__ void sgemm_f32_sm90_s1_bm256_bn128_tm16_tn8_lwarp_wm6
                                               float* __restrict__ C, int M, int N, int K, int ldA, int m0, int n0,
                                               float* smem) {
   float* const As = smem;                           // 2 x [8][260] (A transposed)
-  float* const Bs = smem + 4160;  // 2 x [8][128]
+  float* const Bs = smem + 4160;    // 2 x [8][128]
   const int tid = threadIdx.x;
   const int warp = tid >> 5, lane = tid & 31;
   // warp tile 64x64 of 2 per block row; lanes 4x8 inside it
@@ -98,7 +104,7 @@ __device__ __forceinline__ void sgemm_f32_sm90_s1_bm256_bn128_tm16_tn8_lwarp_wm6
     #pragma unroll
     for (int j = 0; j < 8; ++j) acc[i][j] = 0.0f;
   }
-  const int ktiles = (K + 7) / 8;
+  const int ktiles = (K + 8 - 1) / 8;
   float4 ra[2];
   float4 rb[1];
   // Double buffering: the next tile's loads are issued before this tile's math and stored after it.

@@ -14,6 +14,11 @@
 #ifndef KERNELGEN_PRELUDE
 #define KERNELGEN_PRELUDE
 #define KG_FULL_MASK 0xffffffffu
+#ifdef KERNELGEN_EMULATE
+#define KG_NEG_INF (-__builtin_huge_valf())
+#else
+#define KG_NEG_INF __int_as_float(0xff800000)
+#endif
 
 // 16-byte asynchronous global->shared copy (cp.async, sm_80+); a plain copy elsewhere.
 __device__ __forceinline__ void kg_cp_async16(void* smem, const void* gmem) {
@@ -64,6 +69,7 @@ __device__ __forceinline__ float sg_load1(const float* __restrict__ p, int r, in
                                                  int ld) {
   return (!CHECK || (r < rows && c < cols)) ? p[(size_t)r * ld + c] : 0.0f;
 }
+
 // C = A @ B: a block computes a 32x32 tile of C, staging A and B through 1 shared
 // tile(s) of K = 32 (copied through registers); each of its
 // 1024 threads (contiguous layout) accumulates 1x1 elements in registers.
@@ -76,7 +82,7 @@ __device__ __forceinline__ void sgemm_f32_sm90_s1_bm32_bn32_tm1_tn1_lcontiguous_
                                               float* __restrict__ C, int M, int N, int K, int ldA, int m0, int n0,
                                               float* smem) {
   float* const As = smem;                           // 1 x [32][32]
-  float* const Bs = smem + 1024;  // 1 x [32][32]
+  float* const Bs = smem + 1024;    // 1 x [32][32]
   const int tid = threadIdx.y * 32 + threadIdx.x;
   const int tm0 = threadIdx.y * 1;
   const int tn0 = threadIdx.x * 1;
@@ -86,7 +92,7 @@ __device__ __forceinline__ void sgemm_f32_sm90_s1_bm32_bn32_tm1_tn1_lcontiguous_
     #pragma unroll
     for (int j = 0; j < 1; ++j) acc[i][j] = 0.0f;
   }
-  const int ktiles = (K + 31) / 32;
+  const int ktiles = (K + 32 - 1) / 32;
   float ra[1];
   float rb[1];
   for (int kt = 0; kt < ktiles; ++kt) {

@@ -12,6 +12,11 @@
 #ifndef KERNELGEN_PRELUDE
 #define KERNELGEN_PRELUDE
 #define KG_FULL_MASK 0xffffffffu
+#ifdef KERNELGEN_EMULATE
+#define KG_NEG_INF (-__builtin_huge_valf())
+#else
+#define KG_NEG_INF __int_as_float(0xff800000)
+#endif
 
 // 16-byte asynchronous global->shared copy (cp.async, sm_80+); a plain copy elsewhere.
 __device__ __forceinline__ void kg_cp_async16(void* smem, const void* gmem) {
@@ -57,36 +62,29 @@ __device__ __forceinline__ T kg_ldcs(const T* p) {
 // Row softmax over several blocks per row: each block owns a chunk of 2048 columns
 // (j.0 on blockIdx.y). `_stats` writes the chunk's (max, sum of exp(x - max)); `_write` merges a row's
 // pairs and writes its chunk of y. The host launches them in row batches so the second read hits L2.
-#ifndef KG_NEG_INF
-#ifdef KERNELGEN_EMULATE
-#define KG_NEG_INF (-__builtin_huge_valf())
-#else
-#define KG_NEG_INF __int_as_float(0xff800000)
-#endif
-#endif
-// Merge two (max, sum of exp(x - max)) pairs. The guards keep exp(-inf - -inf) = NaN out when a
-// thread saw no column (its pair is (-inf, 0)).
+
 __device__ __forceinline__ void softmax_f32_sm90_t128_r1_i4_v4_sshuffle_asplit_b16_merge(float& m, float& s, float m2, float s2) {
   const float mn = fmaxf(m, m2);
   s = s * (m == mn ? 1.0f : __expf(m - mn)) + s2 * (m2 == mn ? 1.0f : __expf(m2 - mn));
   m = mn;
 }
 
-// (max, sum) over the 128 thread(s) of a row (shuffle).
-__device__ __forceinline__ void softmax_f32_sm90_t128_r1_i4_v4_sshuffle_asplit_b16_ms(float& m, float& s, float* red_m, float* red_s) {
+// (max, sum of exp(x - max)) over the 128 thread(s) of a row (shuffle); every thread gets it.
+__device__ __forceinline__ void softmax_f32_sm90_t128_r1_i4_v4_sshuffle_asplit_b16_ms(float& m, float& s, float* red) {
   #pragma unroll
   for (int o = 16; o > 0; o >>= 1) {
-    const float m2 = __shfl_xor_sync(KG_FULL_MASK, m, o), s2 = __shfl_xor_sync(KG_FULL_MASK, s, o);
-    softmax_f32_sm90_t128_r1_i4_v4_sshuffle_asplit_b16_merge(m, s, m2, s2);
+    const float m_o = __shfl_xor_sync(KG_FULL_MASK, m, o), s_o = __shfl_xor_sync(KG_FULL_MASK, s, o);
+    softmax_f32_sm90_t128_r1_i4_v4_sshuffle_asplit_b16_merge(m, s, m_o, s_o);
   }
-  if ((threadIdx.x & 31) == 0) { red_m[threadIdx.x >> 5] = m; red_s[threadIdx.x >> 5] = s; }
+  // One word per warp; then each group of 4 lanes of every warp folds them all.
+  if ((threadIdx.x & 31) == 0) { red[(threadIdx.x >> 5)] = m; red[4 + (threadIdx.x >> 5)] = s; }
   __syncthreads();
-  m = red_m[threadIdx.x & 3];   // each group of 4 lanes folds all the warps' pairs
-  s = red_s[threadIdx.x & 3];
+  m = red[(threadIdx.x & 3)];
+  s = red[4 + (threadIdx.x & 3)];
   #pragma unroll
   for (int o = 2; o > 0; o >>= 1) {
-    const float m2 = __shfl_xor_sync(KG_FULL_MASK, m, o), s2 = __shfl_xor_sync(KG_FULL_MASK, s, o);
-    softmax_f32_sm90_t128_r1_i4_v4_sshuffle_asplit_b16_merge(m, s, m2, s2);
+    const float m_o = __shfl_xor_sync(KG_FULL_MASK, m, o), s_o = __shfl_xor_sync(KG_FULL_MASK, s, o);
+    softmax_f32_sm90_t128_r1_i4_v4_sshuffle_asplit_b16_merge(m, s, m_o, s_o);
   }
   __syncthreads();
 }
@@ -107,13 +105,12 @@ softmax_f32_sm90_t128_r1_i4_v4_sshuffle_asplit_b16_stats(const float* __restrict
     for (int i = 0; i < 4; ++i) {
       const int c = c0 + i * 128 + threadIdx.x;
       if (c < nv) {
-      const float4 q = xv[c];
-      v[i][0] = q.x; v[i][1] = q.y; v[i][2] = q.z; v[i][3] = q.w;
-    } else {
-      #pragma unroll
-      for (int l = 0; l < 4; ++l) v[i][l] = KG_NEG_INF;
-    }
-
+        const float4 q = xv[c];
+        v[i][0] = q.x; v[i][1] = q.y; v[i][2] = q.z; v[i][3] = q.w;
+      } else {
+        #pragma unroll
+        for (int l = 0; l < 4; ++l) v[i][l] = KG_NEG_INF;
+      }
     }
     #pragma unroll
     for (int i = 0; i < 4; ++i)
@@ -127,7 +124,7 @@ softmax_f32_sm90_t128_r1_i4_v4_sshuffle_asplit_b16_stats(const float* __restrict
     }
 
   }
-  softmax_f32_sm90_t128_r1_i4_v4_sshuffle_asplit_b16_ms(m, s, red, red + 4);
+  softmax_f32_sm90_t128_r1_i4_v4_sshuffle_asplit_b16_ms(m, s, red);
   if (threadIdx.x == 0) {
     stats[2 * (row * chunks + blockIdx.y)] = m;
     stats[2 * (row * chunks + blockIdx.y) + 1] = s;
@@ -145,7 +142,7 @@ softmax_f32_sm90_t128_r1_i4_v4_sshuffle_asplit_b16_write(const float* __restrict
   float m = KG_NEG_INF, s = 0.0f;
   for (int k = threadIdx.x; k < chunks; k += 128)
     softmax_f32_sm90_t128_r1_i4_v4_sshuffle_asplit_b16_merge(m, s, stats[2 * (row * chunks + k)], stats[2 * (row * chunks + k) + 1]);
-  softmax_f32_sm90_t128_r1_i4_v4_sshuffle_asplit_b16_ms(m, s, red, red + 4);
+  softmax_f32_sm90_t128_r1_i4_v4_sshuffle_asplit_b16_ms(m, s, red);
   const float inv = 1.0f / s;
   {
     const int nv = cols / 4;
@@ -157,13 +154,12 @@ softmax_f32_sm90_t128_r1_i4_v4_sshuffle_asplit_b16_write(const float* __restrict
     for (int i = 0; i < 4; ++i) {
       const int c = c0 + i * 128 + threadIdx.x;
       if (c < nv) {
-      const float4 q = xv[c];
-      v[i][0] = q.x; v[i][1] = q.y; v[i][2] = q.z; v[i][3] = q.w;
-    } else {
-      #pragma unroll
-      for (int l = 0; l < 4; ++l) v[i][l] = KG_NEG_INF;
-    }
-
+        const float4 q = xv[c];
+        v[i][0] = q.x; v[i][1] = q.y; v[i][2] = q.z; v[i][3] = q.w;
+      } else {
+        #pragma unroll
+        for (int l = 0; l < 4; ++l) v[i][l] = KG_NEG_INF;
+      }
     }
     #pragma unroll
     for (int i = 0; i < 4; ++i) {
@@ -198,12 +194,11 @@ softmax_f32_sm90_t128_r1_i4_v4_sshuffle_asplit_b16_stats_scalar(const float* __r
     for (int i = 0; i < 16; ++i) {
       const int c = c0 + i * 128 + threadIdx.x;
       if (c < nv) {
-      v[i][0] = xr[c];
-    } else {
-      #pragma unroll
-      for (int l = 0; l < 1; ++l) v[i][l] = KG_NEG_INF;
-    }
-
+        v[i][0] = xr[c];
+      } else {
+        #pragma unroll
+        for (int l = 0; l < 1; ++l) v[i][l] = KG_NEG_INF;
+      }
     }
     #pragma unroll
     for (int i = 0; i < 16; ++i)
@@ -217,7 +212,7 @@ softmax_f32_sm90_t128_r1_i4_v4_sshuffle_asplit_b16_stats_scalar(const float* __r
     }
 
   }
-  softmax_f32_sm90_t128_r1_i4_v4_sshuffle_asplit_b16_ms(m, s, red, red + 4);
+  softmax_f32_sm90_t128_r1_i4_v4_sshuffle_asplit_b16_ms(m, s, red);
   if (threadIdx.x == 0) {
     stats[2 * (row * chunks + blockIdx.y)] = m;
     stats[2 * (row * chunks + blockIdx.y) + 1] = s;
@@ -235,7 +230,7 @@ softmax_f32_sm90_t128_r1_i4_v4_sshuffle_asplit_b16_write_scalar(const float* __r
   float m = KG_NEG_INF, s = 0.0f;
   for (int k = threadIdx.x; k < chunks; k += 128)
     softmax_f32_sm90_t128_r1_i4_v4_sshuffle_asplit_b16_merge(m, s, stats[2 * (row * chunks + k)], stats[2 * (row * chunks + k) + 1]);
-  softmax_f32_sm90_t128_r1_i4_v4_sshuffle_asplit_b16_ms(m, s, red, red + 4);
+  softmax_f32_sm90_t128_r1_i4_v4_sshuffle_asplit_b16_ms(m, s, red);
   const float inv = 1.0f / s;
   {
     const int nv = cols / 1;
@@ -245,12 +240,11 @@ softmax_f32_sm90_t128_r1_i4_v4_sshuffle_asplit_b16_write_scalar(const float* __r
     for (int i = 0; i < 16; ++i) {
       const int c = c0 + i * 128 + threadIdx.x;
       if (c < nv) {
-      v[i][0] = xr[c];
-    } else {
-      #pragma unroll
-      for (int l = 0; l < 1; ++l) v[i][l] = KG_NEG_INF;
-    }
-
+        v[i][0] = xr[c];
+      } else {
+        #pragma unroll
+        for (int l = 0; l < 1; ++l) v[i][l] = KG_NEG_INF;
+      }
     }
     #pragma unroll
     for (int i = 0; i < 16; ++i) {

@@ -12,6 +12,11 @@
 #ifndef KERNELGEN_PRELUDE
 #define KERNELGEN_PRELUDE
 #define KG_FULL_MASK 0xffffffffu
+#ifdef KERNELGEN_EMULATE
+#define KG_NEG_INF (-__builtin_huge_valf())
+#else
+#define KG_NEG_INF __int_as_float(0xff800000)
+#endif
 
 // 16-byte asynchronous global->shared copy (cp.async, sm_80+); a plain copy elsewhere.
 __device__ __forceinline__ void kg_cp_async16(void* smem, const void* gmem) {
@@ -56,19 +61,12 @@ __device__ __forceinline__ T kg_ldcs(const T* p) {
 // ---- end of prelude ----
 // Row softmax, algorithm "three_pass": 1 thread(s) per row, 128 row(s) per block,
 // 1 vector(s) of 1 float(s) per thread per chunk.
-#ifndef KG_NEG_INF
-#ifdef KERNELGEN_EMULATE
-#define KG_NEG_INF (-__builtin_huge_valf())
-#else
-#define KG_NEG_INF __int_as_float(0xff800000)
-#endif
-#endif
-// max over the 1 thread(s) of a row (serial).
+// max over the 1 thread(s) of a row (serial); every thread gets it.
 __device__ __forceinline__ float softmax_f32_sm90_t1_r128_i1_v1_sserial_athreepass_b16_max(float v, float* red) {
   return v;
 }
 
-// sum over the 1 thread(s) of a row (serial).
+// sum over the 1 thread(s) of a row (serial); every thread gets it.
 __device__ __forceinline__ float softmax_f32_sm90_t1_r128_i1_v1_sserial_athreepass_b16_sum(float v, float* red) {
   return v;
 }
@@ -94,12 +92,11 @@ softmax_f32_sm90_t1_r128_i1_v1_sserial_athreepass_b16(const float* __restrict__ 
       for (int i = 0; i < 1; ++i) {
         const int c = base + i * 1 + t;
         if (c < nv) {
-      v[i][0] = xr[c];
-    } else {
-      #pragma unroll
-      for (int l = 0; l < 1; ++l) v[i][l] = KG_NEG_INF;
-    }
-
+          v[i][0] = xr[c];
+        } else {
+          #pragma unroll
+          for (int l = 0; l < 1; ++l) v[i][l] = KG_NEG_INF;
+        }
       }
       #pragma unroll
       for (int i = 0; i < 1; ++i)
@@ -114,12 +111,11 @@ softmax_f32_sm90_t1_r128_i1_v1_sserial_athreepass_b16(const float* __restrict__ 
       for (int i = 0; i < 1; ++i) {
         const int c = base + i * 1 + t;
         if (c < nv) {
-      v[i][0] = xr[c];
-    } else {
-      #pragma unroll
-      for (int l = 0; l < 1; ++l) v[i][l] = KG_NEG_INF;
-    }
-
+          v[i][0] = xr[c];
+        } else {
+          #pragma unroll
+          for (int l = 0; l < 1; ++l) v[i][l] = KG_NEG_INF;
+        }
       }
       #pragma unroll
       for (int i = 0; i < 1; ++i) {

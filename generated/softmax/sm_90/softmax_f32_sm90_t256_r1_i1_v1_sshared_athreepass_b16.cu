@@ -12,6 +12,11 @@
 #ifndef KERNELGEN_PRELUDE
 #define KERNELGEN_PRELUDE
 #define KG_FULL_MASK 0xffffffffu
+#ifdef KERNELGEN_EMULATE
+#define KG_NEG_INF (-__builtin_huge_valf())
+#else
+#define KG_NEG_INF __int_as_float(0xff800000)
+#endif
 
 // 16-byte asynchronous global->shared copy (cp.async, sm_80+); a plain copy elsewhere.
 __device__ __forceinline__ void kg_cp_async16(void* smem, const void* gmem) {
@@ -56,21 +61,13 @@ __device__ __forceinline__ T kg_ldcs(const T* p) {
 // ---- end of prelude ----
 // Row softmax, algorithm "three_pass": 256 thread(s) per row, 1 row(s) per block,
 // 1 vector(s) of 1 float(s) per thread per chunk.
-#ifndef KG_NEG_INF
-#ifdef KERNELGEN_EMULATE
-#define KG_NEG_INF (-__builtin_huge_valf())
-#else
-#define KG_NEG_INF __int_as_float(0xff800000)
-#endif
-#endif
-// max over the 256 thread(s) of a row (shared).
+// max over the 256 thread(s) of a row (shared); every thread gets it.
 __device__ __forceinline__ float softmax_f32_sm90_t256_r1_i1_v1_sshared_athreepass_b16_max(float v, float* red) {
-  // Tree in shared memory, sequential addressing (seed v2): the upper half folds onto the lower half.
   const int tid = threadIdx.y * 256 + threadIdx.x;
   red[tid] = v;
   __syncthreads();
-  for (int s = 128; s > 0; s >>= 1) {
-    if (threadIdx.x < s) red[tid] = fmaxf(red[tid], red[tid + s]);
+  for (int st = 128; st > 0; st >>= 1) {
+    if (threadIdx.x < st) red[tid] = fmaxf(red[tid], red[tid + st]);
     __syncthreads();
   }
   v = red[tid - threadIdx.x];
@@ -78,14 +75,13 @@ __device__ __forceinline__ float softmax_f32_sm90_t256_r1_i1_v1_sshared_athreepa
   return v;
 }
 
-// sum over the 256 thread(s) of a row (shared).
+// sum over the 256 thread(s) of a row (shared); every thread gets it.
 __device__ __forceinline__ float softmax_f32_sm90_t256_r1_i1_v1_sshared_athreepass_b16_sum(float v, float* red) {
-  // Tree in shared memory, sequential addressing (seed v2): the upper half folds onto the lower half.
   const int tid = threadIdx.y * 256 + threadIdx.x;
   red[tid] = v;
   __syncthreads();
-  for (int s = 128; s > 0; s >>= 1) {
-    if (threadIdx.x < s) red[tid] = red[tid] + red[tid + s];
+  for (int st = 128; st > 0; st >>= 1) {
+    if (threadIdx.x < st) red[tid] = red[tid] + red[tid + st];
     __syncthreads();
   }
   v = red[tid - threadIdx.x];
@@ -114,12 +110,11 @@ softmax_f32_sm90_t256_r1_i1_v1_sshared_athreepass_b16(const float* __restrict__ 
       for (int i = 0; i < 1; ++i) {
         const int c = base + i * 256 + t;
         if (c < nv) {
-      v[i][0] = xr[c];
-    } else {
-      #pragma unroll
-      for (int l = 0; l < 1; ++l) v[i][l] = KG_NEG_INF;
-    }
-
+          v[i][0] = xr[c];
+        } else {
+          #pragma unroll
+          for (int l = 0; l < 1; ++l) v[i][l] = KG_NEG_INF;
+        }
       }
       #pragma unroll
       for (int i = 0; i < 1; ++i)
@@ -134,12 +129,11 @@ softmax_f32_sm90_t256_r1_i1_v1_sshared_athreepass_b16(const float* __restrict__ 
       for (int i = 0; i < 1; ++i) {
         const int c = base + i * 256 + t;
         if (c < nv) {
-      v[i][0] = xr[c];
-    } else {
-      #pragma unroll
-      for (int l = 0; l < 1; ++l) v[i][l] = KG_NEG_INF;
-    }
-
+          v[i][0] = xr[c];
+        } else {
+          #pragma unroll
+          for (int l = 0; l < 1; ++l) v[i][l] = KG_NEG_INF;
+        }
       }
       #pragma unroll
       for (int i = 0; i < 1; ++i) {

@@ -12,6 +12,11 @@
 #ifndef KERNELGEN_PRELUDE
 #define KERNELGEN_PRELUDE
 #define KG_FULL_MASK 0xffffffffu
+#ifdef KERNELGEN_EMULATE
+#define KG_NEG_INF (-__builtin_huge_valf())
+#else
+#define KG_NEG_INF __int_as_float(0xff800000)
+#endif
 
 // 16-byte asynchronous global->shared copy (cp.async, sm_80+); a plain copy elsewhere.
 __device__ __forceinline__ void kg_cp_async16(void* smem, const void* gmem) {
@@ -56,39 +61,28 @@ __device__ __forceinline__ T kg_ldcs(const T* p) {
 // ---- end of prelude ----
 // Row softmax, algorithm "three_pass": 256 thread(s) per row, 1 row(s) per block,
 // 1 vector(s) of 1 float(s) per thread per chunk.
-#ifndef KG_NEG_INF
-#ifdef KERNELGEN_EMULATE
-#define KG_NEG_INF (-__builtin_huge_valf())
-#else
-#define KG_NEG_INF __int_as_float(0xff800000)
-#endif
-#endif
-// max over the 256 thread(s) of a row (shuffle).
+// max over the 256 thread(s) of a row (shuffle); every thread gets it.
 __device__ __forceinline__ float softmax_f32_sm90_t256_r1_i1_v1_sshuffle_athreepass_b16_max(float v, float* red) {
-  // xor butterfly: all 32 lanes of the group end with the result, no broadcast needed.
   #pragma unroll
   for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(KG_FULL_MASK, v, o));
-  // One word per warp through shared memory; then each group of 8 lanes of every warp folds
-  // the 8 words, so every lane ends with the result.
-  if ((threadIdx.x & 31) == 0) red[threadIdx.x >> 5] = v;
+  // One word per warp; then each group of 8 lanes of every warp folds them all.
+  if ((threadIdx.x & 31) == 0) { red[(threadIdx.x >> 5)] = v; }
   __syncthreads();
-  v = red[threadIdx.x & 7];
+  v = red[(threadIdx.x & 7)];
   #pragma unroll
   for (int o = 4; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(KG_FULL_MASK, v, o));
   __syncthreads();
   return v;
 }
 
-// sum over the 256 thread(s) of a row (shuffle).
+// sum over the 256 thread(s) of a row (shuffle); every thread gets it.
 __device__ __forceinline__ float softmax_f32_sm90_t256_r1_i1_v1_sshuffle_athreepass_b16_sum(float v, float* red) {
-  // xor butterfly: all 32 lanes of the group end with the result, no broadcast needed.
   #pragma unroll
   for (int o = 16; o > 0; o >>= 1) v = v + __shfl_xor_sync(KG_FULL_MASK, v, o);
-  // One word per warp through shared memory; then each group of 8 lanes of every warp folds
-  // the 8 words, so every lane ends with the result.
-  if ((threadIdx.x & 31) == 0) red[threadIdx.x >> 5] = v;
+  // One word per warp; then each group of 8 lanes of every warp folds them all.
+  if ((threadIdx.x & 31) == 0) { red[(threadIdx.x >> 5)] = v; }
   __syncthreads();
-  v = red[threadIdx.x & 7];
+  v = red[(threadIdx.x & 7)];
   #pragma unroll
   for (int o = 4; o > 0; o >>= 1) v = v + __shfl_xor_sync(KG_FULL_MASK, v, o);
   __syncthreads();
@@ -116,12 +110,11 @@ softmax_f32_sm90_t256_r1_i1_v1_sshuffle_athreepass_b16(const float* __restrict__
       for (int i = 0; i < 1; ++i) {
         const int c = base + i * 256 + t;
         if (c < nv) {
-      v[i][0] = xr[c];
-    } else {
-      #pragma unroll
-      for (int l = 0; l < 1; ++l) v[i][l] = KG_NEG_INF;
-    }
-
+          v[i][0] = xr[c];
+        } else {
+          #pragma unroll
+          for (int l = 0; l < 1; ++l) v[i][l] = KG_NEG_INF;
+        }
       }
       #pragma unroll
       for (int i = 0; i < 1; ++i)
@@ -136,12 +129,11 @@ softmax_f32_sm90_t256_r1_i1_v1_sshuffle_athreepass_b16(const float* __restrict__
       for (int i = 0; i < 1; ++i) {
         const int c = base + i * 256 + t;
         if (c < nv) {
-      v[i][0] = xr[c];
-    } else {
-      #pragma unroll
-      for (int l = 0; l < 1; ++l) v[i][l] = KG_NEG_INF;
-    }
-
+          v[i][0] = xr[c];
+        } else {
+          #pragma unroll
+          for (int l = 0; l < 1; ++l) v[i][l] = KG_NEG_INF;
+        }
       }
       #pragma unroll
       for (int i = 0; i < 1; ++i) {

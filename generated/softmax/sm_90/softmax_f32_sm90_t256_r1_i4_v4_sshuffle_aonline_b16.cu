@@ -12,6 +12,11 @@
 #ifndef KERNELGEN_PRELUDE
 #define KERNELGEN_PRELUDE
 #define KG_FULL_MASK 0xffffffffu
+#ifdef KERNELGEN_EMULATE
+#define KG_NEG_INF (-__builtin_huge_valf())
+#else
+#define KG_NEG_INF __int_as_float(0xff800000)
+#endif
 
 // 16-byte asynchronous global->shared copy (cp.async, sm_80+); a plain copy elsewhere.
 __device__ __forceinline__ void kg_cp_async16(void* smem, const void* gmem) {
@@ -56,39 +61,33 @@ __device__ __forceinline__ T kg_ldcs(const T* p) {
 // ---- end of prelude ----
 // Row softmax, algorithm "online": 256 thread(s) per row, 1 row(s) per block,
 // 4 vector(s) of 4 float(s) per thread per chunk.
-#ifndef KG_NEG_INF
-#ifdef KERNELGEN_EMULATE
-#define KG_NEG_INF (-__builtin_huge_valf())
-#else
-#define KG_NEG_INF __int_as_float(0xff800000)
-#endif
-#endif
-// Merge two (max, sum of exp(x - max)) pairs. The guards keep exp(-inf - -inf) = NaN out when a
-// thread saw no column (its pair is (-inf, 0)).
+
 __device__ __forceinline__ void softmax_f32_sm90_t256_r1_i4_v4_sshuffle_aonline_b16_merge(float& m, float& s, float m2, float s2) {
   const float mn = fmaxf(m, m2);
   s = s * (m == mn ? 1.0f : __expf(m - mn)) + s2 * (m2 == mn ? 1.0f : __expf(m2 - mn));
   m = mn;
 }
 
-// (max, sum) over the 256 thread(s) of a row (shuffle).
-__device__ __forceinline__ void softmax_f32_sm90_t256_r1_i4_v4_sshuffle_aonline_b16_ms(float& m, float& s, float* red_m, float* red_s) {
+// (max, sum of exp(x - max)) over the 256 thread(s) of a row (shuffle); every thread gets it.
+__device__ __forceinline__ void softmax_f32_sm90_t256_r1_i4_v4_sshuffle_aonline_b16_ms(float& m, float& s, float* red) {
   #pragma unroll
   for (int o = 16; o > 0; o >>= 1) {
-    const float m2 = __shfl_xor_sync(KG_FULL_MASK, m, o), s2 = __shfl_xor_sync(KG_FULL_MASK, s, o);
-    softmax_f32_sm90_t256_r1_i4_v4_sshuffle_aonline_b16_merge(m, s, m2, s2);
+    const float m_o = __shfl_xor_sync(KG_FULL_MASK, m, o), s_o = __shfl_xor_sync(KG_FULL_MASK, s, o);
+    softmax_f32_sm90_t256_r1_i4_v4_sshuffle_aonline_b16_merge(m, s, m_o, s_o);
   }
-  if ((threadIdx.x & 31) == 0) { red_m[threadIdx.x >> 5] = m; red_s[threadIdx.x >> 5] = s; }
+  // One word per warp; then each group of 8 lanes of every warp folds them all.
+  if ((threadIdx.x & 31) == 0) { red[(threadIdx.x >> 5)] = m; red[8 + (threadIdx.x >> 5)] = s; }
   __syncthreads();
-  m = red_m[threadIdx.x & 7];   // each group of 8 lanes folds all the warps' pairs
-  s = red_s[threadIdx.x & 7];
+  m = red[(threadIdx.x & 7)];
+  s = red[8 + (threadIdx.x & 7)];
   #pragma unroll
   for (int o = 4; o > 0; o >>= 1) {
-    const float m2 = __shfl_xor_sync(KG_FULL_MASK, m, o), s2 = __shfl_xor_sync(KG_FULL_MASK, s, o);
-    softmax_f32_sm90_t256_r1_i4_v4_sshuffle_aonline_b16_merge(m, s, m2, s2);
+    const float m_o = __shfl_xor_sync(KG_FULL_MASK, m, o), s_o = __shfl_xor_sync(KG_FULL_MASK, s, o);
+    softmax_f32_sm90_t256_r1_i4_v4_sshuffle_aonline_b16_merge(m, s, m_o, s_o);
   }
   __syncthreads();
 }
+
 
 // cols % 4 == 0 (the plan picks this kernel then): every row starts 16-byte aligned, float4 accesses.
 extern "C" __global__ void __launch_bounds__(256)
@@ -113,13 +112,12 @@ softmax_f32_sm90_t256_r1_i4_v4_sshuffle_aonline_b16(const float* __restrict__ x,
       for (int i = 0; i < 4; ++i) {
         const int c = base + i * 256 + t;
         if (c < nv) {
-      const float4 q = xv[c];
-      v[i][0] = q.x; v[i][1] = q.y; v[i][2] = q.z; v[i][3] = q.w;
-    } else {
-      #pragma unroll
-      for (int l = 0; l < 4; ++l) v[i][l] = KG_NEG_INF;
-    }
-
+          const float4 q = xv[c];
+          v[i][0] = q.x; v[i][1] = q.y; v[i][2] = q.z; v[i][3] = q.w;
+        } else {
+          #pragma unroll
+          for (int l = 0; l < 4; ++l) v[i][l] = KG_NEG_INF;
+        }
       }
       float mc = m;
       #pragma unroll
@@ -136,7 +134,7 @@ softmax_f32_sm90_t256_r1_i4_v4_sshuffle_aonline_b16(const float* __restrict__ x,
         m = mc;
       }
     }
-    softmax_f32_sm90_t256_r1_i4_v4_sshuffle_aonline_b16_ms(m, s, red, red + 8);
+    softmax_f32_sm90_t256_r1_i4_v4_sshuffle_aonline_b16_ms(m, s, red);
     const float inv = 1.0f / s;
     // Pass 2: read x again, write exp(x - m) / s.
     for (int base = 0; base < nv; base += 1024) {
@@ -145,10 +143,9 @@ softmax_f32_sm90_t256_r1_i4_v4_sshuffle_aonline_b16(const float* __restrict__ x,
       for (int i = 0; i < 4; ++i) {
         const int c = base + i * 256 + t;
         if (c < nv) {
-      const float4 q = xv[c];
-      v[i][0] = q.x; v[i][1] = q.y; v[i][2] = q.z; v[i][3] = q.w;
-    }
-
+          const float4 q = xv[c];
+          v[i][0] = q.x; v[i][1] = q.y; v[i][2] = q.z; v[i][3] = q.w;
+        }
       }
       #pragma unroll
       for (int i = 0; i < 4; ++i) {
@@ -191,12 +188,11 @@ softmax_f32_sm90_t256_r1_i4_v4_sshuffle_aonline_b16_scalar(const float* __restri
       for (int i = 0; i < 16; ++i) {
         const int c = base + i * 256 + t;
         if (c < nv) {
-      v[i][0] = xr[c];
-    } else {
-      #pragma unroll
-      for (int l = 0; l < 1; ++l) v[i][l] = KG_NEG_INF;
-    }
-
+          v[i][0] = xr[c];
+        } else {
+          #pragma unroll
+          for (int l = 0; l < 1; ++l) v[i][l] = KG_NEG_INF;
+        }
       }
       float mc = m;
       #pragma unroll
@@ -213,7 +209,7 @@ softmax_f32_sm90_t256_r1_i4_v4_sshuffle_aonline_b16_scalar(const float* __restri
         m = mc;
       }
     }
-    softmax_f32_sm90_t256_r1_i4_v4_sshuffle_aonline_b16_ms(m, s, red, red + 8);
+    softmax_f32_sm90_t256_r1_i4_v4_sshuffle_aonline_b16_ms(m, s, red);
     const float inv = 1.0f / s;
     // Pass 2: read x again, write exp(x - m) / s.
     for (int base = 0; base < nv; base += 4096) {
@@ -222,9 +218,8 @@ softmax_f32_sm90_t256_r1_i4_v4_sshuffle_aonline_b16_scalar(const float* __restri
       for (int i = 0; i < 16; ++i) {
         const int c = base + i * 256 + t;
         if (c < nv) {
-      v[i][0] = xr[c];
-    }
-
+          v[i][0] = xr[c];
+        }
       }
       #pragma unroll
       for (int i = 0; i < 16; ++i) {

@@ -12,6 +12,11 @@
 #ifndef KERNELGEN_PRELUDE
 #define KERNELGEN_PRELUDE
 #define KG_FULL_MASK 0xffffffffu
+#ifdef KERNELGEN_EMULATE
+#define KG_NEG_INF (-__builtin_huge_valf())
+#else
+#define KG_NEG_INF __int_as_float(0xff800000)
+#endif
 
 // 16-byte asynchronous global->shared copy (cp.async, sm_80+); a plain copy elsewhere.
 __device__ __forceinline__ void kg_cp_async16(void* smem, const void* gmem) {
@@ -56,39 +61,28 @@ __device__ __forceinline__ T kg_ldcs(const T* p) {
 // ---- end of prelude ----
 // Row softmax, algorithm "registers": 256 thread(s) per row, 1 row(s) per block,
 // 4 vector(s) of 4 float(s) per thread per chunk, the row held in registers.
-#ifndef KG_NEG_INF
-#ifdef KERNELGEN_EMULATE
-#define KG_NEG_INF (-__builtin_huge_valf())
-#else
-#define KG_NEG_INF __int_as_float(0xff800000)
-#endif
-#endif
-// max over the 256 thread(s) of a row (shuffle).
+// max over the 256 thread(s) of a row (shuffle); every thread gets it.
 __device__ __forceinline__ float softmax_f32_sm90_t256_r1_i4_v4_sshuffle_aregisters_b16_max(float v, float* red) {
-  // xor butterfly: all 32 lanes of the group end with the result, no broadcast needed.
   #pragma unroll
   for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(KG_FULL_MASK, v, o));
-  // One word per warp through shared memory; then each group of 8 lanes of every warp folds
-  // the 8 words, so every lane ends with the result.
-  if ((threadIdx.x & 31) == 0) red[threadIdx.x >> 5] = v;
+  // One word per warp; then each group of 8 lanes of every warp folds them all.
+  if ((threadIdx.x & 31) == 0) { red[(threadIdx.x >> 5)] = v; }
   __syncthreads();
-  v = red[threadIdx.x & 7];
+  v = red[(threadIdx.x & 7)];
   #pragma unroll
   for (int o = 4; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(KG_FULL_MASK, v, o));
   __syncthreads();
   return v;
 }
 
-// sum over the 256 thread(s) of a row (shuffle).
+// sum over the 256 thread(s) of a row (shuffle); every thread gets it.
 __device__ __forceinline__ float softmax_f32_sm90_t256_r1_i4_v4_sshuffle_aregisters_b16_sum(float v, float* red) {
-  // xor butterfly: all 32 lanes of the group end with the result, no broadcast needed.
   #pragma unroll
   for (int o = 16; o > 0; o >>= 1) v = v + __shfl_xor_sync(KG_FULL_MASK, v, o);
-  // One word per warp through shared memory; then each group of 8 lanes of every warp folds
-  // the 8 words, so every lane ends with the result.
-  if ((threadIdx.x & 31) == 0) red[threadIdx.x >> 5] = v;
+  // One word per warp; then each group of 8 lanes of every warp folds them all.
+  if ((threadIdx.x & 31) == 0) { red[(threadIdx.x >> 5)] = v; }
   __syncthreads();
-  v = red[threadIdx.x & 7];
+  v = red[(threadIdx.x & 7)];
   #pragma unroll
   for (int o = 4; o > 0; o >>= 1) v = v + __shfl_xor_sync(KG_FULL_MASK, v, o);
   __syncthreads();
@@ -117,13 +111,12 @@ softmax_f32_sm90_t256_r1_i4_v4_sshuffle_aregisters_b16(const float* __restrict__
     for (int i = 0; i < 4; ++i) {
       const int c = i * 256 + t;
       if (c < nv) {
-      const float4 q = xv[c];
-      v[i][0] = q.x; v[i][1] = q.y; v[i][2] = q.z; v[i][3] = q.w;
-    } else {
-      #pragma unroll
-      for (int l = 0; l < 4; ++l) v[i][l] = KG_NEG_INF;
-    }
-
+        const float4 q = xv[c];
+        v[i][0] = q.x; v[i][1] = q.y; v[i][2] = q.z; v[i][3] = q.w;
+      } else {
+        #pragma unroll
+        for (int l = 0; l < 4; ++l) v[i][l] = KG_NEG_INF;
+      }
     }
     float m = KG_NEG_INF;
     #pragma unroll
@@ -175,12 +168,11 @@ softmax_f32_sm90_t256_r1_i4_v4_sshuffle_aregisters_b16_scalar(const float* __res
     for (int i = 0; i < 16; ++i) {
       const int c = i * 256 + t;
       if (c < nv) {
-      v[i][0] = xr[c];
-    } else {
-      #pragma unroll
-      for (int l = 0; l < 1; ++l) v[i][l] = KG_NEG_INF;
-    }
-
+        v[i][0] = xr[c];
+      } else {
+        #pragma unroll
+        for (int l = 0; l < 1; ++l) v[i][l] = KG_NEG_INF;
+      }
     }
     float m = KG_NEG_INF;
     #pragma unroll

@@ -12,6 +12,11 @@
 #ifndef KERNELGEN_PRELUDE
 #define KERNELGEN_PRELUDE
 #define KG_FULL_MASK 0xffffffffu
+#ifdef KERNELGEN_EMULATE
+#define KG_NEG_INF (-__builtin_huge_valf())
+#else
+#define KG_NEG_INF __int_as_float(0xff800000)
+#endif
 
 // 16-byte asynchronous global->shared copy (cp.async, sm_80+); a plain copy elsewhere.
 __device__ __forceinline__ void kg_cp_async16(void* smem, const void* gmem) {
@@ -60,8 +65,8 @@ __device__ __forceinline__ T kg_ldcs(const T* p) {
 extern "C" __global__ void __launch_bounds__(256)
 transpose_f32_sm90_t32_r8_v1_s1_p0_orow_g0(const float* __restrict__ x, float* __restrict__ out, int M, int N) {
   __shared__ float tile[32][32];
-  const int tiles_j = (N + 31) / 32;
-  const int tiles_i = (M + 31) / 32;
+  const int tiles_j = (N + 32 - 1) / 32;
+  const int tiles_i = (M + 32 - 1) / 32;
   {
   const int t = blockIdx.x;
   const int by = t / tiles_j;
