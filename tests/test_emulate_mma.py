@@ -140,3 +140,57 @@ def test_gpu_only_instructions_are_named(insn, what):
     msg = str(e.value)
     assert f"the CPU emulator does not support {what}" in msg and "it is proven on the GPU" in msg, msg
     assert "k.cu(2): error" in msg
+
+
+# ---- WMMA 16x16x16: fragments over warp shuffles -----------------------------------------------------
+WMMA = r"""
+#include <mma.h>
+#include <cuda_fp16.h>
+#include <cuda_bf16.h>
+using namespace nvcuda;
+template <class T, class LB>
+__device__ void wmma_tile(const T* a, const T* b, const float* c, float* d) {
+  __shared__ __align__(32) float sc[16 * 16];
+  wmma::fragment<wmma::matrix_a, 16, 16, 16, T, wmma::row_major> fa;
+  wmma::fragment<wmma::matrix_b, 16, 16, 16, T, LB> fb;
+  wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc;
+  wmma::fill_fragment(acc, 0.0f);
+  wmma::load_matrix_sync(fa, a, 16);
+  wmma::load_matrix_sync(fb, b, 16);
+  wmma::mma_sync(acc, fa, fb, acc);                 // A B
+  wmma::fragment<wmma::accumulator, 16, 16, 16, float> cf;
+  wmma::load_matrix_sync(cf, c, 16, wmma::mem_col_major);
+  for (int i = 0; i < cf.num_elements; ++i) acc.x[i] += 2.0f * cf.x[i];   // + 2 C^T, element-wise
+  wmma::store_matrix_sync(sc, acc, 16, wmma::mem_row_major);
+  __syncthreads();
+  for (int i = threadIdx.x; i < 256; i += 32) d[i] = sc[i];
+}
+extern "C" __global__ void wmma_f16_row(const __half* a, const __half* b, const float* c, float* d) {
+  wmma_tile<__half, wmma::row_major>(a, b, c, d);
+}
+extern "C" __global__ void wmma_f16_col(const __half* a, const __half* b, const float* c, float* d) {
+  wmma_tile<__half, wmma::col_major>(a, b, c, d);
+}
+extern "C" __global__ void wmma_bf16_row(const __nv_bfloat16* a, const __nv_bfloat16* b, const float* c, float* d) {
+  wmma_tile<__nv_bfloat16, wmma::row_major>(a, b, c, d);
+}
+"""
+
+
+@pytest.mark.emulate
+@pytest.mark.parametrize("kernel", ["wmma_f16_row", "wmma_f16_col", "wmma_bf16_row"])
+@pytest.mark.parametrize("mode", MODES, ids=lambda m: f"{m['order']}{'-check' if m['check'] else ''}")
+def test_wmma_16x16x16_matches_numpy(kernel, mode):
+    rng = np.random.default_rng(11)
+    a = rng.integers(-4, 5, (16, 16)).astype(np.float32)
+    b = rng.integers(-4, 5, (16, 16)).astype(np.float32)
+    c = rng.integers(-50, 51, (16, 16)).astype(np.float32)
+    stored_b = b.T.copy() if kernel.endswith("col") else b       # col_major: element (k, n) at n*16 + k
+    if "bf16" in kernel:
+        bufs = {"a": bf16_bits(a).ravel(), "b": bf16_bits(stored_b).ravel()}
+    else:
+        bufs = {"a": a.astype(np.float16).ravel(), "b": stored_b.astype(np.float16).ravel()}
+    d = np.full(256, np.nan, np.float32)
+    run(kernel, ("a", "b", "c", "d"), {**bufs, "c": c.ravel(), "d": d}, WMMA, **mode)
+    expect = a.astype(np.float64) @ b.astype(np.float64) + 2 * c.T
+    assert (d.reshape(16, 16) == expect).all()

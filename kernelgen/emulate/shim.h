@@ -309,6 +309,8 @@ static inline long long llmax(long long a, long long b) { return max(a, b); }
 #define CUDART_NAN_F NAN
 #define CUDART_PI_F 3.141592654f
 
+#include "wmma.h"   // nvcuda::wmma 16x16x16 over warp shuffles
+
 // ---- the kernel ABI the Python side calls: kg_entry_<sym>(void** args) and kg_sig_<sym>() --------
 namespace kg {
 template <class T> struct code { static constexpr char value = '?'; };
