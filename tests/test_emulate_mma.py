@@ -194,3 +194,26 @@ def test_wmma_16x16x16_matches_numpy(kernel, mode):
     run(kernel, ("a", "b", "c", "d"), {**bufs, "c": c.ravel(), "d": d}, WMMA, **mode)
     expect = a.astype(np.float64) @ b.astype(np.float64) + 2 * c.T
     assert (d.reshape(16, 16) == expect).all()
+
+
+# ---- the same kernels on the GPU path: NVRTC emits HMMA and LDSM ------------------------------------
+@pytest.mark.nvrtc
+@pytest.mark.parametrize("source, symbols, want", [
+    (GEMM, ("mma_f16", "mma_bf16"), ("HMMA", "LDSM")),
+    (LDMATRIX, ("ldm_x1", "ldm_x2", "ldm_x4", "ldm_x2_trans", "ldm_x4_trans"), ("LDSM",)),
+    (WMMA, ("wmma_f16_row", "wmma_f16_col", "wmma_bf16_row"), ("HMMA",)),
+], ids=["mma", "ldmatrix", "wmma"])
+def test_tensor_core_kernels_compile_to_hmma_and_ldsm(source, symbols, want):
+    from kernelgen.compile import compile_cuda
+    from kernelgen.inspect import _sass
+    try:
+        sass = _sass(compile_cuda(source, "sm_80", symbols[0]).cubin)
+    except CompileError as e:
+        if "cannot open source file" in str(e):
+            pytest.skip(f"CUDA headers missing for NVRTC (nvidia-cuda-runtime-cu12, nvidia-cuda-nvcc-cu12): {e}")
+        raise
+    for sym in symbols:
+        ops = sass[sym]
+        for prefix in want:
+            assert any(op.startswith(prefix) for op in ops), (sym, prefix, sorted(ops))
+        assert not any(op.startswith("BPT") for op in ops), (sym, "__trap() in the sm_80 code")
