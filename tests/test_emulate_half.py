@@ -8,7 +8,7 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from kernelgen.emulate import execute
+from kernelgen.emulate import EmulationError, execute
 from kernelgen.ops.base import Kernel, Launch, Plan, Problem, Scalar
 from kernelgen.schedule import Schedule
 
@@ -58,6 +58,15 @@ extern "C" __global__ void arith_f16(const unsigned short* a, const unsigned sho
 extern "C" __global__ void arith_bf16(const unsigned short* a, const unsigned short* b, const unsigned short* c,
                                       unsigned short* out, int op, int n) {
   arith<__nv_bfloat16, unsigned short>(a, b, c, out, op, n, __ushort_as_bfloat16, __bfloat16_as_ushort);
+}
+
+// neighbouring threads store neighbouring halves to shared memory (no race); `clash` makes two collide
+extern "C" __global__ void half_smem(const __half* x, __half* y, int clash) {
+  __shared__ __half s[64];
+  const int t = threadIdx.x;
+  s[clash && t == 1 ? 0 : t] = x[t];
+  __syncthreads();
+  y[t] = s[63 - t];
 }
 
 // pairs, comparisons and 2- and 4-byte shuffles; one warp
@@ -284,6 +293,22 @@ def test_pairs_operators_and_shuffles(order):
     assert (o[ok, 12] == np.maximum(o[ok, 0], 3.25)).all() and o[3, 12] == 3.25   # __hmax(NaN, x) = x
     assert (o[:, 13] == 3.0).all() and (o[:, 15] == -7.0).all()
     assert np.array_equal(o[:, 14], o[:, 0] - 3.25, equal_nan=True)
+
+
+@pytest.mark.emulate
+def test_race_check_tells_neighbouring_halves_apart():
+    x = np.arange(64, dtype=np.float16)
+    y = np.zeros(64, np.float16)
+    kern = Kernel("test", "half_smem", Schedule("test"), (), "", ())
+
+    def run(clash: int) -> None:
+        p = Plan(kern, Problem((("n", 64),)), (Launch("half_smem", (1, 1, 1), (64, 1, 1), ("x", "y", "clash")),),
+                 scalars=(Scalar("clash", "int", clash),))
+        execute(p, SOURCE, {"x": x, "y": y}, check=True, order="random")
+    run(0)
+    assert (y == x[::-1]).all()
+    with pytest.raises(EmulationError, match=r"race on s\[0\]"):
+        run(1)
 
 
 @pytest.mark.nvrtc

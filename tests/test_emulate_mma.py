@@ -28,7 +28,7 @@ def run(symbol: str, args: tuple[str, ...], buffers: dict, source: str, *, threa
 # ---- ldmatrix: every variant's lane mapping --------------------------------------------------------
 # The tile is 32 rows of 8 16-bit values (4 matrices of 8x8, matrix i = rows 8i..8i+7); lane l passes
 # the address of row l, and the values are their own indices, so the registers say where they came from.
-# Tiles go to shared memory a 4-byte word per thread: the race check tracks 4-byte words.
+# Tiles go to shared memory a 4-byte word per thread.
 MMA += r"""
 __device__ void copy_words(unsigned short* dst, const unsigned short* src, int count) {
   for (int i = threadIdx.x; i < count / 2; i += 32)
