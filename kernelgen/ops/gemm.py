@@ -367,14 +367,14 @@ class Gemm(Op):
     def ladder(self) -> tuple[LadderStep, ...]:
         wmma = dict(instr="wmma", bm=64, bn=64, bk=32, wm=32, wn=32, stages=1, copy="sync", pad=8, smem="pad",
                     ldmatrix=False, swizzle=1)
-        mma = dict(wmma, instr="mma", bm=128, bn=128, wm=64, wn=64, stages=2, ldmatrix=True)
+        mma = dict(wmma, instr="mma", bm=128, bn=128, wm=64, wn=64, ldmatrix=True)
         xor = dict(mma, pad=0, smem="xor")
         pipe = dict(xor, copy="cp_async", stages=3)
         steps = [
             ("WMMA 16x16x16: 64x64 blocks of 32x32 warp tiles, shared tiles padded, copies through registers",
              wmma, "nvcuda::wmma fragments; C staged through shared memory to be converted and stored"),
             ("mma.sync m16n8k16 with ldmatrix: 128x128 blocks of 64x64 warp tiles, padded rows", mma,
-             "fragments by ldmatrix.x4 (B .x4.trans), accumulators in registers; register double buffering"),
+             "fragments by ldmatrix.x4 (B .x4.trans), 128 fp32 accumulators a thread in registers"),
             ("XOR-swizzled shared memory instead of padding", xor,
              "16-byte chunks XOR the row: ldmatrix and the 16-byte stores are conflict-free, no padding"),
             ("multi-stage cp.async pipeline (3 stages)", pipe, "two tiles in flight while one is used"),
