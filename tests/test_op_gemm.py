@@ -278,3 +278,13 @@ def test_heuristic_and_space_samples_on_the_gpu():
     for s in scheds:
         v = validate(op, s, problem, backend="gpu")
         assert v.ok, (s.to_python(), v.summary())
+
+
+def test_the_example_ladder_is_the_ops_ladder():
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("ex", "examples/gemm_ladder.py")
+    ex = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(ex)
+    assert len(ex.LADDER) == len(STEPS)
+    for sched, step in zip(ex.LADDER.values(), STEPS):
+        assert op.knobs_from_schedule(sched) == op.knobs_from_schedule(step.schedule)
