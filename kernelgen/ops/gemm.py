@@ -4,7 +4,7 @@ inputs, fp32 accumulation, output in the input type or float32.
 >>> from kernelgen.ops import get_op
 >>> op = get_op("gemm")
 >>> s = op.default_schedule()
->>> print(s.to_python()[:130])
+>>> print(s.to_python()[:128])
 schedule("gemm").split("i", 128, 64).bind("i.0", "blockIdx.y").bind("i.1", "warp").split("j", 256, 64).bind("j.0", "blockIdx.x")
 >>> k = op.kernel(s, types=op.types("float16"))
 >>> k.name.startswith("gemm_f16_sm90_"), op.threads(op.knobs_from_schedule(s))
@@ -63,8 +63,10 @@ def smem_tile(rows: int, cols: int, pad: int, xor: bool, threads: int) -> dict:
     per_row = cols // 8
     chunks = rows * per_row
     swz = xor and per_row > 1
+    whole_rows = threads % per_row == 0 and chunks % threads == 0
     return dict(rows=rows, cols=cols, ld=cols + (0 if xor else pad), per_row=per_row, chunks=chunks,
                 iters=cdiv(chunks, threads), full=chunks % threads == 0,
+                row_step=threads // per_row if whole_rows else 0,
                 xor_div=max(1, 8 // per_row) if swz else 1, xor_mod=min(per_row, 8) if swz else 0)
 
 

@@ -280,16 +280,18 @@ __device__ __forceinline__ void gemm_f16_sm90_imma_bm128_bn128_bk32_wm64_wn64_st
     const int k0 = kt * 32;
     #pragma unroll
     for (int it = 0; it < 4; ++it) {
-      const int e = tid + it * 128;
-      const int r = e / 4, c = e % 4 * 8;
+      // 128 threads copy 32 whole rows a round: the column is the thread's own and the row
+      // advances by a constant (so does the swizzle's row term), which leaves the addresses to strength reduction
+      const int r = tid / 4 + it * 32, c = tid % 4 * 8;
       const unsigned short* const g = A + (size_t)m0 * K + (k0) + (size_t)r * K + c;
       *reinterpret_cast<uint4*>(As + (0) * 4096 + (r) * 32 + ((((c) >> 3) ^ (((r) / 2) % 4)) << 3) + ((c) & 7)) = kg_tc_load16<CHECK, ALIGNED>(g, r < M - m0, c, K - (k0));
     }
 
     #pragma unroll
     for (int it = 0; it < 4; ++it) {
-      const int e = tid + it * 128;
-      const int r = e / 16, c = e % 16 * 8;
+      // 128 threads copy 8 whole rows a round: the column is the thread's own and the row
+      // advances by a constant (so does the swizzle's row term), which leaves the addresses to strength reduction
+      const int r = tid / 16 + it * 8, c = tid % 16 * 8;
       const unsigned short* const g = B + (size_t)(k0) * N + n0 + (size_t)r * N + c;
       *reinterpret_cast<uint4*>(Bs + (0) * 4096 + (r) * 128 + ((((c) >> 3) ^ (((r) / 1) % 8)) << 3) + ((c) & 7)) = kg_tc_load16<CHECK, ALIGNED>(g, r < K - (k0), c, N - n0);
     }

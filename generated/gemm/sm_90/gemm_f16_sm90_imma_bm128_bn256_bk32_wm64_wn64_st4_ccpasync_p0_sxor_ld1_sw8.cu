@@ -282,16 +282,18 @@ __device__ __forceinline__ void gemm_f16_sm90_imma_bm128_bn256_bk32_wm64_wn64_st
     if (s < ktiles) {
       #pragma unroll
       for (int it = 0; it < 2; ++it) {
-        const int e = tid + it * 256;
-        const int r = e / 4, c = e % 4 * 8;
+        // 256 threads copy 64 whole rows a round: the column is the thread's own and the row
+        // advances by a constant (so does the swizzle's row term), which leaves the addresses to strength reduction
+        const int r = tid / 4 + it * 64, c = tid % 4 * 8;
         const unsigned short* const g = A + (size_t)m0 * K + (s * 32) + (size_t)r * K + c;
         kg_tc_async16<CHECK, ALIGNED>(As + (s) * 4096 + (r) * 32 + ((((c) >> 3) ^ (((r) / 2) % 4)) << 3) + ((c) & 7), g, r < M - m0, c, K - (s * 32));
       }
 
       #pragma unroll
       for (int it = 0; it < 4; ++it) {
-        const int e = tid + it * 256;
-        const int r = e / 32, c = e % 32 * 8;
+        // 256 threads copy 8 whole rows a round: the column is the thread's own and the row
+        // advances by a constant (so does the swizzle's row term), which leaves the addresses to strength reduction
+        const int r = tid / 32 + it * 8, c = tid % 32 * 8;
         const unsigned short* const g = B + (size_t)(s * 32) * N + n0 + (size_t)r * N + c;
         kg_tc_async16<CHECK, ALIGNED>(Bs + (s) * 8192 + (r) * 256 + ((((c) >> 3) ^ (((r) / 1) % 8)) << 3) + ((c) & 7), g, r < K - (s * 32), c, N - n0);
       }
@@ -302,25 +304,6 @@ __device__ __forceinline__ void gemm_f16_sm90_imma_bm128_bn256_bk32_wm64_wn64_st
   for (int kt = 0; kt < ktiles; ++kt) {
     kg_cp_async_wait<2>();
     __syncthreads();  // tile kt has landed, and every warp is done with the stage written next
-    if (kt + 3 < ktiles) {
-      const int k1 = (kt + 3) * 32;
-      #pragma unroll
-      for (int it = 0; it < 2; ++it) {
-        const int e = tid + it * 256;
-        const int r = e / 4, c = e % 4 * 8;
-        const unsigned short* const g = A + (size_t)m0 * K + (k1) + (size_t)r * K + c;
-        kg_tc_async16<CHECK, ALIGNED>(As + (write) * 4096 + (r) * 32 + ((((c) >> 3) ^ (((r) / 2) % 4)) << 3) + ((c) & 7), g, r < M - m0, c, K - (k1));
-      }
-
-      #pragma unroll
-      for (int it = 0; it < 4; ++it) {
-        const int e = tid + it * 256;
-        const int r = e / 32, c = e % 32 * 8;
-        const unsigned short* const g = B + (size_t)(k1) * N + n0 + (size_t)r * N + c;
-        kg_tc_async16<CHECK, ALIGNED>(Bs + (write) * 8192 + (r) * 256 + ((((c) >> 3) ^ (((r) / 1) % 8)) << 3) + ((c) & 7), g, r < K - (k1), c, N - n0);
-      }
-    }
-    kg_cp_async_commit();
     {
       const unsigned short* const as = As + (read) * 4096;
       const unsigned short* const bs = Bs + (read) * 8192;
@@ -335,6 +318,29 @@ __device__ __forceinline__ void gemm_f16_sm90_imma_bm128_bn256_bk32_wm64_wn64_st
           unsigned r4[4];
           kg_ldmatrix_x4_trans(r4, bs + (kk + (lane & 15)) * 256 + ((((wn0 + j * 16 + (lane >> 4) * 8) >> 3) ^ (((kk + (lane & 15)) / 1) % 8)) << 3) + ((wn0 + j * 16 + (lane >> 4) * 8) & 7));
           b[2 * j][0] = r4[0]; b[2 * j][1] = r4[1]; b[2 * j + 1][0] = r4[2]; b[2 * j + 1][1] = r4[3];
+        }
+        if (kk == 0) {
+          if (kt + 3 < ktiles) {
+            const int k1 = (kt + 3) * 32;
+            #pragma unroll
+            for (int it = 0; it < 2; ++it) {
+              // 256 threads copy 64 whole rows a round: the column is the thread's own and the row
+              // advances by a constant (so does the swizzle's row term), which leaves the addresses to strength reduction
+              const int r = tid / 4 + it * 64, c = tid % 4 * 8;
+              const unsigned short* const g = A + (size_t)m0 * K + (k1) + (size_t)r * K + c;
+              kg_tc_async16<CHECK, ALIGNED>(As + (write) * 4096 + (r) * 32 + ((((c) >> 3) ^ (((r) / 2) % 4)) << 3) + ((c) & 7), g, r < M - m0, c, K - (k1));
+            }
+
+            #pragma unroll
+            for (int it = 0; it < 4; ++it) {
+              // 256 threads copy 8 whole rows a round: the column is the thread's own and the row
+              // advances by a constant (so does the swizzle's row term), which leaves the addresses to strength reduction
+              const int r = tid / 32 + it * 8, c = tid % 32 * 8;
+              const unsigned short* const g = B + (size_t)(k1) * N + n0 + (size_t)r * N + c;
+              kg_tc_async16<CHECK, ALIGNED>(Bs + (write) * 8192 + (r) * 256 + ((((c) >> 3) ^ (((r) / 1) % 8)) << 3) + ((c) & 7), g, r < K - (k1), c, N - n0);
+            }
+          }
+          kg_cp_async_commit();
         }
         #pragma unroll
         for (int i = 0; i < 4; ++i) {

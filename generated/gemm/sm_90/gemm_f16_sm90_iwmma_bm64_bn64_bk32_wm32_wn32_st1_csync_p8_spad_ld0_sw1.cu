@@ -114,16 +114,18 @@ __device__ __forceinline__ void gemm_f16_sm90_iwmma_bm64_bn64_bk32_wm32_wn32_st1
     const int k0 = kt * 32;
     #pragma unroll
     for (int it = 0; it < 2; ++it) {
-      const int e = tid + it * 128;
-      const int r = e / 4, c = e % 4 * 8;
+      // 128 threads copy 32 whole rows a round: the column is the thread's own and the row
+      // advances by a constant (so does the swizzle's row term), which leaves the addresses to strength reduction
+      const int r = tid / 4 + it * 32, c = tid % 4 * 8;
       const unsigned short* const g = A + (size_t)m0 * K + (k0) + (size_t)r * K + c;
       *reinterpret_cast<uint4*>(As + (0) * 2560 + (r) * 40 + (c)) = kg_tc_load16<CHECK, ALIGNED>(g, r < M - m0, c, K - (k0));
     }
 
     #pragma unroll
     for (int it = 0; it < 2; ++it) {
-      const int e = tid + it * 128;
-      const int r = e / 8, c = e % 8 * 8;
+      // 128 threads copy 16 whole rows a round: the column is the thread's own and the row
+      // advances by a constant (so does the swizzle's row term), which leaves the addresses to strength reduction
+      const int r = tid / 8 + it * 16, c = tid % 8 * 8;
       const unsigned short* const g = B + (size_t)(k0) * N + n0 + (size_t)r * N + c;
       *reinterpret_cast<uint4*>(Bs + (0) * 2304 + (r) * 72 + (c)) = kg_tc_load16<CHECK, ALIGNED>(g, r < K - (k0), c, N - n0);
     }
