@@ -354,9 +354,11 @@ class Gemm(Op):
             if d.name != "float16":
                 return None
             return "cupy.matmul (cuBLAS, fp16 out)", lambda: a @ b
-        ta, tb = torch.as_tensor(a, device="cuda"), torch.as_tensor(b, device="cuda")
-        if d.name == "bfloat16":
-            ta, tb = ta.view(torch.bfloat16), tb.view(torch.bfloat16)
+        if d.name == "bfloat16":   # uint16 bit patterns: through int16 (every torch takes it), viewed as bf16
+            ta = torch.as_tensor(a.view("int16"), device="cuda").view(torch.bfloat16)
+            tb = torch.as_tensor(b.view("int16"), device="cuda").view(torch.bfloat16)
+        else:
+            ta, tb = torch.as_tensor(a, device="cuda"), torch.as_tensor(b, device="cuda")
         if o.name == "float32":
             try:   # torch >= 2.6: cuBLAS writes fp32 directly
                 torch.mm(ta[:1, :1], tb[:1, :1], out_dtype=torch.float32)
