@@ -93,12 +93,31 @@ def compile_cuda(source: str, arch: str, symbol: str = "kernel", options: tuple[
     return Compiled(cubin, log, arch)
 
 
+@functools.lru_cache(maxsize=1)
+def _runtime_includes() -> tuple[str, ...]:
+    """--include-path options for the CUDA headers NVRTC does not ship: cuda_fp16.h, cuda_bf16.h and mma.h
+    from the nvidia-cuda-runtime-cu12 wheel, and the crt/mma.h that mma.h includes from nvidia-cuda-nvcc-cu12;
+    () where neither wheel is installed."""
+    import importlib.util
+    found = []
+    for package, header in (("nvidia.cuda_runtime", "cuda_fp16.h"), ("nvidia.cuda_nvcc", "crt/mma.h")):
+        try:
+            spec = importlib.util.find_spec(package)
+        except ImportError:
+            continue
+        for root in (spec.submodule_search_locations or []) if spec else []:
+            if (Path(root) / "include" / header).exists():
+                found.append(f"--include-path={Path(root) / 'include'}")
+                break
+    return tuple(found)
+
+
 def _nvrtc_compile(source: str, arch: str, symbol: str, opts: tuple[str, ...]) -> tuple[bytes, str]:
     nvrtc = _nvrtc()
     err, prog = nvrtc.nvrtcCreateProgram(source.encode(), f"{symbol}.cu".encode(), 0, [], [])
     _ok(nvrtc, err, "nvrtcCreateProgram")
     try:
-        args = [f"--gpu-architecture={arch}".encode()] + [o.encode() for o in opts]
+        args = [f"--gpu-architecture={arch}".encode()] + [o.encode() for o in opts + _runtime_includes()]
         (cerr,) = nvrtc.nvrtcCompileProgram(prog, len(args), args)
         err, size = nvrtc.nvrtcGetProgramLogSize(prog)
         buf = b" " * size

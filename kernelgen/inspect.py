@@ -9,7 +9,7 @@ True
 
 Registers, shared and local memory come from `cuobjdump -res-usage`, spills from ptxas' -v report,
 and instruction counts (128-bit global loads/stores, shared-memory vector loads, local-memory
-traffic, FFMA) from `nvdisasm` on the cubin.
+traffic, FFMA, tensor-core HMMA and ldmatrix LDSM) from `nvdisasm` on the cubin.
 """
 from __future__ import annotations
 
@@ -43,6 +43,8 @@ class KernelFacts:
     local_ops: int         # LDL + STL
     ffma: int
     instructions: int
+    hmma: int = 0          # tensor-core mma (HMMA.*)
+    ldsm: int = 0          # ldmatrix (LDSM.*)
 
     def row(self) -> dict:
         return dict(self.__dict__)
@@ -154,7 +156,8 @@ def facts_of(compiled: Compiled) -> list[KernelFacts]:
             lds128=count(lambda o: o.startswith("LDS") and ".128" in o),
             ldg=count(lambda o: o.startswith("LDG")), stg=count(lambda o: o.startswith("STG")),
             local_ops=count(lambda o: o.startswith(("LDL", "STL"))),
-            ffma=count(lambda o: o.startswith("FFMA")), instructions=sum(ops.values())))
+            ffma=count(lambda o: o.startswith("FFMA")), instructions=sum(ops.values()),
+            hmma=count(lambda o: o.startswith("HMMA")), ldsm=count(lambda o: o.startswith("LDSM"))))
     return out
 
 

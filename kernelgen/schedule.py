@@ -144,6 +144,15 @@ class Swizzle(Step):
 
 
 @dataclass(frozen=True)
+class Tensorize(Step):
+    """The loop a tensor-core instruction computes (TVM's tensorize), e.g. ("k.1", "mma.m16n8k16")."""
+
+    prim: ClassVar[str] = "tensorize"
+    loop: str
+    intrinsic: str
+
+
+@dataclass(frozen=True)
 class Annotate(Step):
     """An op-specific switch with no TVM name (the algorithm of conv2d, the finish of a reduction)."""
 
@@ -153,7 +162,8 @@ class Annotate(Step):
 
 
 PRIMITIVES = {cls.prim: cls for cls in (Split, Reorder, Fuse, Bind, CacheRead, CacheWrite, StorageAlign,
-                                        Vectorize, Unroll, DoubleBuffer, Reduction, Swizzle, Annotate)}
+                                        Vectorize, Unroll, DoubleBuffer, Reduction, Swizzle, Tensorize,
+                                        Annotate)}
 
 
 def _step_from_dict(d: dict) -> Step:
@@ -220,6 +230,9 @@ class Schedule:
 
     def annotate(self, key: str, value) -> "Schedule":
         return self._add(Annotate(key, value))
+
+    def tensorize(self, loop: str, intrinsic: str) -> "Schedule":
+        return self._add(Tensorize(loop, intrinsic))
 
     # -- values ----------------------------------------------------------------------------------
     def to_python(self) -> str:
@@ -373,6 +386,15 @@ class ScheduleReader:
         if step.factor not in allowed:
             raise ScheduleError("swizzle", "", step.factor, allowed=", ".join(map(str, allowed)))
         return step.factor
+
+    def tensorize(self, loop: str, default: str | None, allowed: tuple[str, ...]) -> str | None:
+        """The intrinsic of `tensorize(loop, intrinsic)`, from those the op's templates implement."""
+        step = self._take(Tensorize, loop)
+        if step is None:
+            return default
+        if step.intrinsic not in allowed:
+            raise ScheduleError("tensorize", loop, step.intrinsic, allowed=", ".join(allowed))
+        return step.intrinsic
 
     def annotate(self, key: str, default, allowed: tuple | None = None):
         step = self._take(Annotate, key)

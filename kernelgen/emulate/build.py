@@ -29,6 +29,7 @@ from . import source as src
 
 HERE = Path(__file__).resolve().parent
 SHIM = HERE / "shim.h"
+SHIM_HEADERS = (SHIM, HERE / "half.h", HERE / "wmma.h")   # shim.h and what it includes: all in the cache key
 RUNNER = HERE / "runner.cpp"
 CHECK = HERE / "check.hpp"          # part of runner.cpp's translation unit
 BUILD_VERSION = 2          # bump when the build steps change: it is part of the cache key
@@ -41,6 +42,12 @@ LINK_FLAGS = ("-shared", "-Wl,-Bsymbolic", "-Wl,-z,defs")
 # -z defs: a construct the runner lacks a hook for fails the link instead of the load.
 
 _lock = threading.Lock()
+
+
+def shim_text() -> str:
+    return "\0".join(h.read_text() for h in SHIM_HEADERS)
+
+
 _loaded: dict[str, "Library"] = {}
 
 
@@ -76,7 +83,7 @@ def _atomic_copy(tmp: Path, dest: Path) -> None:
 def _runner_object(cxx: str, workdir: Path) -> Path:
     """runner.cpp compiled once per compiler and runner version (never instrumented)."""
     flags = COMMON_FLAGS + (f"-I{HERE}",)
-    key = hashlib.sha256("\0".join((RUNNER.read_text(), CHECK.read_text(), SHIM.read_text(), *flags,
+    key = hashlib.sha256("\0".join((RUNNER.read_text(), CHECK.read_text(), shim_text(), *flags,
                                     compiler_version(cxx)))
                          .encode()).hexdigest()[:32]
     cached = config.cache_dir() / "emulate" / f"runner-{key}.o"
@@ -122,7 +129,7 @@ def build(source: str, symbols, *, check: bool = False, name: str | None = None)
     cpp = src.prepare(source, symbols, name)
     cxx = config.cxx()
     flags = COMMON_FLAGS + ("-DKERNELGEN_EMULATE", "-include", str(SHIM)) + (CHECK_FLAGS if check else ())
-    key = hashlib.sha256("\0".join((cpp, SHIM.read_text(), RUNNER.read_text(), CHECK.read_text(), *flags, *LINK_FLAGS,
+    key = hashlib.sha256("\0".join((cpp, shim_text(), RUNNER.read_text(), CHECK.read_text(), *flags, *LINK_FLAGS,
                                     compiler_version(cxx), str(BUILD_VERSION))).encode()).hexdigest()
     path = config.cache_dir() / "emulate" / key[:2] / f"{key}.so"
     with _lock:

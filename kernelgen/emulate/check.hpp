@@ -5,12 +5,14 @@
 // memory access calls one of the __tsan_* hooks at the end of runner.cpp, which land in
 // check_access() here.
 //
-// Races: a shadow record per 4-byte shared word keeps the last write (or the atomics) and up to two
+// Races: a shadow record per 2-byte shared unit (KG_SHADOW_GRAIN) keeps the last write (or the atomics) and up to two
 // readers (plus a summary of the rest) of the current barrier phase. An access by another thread
 // conflicts unless a warp-wide synchronisation (a shuffle, vote or __syncwarp of every live lane of
 // the warp) happened in between, i.e. both threads are in one warp and the warp's epoch moved on.
-// Atomics never conflict with atomics. Sub-word accesses are tracked per word.
+// Atomics never conflict with atomics. The grain is 2 bytes, not 4, because neighbouring threads
+// storing neighbouring __half values is common and no race; single bytes are still tracked per pair.
 // ---- check mode: shadow state of each shared word -------------------------------------------------
+constexpr size_t KG_SHADOW_GRAIN = 2;
 struct Shadow {
   uint32_t wphase, wepoch, rphase, e1, e2, erest;
   uint16_t wtid, wother, r1, r2, rtid;
@@ -45,9 +47,9 @@ void shared_name(size_t off, KgError* err) {
     err->access = access;
     err->other_access = other_access;
     set_thread(err->other_thread, other);
-    err->addr = (uint64_t)(uintptr_t)(smem + word * 4);
-    shared_name(word * 4, err);
-    err->size = 4;
+    err->addr = (uint64_t)(uintptr_t)(smem + word * KG_SHADOW_GRAIN);
+    shared_name(word * KG_SHADOW_GRAIN, err);
+    err->size = (int32_t)KG_SHADOW_GRAIN;
   }
   fiber_fail();
 }
@@ -106,7 +108,7 @@ void shared_access(size_t off, unsigned size, int access) {
   for (size_t i = 0; !ok && i < slots.size(); ++i) ok = slots[i].lo <= off && off + size <= slots[i].hi;
   for (int i = 0; !ok && i < nfile_slots && i < MAX_FILE_SLOTS; ++i) ok = file_slots[i].lo <= off && off + size <= file_slots[i].hi;
   if (!ok) oob_shared(off, size, access);
-  for (size_t w = off / 4; w <= (off + size - 1) / 4; ++w) shared_word(w, access);
+  for (size_t w = off / KG_SHADOW_GRAIN; w <= (off + size - 1) / KG_SHADOW_GRAIN; ++w) shared_word(w, access);
 }
 
 void global_access(uintptr_t a, unsigned size, int access) {

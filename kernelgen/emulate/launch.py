@@ -44,10 +44,10 @@ ACCESS = {0: ("read", "reads", "read"), 1: ("write", "writes", "wrote"), 2: ("at
 CTYPE_CODE = {"int": "i", "long long": "l", "float": "f", "unsigned int": "u", "unsigned": "u", "double": "d",
               "unsigned long long": "L"}
 CODE_NAME = {"i": "int", "u": "unsigned int", "l": "long long", "L": "unsigned long long", "f": "float",
-             "d": "double", "b": "bool", "?": "a struct"}
+             "d": "double", "b": "bool", "h": "__half", "?": "a struct"}
 CODE_CTYPE = {"i": ctypes.c_int, "u": ctypes.c_uint, "l": ctypes.c_longlong, "L": ctypes.c_ulonglong,
               "f": ctypes.c_float, "d": ctypes.c_double, "b": ctypes.c_bool}
-POINTEE_DTYPE = {"f": "float32", "d": "float64", "i": "int32", "u": "uint32", "l": "int64", "L": "uint64"}
+POINTEE_DTYPE = {"h": "float16", "f": "float32", "d": "float64", "i": "int32", "u": "uint32", "l": "int64", "L": "uint64"}
 
 
 class EmulationError(LaunchError):

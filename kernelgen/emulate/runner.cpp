@@ -10,7 +10,7 @@
 // Check builds compile the kernel with g++ -fsanitize=thread but link no TSan runtime: the
 // compiler's __tsan_readN/__tsan_writeN calls land in the hooks at the end of this file, which
 // (check.hpp) bounds-check global buffers (the Python side packs them into one arena with red
-// zones) and shared slots, and keep a shadow word per shared 4-byte word to find accesses by two
+// zones) and shared slots, and keep a shadow record per 2 bytes of shared memory to find accesses by two
 // threads in the same barrier phase that no warp-wide synchronisation orders.
 //
 // This file is compiled without instrumentation and linked into every kernel's shared library.
@@ -645,7 +645,7 @@ KG_API int kg_launch(const KgLaunch* launch, KgError* err) {
            (unsigned long long)launch->shared_bytes, (unsigned long long)SMEM_LIMIT);
     return err->kind;
   }
-  if (launch->check && !shadow) shadow = (Shadow*)calloc(SMEM_ARENA / 4, sizeof(Shadow));
+  if (launch->check && !shadow) shadow = (Shadow*)calloc(SMEM_ARENA / KG_SHADOW_GRAIN, sizeof(Shadow));
 
   const uint64_t nblocks = (uint64_t)launch->grid[0] * launch->grid[1] * launch->grid[2];
   std::vector<uint64_t> block_order;

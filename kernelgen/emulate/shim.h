@@ -56,6 +56,8 @@ KG_VEC4(signed char, char, 4) KG_VEC4(unsigned char, uchar, 4)
 #undef KG_VEC3
 #undef KG_VEC4
 
+#include "half.h"   // __half, __nv_bfloat16 and their intrinsics
+
 struct dim3 {
   unsigned int x, y, z;
   constexpr dim3(unsigned int x_ = 1, unsigned int y_ = 1, unsigned int z_ = 1) : x(x_), y(y_), z(z_) {}
@@ -107,7 +109,8 @@ static inline void __brkpt() { kg_trap("__brkpt()"); }
 namespace kg {
 template <class T>
 inline unsigned long long bits(T v) {
-  static_assert(sizeof(T) == 4 || sizeof(T) == 8, "warp shuffles exchange 4- or 8-byte values only");
+  static_assert(sizeof(T) == 2 || sizeof(T) == 4 || sizeof(T) == 8,
+                "warp shuffles exchange 2-, 4- or 8-byte values only");
   static_assert(std::is_trivially_copyable<T>::value, "warp shuffles need a trivially copyable type");
   unsigned long long b = 0;
   std::memcpy(&b, &v, sizeof(T));
@@ -176,6 +179,8 @@ KG_RMW(atomicMin, long long, o < v ? o : v) KG_RMW(atomicMin, unsigned long long
 KG_RMW(atomicAnd, int, o & v) KG_RMW(atomicAnd, unsigned int, o & v) KG_RMW(atomicAnd, unsigned long long, o & v)
 KG_RMW(atomicOr, int, o | v) KG_RMW(atomicOr, unsigned int, o | v) KG_RMW(atomicOr, unsigned long long, o | v)
 KG_RMW(atomicXor, int, o ^ v) KG_RMW(atomicXor, unsigned int, o ^ v) KG_RMW(atomicXor, unsigned long long, o ^ v)
+KG_RMW(atomicAdd, __half, __hadd(o, v)) KG_RMW(atomicAdd, __half2, __hadd2(o, v))
+KG_RMW(atomicAdd, __nv_bfloat16, __hadd(o, v)) KG_RMW(atomicAdd, __nv_bfloat162, __hadd2(o, v))
 KG_RMW(atomicInc, unsigned int, o >= v ? 0u : o + 1u)
 KG_RMW(atomicDec, unsigned int, (o == 0u || o > v) ? v : o - 1u)
 #undef KG_RMW
@@ -304,6 +309,8 @@ static inline long long llmax(long long a, long long b) { return max(a, b); }
 #define CUDART_NAN_F NAN
 #define CUDART_PI_F 3.141592654f
 
+#include "wmma.h"   // nvcuda::wmma 16x16x16 over warp shuffles
+
 // ---- the kernel ABI the Python side calls: kg_entry_<sym>(void** args) and kg_sig_<sym>() --------
 namespace kg {
 template <class T> struct code { static constexpr char value = '?'; };
@@ -316,6 +323,7 @@ template <> struct code<unsigned long long> { static constexpr char value = 'L';
 template <> struct code<float> { static constexpr char value = 'f'; };
 template <> struct code<double> { static constexpr char value = 'd'; };
 template <> struct code<bool> { static constexpr char value = 'b'; };
+template <> struct code<__half> { static constexpr char value = 'h'; };   // a __half* takes a float16 buffer
 // pointers: 'p' followed by the pointee's code ('?' for vector types, void and structs)
 template <class A> struct sig_of {
   using T = std::remove_cv_t<A>;

@@ -20,20 +20,29 @@ from ..errors import CompileError
 # CUDA headers whose content the shim provides, and headers for features the emulator lacks.
 HARMLESS_HEADERS = {"cuda_runtime.h", "cuda.h", "cuda_runtime_api.h", "device_launch_parameters.h",
                     "device_functions.h", "cuda_device_runtime_api.h", "vector_types.h", "math_constants.h",
-                    "sm_20_intrinsics.h", "sm_30_intrinsics.h", "sm_32_intrinsics.h", "sm_60_atomic_functions.h"}
-UNSUPPORTED_HEADERS = {"cuda_fp16.h": "__half (cuda_fp16.h)", "cuda_bf16.h": "__nv_bfloat16 (cuda_bf16.h)",
-                       "cuda_fp8.h": "FP8 types (cuda_fp8.h)", "mma.h": "WMMA tensor-core fragments (mma.h)",
+                    "sm_20_intrinsics.h", "sm_30_intrinsics.h", "sm_32_intrinsics.h", "sm_60_atomic_functions.h",
+                    "cuda_fp16.h", "cuda_bf16.h", "mma.h"}
+UNSUPPORTED_HEADERS = {"cuda_fp8.h": "FP8 types (cuda_fp8.h)",
                        "cooperative_groups.h": "cooperative groups (cooperative_groups.h)",
                        "cuda_pipeline.h": "pipeline primitives (cuda_pipeline.h)",
                        "cuda_awbarrier.h": "arrive-wait barriers (cuda_awbarrier.h)"}
 
+# Instructions the emulator cannot run, named before the generic message when an asm string holds
+# them: they need hardware state (warpgroups, the TMA unit, transaction barriers) that no fiber has.
+ASM_PROVEN_ON_GPU = "; it is proven on the GPU"
+UNSUPPORTED_ASM = [
+    (r"\bwgmma\b", "wgmma (sm_90a warpgroup MMA)"),
+    (r"\bcp\.async\.bulk\b", "cp.async.bulk (the Tensor Memory Accelerator, TMA)"),
+    (r"\bcp\.reduce\.async\.bulk\b", "cp.reduce.async.bulk (the Tensor Memory Accelerator, TMA)"),
+    (r"\bmbarrier\b", "mbarrier (transaction barriers)"),
+    (r"\bsetmaxnreg\b", "setmaxnreg (warpgroup register reallocation)"),
+    (r"\btcgen05\b", "tcgen05 (sm_100 tensor memory)"),
+]
+
 # (pattern, what) checked on the preprocessed lines that come from the kernel's own file.
 UNSUPPORTED = [
     (r"\b(?:asm|__asm__|__asm)\b", "inline assembly (`asm`); guard it with #ifndef KERNELGEN_EMULATE"),
-    (r"\b(?:nvcuda\s*::\s*)?wmma\s*::", "WMMA tensor-core fragments (`wmma::`)"),
-    (r"\b__half2?\b", "`__half`"),
-    (r"\b__nv_bfloat162?\b", "`__nv_bfloat16`"),
-    (r"\b__nv_fp8\w*", "FP8 types"),
+    (r"\b__nv_fp[864]\w*", "FP8/FP6/FP4 types"),
     (r"\bcooperative_groups\b", "cooperative groups"),
     (r"\bcuda\s*::", "libcu++ (`cuda::`)"),
     (r"\b__pipeline_\w+", "pipeline primitives (`__pipeline_*`)"),
@@ -168,6 +177,18 @@ def prepare(source: str, symbols, symbol: str | None = None) -> str:
     return text.rstrip("\n") + "\n" + "".join(f"KG_KERNEL_ENTRY({s})\n" for s in symbols)
 
 
+def _scan_asm(raw: str, symbol: str, source: str, line: int) -> None:
+    """Name a known GPU-only instruction in an asm statement's strings (a line holding asm, or a
+    continuation string of one): a clearer message than the generic one about `asm`."""
+    strings = re.findall(r'"((?:\\.|[^"\\])*)"', raw)
+    if not strings:
+        return
+    text = " ".join(strings)
+    for pat, what in UNSUPPORTED_ASM:
+        if re.search(pat, text):
+            raise unsupported_error(symbol, source, line, what + ASM_PROVEN_ON_GPU, raw)
+
+
 def scan_unsupported(preprocessed: str, filename: str, symbol: str, source: str) -> None:
     """Raise CompileError for the first unsupported construct on a line of `filename` in g++ -E output."""
     patterns = [(re.compile(p), what) for p, what in UNSUPPORTED]
@@ -178,6 +199,7 @@ def scan_unsupported(preprocessed: str, filename: str, symbol: str, source: str)
             line, current = int(marker.group(1)), marker.group(2)
             continue
         if current is not None and current.endswith(filename):
+            _scan_asm(raw, symbol, source, line)
             code = re.sub(r'"(?:\\.|[^"\\])*"', '""', raw)
             code = re.sub(r"'(?:\\.|[^'\\])*'", "''", code)
             for pat, what in patterns:

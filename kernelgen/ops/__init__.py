@@ -22,6 +22,7 @@ _REGISTRY = {
     "conv2d": "Conv2d",
     "elementwise": "Elementwise",
     "staged_load": "StagedLoad",
+    "gemm": "Gemm",
 }
 
 

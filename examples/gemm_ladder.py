@@ -1,0 +1,57 @@
+"""The tensor-core GEMM ladder (WMMA -> mma.sync with ldmatrix -> XOR-swizzled shared memory -> cp.async
+pipeline -> the tuned default), written as schedules.
+
+    python3 examples/gemm_ladder.py                 # emit each step, validate it (GPU, else emulator)
+    python3 examples/gemm_ladder.py bfloat16        # the same with bf16 inputs
+
+Each step is the previous schedule with a few primitives changed; `kernelgen bench gemm --dtype float16
+--ladder` times the same steps against cuBLAS on a GPU, and `kernelgen inspect gemm --ladder --dtype
+float16` shows the registers and 128-bit loads each step compiles to.
+"""
+import sys
+
+import kernelgen as kg
+from kernelgen import gpu
+from kernelgen.emit import write_kernel
+from kernelgen.validate import validate
+
+op = kg.get_op("gemm")
+
+
+def tiles(bm, bn, bk, wm, wn, intrinsic):
+    """A block of bm x bn, warps of wm x wn, K through shared memory bk at a time, computed by `intrinsic`."""
+    return (kg.schedule("gemm").split("i", bm, wm).bind("i.0", "blockIdx.y").bind("i.1", "warp")
+            .split("j", bn, wn).bind("j.0", "blockIdx.x").bind("j.1", "warp")
+            .split("k", bk).tensorize("k.1", intrinsic))
+
+
+def padded(s, pad=8):
+    return s.storage_align("A", pad).storage_align("B", pad)
+
+
+def pipelined(s, stages):
+    """An n-stage cp.async pipeline: tiles kt+1 .. kt+n-1 in flight while tile kt is used."""
+    return s.double_buffer("A", stages).double_buffer("B", stages).annotate("copy", "cp_async")
+
+
+MMA = tiles(128, 128, 32, 64, 64, "mma.m16n8k16")
+LADDER = {
+    "1 WMMA 16x16x16, padded shared tiles": padded(tiles(64, 64, 32, 32, 32, "wmma.m16n16k16").annotate("copy", "sync")),
+    "2 mma.sync m16n8k16 + ldmatrix": padded(MMA.annotate("copy", "sync")).annotate("ldmatrix", 1),
+    "3 XOR-swizzled shared memory": MMA.annotate("copy", "sync").annotate("shared_layout", "xor").annotate("ldmatrix", 1),
+    "4 3-stage cp.async pipeline": pipelined(MMA, 3).annotate("shared_layout", "xor").annotate("ldmatrix", 1),
+    "5 tuned (the default schedule)": pipelined(tiles(128, 256, 32, 64, 64, "mma.m16n8k16"), 4)
+                                      .annotate("shared_layout", "xor").annotate("ldmatrix", 1).swizzle(8),
+}
+
+if __name__ == "__main__":
+    dtype = sys.argv[1] if len(sys.argv) > 1 else "float16"
+    backend = "gpu" if gpu.available() else "emulate"
+    problem = op.problem(small=backend == "emulate", dtype=dtype)
+    for (title, sched), step in zip(LADDER.items(), op.ladder()):
+        # The same kernel as the op's ladder step (written there in canonical order).
+        assert op.knobs_from_schedule(sched) == op.knobs_from_schedule(step.schedule), title
+        kernel = op.kernel(sched, types=problem.types)
+        path, _ = write_kernel(kernel, "out/gemm")
+        v = validate(op, sched, problem, backend=backend)
+        print(f"{title:40s} {v.summary()[:60]:60s} {path}")

@@ -1,0 +1,404 @@
+"""Half-precision matrix product on tensor cores: C[M,N] = A[M,K] @ B[K,N] (row-major), fp16 or bf16
+inputs, fp32 accumulation, output in the input type or float32.
+
+>>> from kernelgen.ops import get_op
+>>> op = get_op("gemm")
+>>> s = op.default_schedule()
+>>> print(s.to_python()[:128])
+schedule("gemm").split("i", 128, 64).bind("i.0", "blockIdx.y").bind("i.1", "warp").split("j", 256, 64).bind("j.0", "blockIdx.x")
+>>> k = op.kernel(s, types=op.types("float16"))
+>>> k.name.startswith("gemm_f16_sm90_"), op.threads(op.knobs_from_schedule(s))
+(True, 256)
+
+Loops are i (rows of C), j (columns of C) and k (the sum):
+
+    split(i, BM, WM)  bind(i.0, blockIdx.y) bind(i.1, warp)   BM rows a block, WM rows a warp
+    split(j, BN, WN)  bind(j.0, blockIdx.x) bind(j.1, warp)   BN columns a block, WN a warp
+    split(k, BK)      tensorize(k.1, INTRINSIC)                K through shared memory BK at a time;
+                      inside a tile the instruction computes: "mma.m16n8k16" (mma.sync, sm_80+) or
+                      "wmma.m16n16k16" (nvcuda::wmma, sm_70+)
+
+A and B are staged through shared memory in 16-byte vectors (element-wise where K or N is not a
+multiple of 8: the plan then picks the `_unaligned` kernel). `double_buffer(A|B, n)` keeps n tiles:
+copied through registers (`annotate(copy, sync)`, n <= 2) or by an n-stage cp.async pipeline
+(`annotate(copy, cp_async)`, 2..4); `storage_align(A|B, pad)` pads shared rows by pad halves;
+`annotate(shared_layout, xor)` instead swizzles 16-byte chunks of a row by XOR with the row, so that
+the 8 rows ldmatrix reads at once fall in 8 different bank groups (mma only); `annotate(ldmatrix, 1)`
+loads mma fragments with ldmatrix.x4 (B with .x4.trans) instead of 32- and 16-bit shared loads;
+`swizzle(g)` walks blocks in groups of g block rows (L2 reuse). The accumulators stay in registers in
+fp32; the epilogue converts them and stores with guards at M and N. Inputs are small integers, so the
+fp32 sums are exact and a 16-bit output is the correctly rounded exact product.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..dtypes import Types, dtype
+from ..errors import UsageError, check
+from ..schedule import Schedule, ScheduleReader, schedule
+from ..target import Target, default_target
+from .base import Dim, Kernel, Knob, LadderStep, Launch, Op, Plan, Problem, Scalar, cdiv
+
+INTRINSICS = {"mma": "mma.m16n8k16", "wmma": "wmma.m16n16k16"}
+SHAPES = {"mma": (16, 8, 16), "wmma": (16, 16, 16)}      # (m, n, k) of one instruction
+MAX_GRID_Y = 65535
+# schedule_for's candidates: (block and warp tile, speed relative to the default tile). The speeds are
+# estimates (a 64x64 warp tile reads 1/64 of a byte of shared memory per flop, a 32x64 one 1.5x that;
+# smaller blocks also reload more of A and B from L2), to be replaced by H100 measurements.
+TILE_CHOICES = ((dict(bm=128, bn=256, wm=64, wn=64), 1.0),
+                (dict(bm=128, bn=128, wm=64, wn=64), 0.95),
+                (dict(bm=128, bn=64, wm=64, wn=32), 0.8),
+                (dict(bm=64, bn=128, wm=32, wn=64), 0.8),
+                (dict(bm=64, bn=64, wm=32, wn=32), 0.6))
+SM_FLOPS = 0.6 * 989.4e12 / 132   # dense fp16 flop/s of one H100 SM at the default tile (an estimate)
+
+
+def smem_tile(rows: int, cols: int, pad: int, xor: bool, threads: int) -> dict:
+    """How a rows x cols tile of 16-bit elements sits in shared memory and is copied in 16-byte chunks
+    by `threads` threads (the dict lib/tc_copy.j2 and lib/tc_fragment.j2 take). The XOR swizzle moves
+    chunk c of row r to c ^ ((r / xor_div) % xor_mod): any 8 consecutive rows' chunk c then lie in 8
+    different 16-byte bank groups of a 128-byte line, whether a row holds 2, 4, 8 or more chunks."""
+    per_row = cols // 8
+    chunks = rows * per_row
+    swz = xor and per_row > 1
+    whole_rows = threads % per_row == 0 and chunks % threads == 0
+    return dict(rows=rows, cols=cols, ld=cols + (0 if xor else pad), per_row=per_row, chunks=chunks,
+                iters=cdiv(chunks, threads), full=chunks % threads == 0,
+                row_step=threads // per_row if whole_rows else 0,
+                xor_div=max(1, 8 // per_row) if swz else 1, xor_mod=min(per_row, 8) if swz else 0)
+
+
+def verbatim(path: str) -> str:
+    """A file under templates/ as it is: common/mma.cuh holds inline PTX (`{%0,%1}`) that Jinja would
+    read as its own syntax, so it is pasted into the source instead of included as a template."""
+    from ..render import templates_dir
+    return (templates_dir() / path).read_text()
+
+
+def out_type(d) -> dict:
+    """C type, two-element vector type and conversions of an output type, for lib/tc_epilogue.j2."""
+    return {"float32": dict(ctype="float", pair="float2", cvt="", pack="make_float2"),
+            "float16": dict(ctype="__half", pair="__half2", cvt="__float2half_rn", pack="__floats2half2_rn"),
+            "bfloat16": dict(ctype="__nv_bfloat16", pair="__nv_bfloat162", cvt="__float2bfloat16_rn",
+                             pack="__floats2bfloat162_rn")}[d.name]
+
+
+class Gemm(Op):
+    name = "gemm"
+    summary = "C[M,N] = A[M,K] @ B[K,N], fp16/bf16 on tensor cores, fp32 accumulation, row-major"
+    dims = (Dim("M", 4096, 70), Dim("N", 4096, 130), Dim("K", 4096, 37))
+    loops = ("i", "j", "k")
+    inputs = ("A", "B")
+    outputs = ("C",)
+    dtypes = ("float16", "bfloat16")
+    knobs = (
+        Knob("instr", "mma", ("mma", "wmma"), "tensor-core instruction: tensorize(k.1, mma.m16n8k16 | wmma.m16n16k16)", "i"),
+        Knob("bm", 128, (64, 128, 256), "rows of C per block (split i)", "bm"),
+        Knob("bn", 256, (64, 128, 256), "columns of C per block (split j)", "bn"),
+        Knob("bk", 32, (16, 32, 64), "K per shared tile (split k)", "bk"),
+        Knob("wm", 64, (16, 32, 64, 128), "rows of C per warp (split i)", "wm"),
+        Knob("wn", 64, (8, 16, 32, 64, 128), "columns of C per warp (split j)", "wn"),
+        Knob("stages", 4, (1, 2, 3, 4), "shared tiles in flight (double_buffer)", "st"),
+        Knob("copy", "cp_async", ("sync", "cp_async"), "global->shared copy through registers, or cp.async", "c"),
+        Knob("pad", 0, (0, 8, 16), "halves of padding per shared row of A and B (storage_align)", "p"),
+        Knob("smem", "xor", ("pad", "xor"), "shared rows padded, or 16-byte chunks XOR-swizzled (annotate shared_layout)", "s"),
+        Knob("ldmatrix", True, (False, True), "mma fragments through ldmatrix (annotate ldmatrix)", "ld"),
+        Knob("swizzle", 8, (1, 2, 4, 8, 16), "block rows per group when walking the blocks (L2 reuse)", "sw"),
+    )
+    primitives_help = (
+        "split(i, BM, WM) with bind(i.0, blockIdx.y), bind(i.1, warp); split(j, BN, WN) with bind(j.0, blockIdx.x), "
+        "bind(j.1, warp); split(k, BK); tensorize(k.1, mma.m16n8k16 | wmma.m16n16k16); double_buffer(A|B, 1..4); "
+        "annotate(copy, sync|cp_async); storage_align(A|B, 0|8|16); annotate(shared_layout, xor); "
+        "annotate(ldmatrix, 1); swizzle(g)")
+
+    # -- problems ----------------------------------------------------------------------------------
+    def types(self, dtype_name="float16", out=None) -> Types:
+        return super().types(dtype_name, out)
+
+    def out_dtypes(self, dtype_name: str) -> tuple[str, ...]:
+        return (dtype_name, "float32")
+
+    def problem(self, sizes=None, *, small=False, dtype="float16", out_dtype=None) -> Problem:
+        return super().problem(sizes, small=small, dtype=dtype, out_dtype=out_dtype)
+
+    def check_problem(self, problem: Problem) -> None:
+        for d in ("M", "N", "K"):
+            if problem[d] >= 2 ** 31:
+                raise UsageError(f"gemm: {d}={problem[d]} does not fit the kernel's int sizes")
+
+    # -- schedule <-> knobs ------------------------------------------------------------------------
+    def schedule_from_knobs(self, instr, bm, bn, bk, wm, wn, stages, copy, pad, smem, ldmatrix, swizzle) -> Schedule:
+        s = (schedule(self.name).split("i", bm, wm).bind("i.0", "blockIdx.y").bind("i.1", "warp")
+             .split("j", bn, wn).bind("j.0", "blockIdx.x").bind("j.1", "warp")
+             .split("k", bk).tensorize("k.1", INTRINSICS[instr]))
+        if stages != 1:
+            s = s.double_buffer("A", stages).double_buffer("B", stages)
+        s = s.annotate("copy", copy)
+        if pad:
+            s = s.storage_align("A", pad).storage_align("B", pad)
+        if smem == "xor":
+            s = s.annotate("shared_layout", "xor")
+        if ldmatrix:
+            s = s.annotate("ldmatrix", 1)
+        return s.swizzle(swizzle) if swizzle != 1 else s
+
+    def read_knobs(self, r: ScheduleReader) -> dict:
+        dims = {}
+        for loop, axis in (("i", "y"), ("j", "x")):
+            dims[loop] = r.split(loop, 2, (128, 64))
+            r.bind(f"{loop}.0", f"blockIdx.{axis}", allowed=(f"blockIdx.{axis}",))
+            r.bind(f"{loop}.1", "warp", allowed=("warp",))
+        (bk,) = r.split("k", 1, (32,))
+        intrinsic = r.tensorize("k.1", INTRINSICS["mma"], tuple(INTRINSICS.values()))
+        st_a, st_b = r.double_buffer("A", 1, (1, 2, 3, 4)), r.double_buffer("B", 1, (1, 2, 3, 4))
+        check(st_a == st_b, "double_buffer", "B", st_b, limit="A and B have the same number of stages", allowed=str(st_a))
+        pad_a, pad_b = r.storage_align("A", 0), r.storage_align("B", 0)
+        check(pad_a == pad_b, "storage_align", "B", pad_b, limit="A and B rows have the same padding", allowed=str(pad_a))
+        return dict(instr=next(k for k, v in INTRINSICS.items() if v == intrinsic),
+                    bm=dims["i"][0], bn=dims["j"][0], bk=bk, wm=dims["i"][1], wn=dims["j"][1], stages=st_a,
+                    copy=r.annotate("copy", "sync", ("sync", "cp_async")), pad=pad_a,
+                    smem=r.annotate("shared_layout", "pad", ("pad", "xor")),
+                    ldmatrix=bool(r.annotate("ldmatrix", 0, (0, 1))), swizzle=r.swizzle(1))
+
+    # -- legality ----------------------------------------------------------------------------------
+    def check_knobs(self, k: dict, target: Target) -> None:
+        instr, (sm, sn, sk) = k["instr"], SHAPES[k["instr"]]
+        intrinsic = INTRINSICS[instr]
+        if instr == "mma":
+            target.require("mma_m16n8k16_f16", "tensorize", "k.1", intrinsic)
+        else:
+            target.require("wmma_f16", "tensorize", "k.1", intrinsic)
+        for loop, b, w, s in (("i", k["bm"], k["wm"], sm), ("j", k["bn"], k["wn"], sn)):
+            check(w % s == 0, "split", loop, (b, w), limit=f"the {intrinsic} shape {sm}x{sn}x{sk} divides the warp tile: {w} % {s} != 0")
+            check(b % w == 0, "split", loop, (b, w), limit=f"the warp tile {w} divides the block tile {b}")
+        check(k["bk"] % sk == 0, "split", "k", k["bk"], limit=f"the {intrinsic} shape {sm}x{sn}x{sk} divides the K tile: {k['bk']} % {sk} != 0")
+        threads = self.threads(k)
+        check(threads <= target.max_threads, "split", "i", f"{threads} threads",
+              limit=f"{target.max_threads} threads per block on {target.arch}")
+        if k["copy"] == "cp_async":
+            target.require("cp_async", "annotate", "copy", "cp_async")
+            check(k["stages"] >= 2, "double_buffer", "A", k["stages"], limit="cp.async pipelines need 2..4 stages",
+                  allowed="2, 3, 4")
+        else:
+            check(k["stages"] <= 2, "double_buffer", "A", k["stages"],
+                  limit="copies through registers keep at most 2 stages; use annotate(copy, cp_async)", allowed="1, 2")
+        check(k["pad"] % 8 == 0, "storage_align", "A", k["pad"],
+              limit="shared rows stay 16-byte aligned (16-byte copies, ldmatrix): pad by a multiple of 8 halves")
+        if k["smem"] == "xor":
+            check(k["pad"] == 0, "storage_align", "A", k["pad"], limit="an XOR-swizzled layout has no padding",
+                  allowed="0")
+            check(instr == "mma", "annotate", "shared_layout", "xor",
+                  limit="wmma::load_matrix_sync reads plain strided rows; pad them instead", allowed="pad")
+        if k["ldmatrix"]:
+            check(instr == "mma", "annotate", "ldmatrix", 1, limit="wmma loads its own fragments", allowed="0")
+            target.require("ldmatrix", "annotate", "ldmatrix", 1)
+        smem = self.shared_bytes(k)
+        check(smem <= target.max_smem, "double_buffer", "A", k["stages"],
+              limit=f"{smem} bytes of shared memory > {target.max_smem} on {target.arch}")
+
+    # -- derived sizes -----------------------------------------------------------------------------
+    @staticmethod
+    def threads(k: dict) -> int:
+        return 32 * (k["bm"] // max(k["wm"], 1)) * (k["bn"] // max(k["wn"], 1))
+
+    def _tiles(self, k: dict) -> tuple[dict, dict]:
+        xor, nt = k["smem"] == "xor", self.threads(k)
+        return smem_tile(k["bm"], k["bk"], k["pad"], xor, nt), smem_tile(k["bk"], k["bn"], k["pad"], xor, nt)
+
+    def shared_bytes(self, k: dict) -> int:
+        ta, tb = self._tiles(k)
+        pipeline = 2 * k["stages"] * (k["bm"] * ta["ld"] + k["bk"] * tb["ld"])
+        return pipeline + (self.threads(k) // 32 * 16 * 16 * 4 if k["instr"] == "wmma" else 0)
+
+    def registers(self, k: dict) -> int:
+        """A rough count: accumulators, one step's fragments, staged copies, ~40 for addresses."""
+        ta, tb = self._tiles(k)
+        staged = 4 * (ta["iters"] + tb["iters"]) if k["copy"] == "sync" and k["stages"] == 2 else 0
+        if k["instr"] == "wmma":
+            mi, ni = k["wm"] // 16, k["wn"] // 16
+            return 8 * mi * ni + 8 * (mi + ni) + staged + 40
+        mi, ni = k["wm"] // 16, k["wn"] // 8
+        return 4 * mi * ni + 4 * mi + 2 * ni + staged + 40
+
+    # -- lowering ----------------------------------------------------------------------------------
+    def template(self, knobs: dict) -> str:
+        return "gemm.cu.j2"
+
+    def template_params(self, k: dict, types: Types, target: Target) -> tuple[dict, int, int]:
+        d, o = types.input, types.output
+        check(d.name in self.dtypes, "tensorize", "k.1", INTRINSICS[k["instr"]],
+              limit=f"{INTRINSICS[k['instr']]} takes {', '.join(self.dtypes)} inputs, not {d.name}")
+        if d.name == "bfloat16":
+            target.require("bf16", "tensorize", "k.1", f"{INTRINSICS[k['instr']]} on bfloat16")
+            if k["instr"] == "mma":
+                target.require("mma_m16n8k16_bf16", "tensorize", "k.1", INTRINSICS["mma"])
+        ta, tb = self._tiles(k)
+        sm, sn, _ = SHAPES[k["instr"]]
+        pipeline = 2 * k["stages"] * (k["bm"] * ta["ld"] + k["bk"] * tb["ld"])
+        p = dict(instr=k["instr"], bm=k["bm"], bn=k["bn"], bk=k["bk"], wm=k["wm"], wn=k["wn"], stages=k["stages"],
+                 copy=k["copy"], ldmatrix=k["ldmatrix"], swizzle=k["swizzle"], threads=self.threads(k),
+                 warps_n=k["bn"] // k["wn"], mi=k["wm"] // sm, ni=k["wn"] // sn, ta=ta, tb=tb,
+                 a_stage=k["bm"] * ta["ld"], b_stage=k["bk"] * tb["ld"], epilogue_offset=pipeline // 2,
+                 in_ctype=d.ctype, in_header=d.header, out_header=o.header, out=out_type(o),
+                 wtype=d.ctype, mma_fn=f"kg_mma_m16n8k16_{d.short}",
+                 mma_cuh=verbatim("common/mma.cuh") if k["instr"] == "mma" else "")
+        return p, self.shared_bytes(k), self.registers(k)
+
+    def plan(self, kernel: Kernel, problem: Problem, target: Target | None = None) -> Plan:
+        k = dict(kernel.knobs)
+        M, N, K = problem["M"], problem["N"], problem["K"]
+        grid = (cdiv(N, k["bn"]), cdiv(M, k["bm"]), 1)
+        if grid[1] > MAX_GRID_Y:
+            raise UsageError(f"gemm: M={M} needs {grid[1]} block rows of {k['bm']}; the grid holds {MAX_GRID_Y}")
+        # Rows start 16-byte aligned only when K and N are multiples of 8 halves; otherwise the kernel
+        # with element-wise global accesses.
+        aligned = K % 8 == 0 and N % 8 == 0
+        symbol = kernel.name if aligned else kernel.name + "_unaligned"
+        block = (self.threads(k), 1, 1)
+        launches = (Launch(symbol, grid, block, ("A", "B", "C", "M", "N", "K"), kernel.static_smem),)
+        scalars = tuple(Scalar(n, "int", v) for n, v in (("M", M), ("N", N), ("K", K)))
+        out = problem.dtype("C").itemsize
+        align = (("A", 16), ("B", 16), ("C", 2 * out)) if aligned else ()
+        return Plan(kernel, problem, launches, (), scalars, align)
+
+    def schedule_for(self, problem: Problem) -> Schedule:
+        """The tile that wastes least on the last, partly filled wave (as sgemm.schedule_for): a wave is
+        one block per slot (SMs x blocks per SM, from shared memory, threads and registers); a last wave
+        of r blocks takes about ceil(r / SMs) / (blocks per SM) of a full one. Smaller tiles win where
+        M or N is small (less of the tile is zeros) or the grid is too small to fill the SMs."""
+        t = default_target()
+        M, N, K = problem["M"], problem["N"], problem["K"]
+        base = self.default_knobs()
+
+        def per_sm(k: dict) -> int:
+            nt = self.threads(k)
+            return max(1, min(t.smem_per_sm // self.shared_bytes(k), t.max_threads_per_sm // nt,
+                              t.regs_per_sm // (nt * min(255, -(-self.registers(k) // 8) * 8))))
+
+        def cost(over: dict, speed: float) -> float:
+            k = dict(base, **over)
+            slots = per_sm(k)
+            full, rest = divmod(cdiv(M, k["bm"]) * cdiv(N, k["bn"]), t.sms * slots)
+            wave = slots * 2 * k["bm"] * k["bn"] * K / (SM_FLOPS * speed)
+            return (full + cdiv(rest, t.sms) / slots) * wave
+
+        over, _ = min(TILE_CHOICES, key=lambda c: cost(*c))
+        return self.schedule_from_knobs(**dict(base, **over))
+
+    # -- numbers -----------------------------------------------------------------------------------
+    def test_problems(self) -> tuple[dict, ...]:
+        # 1x1x1; ragged tiles with K and N not multiples of 8 (the element-wise kernel); K and N
+        # multiples of 8 with ragged tiles (16-byte loads, zero-filled chunks); and sizes where the
+        # default tile has a block wholly inside C (no bounds tests) beside ragged ones.
+        return ({"M": 1, "N": 1, "K": 1}, {"M": 33, "N": 17, "K": 40}, {"M": 70, "N": 130, "K": 24},
+                {"M": 33, "N": 72, "K": 37}, {"M": 136, "N": 264, "K": 64})
+
+    def make_inputs(self, problem: Problem, rng: np.random.Generator) -> dict[str, np.ndarray]:
+        # Small integers: exact in fp16 and bf16, and every fp32 partial sum is exact (|sum| <= 9K < 2^24),
+        # so the fp32 result is the exact product and a 16-bit result is its correct rounding.
+        M, N, K = problem["M"], problem["N"], problem["K"]
+        d = problem.dtype("A")
+        return {"A": d.encode(rng.integers(-3, 4, size=(M, K)).astype(np.float32)),
+                "B": d.encode(rng.integers(-3, 4, size=(K, N)).astype(np.float32))}
+
+    def output_shapes(self, problem: Problem) -> dict[str, tuple[int, ...]]:
+        return {"C": (problem["M"], problem["N"])}
+
+    def input_shapes(self, problem: Problem) -> dict[str, tuple[int, ...]]:
+        return {"A": (problem["M"], problem["K"]), "B": (problem["K"], problem["N"])}
+
+    def reference(self, inputs, problem):
+        d = problem.dtype("A")
+        return {"C": d.decode(inputs["A"]) @ d.decode(inputs["B"])}
+
+    error_measure = "max |C - ref| / (u |ref|), u the output's unit roundoff (1: half an ulp)"
+
+    def error(self, name, out, ref, inputs, problem) -> float:
+        """The worst element's error in units of half an ulp of the output type at the reference
+        (u |ref|): 0 when exact, <= 1 when correctly rounded; any error where ref is 0 is infinite.
+        Past 9K >= 2^24 the fp32 sums themselves may round: their bound is added to the denominator."""
+        out = np.asarray(out, dtype=np.float64)
+        if not np.all(np.isfinite(out)):
+            return math.inf
+        K = problem["K"]
+        u = problem.dtype("C").unit_roundoff
+        slack = 0.0 if 9 * K < 2 ** 24 else 9.0 * K * K * 2.0 ** -24
+        diff = np.abs(out - ref)
+        scale = u * np.abs(ref) + slack
+        with np.errstate(divide="ignore", invalid="ignore"):
+            ratio = np.where(diff == 0, 0.0, diff / scale)
+        return float(ratio.max()) if ratio.size else 0.0
+
+    def tolerance(self, problem: Problem) -> float:
+        return 1.0
+
+    def bytes_moved(self, problem: Problem) -> int:
+        M, N, K = problem["M"], problem["N"], problem["K"]
+        a = problem.dtype("A").itemsize
+        return a * (M * K + K * N) + problem.dtype("C").itemsize * M * N
+
+    def flops(self, problem: Problem) -> int:
+        return 2 * problem["M"] * problem["N"] * problem["K"]
+
+    def math(self, problem: Problem) -> str:
+        return "fp16"
+
+    def vendor(self, dev_inputs, problem):
+        a, b = dev_inputs["A"], dev_inputs["B"]
+        d, o = problem.dtype("A"), problem.dtype("C")
+        try:
+            import torch
+        except ImportError:
+            if d.name != "float16":
+                return None
+            return "cupy.matmul (cuBLAS, fp16 out)", lambda: a @ b
+        if d.name == "bfloat16":   # uint16 bit patterns: through int16 (every torch takes it), viewed as bf16
+            ta = torch.as_tensor(a.view("int16"), device="cuda").view(torch.bfloat16)
+            tb = torch.as_tensor(b.view("int16"), device="cuda").view(torch.bfloat16)
+        else:
+            ta, tb = torch.as_tensor(a, device="cuda"), torch.as_tensor(b, device="cuda")
+        if o.name == "float32":
+            try:   # torch >= 2.6: cuBLAS writes fp32 directly
+                torch.mm(ta[:1, :1], tb[:1, :1], out_dtype=torch.float32)
+                return "torch.mm (cuBLAS, fp32 out)", lambda: torch.mm(ta, tb, out_dtype=torch.float32)
+            except (TypeError, RuntimeError):
+                pass
+        return f"torch.matmul (cuBLAS, {d.short} out)", lambda: torch.matmul(ta, tb)
+
+    # -- ladders and search ------------------------------------------------------------------------
+    def ladder(self) -> tuple[LadderStep, ...]:
+        wmma = dict(instr="wmma", bm=64, bn=64, bk=32, wm=32, wn=32, stages=1, copy="sync", pad=8, smem="pad",
+                    ldmatrix=False, swizzle=1)
+        mma = dict(wmma, instr="mma", bm=128, bn=128, wm=64, wn=64, ldmatrix=True)
+        xor = dict(mma, pad=0, smem="xor")
+        pipe = dict(xor, copy="cp_async", stages=3)
+        steps = [
+            ("WMMA 16x16x16: 64x64 blocks of 32x32 warp tiles, shared tiles padded, copies through registers",
+             wmma, "nvcuda::wmma fragments; C staged through shared memory to be converted and stored"),
+            ("mma.sync m16n8k16 with ldmatrix: 128x128 blocks of 64x64 warp tiles, padded rows", mma,
+             "fragments by ldmatrix.x4 (B .x4.trans), 128 fp32 accumulators a thread in registers"),
+            ("XOR-swizzled shared memory instead of padding", xor,
+             "16-byte chunks XOR the row: ldmatrix and the 16-byte stores are conflict-free, no padding"),
+            ("multi-stage cp.async pipeline (3 stages)", pipe, "two tiles in flight while one is used"),
+            ("tuned: 128x256 blocks of 8 warps (2x4 of 64x64), 4 cp.async stages, grouped block order",
+             self.default_knobs(), "the default schedule"),
+        ]
+        return tuple(LadderStep(t, self.schedule_from_knobs(**k), n) for t, k, n in steps)
+
+    def space(self, problem: Problem, target: Target):
+        base = self.default_knobs()
+        tiles = ((128, 256, 64, 64), (256, 128, 64, 64), (128, 128, 64, 64), (128, 128, 64, 32), (128, 128, 32, 64),
+                 (64, 128, 32, 64), (128, 64, 64, 32), (64, 64, 32, 32))
+        pipes = ((1, "sync"), (2, "sync"), (2, "cp_async"), (3, "cp_async"), (4, "cp_async"))
+        for bm, bn, wm, wn in tiles:
+            for bk in (32, 64):
+                for stages, copy in pipes:
+                    for smem, pad in (("xor", 0), ("pad", 8)):
+                        for swizzle in (1, 8):
+                            yield dict(base, bm=bm, bn=bn, wm=wm, wn=wn, bk=bk, stages=stages, copy=copy,
+                                       smem=smem, pad=pad, swizzle=swizzle)
+        for bm, bn, wm, wn in ((64, 64, 32, 32), (128, 128, 64, 64), (128, 128, 32, 32)):
+            yield dict(base, instr="wmma", bm=bm, bn=bn, wm=wm, wn=wn, stages=2, copy="cp_async", smem="pad",
+                       pad=8, ldmatrix=False, swizzle=8)

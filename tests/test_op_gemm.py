@@ -1,0 +1,290 @@
+"""What is specific to the tensor-core gemm: tensorize and the knobs, legality messages with the numbers,
+kernel names, the launch plan, the error measure, SASS facts of the ladder (HMMA, LDSM, LDGSTS, 128-bit
+loads, no spills) and awkward sizes on the emulator (race and bounds checks) and the GPU."""
+import itertools
+
+import numpy as np
+import pytest
+
+from kernelgen import get_op, render, schedule
+from kernelgen.compile import compile_cuda
+from kernelgen.errors import ScheduleError
+from kernelgen.inspect import _sass, facts_of
+from kernelgen.schedule import Schedule
+from kernelgen.target import target
+from kernelgen.validate import validate
+
+op = get_op("gemm")
+STEPS = op.ladder()
+F16 = op.types("float16")
+TYPES = [("float16", None), ("bfloat16", None), ("float16", "float32"), ("bfloat16", "float32")]
+AWKWARD = ({"M": 1, "N": 1, "K": 1}, {"M": 33, "N": 17, "K": 40}, {"M": 70, "N": 130, "K": 24},
+           {"M": 33, "N": 40, "K": 37})
+
+
+def kernel_of(arch="sm_90", dtype="float16", **knobs):
+    return op.kernel(op.schedule(**knobs), target(arch), op.types(dtype))
+
+
+def knobs_of(step):
+    return op.knobs_from_schedule(step.schedule)
+
+
+# -- schedules and knobs --------------------------------------------------------------------------
+def test_knobs_and_schedules_round_trip():
+    scheds = [s.schedule for s in STEPS] + [op.schedule_from_knobs(**k) for k in op.space(op.problem(), target())]
+    for s in scheds:
+        knobs = op.knobs_from_schedule(s)
+        assert op.schedule_from_knobs(**knobs) == s
+        assert Schedule.from_json(s.to_json()) == s
+        assert Schedule.from_json(s.to_json()).to_python() == s.to_python()
+
+
+def test_tensorize_names_the_instruction():
+    s = op.default_schedule()
+    assert ("tensorize", "k.1", "mma.m16n8k16") in [(t.prim, *t.args()) for t in s.steps]
+    assert 'tensorize("k.1", "mma.m16n8k16")' in s.to_python()
+    assert op.knobs_from_schedule(op.schedule(instr="wmma", smem="pad", pad=8, ldmatrix=False))["instr"] == "wmma"
+    bad = Schedule.from_json(s.to_json().replace("mma.m16n8k16", "mma.m16n8k8"))
+    with pytest.raises(ScheduleError, match="mma.m16n8k16, wmma.m16n16k16"):
+        op.knobs_from_schedule(bad)
+    with pytest.raises(ScheduleError, match="no use for this step"):
+        op.kernel(s.tensorize("i.1", "mma.m16n8k16"), types=F16)
+
+
+def test_ladder_climbs_from_wmma_to_the_default():
+    k = [knobs_of(s) for s in STEPS]
+    assert [x["instr"] for x in k] == ["wmma", "mma", "mma", "mma", "mma"]
+    assert (k[0]["copy"], k[0]["smem"], k[1]["ldmatrix"], k[1]["smem"], k[2]["smem"]) == ("sync", "pad", True, "pad", "xor")
+    assert k[3]["copy"] == "cp_async" and k[3]["stages"] >= 3
+    assert STEPS[-1].schedule == op.default_schedule() and all(s.arch == "" for s in STEPS)
+    d = op.default_knobs()
+    assert (d["instr"], d["copy"], d["smem"], d["ldmatrix"], d["wm"], d["wn"]) == ("mma", "cp_async", "xor", True, 64, 64)
+    assert d["stages"] in (3, 4) and op.threads(d) == 256
+
+
+def test_kernel_names_carry_dtype_arch_and_knobs():
+    assert kernel_of().name.startswith("gemm_f16_sm90_imma_bm128_bn256_bk32_wm64_wn64_st4_ccpasync")
+    assert op.kernel(op.default_schedule(), target("sm_80"), op.types("bfloat16")).name.startswith("gemm_bf16_sm80_")
+    assert op.kernel(op.default_schedule(), types=op.types("float16", "float32")).name.startswith("gemm_f16of32_sm90_")
+
+
+# -- legality -------------------------------------------------------------------------------------
+@pytest.mark.parametrize("arch,dtype,change,message", [
+    ("sm_75", "float16", dict(copy="sync", stages=2), "mma_m16n8k16_f16 needs sm_80 or later; sm_75 lacks it"),
+    ("sm_75", "float16", dict(instr="wmma", smem="pad", pad=8, ldmatrix=False, stages=2),
+     "cp_async needs sm_80 or later; sm_75 lacks it"),
+    ("sm_75", "bfloat16", dict(instr="wmma", smem="pad", pad=8, ldmatrix=False, copy="sync", stages=2),
+     "bf16 needs sm_80 or later; sm_75 lacks it"),
+    ("sm_90", "float16", dict(wn=24), "the warp tile 24 divides the block tile 256"),
+    ("sm_90", "float16", dict(bn=96, wn=12), r"mma.m16n8k16 shape 16x8x16 divides the warp tile: 12 % 8 != 0"),
+    ("sm_90", "float16", dict(instr="wmma", smem="pad", pad=8, ldmatrix=False, bn=96, wn=24),
+     r"wmma.m16n16k16 shape 16x16x16 divides the warp tile: 24 % 16 != 0"),
+    ("sm_90", "float16", dict(wm=24, bm=96), r"divides the warp tile: 24 % 16 != 0"),
+    ("sm_90", "float16", dict(bk=8), r"divides the K tile: 8 % 16 != 0"),
+    ("sm_86", "float16", dict(bk=64), "196608 bytes of shared memory > 101376 on sm_86"),
+    ("sm_90", "float16", dict(bm=256, bn=256, wm=16, wn=32), "4096 threads.*1024 threads per block"),
+    ("sm_90", "float16", dict(wm=128, wn=128), "registers"),
+    ("sm_90", "float16", dict(copy="sync", stages=3), "at most 2 stages"),
+    ("sm_90", "float16", dict(stages=1), "2..4 stages"),
+    ("sm_90", "float16", dict(pad=4, smem="pad"), "multiple of 8 halves"),
+    ("sm_90", "float16", dict(pad=8), "XOR-swizzled layout has no padding"),
+    ("sm_90", "float16", dict(instr="wmma", ldmatrix=False), "load_matrix_sync reads plain strided rows"),
+    ("sm_90", "float16", dict(instr="wmma", smem="pad", pad=8), "wmma loads its own fragments"),
+])
+def test_illegal_schedules_say_why_with_the_numbers(arch, dtype, change, message):
+    with pytest.raises(ScheduleError, match=message):
+        kernel_of(arch, dtype, **change)
+
+
+def test_legal_on_the_archs_that_have_the_instructions():
+    kernel_of("sm_80")
+    kernel_of("sm_80", "bfloat16")
+    kernel_of("sm_75", **knobs_of(STEPS[0]))
+    kernel_of("sm_86", stages=3)                                    # 73728 bytes fit sm_86's 99 KB
+
+
+def test_the_tuning_space_is_mostly_legal():
+    space = list(op.space(op.problem(), target()))
+    legal = 0
+    for k in space:
+        try:
+            op.kernel(op.schedule_from_knobs(**k), types=F16)
+            legal += 1
+        except ScheduleError:
+            pass
+    assert 200 <= legal <= len(space) <= 1000, (legal, len(space))
+
+
+# -- plan, heuristic, numbers ---------------------------------------------------------------------
+def test_the_plan_picks_the_16_byte_kernel_only_where_rows_are_aligned():
+    kernel = kernel_of()
+    p = op.plan(kernel, op.problem({"M": 4096, "N": 4096, "K": 4096}))
+    (launch,) = p.launches
+    assert launch.symbol == kernel.name and launch.grid == (16, 32, 1) and launch.block == (256, 1, 1)
+    assert launch.shared_bytes == 4 * 2 * (128 * 32 + 32 * 256) and dict(p.alignment) == {"A": 16, "B": 16, "C": 4}
+    for sizes in ({"M": 64, "N": 64, "K": 37}, {"M": 64, "N": 63, "K": 64}):
+        p = op.plan(kernel, op.problem(sizes))
+        assert p.launches[0].symbol == kernel.name + "_unaligned" and p.alignment == ()
+    f32 = op.kernel(op.default_schedule(), types=op.types("float16", "float32"))
+    assert dict(op.plan(f32, op.problem({"M": 8, "N": 8, "K": 8}, out_dtype="float32")).alignment)["C"] == 8
+
+
+def test_schedule_for_takes_smaller_tiles_for_small_or_ragged_problems():
+    big = op.knobs_from_schedule(op.schedule_for(op.problem({"M": 4096, "N": 4096, "K": 4096})))
+    small = op.knobs_from_schedule(op.schedule_for(op.problem({"M": 256, "N": 256, "K": 4096})))
+    assert (big["bm"], big["bn"]) == (128, 256)
+    assert small["bm"] * small["bn"] < 128 * 256
+    for sizes in ({"M": 1, "N": 1, "K": 1}, {"M": 64, "N": 8192, "K": 512}, {"M": 5000, "N": 3000, "K": 100}):
+        op.kernel(op.schedule_for(op.problem(sizes)), types=F16)     # legal
+
+
+@pytest.mark.parametrize("dtype,out", TYPES)
+def test_inputs_are_exact_small_integers_in_the_storage_type(dtype, out):
+    p = op.problem({"M": 5, "N": 6, "K": 7}, dtype=dtype, out_dtype=out)
+    x = op.make_inputs(p, np.random.default_rng(1))
+    assert x["A"].dtype == np.dtype("float16" if dtype == "float16" else "uint16") and x["A"].shape == (5, 7)
+    a = p.dtype("A").decode(x["A"])
+    assert np.array_equal(a, np.round(a)) and np.abs(a).max() <= 3
+    assert op.bytes_moved(p) == 2 * (5 * 7 + 7 * 6) + p.dtype("C").itemsize * 5 * 6 and op.flops(p) == 2 * 5 * 6 * 7
+    assert op.math(p) == "fp16"
+
+
+@pytest.mark.parametrize("dtype,out", TYPES)
+def test_the_error_passes_correct_rounding_and_fails_a_wrong_element(dtype, out):
+    p = op.problem({"M": 40, "N": 30, "K": 600}, dtype=dtype, out_dtype=out)
+    x = op.make_inputs(p, np.random.default_rng(2))
+    ref = op.reference(x, p)["C"]
+    c = p.dtype("C")
+    rounded = c.decode(c.encode(ref))
+    assert op.error("C", rounded, ref, x, p) <= op.tolerance(p)
+    for i in (0, 7, ref.size - 1):
+        wrong = rounded.copy().ravel()
+        wrong[i] = c.decode(c.encode(np.array([ref.ravel()[i] + max(4.0, 0.02 * abs(ref.ravel()[i]))])))[0]
+        assert op.error("C", wrong.reshape(ref.shape), ref, x, p) > op.tolerance(p), i
+    nan = rounded.copy()
+    nan[3, 3] = np.nan
+    assert op.error("C", nan, ref, x, p) == np.inf
+    if out == "float32":   # fp32 output is exact: one unit off anywhere fails
+        one = rounded.copy()
+        one[5, 5] += 1
+        assert op.error("C", one, ref, x, p) > op.tolerance(p)
+
+
+# -- SASS (NVRTC) ---------------------------------------------------------------------------------
+def sass_facts(kernel):
+    c = compile_cuda(render(kernel), kernel.arch, kernel.name)
+    ops = _sass(c.cubin)
+    return {f.symbol: (f, ops[f.symbol]) for f in facts_of(c)}
+
+
+def count(ops, prefix, width=""):
+    return sum(n for o, n in ops.items() if o.startswith(prefix) and width in o)
+
+
+@pytest.mark.nvrtc
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+@pytest.mark.parametrize("step", range(len(STEPS)), ids=lambda i: f"step{i + 1}")
+def test_ladder_sass(step, dtype, arch):
+    knobs = knobs_of(STEPS[step])
+    kernel = op.kernel(STEPS[step].schedule, target(arch), op.types(dtype))
+    facts = sass_facts(kernel)
+    assert set(facts) == {kernel.name, kernel.name + "_unaligned"}
+    for sym, (f, ops) in facts.items():
+        assert f.spill_bytes == 0 and f.local_ops == 0, (sym, f)
+        assert f.hmma > 0, sym
+        if knobs["ldmatrix"]:
+            assert f.ldsm > 0, sym
+        aligned = not sym.endswith("_unaligned")
+        ldg128 = count(ops, "LDG.", ".128")                            # LDG.E.128, not LDGSTS
+        ldgsts = count(ops, "LDGSTS")
+        if knobs["copy"] == "cp_async":
+            assert (ldgsts > 0) == aligned and ldg128 == 0, (sym, ldgsts, ldg128)
+        else:
+            assert (ldg128 > 0) == aligned and ldgsts == 0, (sym, ldg128, ldgsts)
+        assert f.registers <= 255
+
+
+@pytest.mark.nvrtc
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
+@pytest.mark.parametrize("dtype,out", TYPES[2:])
+def test_float32_output_compiles_without_spills(dtype, out, arch):
+    kernel = op.kernel(op.default_schedule(), target(arch), op.types(dtype, out))
+    for sym, (f, _) in sass_facts(kernel).items():
+        assert f.spill_bytes == 0 and f.local_ops == 0 and f.hmma > 0, (sym, f)
+
+
+@pytest.mark.nvrtc
+def test_the_wmma_step_compiles_for_sm_75():
+    kernel = op.kernel(STEPS[0].schedule, target("sm_75"), F16)
+    for sym, (f, _) in sass_facts(kernel).items():
+        assert f.hmma > 0 and f.spill_bytes == 0, (sym, f)
+
+
+# -- emulator -------------------------------------------------------------------------------------
+@pytest.mark.emulate
+@pytest.mark.parametrize("dtype,out", TYPES[:3])
+@pytest.mark.parametrize("step", range(len(STEPS)), ids=lambda i: f"step{i + 1}")
+def test_ladder_on_the_emulator_at_awkward_sizes(step, dtype, out):
+    for sizes in AWKWARD:
+        v = validate(op, STEPS[step].schedule, op.problem(sizes, dtype=dtype, out_dtype=out), backend="emulate",
+                     check=True, order="random")
+        assert v.ok, (sizes, v.summary())
+
+
+@pytest.mark.emulate
+@pytest.mark.parametrize("dtype,out", TYPES[:3])
+def test_blocks_inside_and_across_the_edges_on_the_emulator(dtype, out):
+    # The default's 128x256 tile: block (0, 0) lies inside C (no bounds tests) beside ragged ones.
+    for sizes in ({"M": 136, "N": 264, "K": 64}, {"M": 136, "N": 264, "K": 40}):
+        v = validate(op, op.default_schedule(), op.problem(sizes, dtype=dtype, out_dtype=out), backend="emulate",
+                     order="reverse")
+        assert v.ok, (sizes, v.summary())
+
+
+@pytest.mark.emulate
+def test_mma_without_ldmatrix_and_other_knobs_on_the_emulator():
+    for over in (dict(ldmatrix=False), dict(ldmatrix=False, smem="pad", pad=8), dict(bk=64, stages=2),
+                 dict(bm=64, bn=64, wm=32, wn=32, bk=16, copy="sync", stages=1, smem="pad", pad=16),
+                 dict(bm=64, bn=64, wm=16, wn=8, bk=16, stages=2),
+                 dict(bm=64, bn=64, wm=32, wn=64, swizzle=2)):
+        for sizes in ({"M": 70, "N": 72, "K": 48}, {"M": 33, "N": 40, "K": 37}):
+            v = validate(op, op.schedule(**over), op.problem(sizes), backend="emulate", check=True)
+            assert v.ok, (over, sizes, v.summary())
+
+
+# -- GPU ------------------------------------------------------------------------------------------
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype,out", TYPES)
+@pytest.mark.parametrize("step", range(len(STEPS)), ids=lambda i: f"step{i + 1}")
+def test_ladder_on_the_gpu(step, dtype, out):
+    for sizes in AWKWARD + ({"M": 136, "N": 264, "K": 64}, {"M": 1024, "N": 1024, "K": 1024},
+                            {"M": 1000, "N": 1030, "K": 999}):
+        v = validate(op, STEPS[step].schedule, op.problem(sizes, dtype=dtype, out_dtype=out), backend="gpu")
+        assert v.ok, (sizes, v.summary())
+
+
+@pytest.mark.gpu
+def test_heuristic_and_space_samples_on_the_gpu():
+    problem = op.problem({"M": 1024, "N": 1024, "K": 1024})
+    scheds = [op.schedule_for(problem)]
+    for k in itertools.islice(op.space(problem, target()), 0, None, 17):
+        try:
+            op.kernel(op.schedule_from_knobs(**k), types=F16)
+            scheds.append(op.schedule_from_knobs(**k))
+        except ScheduleError:
+            pass
+    for s in scheds:
+        v = validate(op, s, problem, backend="gpu")
+        assert v.ok, (s.to_python(), v.summary())
+
+
+def test_the_example_ladder_is_the_ops_ladder():
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("ex", "examples/gemm_ladder.py")
+    ex = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(ex)
+    assert len(ex.LADDER) == len(STEPS)
+    for sched, step in zip(ex.LADDER.values(), STEPS):
+        assert op.knobs_from_schedule(sched) == op.knobs_from_schedule(step.schedule)
