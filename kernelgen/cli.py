@@ -288,12 +288,15 @@ def run(op_name, knobs, schedule_file, step, best, db, size, backend, arch, seed
 
 
 # -- tune ----------------------------------------------------------------------------------------
+from .tune import STRATEGIES  # noqa: E402  (here, beside the one command that reads it)
+
+
 @main.command()
 @click.argument("op_name")
 @click.option("--size", help="Problem size (default: the op's benchmark size).")
-@click.option("--strategy", type=click.Choice(["exhaustive", "random"]), default="exhaustive", show_default=True)
+@click.option("--strategy", type=click.Choice(list(STRATEGIES)), default="exhaustive", show_default=True)
 @click.option("--budget", type=int, help="Measure at most this many schedules.")
-@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the random strategy.")
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the random and anneal strategies.")
 @click.option("--db", metavar="PATH", help=f"Tuning database (default {config.tuning_db()}).")
 @click.option("--resume", is_flag=True, help="Skip schedules the database already holds for this problem and GPU.")
 @click.option("--reps", type=int, default=20, show_default=True)
