@@ -25,6 +25,7 @@ import contextlib
 from dataclasses import dataclass, field
 
 from ..errors import UsageError
+from ..features import features
 from ..ops.base import Op, Problem
 from ..schedule import Schedule
 from . import anneal, exhaustive, random_search
@@ -69,9 +70,10 @@ def tune(op: Op, problem: Problem, *, runner: Runner, strategy: str = "exhaustiv
     prior = {r.key(): r for r in db.records()} if resume else {}
     result = TuneResult(best=None, pruned=pruned)
 
-    def record_of(cand: Candidate, out: Outcome) -> Record:
+    def record_of(cand: Candidate, out: Outcome, with_features: bool = False) -> Record:
+        feats = features(cand.kernel, runner.limits, plan=cand.plan) if with_features else None
         return Record.make(op.name, str(problem), runner.arch, runner.gpu, cand.schedule.to_dict(), cand.knobs,
-                           out.status, out.time_us, out.detail, cand.name, dtype_of(problem))
+                           out.status, out.time_us, out.detail, cand.name, dtype_of(problem), feats)
 
     def step(cand: Candidate, bar) -> Outcome:
         old = prior.get(record_of(cand, Outcome("ok")).key())
@@ -79,7 +81,7 @@ def tune(op: Op, problem: Problem, *, runner: Runner, strategy: str = "exhaustiv
             result.skipped += 1
             return Outcome(old.status, old.time_us, old.detail)
         out = runner(op, cand.schedule, problem)
-        rec = record_of(cand, out)
+        rec = record_of(cand, out, with_features=True)  # what a model of this GPU will learn from
         db.append(rec)
         result.records.append(rec)
         result.measured += 1
