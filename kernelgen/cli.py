@@ -288,29 +288,37 @@ def run(op_name, knobs, schedule_file, step, best, db, size, backend, arch, seed
 
 
 # -- tune ----------------------------------------------------------------------------------------
+from .tune import STRATEGIES  # noqa: E402  (here, beside the one command that reads it)
+
+
 @main.command()
 @click.argument("op_name")
 @click.option("--size", help="Problem size (default: the op's benchmark size).")
-@click.option("--strategy", type=click.Choice(["exhaustive", "random"]), default="exhaustive", show_default=True)
+@click.option("--strategy", type=click.Choice(list(STRATEGIES)), default="exhaustive", show_default=True)
 @click.option("--budget", type=int, help="Measure at most this many schedules.")
-@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the random strategy.")
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the random and anneal strategies.")
 @click.option("--db", metavar="PATH", help=f"Tuning database (default {config.tuning_db()}).")
 @click.option("--resume", is_flag=True, help="Skip schedules the database already holds for this problem and GPU.")
 @click.option("--reps", type=int, default=20, show_default=True)
 @click.option("--max-ms", type=float, default=1000.0, show_default=True,
               help="A schedule whose single run takes longer is recorded as 'timeout' and not repeated.")
+@click.option("--limit-s", type=float, default=120.0, show_default=True,
+              help="Stop a schedule's compile, validation and timing (a kernel that hangs) after this many "
+                   "seconds and record it as 'timeout'.")
 @timing_option
 @dtype_options
-def tune(op_name, size, strategy, budget, seed, db, resume, reps, max_ms, timing, dtype, out_dtype):
+def tune(op_name, size, strategy, budget, seed, db, resume, reps, max_ms, limit_s, timing, dtype, out_dtype):
     """Search the op's schedule space on the GPU; every measurement goes to the tuning database."""
     from .tune import GpuRunner, tune as run_tune
     from .tune.db import TuningDB
+    from .tune.worker import ProcessRunner
     op = get_op(op_name)
     problem = parse_size(op, size, False, dtype, out_dtype)
     from . import gpu
     gpu.require()
-    result = run_tune(op, problem, runner=GpuRunner(reps, max_ms, timing), strategy=strategy, budget=budget, seed=seed,
-                      db=TuningDB(db) if db else TuningDB(), resume=resume)
+    with ProcessRunner(functools.partial(GpuRunner, reps, max_ms, timing), limit_s) as runner:
+        result = run_tune(op, problem, runner=runner, strategy=strategy, budget=budget, seed=seed,
+                          db=TuningDB(db) if db else TuningDB(), resume=resume)
     fails = ", ".join(f"{n} {k}" for k, n in sorted(result.failures.items())) or "none"
     click.echo(f"measured {result.measured}, skipped {result.skipped} (already measured), "
                f"pruned {result.pruned} illegal; failures: {fails}")

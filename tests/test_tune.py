@@ -87,5 +87,66 @@ def test_schedules_specialised_for_the_size_are_validated_where_they_apply():
     checks = validation_problems(op, short, problem, target())
     assert checks and all(p["cols"] <= 128 for p in checks)
     long_rows = op.problem({"rows": 64, "cols": 30000})
-    only_big = op.schedule_for(long_rows)                  # 1024 threads x 32 floats: no test size fits? then itself
-    assert all(p["cols"] <= 32768 for p in validation_problems(op, only_big, long_rows, target()))
+    long_sched = op.schedule_for(long_rows)                # 1024 threads x 8 x float4: rows up to 32768 in registers
+    every_size = [op.problem(sizes) for sizes in op.test_problems()]
+    assert validation_problems(op, long_sched, long_rows, target()) == every_size   # the tails, not 30000 columns
+
+    class LongTestsOnly(type(op)):                         # test sizes the short-row schedule refuses, all of them
+        def test_problems(self):
+            return ({"rows": 2, "cols": 4093}, {"rows": 1, "cols": 4096})
+    assert validation_problems(LongTestsOnly(), short, problem, target()) == [problem]   # then the problem itself
+
+
+class HalfReduce(type(get_op("reduce_sum"))):
+    """reduce_sum as if it took fp16 inputs with fp16 or fp32 outputs (no op does yet)."""
+    dtypes = ("float32", "float16")
+
+    def out_dtypes(self, dtype_name):
+        return (dtype_name, "float32")
+
+
+@pytest.mark.parametrize("out, recorded", [(None, "float16"), ("float32", "float16->float32")])
+def test_a_half_precision_tune_validates_and_records_half_precision(tmp_path, out, recorded):
+    from kernelgen.tune import validation_problems
+    op = HalfReduce()
+    problem = op.problem({"n": 1 << 20}, dtype="float16", out_dtype=out)
+    sched = op.default_schedule()
+    checks = validation_problems(op, sched, problem, target())
+    assert len(checks) == len(op.test_problems()) and {p.types for p in checks} == {problem.types}
+    db = TuningDB(tmp_path / "t.jsonl")
+    res = tune(op, problem, runner=ReplayRunner({}), budget=3, db=db, progress=False)
+    assert [r.dtype for r in db.records()] == [recorded] * 3
+    assert all("_f16" in r.kernel for r in res.records)    # the kernels tuned are the fp16 ones
+
+
+def test_lines_written_before_features_still_load(tmp_path):
+    db = TuningDB(tmp_path / "t.jsonl")
+    old = {"op": "reduce_sum", "problem": "n=8", "dtype": "float32", "arch": "sm_90", "gpu": "H100", "version": "0.1",
+           "schedule": {"op": "reduce_sum", "steps": []}, "knobs": {}, "status": "ok", "time_us": 1.5,
+           "detail": "", "kernel": "k", "timestamp": 1.0}
+    db.path.write_text(json.dumps(old) + "\n")
+    (rec,) = db.records()
+    assert rec.time_us == 1.5 and rec.features is None
+
+
+def test_records_carry_the_features_of_their_schedule(op, tmp_path):
+    from kernelgen.features import features
+    problem = op.problem({"n": 1 << 20})
+    db = TuningDB(tmp_path / "t.jsonl")
+    tune(op, problem, runner=ReplayRunner(recorded(op, problem)), budget=4, db=db, progress=False)
+    for rec in db.records():
+        kernel = op.kernel(op.schedule_from_knobs(**rec.knobs), target())
+        assert rec.features == features(kernel, target(), plan=op.plan(kernel, problem))
+        assert rec.features["items"] == rec.knobs["items"]
+
+
+def test_timeouts_are_records_like_any_failure_and_resume_skips_them(op, tmp_path):
+    problem = op.problem({"n": 1 << 20})
+    db = TuningDB(tmp_path / "t.jsonl")
+    first = tune(op, problem, runner=ReplayRunner({}), budget=5, db=db, progress=False)   # nothing recorded: timeouts
+    assert first.failures == {"timeout": 5} and first.best is None
+    assert [(r.status, r.time_us) for r in db.records()] == [("timeout", None)] * 5
+    runner = ReplayRunner(recorded(op, problem))
+    second = tune(op, problem, runner=runner, budget=5, db=db, resume=True, progress=False)
+    assert second.skipped == 5 and second.measured == 5 and len(set(runner.calls)) == 5
+    assert len(db.records()) == 10

@@ -10,97 +10,33 @@
 >>> tune(op, op.problem({"n": 4096}), runner=runner, budget=2, db=db, progress=False).best is None
 True
 
-Every strategy is a module with `candidates(space, budget, seed)` (exhaustive, random_search).
-Illegal schedules are pruned before compiling (ScheduleError); compile errors, launch errors and
-wrong answers become records with a status code, never a crash of the search. Each measurement is
-appended to the tuning database; `resume=True` skips what it already holds.
+The loop is closed: a strategy (one module each, in STRATEGIES) is made from the legal space and a
+seed, asked for a batch of candidates, told each one's Outcome, and asked again, until the budget
+of measurements is spent or it has nothing more (space.py states the contract). Illegal schedules
+are pruned before compiling (ScheduleError); compile errors, launch errors, wrong answers and
+timeouts become records with a status code, never a crash of the search, and the strategy is told
+them like any result. Each measurement is appended to the tuning database; with `resume=True` what
+it already holds is not run again, but its recorded outcome is told to the strategy, so a
+strategy that learns picks up where the last run stopped.
 """
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass, field
-from typing import Protocol
 
-from ..errors import CompileError, LaunchError, ScheduleError, UsageError
+from ..errors import UsageError
+from ..features import features
 from ..ops.base import Op, Problem
-from ..target import Target, target
 from ..schedule import Schedule
-from . import exhaustive, random_search
+from . import anneal, exhaustive, random_search
 from .db import Record, TuningDB
+from .runners import GpuRunner, Outcome, ReplayRunner, Runner, validation_problems
+from .space import Candidate, Strategy, legal_space
 
-STRATEGIES = {"exhaustive": exhaustive, "random": random_search}
+STRATEGIES = {"exhaustive": exhaustive, "random": random_search, "anneal": anneal}
 
-
-@dataclass(frozen=True)
-class Outcome:
-    status: str
-    time_us: float | None = None
-    detail: str = ""
-
-
-class Runner(Protocol):
-    arch: str
-    gpu: str
-    limits: Target
-
-    def __call__(self, op: Op, sched: Schedule, problem: Problem) -> Outcome: ...
-
-
-class GpuRunner:
-    """Validate on fresh inputs at the op's awkward test sizes (tails, single elements), then time at
-    the tuning size as `kernelgen bench` does (`timing`: events, graph or auto); failures become
-    Outcomes. `kernelgen bench` validates the winner again at the full size."""
-
-    def __init__(self, reps: int = 20, max_ms: float = 1000.0, timing: str = "auto"):
-        from .. import gpu
-        dev = gpu.device()
-        self.arch, self.gpu, self.limits, self.reps, self.max_ms = dev.arch, dev.gpu, dev, reps, max_ms
-        self.timing = timing
-
-    def __call__(self, op: Op, sched: Schedule, problem: Problem) -> Outcome:
-        from ..timing import measure, prepared, time_callable
-        from ..validate import validate
-        try:
-            for check_problem in validation_problems(op, sched, problem, self.limits):
-                v = validate(op, sched, check_problem, backend="gpu")
-                if not v.ok:
-                    return Outcome("wrong_answer", None, f"{check_problem}: {v.summary()}")
-            _, launch, _ = prepared(op, sched, problem)
-            once = time_callable(launch, warmup=1, reps=1, flush_l2=False).median_us
-            if once > self.max_ms * 1e3:  # far off the pace: not worth its repetitions
-                return Outcome("timeout", None, f"one run took {once / 1e3:.1f} ms > --max-ms {self.max_ms:g}")
-            m = measure(op, sched, problem, reps=self.reps, timing=self.timing)
-            return Outcome("ok", m.time_us, f"{m.gbps:.0f} GB/s {m.tflops:.2f} TFLOP/s, {m.method} timing")
-        except CompileError as e:
-            return Outcome("compile_error", None, str(e))
-        except LaunchError as e:
-            return Outcome("launch_error", None, str(e))
-
-
-def validation_problems(op: Op, sched: Schedule, problem: Problem, limits: Target) -> list[Problem]:
-    """The op's awkward test sizes this schedule can run (a schedule specialised for long rows may
-    refuse short ones), or the tuning problem itself when it can run none of them."""
-    kernel = op.kernel(sched, limits)
-    out = []
-    for sizes in op.test_problems():
-        try:
-            p = op.problem(sizes)
-            op.plan(kernel, p, limits)
-            out.append(p)
-        except ScheduleError:
-            continue
-    return out or [problem]
-
-
-class ReplayRunner:
-    """Replays times recorded per schedule JSON (a simulation runner: tests search logic without a GPU)."""
-
-    def __init__(self, times: dict[str, Outcome], arch: str = "sm_90", gpu: str = "replay"):
-        self.times, self.arch, self.gpu, self.limits = times, arch, gpu, target(arch)
-        self.calls: list[str] = []
-
-    def __call__(self, op: Op, sched: Schedule, problem: Problem) -> Outcome:
-        self.calls.append(sched.to_json())
-        return self.times.get(sched.to_json(), Outcome("timeout", None, "no recorded result"))
+__all__ = ["STRATEGIES", "Candidate", "GpuRunner", "Outcome", "ReplayRunner", "Runner", "Strategy", "TuneResult",
+           "best_schedule", "dtype_of", "legal_space", "tune", "validation_problems"]
 
 
 @dataclass
@@ -110,59 +46,77 @@ class TuneResult:
     skipped: int = 0
     pruned: int = 0
     failures: dict = field(default_factory=dict)
+    records: list[Record] = field(default_factory=list)   # this run's, in the order measured
+
+
+def dtype_of(problem: Problem) -> str:
+    """A record's dtype: the input type's name, `->output` appended where the outputs differ."""
+    if problem.types is None:
+        return "float32"
+    t = problem.types
+    return t.input.name if t.output == t.input else f"{t.input.name}->{t.output.name}"
 
 
 def tune(op: Op, problem: Problem, *, runner: Runner, strategy: str = "exhaustive", budget: int | None = None,
-         seed: int = 0, db: TuningDB | None = None, resume: bool = False, progress: bool = True) -> TuneResult:
+         seed: int = 0, db: TuningDB | None = None, resume: bool = False, progress: bool = True,
+         batch: int = 4) -> TuneResult:
+    """Measure at most `budget` schedules (None: until the strategy has nothing more), asking the
+    strategy for `batch` at a time; what `resume` finds in the database does not count."""
     if strategy not in STRATEGIES:
         raise UsageError(f"strategy {strategy!r} is unknown; choose one of {', '.join(STRATEGIES)}")
     db = db or TuningDB()
-    done = db.measured_keys() if resume else set()
-    legal, pruned = [], 0
-    for knobs in op.space(problem, runner.limits):
-        try:
-            sched = op.schedule_from_knobs(**knobs)
-            kernel = op.kernel(sched, runner.limits)
-            op.plan(kernel, problem, runner.limits)  # legal for this size too
-            legal.append((sched, knobs, kernel.name))
-        except ScheduleError:
-            pruned += 1
-    picked = list(STRATEGIES[strategy].candidates(legal, budget, seed))
+    space, pruned = legal_space(op, problem, runner.limits)
+    search: Strategy = STRATEGIES[strategy].Search(space, seed)
+    prior = {r.key(): r for r in db.records()} if resume else {}
     result = TuneResult(best=None, pruned=pruned)
 
-    def record_of(sched, knobs, name, out: Outcome) -> Record:
-        return Record.make(op.name, str(problem), runner.arch, runner.gpu, sched.to_dict(), knobs,
-                           out.status, out.time_us, out.detail, name)
+    def record_of(cand: Candidate, out: Outcome, with_features: bool = False) -> Record:
+        feats = features(cand.kernel, runner.limits, plan=cand.plan) if with_features else None
+        return Record.make(op.name, str(problem), runner.arch, runner.gpu, cand.schedule.to_dict(), cand.knobs,
+                           out.status, out.time_us, out.detail, cand.name, dtype_of(problem), feats)
 
-    def step(item) -> None:
-        sched, knobs, name = item
-        if record_of(sched, knobs, name, Outcome("ok")).key() in done:
+    def step(cand: Candidate, bar) -> Outcome:
+        old = prior.get(record_of(cand, Outcome("ok")).key())
+        if old is not None:
             result.skipped += 1
-            return
-        out = runner(op, sched, problem)
-        rec = record_of(sched, knobs, name, out)
+            return Outcome(old.status, old.time_us, old.detail)
+        out = runner(op, cand.schedule, problem)
+        rec = record_of(cand, out, with_features=True)  # what a model of this GPU will learn from
         db.append(rec)
+        result.records.append(rec)
         result.measured += 1
         if out.status != "ok":
             result.failures[out.status] = result.failures.get(out.status, 0) + 1
         elif result.best is None or out.time_us < result.best.time_us:
             result.best = rec
+        bar.update(1)
+        return out
 
-    if progress:
-        import click
-        with click.progressbar(picked, label=f"tuning {op.name} {problem}", file=None,
-                               item_show_func=lambda _: (f"best {result.best.time_us:.1f} us" if result.best else "")
-                               ) as bar:
-            for item in bar:
-                step(item)
-    else:
-        for item in picked:
-            step(item)
+    total = len(space) if budget is None else min(budget, len(space))
+    with _progress(progress, total, f"tuning {op.name} {problem}", result) as bar:
+        while budget is None or result.measured < budget:
+            asked = search.ask(batch if budget is None else min(batch, budget - result.measured))
+            if not asked:
+                break
+            search.tell([(cand, step(cand, bar)) for cand in asked])
     if resume:  # the best may have been measured by an earlier run
-        prior = db.best(op.name, str(problem), runner.arch, runner.gpu)
-        if prior and (result.best is None or prior.time_us < result.best.time_us):
-            result.best = prior
+        best = db.best(op.name, str(problem), runner.arch, runner.gpu)
+        if best and (result.best is None or best.time_us < result.best.time_us):
+            result.best = best
     return result
+
+
+class _Quiet:
+    def update(self, n: int) -> None:
+        pass
+
+
+def _progress(show: bool, total: int, label: str, result: TuneResult):
+    if not show:
+        return contextlib.nullcontext(_Quiet())
+    import click
+    return click.progressbar(length=total, label=label, file=None,
+                             item_show_func=lambda _: f"best {result.best.time_us:.1f} us" if result.best else "")
 
 
 def best_schedule(op: Op, problem: Problem | None, db: TuningDB | None = None, arch: str | None = None) -> Schedule:

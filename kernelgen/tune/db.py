@@ -9,7 +9,8 @@
 
 Each line is written with one `write` on a file opened for appending, then flushed and fsynced, so
 a crash leaves at most one torn final line, which `records()` skips; lines are never rewritten.
-Records are keyed by op, problem, dtype, arch, GPU name, kernelgen version and schedule.
+Records are keyed by op, problem, dtype, arch, GPU name, kernelgen version and schedule. Fields
+added later have defaults (`features`), so the lines of older versions still load.
 """
 from __future__ import annotations
 
@@ -39,11 +40,13 @@ class Record:
     detail: str = ""
     kernel: str = ""
     timestamp: float = 0.0
+    features: dict | None = None   # kernelgen.features of the schedule; absent from older lines
 
     @staticmethod
-    def make(op, problem, arch, gpu, schedule, knobs, status, time_us, detail="", kernel="", dtype="float32"):
+    def make(op, problem, arch, gpu, schedule, knobs, status, time_us, detail="", kernel="", dtype="float32",
+             features=None):
         return Record(op, problem, dtype, arch, gpu, config.VERSION, schedule, knobs, status, time_us, detail, kernel,
-                      round(time.time(), 3))
+                      round(time.time(), 3), features)
 
     def key(self) -> tuple:
         return (self.op, self.problem, self.dtype, self.arch, self.gpu, self.version,

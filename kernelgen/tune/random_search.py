@@ -1,18 +1,28 @@
-"""Random search: a seeded sample of the space without repetition, `budget` points at most.
+"""Random search: a seeded permutation of the space, without repetition; it ignores what it is told.
 
 >>> from kernelgen.tune import random_search
->>> pts = list(random_search.candidates([{"a": i} for i in range(10)], budget=3, seed=1))
->>> len(pts), len({p["a"] for p in pts})
-(3, 3)
+>>> s = random_search.Search(list(range(10)), seed=1)
+>>> a, b = s.ask(3), s.ask(100)
+>>> len(a), len(b), sorted(a + b) == list(range(10)), s.ask(1)
+(3, 7, True, [])
 """
 from __future__ import annotations
 
 import random
-from typing import Iterator
+
+from .space import Candidate
 
 
-def candidates(space: list[dict], budget: int | None, seed: int) -> Iterator[dict]:
-    order = list(range(len(space)))
-    random.Random(seed).shuffle(order)
-    for i in order[:budget] if budget else order:
-        yield space[i]
+class Search:
+    def __init__(self, space: list[Candidate], seed: int = 0):
+        self.order = list(space)
+        random.Random(seed).shuffle(self.order)
+        self.next = 0
+
+    def ask(self, n: int) -> list[Candidate]:
+        out = self.order[self.next:self.next + n]
+        self.next += len(out)
+        return out
+
+    def tell(self, results) -> None:
+        pass

@@ -1,0 +1,66 @@
+"""The search space as the strategies see it, and the contract between a strategy and the tune loop.
+
+>>> from kernelgen.ops import get_op
+>>> from kernelgen.target import target
+>>> from kernelgen.tune.space import legal_space
+>>> op = get_op("reduce_sum")
+>>> space, pruned = legal_space(op, op.problem({"n": 1 << 20}), target())
+>>> len(space), pruned, space[0].knobs["threads"]
+(96, 0, 256)
+
+A Candidate is one legal point: its knobs, the schedule they make, the checked kernel and its plan
+for the tuned problem (so a model can read features without compiling). Candidates compare by
+identity: a strategy is handed one list and answers with members of it.
+
+A strategy is made from (space, seed) and driven in a closed loop:
+
+    ask(n)       up to n candidates it has not asked for before; [] when it has nothing more
+    tell(pairs)  [(candidate, Outcome)] for what was asked, failures included (time_us None)
+
+The loop asks in batches, runs, tells and records, and stops at the budget or on an empty ask.
+A strategy may return fewer than n (one that waits for results before moving); it must not repeat.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from ..errors import ScheduleError
+from ..ops.base import Kernel, Op, Plan, Problem
+from ..schedule import Schedule
+from ..target import Target
+from .runners import Outcome
+
+
+@dataclass(frozen=True, eq=False)
+class Candidate:
+    knobs: dict[str, Any]
+    schedule: Schedule | None = None
+    kernel: Kernel | None = None
+    plan: Plan | None = None      # the kernel's launches on the tuned problem
+
+    @property
+    def name(self) -> str:
+        return self.kernel.name if self.kernel else ""
+
+
+class Strategy(Protocol):
+    def ask(self, n: int) -> list[Candidate]: ...
+
+    def tell(self, results: list[tuple[Candidate, Outcome]]) -> None: ...
+
+
+def legal_space(op: Op, problem: Problem, limits: Target) -> tuple[list[Candidate], int]:
+    """(the op's points that are legal for `problem` on `limits`, how many were pruned). Pruning
+    happens here, before anything is compiled: each illegal point raises ScheduleError."""
+    legal, pruned = [], 0
+    for knobs in op.space(problem, limits):
+        try:
+            sched = op.schedule_from_knobs(**knobs)
+            kernel = op.kernel(sched, limits, problem.types)
+            plan = op.plan(kernel, problem, limits)  # legal for this size too
+        except ScheduleError:
+            pruned += 1
+            continue
+        legal.append(Candidate(knobs, sched, kernel, plan))
+    return legal, pruned
