@@ -47,6 +47,47 @@ class Knob:
         v = {True: "1", False: "0"}.get(value, value) if isinstance(value, bool) else value
         return f"{self.abbr or self.name}{re.sub(r'[^A-Za-z0-9]', '', str(v))}"
 
+    def kind(self) -> type:
+        """The type of the knob's values: bool, int, float or str (from its default)."""
+        for t in (bool, int, float, str):
+            if isinstance(self.default, t):
+                return t
+        return type(self.default)
+
+    def describe_choices(self) -> str:
+        return ", ".join(("true" if c else "false") if isinstance(c, bool) else str(c) for c in self.choices)
+
+    def parse(self, text: str, op: str = ""):
+        """A value from the command line's text (`-k NAME=TEXT`), checked by `check`."""
+        text, kind = text.strip(), self.kind()
+        value: Any = text
+        if kind is bool:
+            if text.lower() not in ("1", "0", "true", "false"):
+                raise UsageError(f"{op + ': ' if op else ''}knob {self.name}={text!r} must be true or false")
+            value = text.lower() in ("1", "true")
+        elif kind in (int, float):
+            try:
+                value = int(text) if kind is int else float(text)
+            except ValueError:
+                raise UsageError(f"{op + ': ' if op else ''}knob {self.name}={text!r} is not "
+                                 f"{'an integer' if kind is int else 'a number'}; choices: {self.describe_choices()}") from None
+        return self.check(value, op)
+
+    def check(self, value, op: str = ""):
+        """`value` if it is of the knob's type and one of its choices; else a UsageError naming both."""
+        kind, where = self.kind(), f"{op + ': ' if op else ''}knob {self.name}={value!r}"
+        if kind is bool and not isinstance(value, (bool, np.bool_)):
+            raise UsageError(f"{where} is a {type(value).__name__}; it must be true or false")
+        if kind is int and (isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer))):
+            raise UsageError(f"{where} is a {type(value).__name__}; it must be an integer, one of {self.describe_choices()}")
+        if kind is float and (isinstance(value, bool) or not isinstance(value, (int, float, np.number))):
+            raise UsageError(f"{where} is a {type(value).__name__}; it must be a number, one of {self.describe_choices()}")
+        if kind is str and not isinstance(value, str):
+            raise UsageError(f"{where} is a {type(value).__name__}; it must be one of {self.describe_choices()}")
+        if value not in self.choices:
+            raise UsageError(f"{where} is not allowed; choices: {self.describe_choices()}")
+        return kind(value) if kind in (bool, int, float) else value
+
 
 @dataclass(frozen=True)
 class Problem:
@@ -93,11 +134,21 @@ class Workspace:
     fill: float | None = None      # value to set before the first launch (atomics need 0)
 
 
+INT_MAX = 2**31 - 1               # the largest size a kernel's `int` arithmetic holds
+LLONG_MAX = 2**63 - 1
+
+
 @dataclass(frozen=True)
 class Scalar:
     name: str
     ctype: str                     # "int" | "long long" | "float"
     value: int | float
+
+    def __post_init__(self):
+        limit = {"int": INT_MAX, "long long": LLONG_MAX}.get(self.ctype)
+        if limit is not None and not -limit - 1 <= self.value <= limit:
+            raise UsageError(f"kernel argument {self.name}={self.value} does not fit the kernel's {self.ctype} "
+                             f"(limit {limit}); use smaller sizes")
 
 
 @dataclass(frozen=True)
@@ -181,8 +232,13 @@ class Op:
         out = []
         for d in self.dims:
             v = sizes.get(d.name, d.small if small else d.default)
-            if not isinstance(v, (int, np.integer)) or v < d.minimum:
-                raise UsageError(f"{self.name}: size {d.name}={v} is illegal (must be an integer >= {d.minimum})")
+            if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer)):
+                raise UsageError(f"{self.name}: size {d.name}={v!r} is a {type(v).__name__}; sizes are integers "
+                                 f"{d.minimum}..{INT_MAX}")
+            if not d.minimum <= v <= INT_MAX:
+                raise UsageError(f"{self.name}: size {d.name}={v} is illegal (must be an integer {d.minimum}..{INT_MAX}; "
+                                 f"kernels index with 32-bit int)" if v > INT_MAX else
+                                 f"{self.name}: size {d.name}={v} is illegal (must be an integer >= {d.minimum})")
             out.append((d.name, int(v)))
         problem = Problem(tuple(out), types)
         self.check_problem(problem)
@@ -204,6 +260,15 @@ class Op:
             if k.name == name:
                 return k
         raise UsageError(f"{self.name}: unknown knob {name!r}; knobs are " + ", ".join(k.name for k in self.knobs))
+
+    def parse_knob(self, text: str) -> tuple[str, Any]:
+        """`NAME=VALUE` from the command line: the knob's name and its value, checked against its choices."""
+        name, eq, value = text.partition("=")
+        if not eq or not name.strip():
+            raise UsageError(f"{self.name}: knob {text!r} must be NAME=VALUE; knobs are "
+                             + ", ".join(k.name for k in self.knobs))
+        knob = self.knob(name.strip())
+        return knob.name, knob.parse(value, self.name)
 
     def schedule_from_knobs(self, **knobs) -> Schedule:
         """The canonical chain of primitives for a knob setting (the inverse of knobs_from_schedule)."""
@@ -241,8 +306,7 @@ class Op:
         """The default knobs with `overrides` applied, as a schedule (unknown knobs are an error)."""
         knobs = self.default_knobs()
         for k, v in overrides.items():
-            self.knob(k)
-            knobs[k] = v
+            knobs[k] = self.knob(k).check(v, self.name)
         return self.schedule_from_knobs(**knobs)
 
     def check_knobs(self, knobs: dict, target: Target) -> None:
