@@ -355,16 +355,21 @@ def inspect(op_name, knobs, schedule_file, step, best, db, ladder, arch, as_json
     kernels = (generated_kernels(op, limits) if ladder
                else [("selected", op.kernel(select(op, knobs, schedule_file, step, best, None, db), limits,
                                             op.types(dtype, out_dtype)))])
+    from .inspect import sass_note
     rows = []
     for label, kernel in kernels:
         for f in inspect_kernel(kernel, kernel.arch):  # a ladder step may name its own arch
             rows.append(dict(f.row(), step=label.split(":")[0]))
+    notes = sorted({n for _, k in kernels if (n := sass_note(k.arch))})
     if as_json:
         for r in rows:
             click.echo(json.dumps(r))
-        return
-    click.echo(table(rows, ["step", "symbol", "registers", "shared_bytes", "local_bytes", "spill_bytes",
-                            "ldg128", "stg128", "lds128", "ffma"]))
+    else:
+        click.echo(table([{k: "n/a" if v is None else v for k, v in r.items()} for r in rows],
+                         ["step", "symbol", "registers", "shared_bytes", "local_bytes", "spill_bytes",
+                          "ldg128", "stg128", "lds128", "ffma"]))
+    for n in notes:
+        click.echo(f"note: {n}", err=True)
 
 
 # -- run -----------------------------------------------------------------------------------------
@@ -412,8 +417,12 @@ def run(op_name, knobs, schedule_file, step, best, db, size, backend, arch, seed
     if emit_dir:
         from .emit import write_kernel
         click.echo(f"emitted  {write_kernel(kernel, emit_dir)[0]}")
+    from .inspect import sass_note
     facts = inspect_kernel(kernel, arch)
-    click.echo(table([f.row() for f in facts], ["symbol", "registers", "shared_bytes", "spill_bytes", "ldg128", "stg128"]))
+    click.echo(table([{k: "n/a" if v is None else v for k, v in f.row().items()} for f in facts],
+                     ["symbol", "registers", "shared_bytes", "spill_bytes", "ldg128", "stg128"]))
+    if sass_note(arch):
+        click.echo(f"note: {sass_note(arch)}", err=True)
     opts = {"check": check, "order": order} if backend == "emulate" else {}
     v = validate(op, sched, problem, backend=backend, seed=seed, arch=arch, **opts)
     click.echo(f"validate {v.summary()}")

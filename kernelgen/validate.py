@@ -122,6 +122,10 @@ def validate(op: Op, sched: Schedule, problem: Problem, *, backend: str = "gpu",
     if unknown or (emulate_opts and backend != "emulate"):
         raise UsageError(f"validate: option {(unknown or sorted(emulate_opts))[0]!r} is not one of the emulator's "
                          "(check, order, seed; backend='emulate' only)")
+    if "order" in emulate_opts:
+        from .emulate.launch import ORDERS
+        if emulate_opts["order"] not in ORDERS:
+            raise UsageError(f"emulator order {emulate_opts['order']!r} is unknown; choose one of {', '.join(ORDERS)}")
     if seed is not None and (isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or not 0 <= seed < 2**63):
         raise UsageError(f"validate: seed={seed!r} must be an integer 0..2^63-1")
     if not isinstance(problem, Problem):
