@@ -22,7 +22,7 @@ from typing import Any, Callable, Iterator
 import numpy as np
 
 from ..dtypes import FLOAT32, Types, dtype
-from ..errors import ScheduleError, UsageError, check
+from ..errors import KnobError, ScheduleError, UsageError, check
 from ..schedule import Schedule, ScheduleReader
 from ..target import Target, default_target
 
@@ -63,29 +63,33 @@ class Knob:
         value: Any = text
         if kind is bool:
             if text.lower() not in ("1", "0", "true", "false"):
-                raise UsageError(f"{op + ': ' if op else ''}knob {self.name}={text!r} must be true or false")
+                raise KnobError(f"{op + ': ' if op else ''}knob {self.name}={text!r} must be true or false")
             value = text.lower() in ("1", "true")
         elif kind in (int, float):
             try:
                 value = int(text) if kind is int else float(text)
             except ValueError:
-                raise UsageError(f"{op + ': ' if op else ''}knob {self.name}={text!r} is not "
+                raise KnobError(f"{op + ': ' if op else ''}knob {self.name}={text!r} is not "
                                  f"{'an integer' if kind is int else 'a number'}; choices: {self.describe_choices()}") from None
         return self.check(value, op)
 
     def check(self, value, op: str = ""):
-        """`value` if it is of the knob's type and one of its choices; else a UsageError naming both."""
+        """`value` if it has the knob's type, and for a named (str) or bool knob is one of its choices;
+        else a UsageError naming both. A number outside the choices (the tuner's space) is passed on:
+        Op.schedule lets it through when the schedule it makes is legal, and names the knob when not."""
         kind, where = self.kind(), f"{op + ': ' if op else ''}knob {self.name}={value!r}"
         if kind is bool and not isinstance(value, (bool, np.bool_)):
-            raise UsageError(f"{where} is a {type(value).__name__}; it must be true or false")
+            raise KnobError(f"{where} is a {type(value).__name__}; it must be true or false")
         if kind is int and (isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer))):
-            raise UsageError(f"{where} is a {type(value).__name__}; it must be an integer, one of {self.describe_choices()}")
+            raise KnobError(f"{where} is a {type(value).__name__}; it must be an integer (choices: "
+                             f"{self.describe_choices()})")
         if kind is float and (isinstance(value, bool) or not isinstance(value, (int, float, np.number))):
-            raise UsageError(f"{where} is a {type(value).__name__}; it must be a number, one of {self.describe_choices()}")
+            raise KnobError(f"{where} is a {type(value).__name__}; it must be a number (choices: "
+                             f"{self.describe_choices()})")
         if kind is str and not isinstance(value, str):
-            raise UsageError(f"{where} is a {type(value).__name__}; it must be one of {self.describe_choices()}")
-        if value not in self.choices:
-            raise UsageError(f"{where} is not allowed; choices: {self.describe_choices()}")
+            raise KnobError(f"{where} is a {type(value).__name__}; it must be one of {self.describe_choices()}")
+        if kind in (str, bool) and value not in self.choices:
+            raise KnobError(f"{where} is not one of its choices (allowed: {self.describe_choices()})")
         return kind(value) if kind in (bool, int, float) else value
 
 
@@ -307,7 +311,17 @@ class Op:
         knobs = self.default_knobs()
         for k, v in overrides.items():
             knobs[k] = self.knob(k).check(v, self.name)
-        return self.schedule_from_knobs(**knobs)
+        sched = self.schedule_from_knobs(**knobs)
+        off = [(k, knobs[k]) for k in overrides if knobs[k] not in self.knob(k).choices]
+        if off:     # a number outside the choices: fine if legal, else the knob is named, not what it derives
+            try:
+                self.for_schedule(sched).kernel(sched)
+            except ScheduleError as e:
+                name, value = off[0]
+                raise KnobError(f"{self.name}: knob {name}={value!r} is not one of its choices "
+                                f"({self.knob(name).describe_choices()}) and the schedule it makes is illegal: {e}",
+                                name, value) from None
+        return sched
 
     def check_knobs(self, knobs: dict, target: Target) -> None:
         """Legality beyond what the reader checks: divisibility, threads, shared memory, registers."""
