@@ -392,3 +392,27 @@ def test_ctrl_c_stops_an_emulator_run_within_a_second_and_cleans_up(tmp_path):
     assert took < 1.5, f"took {took:.2f} s to stop"
     assert "Traceback" not in err and "interrupted" in err
     assert not list(tmp_path.glob("kg-emulate-*"))
+
+
+@pytest.mark.emulate
+def test_readme_states_what_run_prints_without_a_gpu(monkeypatch):
+    """The sizes the README names for `kernelgen run sgemm` are what the command runs."""
+    readme = (ROOT / "README.md").read_text()
+    op = get_op("sgemm")
+    gpu_size = "×".join(str(d.default) for d in op.dims)
+    small = "×".join(str(d.small) for d in op.dims)
+    assert f"benchmark size ({gpu_size})" in readme and f"size ({small})" in readme
+    assert "g++" in readme and "sm_70" in readme and "n/a" in readme
+    monkeypatch.setenv("KERNELGEN_NO_GPU", "1")
+    r = CliRunner().invoke(main, ["run", "sgemm", "--backend", "emulate", "--seed", "1"])
+    assert r.exit_code == 0, r.output
+    assert f"problem  {','.join(f'{d.name}={d.small}' for d in op.dims)}" in r.output
+    assert "validate ok" in r.output and "max absolute error" in r.output    # the tolerance says what it bounds
+
+
+def test_readme_no_gpu_commands_run(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("KERNELGEN_NO_GPU", "1")
+    for args in (["list"], ["list", "sgemm"], ["emit", "sgemm", "-k", "bm=64", "-k", "bn=128", "-o", "out/"]):
+        r = CliRunner().invoke(main, args)
+        assert r.exit_code == 0, (args, r.output)
