@@ -9,14 +9,17 @@
     kernelgen bench softmax --size 8192x128 --timing graph   # CUDA-graph replays: small problems
 
 Exit codes: 0 success, 1 a kernel gave a wrong answer, 2 a usage or schedule error (one line,
-no traceback).
+no traceback), 3 an internal error (a bug: its traceback and how to report it), 130 interrupted.
 """
 from __future__ import annotations
 
 import functools
 import json
+import os
+import re
 import runpy
 import sys
+import traceback
 from pathlib import Path
 
 import click
@@ -31,44 +34,57 @@ from .schedule import Schedule
 
 
 # -- argument parsing ----------------------------------------------------------------------------
+_INT = re.compile(r"[+-]?\d+")
+
+
 def parse_size(op: Op, text: str | None, small: bool, dtype: str = "float32", out_dtype: str | None = None) -> Problem:
-    """`M=127,N=1000,K=1`, or values in the op's dim order (`127,1000,1` or `127x1000x1`)."""
-    if not text:
+    """`M=127,N=1000,K=1`, or every value in the op's dim order (`127,1000,1` or `127x1000x1`).
+
+    Named sizes may leave dims out (they keep the default); values in dim order must give every dim.
+    A size given twice, a value that is not a whole number or a dim the op lacks is a UsageError."""
+    if text is None:
         return op.problem(small=small, dtype=dtype, out_dtype=out_dtype)
-    parts = [p for p in text.replace("x", ",").split(",") if p.strip()]
-    sizes = {}
-    for i, part in enumerate(parts):
-        name, _, value = part.rpartition("=")
-        if not name:
-            if i >= len(op.dims):
-                raise UsageError(f"{op.name} takes {len(op.dims)} sizes ({', '.join(d.name for d in op.dims)}); got {text!r}")
-            name = op.dims[i].name
-        try:
-            sizes[name.strip()] = int(value)
-        except ValueError:
-            raise UsageError(f"size {part!r} is not an integer; write e.g. "
-                             + ",".join(f"{d.name}={d.default}" for d in op.dims)) from None
+    dims = ", ".join(d.name for d in op.dims)
+    example = ",".join(f"{d.name}={d.small}" for d in op.dims)
+    body, colon, suffix = text.partition(":")
+    if colon:   # the types a printed problem carries (M=1,N=2:f16) must agree with --dtype/--out-dtype
+        short = op.types(dtype, out_dtype).short
+        if suffix.strip() != short:
+            raise UsageError(f"--size {text!r} names types {suffix.strip()!r} but --dtype/--out-dtype give {short!r}")
+    parts = [p.strip() for p in body.split(",")]
+    if not body.strip() or any(not p for p in parts):
+        raise UsageError(f"--size {text!r} has an empty part; write e.g. {example} (sizes of {op.name}: {dims})")
+    sizes: dict[str, int] = {}
+    positional = 0
+    for part in parts:
+        name, eq, value = part.partition("=")
+        items = [(name.strip(), value.strip())] if eq else [(None, v.strip()) for v in part.split("x")]
+        for name, value in items:
+            if name is None:
+                if positional >= len(op.dims):
+                    raise UsageError(f"{op.name} takes {len(op.dims)} sizes ({dims}); got {text!r}")
+                name = op.dims[positional].name
+                positional += 1
+            if not name:
+                raise UsageError(f"--size {text!r}: {part!r} has no name; write e.g. {example}")
+            if name not in {d.name for d in op.dims}:
+                raise UsageError(f"{op.name}: unknown size {name!r}; sizes are {dims}")
+            if name in sizes:
+                raise UsageError(f"--size {text!r} gives {name} twice; give each of {dims} once")
+            if not _INT.fullmatch(value):
+                raise UsageError(f"size {name}={value!r} is not a whole number; write e.g. {example}")
+            sizes[name] = int(value)
+    if positional:
+        missing = [d.name for d in op.dims if d.name not in sizes]
+        if missing:
+            raise UsageError(f"--size {text!r} leaves out {', '.join(missing)}: values in dim order must give all of "
+                             f"{op.name}'s sizes ({dims}), or name them ({example})")
     return op.problem(sizes, small=small, dtype=dtype, out_dtype=out_dtype)
 
 
 def parse_knob(op: Op, text: str) -> tuple[str, object]:
-    name, eq, value = text.partition("=")
-    if not eq:
-        raise UsageError(f"knob {text!r} must be NAME=VALUE")
-    knob = op.knob(name.strip())
-    value = value.strip()
-    if isinstance(knob.default, bool):
-        if value.lower() not in ("1", "0", "true", "false"):
-            raise UsageError(f"knob {knob.name}={value!r} must be true or false")
-        return knob.name, value.lower() in ("1", "true")
-    if isinstance(knob.default, int):
-        try:
-            return knob.name, int(value)
-        except ValueError:
-            raise UsageError(f"knob {knob.name}={value!r} must be an integer; choices: {knob.choices}") from None
-    if isinstance(knob.default, float):
-        return knob.name, float(value)
-    return knob.name, value
+    """`NAME=VALUE`, checked against the knob's choices (Op.parse_knob)."""
+    return op.parse_knob(text)
 
 
 def load_schedule(path: str) -> Schedule:
@@ -77,34 +93,93 @@ def load_schedule(path: str) -> Schedule:
     p = Path(file)
     if not p.exists():
         raise UsageError(f"schedule file {file!r} does not exist")
+    if p.is_dir():
+        raise UsageError(f"schedule file {file!r} is a directory; --schedule takes a .json or .py file")
     if p.suffix == ".py":
-        scope = runpy.run_path(str(p))
+        try:
+            scope = runpy.run_path(str(p))
+        except KernelgenError as e:
+            raise UsageError(f"schedule file {file}: {e}") from None
+        except (Exception, SystemExit) as e:   # the user's own code: its error is theirs, one line
+            where = ""
+            tb = e.__traceback__
+            while tb is not None:
+                if Path(tb.tb_frame.f_code.co_filename).resolve() == p.resolve():
+                    where = f" (line {tb.tb_lineno})"
+                tb = tb.tb_next
+            raise UsageError(f"schedule file {file} raised {type(e).__name__}{where}: {e}") from None
         value = scope.get(var or "schedule")
         if not isinstance(value, Schedule):
             raise UsageError(f"{file} defines no Schedule named {var or 'schedule'!r}")
         return value
-    return Schedule.from_json(p.read_text())
+    try:
+        text = p.read_bytes().decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise UsageError(f"schedule file {file}: byte {e.start} is not UTF-8; a schedule is JSON text") from None
+    except OSError as e:
+        raise UsageError(f"schedule file {file} cannot be read: {e.strerror}") from None
+    return Schedule.from_json(text)
+
+
+def open_db(db: str | None, writable: bool = False):
+    """The tuning database, checked (readable, every line a record) before any work starts."""
+    from .tune.db import TuningDB
+    d = TuningDB(db) if db else TuningDB()
+    d.check(writable)
+    return d
 
 
 def select(op: Op, knobs: tuple[str, ...], schedule_file: str | None, step: int | None, best: bool,
            problem: Problem | None, db: str | None) -> Schedule:
-    given = sum(bool(x) for x in (knobs, schedule_file, step, best))
+    given = sum(bool(x) for x in (knobs, schedule_file, step is not None, best))
     if given > 1:
         raise UsageError("choose one of --knob, --schedule, --step and --best")
+    if db and not best:
+        raise UsageError("--db is read only with --best")
     if schedule_file:
-        return load_schedule(schedule_file)
-    if step:
+        sched = load_schedule(schedule_file)
+        if sched.op != op.name:
+            raise UsageError(f"schedule file {schedule_file} is a schedule of {sched.op!r}, not of {op.name!r}")
+        return sched
+    if step is not None:
         ladder = op.ladder()
         if not 1 <= step <= len(ladder):
             raise UsageError(f"--step {step} is out of range; {op.name}'s ladder has steps 1..{len(ladder)}")
         return ladder[step - 1].schedule
     if best:
         from .tune import best_schedule
-        from .tune.db import TuningDB
-        return best_schedule(op, problem, TuningDB(db) if db else None)
+        return best_schedule(op, problem, open_db(db))
     if not knobs and problem is not None:
         return op.schedule_for(problem)
-    return op.schedule(**dict(parse_knob(op, k) for k in knobs))
+    overrides: dict = {}
+    for k in knobs:
+        name, value = parse_knob(op, k)
+        if name in overrides:
+            raise UsageError(f"{op.name}: knob {name} is given twice (-k {name}={overrides[name]!r} and -k {k})")
+        overrides[name] = value
+    return op.schedule(**overrides)
+
+
+def check_out_dir(out_dir: str | os.PathLike, option: str = "--out") -> Path:
+    """UsageError before any work unless `out_dir` is (or can be made) a writable folder."""
+    p = Path(out_dir)
+    probe = p
+    while not probe.exists():
+        if probe.parent == probe:
+            break
+        probe = probe.parent
+    if p.exists() and not p.is_dir():
+        raise UsageError(f"{option} {str(out_dir)!r} is a file, not a folder")
+    if not probe.is_dir():
+        raise UsageError(f"{option} {str(out_dir)!r}: {str(probe)!r} is a file, not a folder")
+    try:   # a real write: os.access says yes to root even on a read-only file system
+        import tempfile
+        fd, tmp = tempfile.mkstemp(dir=probe, prefix=".kernelgen-probe-")
+        os.close(fd)
+        os.unlink(tmp)
+    except OSError as e:
+        raise UsageError(f"{option} {str(out_dir)!r}: folder {str(probe)!r} is not writable ({e.strerror})") from None
+    return p
 
 
 def timing_option(fn):
@@ -127,7 +202,7 @@ def selection_options(fn):
     options = [
         click.option("--knob", "-k", "knobs", multiple=True, metavar="NAME=VALUE", help="Set a knob of the default schedule."),
         click.option("--schedule", "schedule_file", metavar="FILE", help="A schedule as JSON, or a .py file[:NAME]."),
-        click.option("--step", type=int, metavar="N", help="Step N (1-based) of the op's ladder."),
+        click.option("--step", type=click.IntRange(min=1), metavar="N", help="Step N (1-based) of the op's ladder."),
         click.option("--best", is_flag=True, help="The fastest schedule in the tuning database."),
         click.option("--db", metavar="PATH", help=f"Tuning database (default {config.tuning_db()})."),
     ]
@@ -135,16 +210,63 @@ def selection_options(fn):
 
 
 class Group(click.Group):
-    """Turns every KernelgenError into one line on stderr and its exit code, with no traceback."""
+    """One rule for every command: a user's mistake (a KernelgenError, a bad option, a path that cannot
+    be read or written) is one line on stderr and exit 2 (1: a kernel gave a wrong answer); Ctrl-C
+    stops, removes temporary files and exits 130; anything else is a bug in kernelgen and keeps its
+    traceback, followed by one line saying so (exit 3)."""
 
     def invoke(self, ctx):
         try:
             return super().invoke(ctx)
         except KernelgenError as e:
-            click.echo(f"error: {e}", err=True)
+            click.echo(f"error: {_one_line(e)}", err=True)
             if getattr(e, "details", None) and ctx.params.get("verbose"):
                 click.echo(e.details(), err=True)
             sys.exit(e.exit_code)
+        except click.exceptions.Exit:
+            raise
+        except click.ClickException as e:       # bad option values, unknown options and commands
+            name = getattr(getattr(e, "ctx", None), "command_path", None) or "kernelgen"
+            click.echo(f"error: {_one_line(e.format_message())} (see `{name} --help`)", err=True)
+            sys.exit(2)
+        except KeyboardInterrupt:
+            _cleanup()
+            click.echo("error: interrupted (Ctrl-C); temporary files removed", err=True)
+            sys.exit(130)
+        except OSError as e:                    # a path the user named, a full disk: not a bug
+            if e.filename is None:
+                raise _bug(e) from None
+            click.echo(f"error: {e.filename}: {e.strerror or e}", err=True)
+            sys.exit(2)
+        except MemoryError:
+            click.echo("error: out of memory: choose smaller sizes", err=True)
+            sys.exit(2)
+        except Exception as e:
+            if type(e).__name__ == "OutOfMemoryError":      # CuPy's device allocation
+                click.echo(f"error: out of GPU memory: {_one_line(e)}; choose smaller sizes", err=True)
+                sys.exit(2)
+            raise _bug(e) from None
+
+
+def _one_line(e) -> str:
+    return " ".join(str(e).split()) or type(e).__name__
+
+
+def _cleanup() -> None:
+    """Remove this process's temporary files (the emulator's build folders)."""
+    try:
+        from .emulate.build import cleanup
+        cleanup()
+    except Exception:
+        pass
+
+
+def _bug(e: BaseException) -> SystemExit:
+    _cleanup()
+    traceback.print_exception(type(e), e, e.__traceback__)
+    click.echo(f"error: internal error in kernelgen {config.VERSION} ({type(e).__name__}): this is a bug, not your "
+               f"mistake; please report it with the command line and the traceback above ({config.ISSUES})", err=True)
+    return SystemExit(3)
 
 
 @click.group(cls=Group)
@@ -188,8 +310,12 @@ def list_cmd(op_name):
 @dtype_options
 def emit(op_name, knobs, schedule_file, step, best, db, size, all_ops, ladder, arch, out_dir, dtype, out_dtype):
     """Write the .cu file(s) of a schedule (only when the content changed)."""
-    from .emit import generated_kernels, write_all, write_kernel
+    from .emit import generated_kernels, write_all, write_kernels
+    check_out_dir(out_dir)
     if all_ops:
+        if op_name or knobs or schedule_file or step is not None or best or db or size or ladder:
+            raise UsageError("--all writes every op's default and ladder kernels; it takes no op, knob, schedule, "
+                             "step, --best, --db, --size or --ladder")
         changed, removed = write_all(out_dir, arch)
         click.echo(f"{len(changed)} file(s) written, {len(removed)} stale file(s) removed under {out_dir}/")
         return
@@ -198,13 +324,16 @@ def emit(op_name, knobs, schedule_file, step, best, db, size, all_ops, ladder, a
     op = get_op(op_name)
     limits = target(arch)
     if ladder:
+        if knobs or schedule_file or step is not None or best:
+            raise UsageError("--ladder writes every ladder step; it takes no --knob, --schedule, --step or --best")
         kernels = [k for _, k in generated_kernels(op, limits)]
     else:
         types = op.types(dtype, out_dtype)
         problem = parse_size(op, size, False, dtype, out_dtype) if size else None
+        if size and not best:
+            raise UsageError("--size is read only with --best (which schedule the database holds for that size)")
         kernels = [op.kernel(select(op, knobs, schedule_file, step, best, problem, db), limits, types)]
-    for kernel in kernels:
-        path, changed = write_kernel(kernel, Path(out_dir))
+    for path, changed in write_kernels(kernels, Path(out_dir)):
         click.echo(f"{path}{'' if changed else ' (unchanged)'}")
 
 
@@ -226,16 +355,21 @@ def inspect(op_name, knobs, schedule_file, step, best, db, ladder, arch, as_json
     kernels = (generated_kernels(op, limits) if ladder
                else [("selected", op.kernel(select(op, knobs, schedule_file, step, best, None, db), limits,
                                             op.types(dtype, out_dtype)))])
+    from .inspect import sass_note
     rows = []
     for label, kernel in kernels:
         for f in inspect_kernel(kernel, kernel.arch):  # a ladder step may name its own arch
             rows.append(dict(f.row(), step=label.split(":")[0]))
+    notes = sorted({n for _, k in kernels if (n := sass_note(k.arch))})
     if as_json:
         for r in rows:
             click.echo(json.dumps(r))
-        return
-    click.echo(table(rows, ["step", "symbol", "registers", "shared_bytes", "local_bytes", "spill_bytes",
-                            "ldg128", "stg128", "lds128", "ffma"]))
+    else:
+        click.echo(table([{k: "n/a" if v is None else v for k, v in r.items()} for r in rows],
+                         ["step", "symbol", "registers", "shared_bytes", "local_bytes", "spill_bytes",
+                          "ldg128", "stg128", "lds128", "ffma"]))
+    for n in notes:
+        click.echo(f"note: {n}", err=True)
 
 
 # -- run -----------------------------------------------------------------------------------------
@@ -245,8 +379,9 @@ def inspect(op_name, knobs, schedule_file, step, best, db, ladder, arch, as_json
 @click.option("--size", help="Problem size; default: the benchmark size on a GPU, the small one on the emulator.")
 @click.option("--backend", type=click.Choice(["auto", "gpu", "emulate"]), default="auto", show_default=True)
 @click.option("--arch", default=None, help="Compile target when there is no GPU (default sm_90).")
-@click.option("--seed", type=int, help="Input seed (default: fresh each run; printed for reproduction).")
-@click.option("--reps", type=int, default=30, show_default=True, help="Timed repetitions (GPU).")
+@click.option("--seed", type=click.IntRange(0, 2**31 - 1), help="Input seed, 0..2^31-1 (default: fresh each run; printed "
+              "for reproduction).")
+@click.option("--reps", type=click.IntRange(1, 100000), default=30, show_default=True, help="Timed repetitions (GPU).")
 @click.option("--check", is_flag=True, help="Emulator: report out-of-bounds accesses and shared-memory races.")
 @click.option("--order", type=click.Choice(["forward", "reverse", "random"]), default="forward", show_default=True,
               help="Emulator: order of threads between barriers.")
@@ -258,21 +393,36 @@ def run(op_name, knobs, schedule_file, step, best, db, size, backend, arch, seed
     """Compile, inspect, validate against float64 numpy, and (on a GPU) time one schedule."""
     from . import gpu
     from .inspect import inspect_kernel
-    from .validate import validate
+    from .validate import check_memory, validate
     op = get_op(op_name)
+    if arch is not None:
+        parse_arch(arch)
+    if emit_dir:
+        check_out_dir(emit_dir, "--emit")
     if backend == "auto":
         backend = "gpu" if gpu.available() else "emulate"
+    if backend == "gpu":
+        gpu.require()
+        for given, flag in ((arch is not None, "--arch"), (check, "--check"), (order != "forward", "--order")):
+            if given:
+                raise UsageError(f"{flag} is for --backend emulate; on the GPU kernels are compiled for and run on "
+                                 "the GPU itself")
     problem = parse_size(op, size, backend == "emulate", dtype, out_dtype)
+    check_memory(op, problem, backend)
     sched = select(op, knobs, schedule_file, step, best, problem, db)
-    limits = gpu.device() if backend == "gpu" else target(parse_arch(arch or DEFAULT_ARCH))
+    limits = gpu.device() if backend == "gpu" else target(arch or DEFAULT_ARCH)
     arch = limits.arch
     kernel = op.for_schedule(sched).kernel(sched, limits, problem.types)
     click.echo(f"kernel   {kernel.name}\nschedule {sched}\nproblem  {problem}   backend {backend}   arch {arch}")
     if emit_dir:
         from .emit import write_kernel
         click.echo(f"emitted  {write_kernel(kernel, emit_dir)[0]}")
+    from .inspect import sass_note
     facts = inspect_kernel(kernel, arch)
-    click.echo(table([f.row() for f in facts], ["symbol", "registers", "shared_bytes", "spill_bytes", "ldg128", "stg128"]))
+    click.echo(table([{k: "n/a" if v is None else v for k, v in f.row().items()} for f in facts],
+                     ["symbol", "registers", "shared_bytes", "spill_bytes", "ldg128", "stg128"]))
+    if sass_note(arch):
+        click.echo(f"note: {sass_note(arch)}", err=True)
     opts = {"check": check, "order": order} if backend == "emulate" else {}
     v = validate(op, sched, problem, backend=backend, seed=seed, arch=arch, **opts)
     click.echo(f"validate {v.summary()}")
@@ -295,12 +445,13 @@ from .tune import STRATEGIES  # noqa: E402  (here, beside the one command that r
 @click.argument("op_name")
 @click.option("--size", help="Problem size (default: the op's benchmark size).")
 @click.option("--strategy", type=click.Choice(list(STRATEGIES)), default="exhaustive", show_default=True)
-@click.option("--budget", type=int, help="Measure at most this many schedules.")
-@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the random and anneal strategies.")
+@click.option("--budget", type=click.IntRange(min=1), help="Measure at most this many schedules.")
+@click.option("--seed", type=click.IntRange(0, 2**31 - 1), default=0, show_default=True,
+              help="Seed of the random and anneal strategies (0..2^31-1).")
 @click.option("--db", metavar="PATH", help=f"Tuning database (default {config.tuning_db()}).")
 @click.option("--resume", is_flag=True, help="Skip schedules the database already holds for this problem and GPU.")
-@click.option("--reps", type=int, default=20, show_default=True)
-@click.option("--max-ms", type=float, default=1000.0, show_default=True,
+@click.option("--reps", type=click.IntRange(1, 100000), default=20, show_default=True)
+@click.option("--max-ms", type=click.FloatRange(0, 3.6e6, min_open=True), default=1000.0, show_default=True,
               help="A schedule whose single run takes longer is recorded as 'timeout' and not repeated.")
 @click.option("--limit-s", type=float, default=120.0, show_default=True,
               help="Stop a schedule's compile, validation and timing (a kernel that hangs) after this many "
@@ -314,11 +465,12 @@ def tune(op_name, size, strategy, budget, seed, db, resume, reps, max_ms, limit_
     from .tune.worker import ProcessRunner
     op = get_op(op_name)
     problem = parse_size(op, size, False, dtype, out_dtype)
+    database = open_db(db, writable=True)
     from . import gpu
     gpu.require()
     with ProcessRunner(functools.partial(GpuRunner, reps, max_ms, timing), limit_s) as runner:
         result = run_tune(op, problem, runner=runner, strategy=strategy, budget=budget, seed=seed,
-                          db=TuningDB(db) if db else TuningDB(), resume=resume)
+                          db=database, resume=resume)
     fails = ", ".join(f"{n} {k}" for k, n in sorted(result.failures.items())) or "none"
     click.echo(f"measured {result.measured}, skipped {result.skipped} (already measured), "
                f"pruned {result.pruned} illegal; failures: {fails}")
@@ -335,8 +487,8 @@ def tune(op_name, size, strategy, budget, seed, db, resume, reps, max_ms, limit_
 @click.option("--size", help="Problem size (default: the op's benchmark size).")
 @click.option("--ladder", is_flag=True, help="Every ladder step, not only the default schedule.")
 @click.option("--best", is_flag=True, help="Add the tuning database's best schedule for this size.")
-@click.option("--db", metavar="PATH")
-@click.option("--reps", type=int, default=30, show_default=True)
+@click.option("--db", metavar="PATH", help="Tuning database read by --best.")
+@click.option("--reps", type=click.IntRange(1, 100000), default=30, show_default=True)
 @click.option("--markdown", is_flag=True, help="Print a Markdown table for BENCHMARKS.md.")
 @timing_option
 @dtype_options
@@ -345,6 +497,10 @@ def bench(op_name, size, ladder, best, db, reps, markdown, timing, dtype, out_dt
     from .bench import bench_rows, format_rows
     op = get_op(op_name)
     problem = parse_size(op, size, False, dtype, out_dtype)
+    if db and not best:
+        raise UsageError("--db is read only with --best")
+    if best:
+        open_db(db)
     rows = bench_rows(op, problem, ladder=ladder, best_db=(db or str(config.tuning_db())) if best else None, reps=reps,
                       timing=timing)
     click.echo(format_rows(op, problem, rows, markdown, timing=timing, reps=reps))

@@ -21,6 +21,7 @@ from pathlib import Path
 
 from . import config
 from .errors import CompileError, UsageError
+from .interrupt import interruptible
 
 BASE_OPTIONS = ("-std=c++17", "--ptxas-options=-v")
 
@@ -74,9 +75,14 @@ def _cache_path(source: str, arch: str, options: tuple[str, ...]) -> Path:
 def _atomic_write(path: Path, data: bytes) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")
-    with os.fdopen(fd, "wb") as f:
-        f.write(data)
-    os.replace(tmp, path)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
 
 
 def compile_cuda(source: str, arch: str, symbol: str = "kernel", options: tuple[str, ...] = ()) -> Compiled:
@@ -86,7 +92,7 @@ def compile_cuda(source: str, arch: str, symbol: str = "kernel", options: tuple[
     path = _cache_path(source, arch, opts)
     if config.cache_enabled() and path.with_suffix(".cubin").exists():
         return Compiled(path.with_suffix(".cubin").read_bytes(), path.with_suffix(".log").read_text(), arch, True)
-    cubin, log = _nvrtc_compile(source, arch, symbol, opts)
+    cubin, log = interruptible(_nvrtc_compile, source, arch, symbol, opts)   # Ctrl-C need not wait for NVRTC
     if config.cache_enabled():
         _atomic_write(path.with_suffix(".log"), log.encode())
         _atomic_write(path.with_suffix(".cubin"), cubin)

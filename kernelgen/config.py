@@ -12,6 +12,7 @@ import os
 from pathlib import Path
 
 VERSION = "0.1.0"
+ISSUES = "the kernelgen issue tracker, issue template 'bug'"   # where the CLI asks for bug reports
 
 
 def cache_dir() -> Path:
@@ -38,3 +39,15 @@ def cxx() -> str:
 def force_no_gpu() -> bool:
     """Pretend there is no GPU (KERNELGEN_NO_GPU=1), for testing the no-GPU paths on a GPU machine."""
     return os.environ.get("KERNELGEN_NO_GPU", "") not in ("", "0")
+
+
+def max_host_bytes() -> int:
+    """Host memory a validation or emulator run may allocate (KERNELGEN_MAX_HOST_BYTES; default half of
+    this machine's memory): larger problems are refused before anything is allocated."""
+    env = os.environ.get("KERNELGEN_MAX_HOST_BYTES", "")
+    if env.strip().isdigit():
+        return int(env)
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // 2
+    except (ValueError, OSError, AttributeError):
+        return 16 << 30

@@ -9,7 +9,9 @@
 (True, True)
 
 A file is written only when its content changed (so `generated/` diffs show what a change did to
-the kernels), and always through a temporary file and a rename, so it is never half-written.
+the kernels), and always through a temporary file and a rename, so it is never half-written. Writing
+several (`write_kernels`, `write_all`) renders everything first, then writes every changed file under
+a temporary name and renames them all at the end: a failure part-way writes nothing.
 """
 from __future__ import annotations
 
@@ -41,6 +43,50 @@ def write_kernel(kernel: Kernel, out_dir: str | os.PathLike) -> tuple[Path, bool
     return path, write_text(path, render(kernel))
 
 
+def write_files(files: dict[Path, str]) -> list[Path]:
+    """Write every file whose content changed, all or none: each goes to a temporary name beside its
+    destination, and only when all of them are written are they renamed into place. Returns the
+    changed paths; on any error, the temporary files and the folders made for them are removed."""
+    changed = {}
+    for path, text in files.items():
+        if path.exists() and not path.is_file():
+            from .errors import UsageError
+            raise UsageError(f"{path} is in the way: it is a folder, not a .cu file")
+        if not (path.exists() and path.read_text(errors="replace") == text):
+            changed[path] = text
+    made: list[Path] = []
+    temps: list[tuple[str, Path]] = []
+    try:
+        for path, text in changed.items():
+            missing = [p for p in [path.parent, *path.parent.parents] if not p.exists()]
+            path.parent.mkdir(parents=True, exist_ok=True)
+            made += reversed(missing)
+            fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+            temps.append((tmp, path))
+            with os.fdopen(fd, "w") as f:
+                f.write(text)
+        for tmp, path in temps:
+            os.replace(tmp, path)
+    except BaseException:
+        for tmp, _ in temps:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+        for d in reversed(made):
+            try:
+                d.rmdir()
+            except OSError:
+                pass
+        raise
+    return list(changed)
+
+
+def write_kernels(kernels: list[Kernel], out_dir: str | os.PathLike) -> list[tuple[Path, bool]]:
+    """Write several kernels' files, all or none; (path, changed) for each."""
+    files = {Path(out_dir) / f"{k.name}.cu": render(k) for k in kernels}
+    changed = set(write_files(files))
+    return [(p, p in changed) for p in files]
+
+
 def generated_kernels(op: Op, default: Target) -> list[tuple[str, Kernel]]:
     """(label, kernel) for the op's default schedule and each step of its ladder, without repeats; a
     step that names its own arch (a tensor-core instruction of a later GPU) is built for that arch."""
@@ -68,7 +114,7 @@ def write_all(out_dir: str | os.PathLike, arch: str = DEFAULT_ARCH) -> tuple[lis
     """Write every op's default and ladder kernels; remove stale ones. Returns (changed, removed)."""
     out_dir = Path(out_dir)
     files = expected_files(arch)
-    changed = [out_dir / rel for rel, text in files.items() if write_text(out_dir / rel, text)]
+    changed = write_files({out_dir / rel: text for rel, text in files.items()})
     removed = []
     for path in sorted(out_dir.glob("*/*.cu")) + sorted(out_dir.glob("*/*/*.cu")):
         if str(path.relative_to(out_dir)) not in files:

@@ -31,6 +31,15 @@ class ScheduleError(KernelgenError):
         super().__init__(f"{where}: {value!r} is illegal" + (f" ({extra})" if extra else ""))
 
 
+class KnobError(ScheduleError, UsageError):
+    """A knob value that is of the wrong type, not one of a named knob's choices, or outside the
+    choices and illegal: names the knob, the value and the choices (and the rule it breaks)."""
+
+    def __init__(self, message: str, knob: str = "", value=None):
+        self.primitive, self.target, self.value, self.limit, self.allowed = "knob", knob, value, "", ""
+        KernelgenError.__init__(self, message)
+
+
 def check(cond: bool, primitive: str, target: str, value, *, limit: str = "", allowed: str = "") -> None:
     """Raise ScheduleError unless `cond` holds (tinygrad's `check`, with the numbers in the message)."""
     if not cond:

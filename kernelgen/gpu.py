@@ -51,8 +51,9 @@ def available() -> bool:
 
 def require() -> None:
     if not available():
-        raise UsageError("no CUDA GPU is available here: use --backend emulate to run on the CPU emulator, "
-                         "or `kernelgen emit/inspect --arch sm_90` to compile without one")
+        raise UsageError("no CUDA GPU is available here: `kernelgen tune` and `bench` need one; `kernelgen run "
+                         "--backend emulate` (validate(..., backend='emulate')) runs on the CPU emulator, and "
+                         "`kernelgen emit`, `inspect` and `list` need no GPU")
 
 
 @functools.lru_cache(maxsize=1)

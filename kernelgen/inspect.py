@@ -9,7 +9,9 @@ True
 
 Registers, shared and local memory come from `cuobjdump -res-usage`, spills from ptxas' -v report,
 and instruction counts (128-bit global loads/stores, shared-memory vector loads, local-memory
-traffic, FFMA, tensor-core HMMA and ldmatrix LDSM) from `nvdisasm` on the cubin.
+traffic, FFMA, tensor-core HMMA and ldmatrix LDSM) from `nvdisasm` on the cubin. The nvdisasm of CUDA 13
+no longer reads sm_70 (Volta) cubins: for such an arch the instruction counts are None (`n/a` in
+tables) and `sass_note(arch)` says why; everything else is still reported.
 """
 from __future__ import annotations
 
@@ -35,16 +37,17 @@ class KernelFacts:
     shared_bytes: int      # static shared memory
     local_bytes: int       # stack frame / local memory per thread
     spill_bytes: int       # spill stores + loads reported by ptxas
-    ldg128: int            # LDG.E.128 (16-byte global loads)
-    stg128: int
-    lds128: int            # 16-byte shared loads
-    ldg: int               # all global loads
-    stg: int
-    local_ops: int         # LDL + STL
-    ffma: int
-    instructions: int
-    hmma: int = 0          # tensor-core mma (HMMA.*)
-    ldsm: int = 0          # ldmatrix (LDSM.*)
+    # instruction counts from nvdisasm; None where the installed nvdisasm cannot read the arch
+    ldg128: int | None     # LDG.E.128 (16-byte global loads)
+    stg128: int | None
+    lds128: int | None     # 16-byte shared loads
+    ldg: int | None        # all global loads
+    stg: int | None
+    local_ops: int | None  # LDL + STL
+    ffma: int | None
+    instructions: int | None
+    hmma: int | None = 0   # tensor-core mma (HMMA.*)
+    ldsm: int | None = 0   # ldmatrix (LDSM.*)
 
     def row(self) -> dict:
         return dict(self.__dict__)
@@ -108,9 +111,35 @@ def _functions(cubin: bytes) -> dict[str, list[str]]:
     return bodies
 
 
+class SassUnavailable(UsageError):
+    """The installed nvdisasm cannot disassemble this arch (CUDA 13 dropped sm_70)."""
+
+
+_NO_SASS: dict[str, str] = {}     # arch -> why its SASS cannot be read, learnt on first try
+
+
+def sass_note(arch: str) -> str | None:
+    """Why SASS instruction counts are unavailable for `arch` (None when they are available)."""
+    return _NO_SASS.get(arch)
+
+
 def _sass(cubin: bytes) -> dict[str, Counter]:
     return {sym: Counter(m.group(1) for line in lines if (m := _OPCODE.search(line)))
             for sym, lines in _functions(cubin).items()}
+
+
+def _sass_or_none(cubin: bytes, arch: str) -> dict[str, Counter] | None:
+    if arch in _NO_SASS:
+        return None
+    try:
+        return _sass(cubin)
+    except UsageError as e:
+        if "deprecated" not in str(e) and "not supported" not in str(e).lower():
+            raise
+        _NO_SASS[arch] = (f"the installed nvdisasm cannot read {arch} cubins (its CUDA dropped that arch), so SASS "
+                          "counts (ldg128, stg128, lds128, ffma) are n/a; registers, shared and local memory "
+                          "(cuobjdump) and spills (ptxas) are reported")
+        return None
 
 
 def hot_loops(cubin: bytes, min_ffma: int = 256) -> dict[str, list[tuple[str, ...]]]:
@@ -140,13 +169,14 @@ def _spills(log: str) -> dict[str, int]:
 
 
 def facts_of(compiled: Compiled) -> list[KernelFacts]:
-    res, sass, spills = _resources(compiled.cubin), _sass(compiled.cubin), _spills(compiled.log)
+    res, spills = _resources(compiled.cubin), _spills(compiled.log)
+    sass = _sass_or_none(compiled.cubin, compiled.arch)
     out = []
     for sym in sorted(res):
-        ops = sass.get(sym, Counter())
+        ops = sass.get(sym, Counter()) if sass is not None else None
 
-        def count(pred) -> int:
-            return sum(n for op, n in ops.items() if pred(op))
+        def count(pred) -> int | None:
+            return None if ops is None else sum(n for op, n in ops.items() if pred(op))
 
         out.append(KernelFacts(
             symbol=sym, registers=res[sym].get("REG", 0), shared_bytes=res[sym].get("SHARED", 0),
@@ -156,7 +186,7 @@ def facts_of(compiled: Compiled) -> list[KernelFacts]:
             lds128=count(lambda o: o.startswith("LDS") and ".128" in o),
             ldg=count(lambda o: o.startswith("LDG")), stg=count(lambda o: o.startswith("STG")),
             local_ops=count(lambda o: o.startswith(("LDL", "STL"))),
-            ffma=count(lambda o: o.startswith("FFMA")), instructions=sum(ops.values()),
+            ffma=count(lambda o: o.startswith("FFMA")), instructions=None if ops is None else sum(ops.values()),
             hmma=count(lambda o: o.startswith("HMMA")), ldsm=count(lambda o: o.startswith("LDSM"))))
     return out
 

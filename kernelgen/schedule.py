@@ -16,8 +16,11 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 from dataclasses import dataclass
 from typing import Any, ClassVar
+
+import numpy as np
 
 from .errors import ScheduleError, check
 
@@ -26,11 +29,61 @@ BIND_AXES = ("blockIdx.x", "blockIdx.y", "blockIdx.z", "threadIdx.x", "threadIdx
 SCOPES = ("shared", "register")
 
 
+def _type_error(prim: str, field: str, value, want: str) -> ScheduleError:
+    return ScheduleError(prim, field, value, limit=f"{field} must be {want}, not {_kind(value)}")
+
+
+def _kind(value) -> str:
+    return {bool: "a bool", int: "an int", float: "a float", str: "a str", list: "a list", tuple: "a list",
+            dict: "an object", type(None): "null"}.get(type(value), type(value).__name__)
+
+
+def _int(prim: str, field: str, value) -> int:
+    """An int field: ints (and numpy integers) only; no bools, no 256.0, no "256"."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise _type_error(prim, field, value, "an int")
+    return int(value)
+
+
+def _str(prim: str, field: str, value) -> str:
+    if not isinstance(value, str):
+        raise _type_error(prim, field, value, "a str")
+    return value
+
+
+def _coerce(prim: str, field: str, annotation: str, value):
+    """`value` checked against a field's annotation (int, str, tuple[int, ...], tuple[str, ...], Any)."""
+    ann = annotation.replace(" ", "")
+    if ann == "int":
+        return _int(prim, field, value)
+    if ann == "str":
+        return _str(prim, field, value)
+    m = re.fullmatch(r"tuple\[(int|str),\.\.\.\]", ann)
+    if m:
+        if not isinstance(value, (list, tuple)):
+            raise _type_error(prim, field, value, f"a list of {m.group(1)}s")
+        one = _int if m.group(1) == "int" else _str
+        return tuple(one(prim, field, v) for v in value)
+    if ann == "Any":
+        if isinstance(value, np.generic):
+            value = value.item()
+        if not isinstance(value, (str, int, float, bool)):
+            raise _type_error(prim, field, value, "a str, number or bool")
+        return value
+    return value      # an annotation this check does not know: the step's own reader checks it
+
+
 @dataclass(frozen=True)
 class Step:
-    """One primitive. Subclasses name themselves with `prim` and list their fields in call order."""
+    """One primitive. Subclasses name themselves with `prim` and list their fields in call order.
+    Every field is checked against its annotation when the step is made (from Python or JSON), so a
+    factor of 256.0, "256" or true is a ScheduleError naming the primitive and the field."""
 
     prim: ClassVar[str] = ""
+
+    def __post_init__(self):
+        for f in dataclasses.fields(self):
+            object.__setattr__(self, f.name, _coerce(self.prim, f.name, str(f.type), getattr(self, f.name)))
 
     @property
     def target(self) -> str:
@@ -166,14 +219,31 @@ PRIMITIVES = {cls.prim: cls for cls in (Split, Reorder, Fuse, Bind, CacheRead, C
                                         Annotate)}
 
 
-def _step_from_dict(d: dict) -> Step:
+def _step_from_dict(d, index: int = 0) -> Step:
+    """One step from JSON, checked field by field against its primitive's signature."""
+    where = f"step {index + 1}"
+    if not isinstance(d, dict):
+        raise ScheduleError("schedule", where, d, limit=f"a step is an object such as "
+                                                       '{"prim": "split", "loop": "i", "factors": [128]}')
     d = dict(d)
     prim = d.pop("prim", None)
     if prim not in PRIMITIVES:
-        raise ScheduleError("schedule", "json", prim, allowed=", ".join(PRIMITIVES))
+        raise ScheduleError("schedule", f"{where} prim", prim,
+                            limit="missing" if prim is None else "unknown primitive", allowed=", ".join(PRIMITIVES))
     cls = PRIMITIVES[prim]
-    kwargs = {f.name: tuple(d[f.name]) if isinstance(d.get(f.name), list) else d.get(f.name, f.default)
-              for f in dataclasses.fields(cls)}
+    fields = dataclasses.fields(cls)
+    names = [f.name for f in fields]
+    unknown = [k for k in d if k not in names]
+    if unknown:
+        raise ScheduleError(prim, f"{where} field", unknown[0],
+                            limit=f"{prim} has no field {unknown[0]!r}", allowed=", ".join(names))
+    kwargs = {}
+    for f in fields:
+        if f.name in d:
+            kwargs[f.name] = d[f.name]
+        elif f.default is dataclasses.MISSING:
+            raise ScheduleError(prim, f"{where} field", f.name, limit=f"{prim} needs field {f.name!r}",
+                                allowed=", ".join(names))
     return cls(**kwargs)
 
 
@@ -189,7 +259,7 @@ class Schedule:
 
     # -- builders (TVM's names) ------------------------------------------------------------------
     def split(self, loop: str, *factors: int) -> "Schedule":
-        return self._add(Split(loop, tuple(int(f) for f in factors)))
+        return self._add(Split(loop, tuple(factors)))
 
     def tile(self, outer: str, inner: str, fo: int, fi: int) -> "Schedule":
         """Two splits at once: the 2-D tiling of TVM's `tile`."""
@@ -211,22 +281,22 @@ class Schedule:
         return self._add(CacheWrite(buffer, scope))
 
     def storage_align(self, buffer: str, pad: int) -> "Schedule":
-        return self._add(StorageAlign(buffer, int(pad)))
+        return self._add(StorageAlign(buffer, pad))
 
     def vectorize(self, target: str, width: int) -> "Schedule":
-        return self._add(Vectorize(target, int(width)))
+        return self._add(Vectorize(target, width))
 
     def unroll(self, loop: str, factor: int = 0) -> "Schedule":
-        return self._add(Unroll(loop, int(factor)))
+        return self._add(Unroll(loop, factor))
 
     def double_buffer(self, buffer: str, stages: int = 2) -> "Schedule":
-        return self._add(DoubleBuffer(buffer, int(stages)))
+        return self._add(DoubleBuffer(buffer, stages))
 
     def reduction(self, loop: str, strategy: str) -> "Schedule":
         return self._add(Reduction(loop, strategy))
 
     def swizzle(self, factor: int) -> "Schedule":
-        return self._add(Swizzle(int(factor)))
+        return self._add(Swizzle(factor))
 
     def annotate(self, key: str, value) -> "Schedule":
         return self._add(Annotate(key, value))
@@ -247,18 +317,36 @@ class Schedule:
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), sort_keys=True)
 
+    def __post_init__(self):
+        if not isinstance(self.op, str):
+            raise _type_error("schedule", "op", self.op, "an op name (a str)")
+        if not isinstance(self.steps, tuple) or not all(isinstance(s, Step) for s in self.steps):
+            raise _type_error("schedule", "steps", self.steps, "a tuple of steps")
+
     @staticmethod
     def from_dict(d: dict) -> "Schedule":
-        if not isinstance(d, dict) or "op" not in d:
-            raise ScheduleError("schedule", "json", d, allowed='{"op": NAME, "steps": [...]}')
-        return Schedule(d["op"], tuple(_step_from_dict(s) for s in d.get("steps", ())))
+        shape = '{"op": NAME, "steps": [...]}'
+        if not isinstance(d, dict):
+            raise ScheduleError("schedule", "json", d, limit=f"a schedule is an object {shape}, not {_kind(d)}")
+        if "op" not in d:
+            raise ScheduleError("schedule", "json", sorted(d), limit=f"field 'op' is missing", allowed=shape)
+        unknown = sorted(set(d) - {"op", "steps"})
+        if unknown:
+            raise ScheduleError("schedule", "json", unknown[0], limit=f"unknown field {unknown[0]!r}", allowed=shape)
+        steps = d.get("steps", [])
+        if not isinstance(steps, list):
+            raise _type_error("schedule", "steps", steps, "a list of steps")
+        return Schedule(d["op"], tuple(_step_from_dict(s, i) for i, s in enumerate(steps)))
 
     @staticmethod
     def from_json(text: str) -> "Schedule":
         try:
-            return Schedule.from_dict(json.loads(text))
-        except json.JSONDecodeError as e:
-            raise ScheduleError("schedule", "json", text[:40], limit=f"not JSON: {e.msg}") from None
+            data = json.loads(text, parse_constant=lambda c: (_ for _ in ()).throw(ValueError(f"{c} is not JSON")))
+        except (json.JSONDecodeError, ValueError, RecursionError) as e:
+            msg = e.msg if isinstance(e, json.JSONDecodeError) else str(e) or "nested too deeply"
+            where = f" at line {e.lineno} column {e.colno}" if isinstance(e, json.JSONDecodeError) else ""
+            raise ScheduleError("schedule", "json", text[:40], limit=f"not JSON: {msg}{where}") from None
+        return Schedule.from_dict(data)
 
 
 def schedule(op: str) -> Schedule:
@@ -273,6 +361,62 @@ class ScheduleReader:
     def __init__(self, sched: Schedule, loops: tuple[str, ...], buffers: tuple[str, ...]):
         self.sched, self.loops, self.buffers = sched, loops, buffers
         self._used: set[int] = set()
+        self._check_names()
+
+    # -- names: every loop and buffer a step names exists, and a split comes before its loops' use ----
+    def _loop_names(self) -> str:
+        bases = [l for l in self.loops if "." not in l]
+        return ", ".join(bases) + (f" and their splits ({bases[0]}.0, {bases[0]}.1, ...)" if bases else "")
+
+    def _check_loop(self, i: int, step: Step, name: str) -> None:
+        for j, f in enumerate(self.sched.steps):     # a loop that fuse() makes: "i.0.j.0" or "nkpq"
+            if isinstance(f, Fuse) and name in (".".join(f.loops), "".join(f.loops)):
+                if j > i:
+                    raise ScheduleError(step.prim, name, name, limit=f"step {i + 1} uses loop {name!r} before step "
+                                                                     f"{j + 1}, {f.to_python()}, makes it")
+                return
+        base, dot, sub = name.partition(".")
+        splits = [(j, s) for j, s in enumerate(self.sched.steps) if isinstance(s, Split) and s.loop == base]
+        if dot and splits and sub.isdigit():
+            j, split = splits[0]
+            made = ", ".join(f"{base}.{k}" for k in range(len(split.factors) + 1))
+            if j > i:
+                raise ScheduleError(step.prim, name, step.args()[1:] if len(step.args()) > 1 else name,
+                                    limit=f"step {i + 1} uses loop {name!r} before step {j + 1}, {split.to_python()}, "
+                                          f"makes it: put the split first")
+            if int(sub) > len(split.factors):
+                raise ScheduleError(step.prim, name, name, limit=f"loop {name!r} does not exist: "
+                                                                 f"{split.to_python()} makes {made}")
+            return
+        if name not in self.loops:
+            raise ScheduleError(step.prim, name, name, limit=f"loop {name!r} does not exist in {self.sched.op}",
+                                allowed=f"loops {self._loop_names()}")
+
+    def _check_buffer(self, step: Step, name: str) -> None:
+        if name not in self.buffers:
+            raise ScheduleError(step.prim, name, name, limit=f"buffer {name!r} does not exist in {self.sched.op}",
+                                allowed=f"buffers {', '.join(self.buffers)}")
+
+    def _check_names(self) -> None:
+        for i, step in enumerate(self.sched.steps):
+            if isinstance(step, Split):
+                if step.loop not in self.loops or "." in step.loop:
+                    raise ScheduleError("split", step.loop, step.loop,
+                                        limit=f"loop {step.loop!r} does not exist in {self.sched.op} (split takes "
+                                              "an op's loop, not a split one)",
+                                        allowed=", ".join(l for l in self.loops if "." not in l))
+                if not step.factors:
+                    raise ScheduleError("split", step.loop, (), limit="split needs at least one factor")
+            elif isinstance(step, (Bind, Unroll, Reduction)):
+                self._check_loop(i, step, step.loop)
+            elif isinstance(step, (Reorder, Fuse)):
+                for name in step.loops:
+                    self._check_loop(i, step, name)
+            elif isinstance(step, Vectorize):
+                if step.target_name not in self.buffers:
+                    self._check_loop(i, step, step.target_name)
+            elif isinstance(step, (CacheRead, CacheWrite, StorageAlign, DoubleBuffer)):
+                self._check_buffer(step, step.buffer)
 
     def _find(self, cls, target: str | None = None) -> list[tuple[int, Step]]:
         return [(i, s) for i, s in enumerate(self.sched.steps)

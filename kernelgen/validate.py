@@ -21,7 +21,8 @@ from .errors import UsageError
 from .ops.base import Op, Problem
 from .prepared import Prepared, prepare
 from .schedule import Schedule
-from .target import DEFAULT_ARCH, Target, target
+from .target import DEFAULT_ARCH, Target, parse_arch, target
+from . import config
 
 BACKENDS = ("gpu", "emulate")
 
@@ -57,6 +58,34 @@ def target_for(backend: str, arch: str | None) -> Target:
     return target(arch or DEFAULT_ARCH)
 
 
+def _human(n: float) -> str:
+    for unit in ("bytes", "KiB", "MiB", "GiB", "TiB", "PiB"):
+        if n < 1024 or unit == "PiB":
+            return f"{n:.0f} {unit}" if unit == "bytes" else f"{n:.1f} {unit}"
+        n /= 1024
+
+
+def memory_needed(op: Op, problem: Problem) -> int:
+    """Host bytes a validation allocates: inputs and outputs in storage, float64 copies for the reference."""
+    shapes = dict(op.input_shapes(problem), **op.output_shapes(problem))
+    total = 0
+    for name, shape in shapes.items():
+        count = int(np.prod(shape, dtype=object)) if shape else 1
+        total += count * (problem.dtype(name).itemsize + 2 * 8)
+    return total
+
+
+def check_memory(op: Op, problem: Problem, backend: str) -> None:
+    """UsageError before anything is allocated when `problem` needs more host memory than the limit
+    (config.max_host_bytes(): KERNELGEN_MAX_HOST_BYTES, or half of this machine's memory)."""
+    need, limit = memory_needed(op, problem), config.max_host_bytes()
+    if need > limit:
+        where = "the CPU emulator" if backend == "emulate" else "validation's host copies"
+        raise UsageError(f"{op.name} {problem} needs about {_human(need)} of host memory for {where} (inputs, outputs "
+                         f"and the float64 reference); the limit is {_human(limit)} (KERNELGEN_MAX_HOST_BYTES): "
+                         "choose smaller sizes")
+
+
 def poisoned(problem: Problem, shapes: dict[str, tuple[int, ...]]) -> dict[str, np.ndarray]:
     """Host output buffers full of NaN in each output's storage type, so an unwritten element fails."""
     return {k: problem.dtype(k).encode(np.full(s, np.nan)) for k, s in shapes.items()}
@@ -82,9 +111,26 @@ def execute(prep: Prepared, inputs: dict[str, np.ndarray], backend: str, **emula
 
 def validate(op: Op, sched: Schedule, problem: Problem, *, backend: str = "gpu", seed: int | None = None,
              arch: str | None = None, **emulate_opts) -> Validation:
+    if backend not in BACKENDS:
+        raise UsageError(f"backend {backend!r} is unknown; choose one of {', '.join(BACKENDS)}")
+    if arch is not None:
+        parse_arch(arch)
     if backend == "gpu":
         from . import gpu
         gpu.require()
+    unknown = sorted(set(emulate_opts) - {"check", "order", "seed"})
+    if unknown or (emulate_opts and backend != "emulate"):
+        raise UsageError(f"validate: option {(unknown or sorted(emulate_opts))[0]!r} is not one of the emulator's "
+                         "(check, order, seed; backend='emulate' only)")
+    if "order" in emulate_opts:
+        from .emulate.launch import ORDERS
+        if emulate_opts["order"] not in ORDERS:
+            raise UsageError(f"emulator order {emulate_opts['order']!r} is unknown; choose one of {', '.join(ORDERS)}")
+    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or not 0 <= seed < 2**63):
+        raise UsageError(f"validate: seed={seed!r} must be an integer 0..2^63-1")
+    if not isinstance(problem, Problem):
+        raise UsageError(f"validate: problem must be a Problem (op.problem({{...}})), not {type(problem).__name__}")
+    check_memory(op, problem, backend)
     seed = secrets.randbits(31) if seed is None else seed
     prep = prepare(op, sched, problem, target_for(backend, arch))
     op = prep.op

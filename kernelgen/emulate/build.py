@@ -9,7 +9,10 @@ The library holds the kernel (source.prepare's rewrite, with shim.h force-includ
 -DKERNELGEN_EMULATE) and runner.cpp's fiber scheduler. Check builds add g++'s -fsanitize=thread
 instrumentation without its runtime: runner.cpp's hooks receive every memory access. The cache key
 is a hash of the rewritten source, shim, runner, flags and compiler version; libraries are written
-under a temporary name and renamed, so a crash never leaves half a library behind.
+under a temporary name and renamed, so a crash never leaves half a library behind. The work folder
+(`kg-emulate-*` in the temporary directory) is removed when the build ends, however it ends (an
+error, Ctrl-C: g++ is killed by subprocess.run); with the cache off the library is deleted once
+loaded. `cleanup()` removes any this process still holds (the CLI calls it on Ctrl-C).
 """
 from __future__ import annotations
 
@@ -18,6 +21,7 @@ import functools
 import hashlib
 import os
 import re
+import shutil
 import subprocess
 import tempfile
 import threading
@@ -25,6 +29,7 @@ from pathlib import Path
 
 from .. import config
 from ..errors import CompileError, UsageError
+from ..interrupt import at_exit
 from . import source as src
 
 HERE = Path(__file__).resolve().parent
@@ -49,6 +54,25 @@ def shim_text() -> str:
 
 
 _loaded: dict[str, "Library"] = {}
+_workdirs: set[str] = set()          # this process's kg-emulate-* folders not yet removed
+
+
+def _workdir() -> Path:
+    work = tempfile.mkdtemp(prefix="kg-emulate-")
+    _workdirs.add(work)
+    return Path(work)
+
+
+def _remove(work) -> None:
+    shutil.rmtree(work, ignore_errors=True)
+    _workdirs.discard(str(work))
+
+
+@at_exit
+def cleanup() -> None:
+    """Remove every work folder this process made and still holds."""
+    for work in list(_workdirs):
+        _remove(work)
 
 
 @functools.lru_cache(maxsize=4)
@@ -75,9 +99,14 @@ def _run(cmd: list[str], symbol: str, source: str, cwd: str) -> str:
 def _atomic_copy(tmp: Path, dest: Path) -> None:
     dest.parent.mkdir(parents=True, exist_ok=True)
     fd, part = tempfile.mkstemp(dir=dest.parent, prefix=dest.name, suffix=".tmp")
-    with os.fdopen(fd, "wb") as f:
-        f.write(tmp.read_bytes())
-    os.replace(part, dest)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(tmp.read_bytes())
+        os.replace(part, dest)
+    except BaseException:
+        if os.path.exists(part):
+            os.unlink(part)
+        raise
 
 
 def _runner_object(cxx: str, workdir: Path) -> Path:
@@ -135,14 +164,21 @@ def build(source: str, symbols, *, check: bool = False, name: str | None = None)
     with _lock:
         if str(path) in _loaded:
             return _loaded[str(path)]
-        if not (config.cache_enabled() and path.exists()):
-            path = _compile(cpp, source, name, cxx, flags, path)
-        lib = _loaded[str(path)] = Library(path)
-        return lib
+        if config.cache_enabled() and path.exists():
+            lib = _loaded[str(path)] = Library(path)
+            return lib
+        work = _workdir()
+        try:
+            path = _compile(cpp, source, name, cxx, flags, path, work)
+            lib = Library(path)     # loaded before the work folder goes: a library stays mapped once loaded
+            if config.cache_enabled():
+                _loaded[str(path)] = lib
+            return lib
+        finally:
+            _remove(work)
 
 
-def _compile(cpp: str, source: str, name: str, cxx: str, flags: tuple[str, ...], path: Path) -> Path:
-    work = Path(tempfile.mkdtemp(prefix="kg-emulate-"))
+def _compile(cpp: str, source: str, name: str, cxx: str, flags: tuple[str, ...], path: Path, work: Path) -> Path:
     cu = work / f"{name}.cu"
     cu.write_text(cpp)
     pre = _run([cxx, "-E", *flags, "-x", "c++", cu.name], name, source, str(work))
@@ -153,9 +189,6 @@ def _compile(cpp: str, source: str, name: str, cxx: str, flags: tuple[str, ...],
     # linked without -fsanitize: the TSan runtime must not load, runner.cpp's hooks replace it
     _run([cxx, "kernel.o", str(runner), *LINK_FLAGS, "-o", str(out)], name, source, str(work))
     if not config.cache_enabled():
-        return out          # stays in the temporary directory for the life of the process
+        return out          # loaded by build() before the work folder is removed
     _atomic_copy(out, path)
-    for f in work.iterdir():
-        f.unlink()
-    work.rmdir()
     return path

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import LaunchError, UsageError
+from ..interrupt import interruptible
 from ..ops.base import Launch, Scalar, Workspace
 
 ORDERS = {"forward": 0, "reverse": 1, "random": 2}
@@ -303,25 +304,33 @@ def run_launches(lib, launches, buffers: dict[str, np.ndarray], workspaces: tupl
         arrays[name] = arr
     arena = Arena(arrays, tuple(workspaces))
     scal = {s.name: s for s in scalars}
-    with _run_lock:
-        for launch in launches:
-            _check_config(launch)
-            values = _arguments(lib, launch, arena, scal)
-            argv = (ctypes.c_void_p * max(1, len(values)))(*[ctypes.addressof(v) for v in values])
-            desc = _Launch(entry=lib.entry(launch.symbol), args=ctypes.addressof(argv),
-                           grid=(ctypes.c_uint32 * 3)(*launch.grid), block=(ctypes.c_uint32 * 3)(*launch.block),
-                           shared_bytes=launch.shared_bytes, seed=seed & (2**64 - 1), order=ORDERS[order],
-                           check=int(check), arena=arena.base, arena_size=len(arena.bytes),
-                           regions=ctypes.addressof(arena.regions), nregions=len(arena.slots),
-                           stacks=_stack_pool(lib), stack_bytes=STACK_BYTES, stack_count=MAX_THREADS)
-            err = _Error()
-            if lib.launch(ctypes.byref(desc), ctypes.byref(err)):
-                raise launch_error(launch.symbol, err, arena, launch.shared_bytes)
-            damage = arena.red_zone_damage()
-            if damage:
-                what = _describe(arena, *damage)[0]
-                raise EmulationError(f"{launch.symbol}: out-of-bounds write at {what}, found in the red zone after the "
-                                     "launch; check=True names the thread", symbol=launch.symbol,
-                                     kind="out-of-bounds", buffer=damage[0].name,
-                                     index=damage[1] // damage[0].dtype.itemsize)
+
+    def work() -> None:
+        # runs on interruptible's worker thread: it holds everything the launches touch (arena,
+        # arguments) until the native code returns, even after the caller was interrupted and went on
+        with _run_lock:
+            for launch in launches:
+                _check_config(launch)
+                values = _arguments(lib, launch, arena, scal)
+                argv = (ctypes.c_void_p * max(1, len(values)))(*[ctypes.addressof(v) for v in values])
+                desc = _Launch(entry=lib.entry(launch.symbol), args=ctypes.addressof(argv),
+                               grid=(ctypes.c_uint32 * 3)(*launch.grid), block=(ctypes.c_uint32 * 3)(*launch.block),
+                               shared_bytes=launch.shared_bytes, seed=seed & (2**64 - 1), order=ORDERS[order],
+                               check=int(check), arena=arena.base, arena_size=len(arena.bytes),
+                               regions=ctypes.addressof(arena.regions), nregions=len(arena.slots),
+                               stacks=_stack_pool(lib), stack_bytes=STACK_BYTES, stack_count=MAX_THREADS)
+                err = _Error()
+                if lib.launch(ctypes.byref(desc), ctypes.byref(err)):
+                    raise launch_error(launch.symbol, err, arena, launch.shared_bytes)
+                damage = arena.red_zone_damage()
+                if damage:
+                    what = _describe(arena, *damage)[0]
+                    raise EmulationError(f"{launch.symbol}: out-of-bounds write at {what}, found in the red zone "
+                                         "after the launch; check=True names the thread", symbol=launch.symbol,
+                                         kind="out-of-bounds", buffer=damage[0].name,
+                                         index=damage[1] // damage[0].dtype.itemsize)
+
+    # Ctrl-C reaches the caller within a poll interval even while a long kernel runs (ctypes drops
+    # the GIL): the caller's buffers are left untouched, since nothing is copied back.
+    interruptible(work)
     arena.copy_back()

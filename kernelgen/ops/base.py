@@ -22,7 +22,7 @@ from typing import Any, Callable, Iterator
 import numpy as np
 
 from ..dtypes import FLOAT32, Types, dtype
-from ..errors import ScheduleError, UsageError, check
+from ..errors import KnobError, ScheduleError, UsageError, check
 from ..schedule import Schedule, ScheduleReader
 from ..target import Target, default_target
 
@@ -46,6 +46,51 @@ class Knob:
     def encode(self, value) -> str:
         v = {True: "1", False: "0"}.get(value, value) if isinstance(value, bool) else value
         return f"{self.abbr or self.name}{re.sub(r'[^A-Za-z0-9]', '', str(v))}"
+
+    def kind(self) -> type:
+        """The type of the knob's values: bool, int, float or str (from its default)."""
+        for t in (bool, int, float, str):
+            if isinstance(self.default, t):
+                return t
+        return type(self.default)
+
+    def describe_choices(self) -> str:
+        return ", ".join(("true" if c else "false") if isinstance(c, bool) else str(c) for c in self.choices)
+
+    def parse(self, text: str, op: str = ""):
+        """A value from the command line's text (`-k NAME=TEXT`), checked by `check`."""
+        text, kind = text.strip(), self.kind()
+        value: Any = text
+        if kind is bool:
+            if text.lower() not in ("1", "0", "true", "false"):
+                raise KnobError(f"{op + ': ' if op else ''}knob {self.name}={text!r} must be true or false")
+            value = text.lower() in ("1", "true")
+        elif kind in (int, float):
+            try:
+                value = int(text) if kind is int else float(text)
+            except ValueError:
+                raise KnobError(f"{op + ': ' if op else ''}knob {self.name}={text!r} is not "
+                                 f"{'an integer' if kind is int else 'a number'}; choices: {self.describe_choices()}") from None
+        return self.check(value, op)
+
+    def check(self, value, op: str = ""):
+        """`value` if it has the knob's type, and for a named (str) or bool knob is one of its choices;
+        else a UsageError naming both. A number outside the choices (the tuner's space) is passed on:
+        Op.schedule lets it through when the schedule it makes is legal, and names the knob when not."""
+        kind, where = self.kind(), f"{op + ': ' if op else ''}knob {self.name}={value!r}"
+        if kind is bool and not isinstance(value, (bool, np.bool_)):
+            raise KnobError(f"{where} is a {type(value).__name__}; it must be true or false")
+        if kind is int and (isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer))):
+            raise KnobError(f"{where} is a {type(value).__name__}; it must be an integer (choices: "
+                             f"{self.describe_choices()})")
+        if kind is float and (isinstance(value, bool) or not isinstance(value, (int, float, np.number))):
+            raise KnobError(f"{where} is a {type(value).__name__}; it must be a number (choices: "
+                             f"{self.describe_choices()})")
+        if kind is str and not isinstance(value, str):
+            raise KnobError(f"{where} is a {type(value).__name__}; it must be one of {self.describe_choices()}")
+        if kind in (str, bool) and value not in self.choices:
+            raise KnobError(f"{where} is not one of its choices (allowed: {self.describe_choices()})")
+        return kind(value) if kind in (bool, int, float) else value
 
 
 @dataclass(frozen=True)
@@ -93,11 +138,21 @@ class Workspace:
     fill: float | None = None      # value to set before the first launch (atomics need 0)
 
 
+INT_MAX = 2**31 - 1               # the largest size a kernel's `int` arithmetic holds
+LLONG_MAX = 2**63 - 1
+
+
 @dataclass(frozen=True)
 class Scalar:
     name: str
     ctype: str                     # "int" | "long long" | "float"
     value: int | float
+
+    def __post_init__(self):
+        limit = {"int": INT_MAX, "long long": LLONG_MAX}.get(self.ctype)
+        if limit is not None and not -limit - 1 <= self.value <= limit:
+            raise UsageError(f"kernel argument {self.name}={self.value} does not fit the kernel's {self.ctype} "
+                             f"(limit {limit}); use smaller sizes")
 
 
 @dataclass(frozen=True)
@@ -181,8 +236,13 @@ class Op:
         out = []
         for d in self.dims:
             v = sizes.get(d.name, d.small if small else d.default)
-            if not isinstance(v, (int, np.integer)) or v < d.minimum:
-                raise UsageError(f"{self.name}: size {d.name}={v} is illegal (must be an integer >= {d.minimum})")
+            if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer)):
+                raise UsageError(f"{self.name}: size {d.name}={v!r} is a {type(v).__name__}; sizes are integers "
+                                 f"{d.minimum}..{INT_MAX}")
+            if not d.minimum <= v <= INT_MAX:
+                raise UsageError(f"{self.name}: size {d.name}={v} is illegal (must be an integer {d.minimum}..{INT_MAX}; "
+                                 f"kernels index with 32-bit int)" if v > INT_MAX else
+                                 f"{self.name}: size {d.name}={v} is illegal (must be an integer >= {d.minimum})")
             out.append((d.name, int(v)))
         problem = Problem(tuple(out), types)
         self.check_problem(problem)
@@ -204,6 +264,15 @@ class Op:
             if k.name == name:
                 return k
         raise UsageError(f"{self.name}: unknown knob {name!r}; knobs are " + ", ".join(k.name for k in self.knobs))
+
+    def parse_knob(self, text: str) -> tuple[str, Any]:
+        """`NAME=VALUE` from the command line: the knob's name and its value, checked against its choices."""
+        name, eq, value = text.partition("=")
+        if not eq or not name.strip():
+            raise UsageError(f"{self.name}: knob {text!r} must be NAME=VALUE; knobs are "
+                             + ", ".join(k.name for k in self.knobs))
+        knob = self.knob(name.strip())
+        return knob.name, knob.parse(value, self.name)
 
     def schedule_from_knobs(self, **knobs) -> Schedule:
         """The canonical chain of primitives for a knob setting (the inverse of knobs_from_schedule)."""
@@ -241,9 +310,18 @@ class Op:
         """The default knobs with `overrides` applied, as a schedule (unknown knobs are an error)."""
         knobs = self.default_knobs()
         for k, v in overrides.items():
-            self.knob(k)
-            knobs[k] = v
-        return self.schedule_from_knobs(**knobs)
+            knobs[k] = self.knob(k).check(v, self.name)
+        sched = self.schedule_from_knobs(**knobs)
+        off = [(k, knobs[k]) for k in overrides if knobs[k] not in self.knob(k).choices]
+        if off:     # a number outside the choices: fine if legal, else the knob is named, not what it derives
+            try:
+                self.for_schedule(sched).kernel(sched)
+            except ScheduleError as e:
+                name, value = off[0]
+                raise KnobError(f"{self.name}: knob {name}={value!r} is not one of its choices "
+                                f"({self.knob(name).describe_choices()}) and the schedule it makes is illegal: {e}",
+                                name, value) from None
+        return sched
 
     def check_knobs(self, knobs: dict, target: Target) -> None:
         """Legality beyond what the reader checks: divisibility, threads, shared memory, registers."""

@@ -201,6 +201,13 @@ class ExprKnob(Knob):
     def encode(self, value) -> str:
         return "e" + hashlib.sha1(str(value).encode()).hexdigest()[:8]
 
+    def check(self, value, op: str = ""):
+        """Any expression (its parse checks it), not only the current one."""
+        if not isinstance(value, str):
+            raise UsageError(f"{op + ': ' if op else ''}knob expr={value!r} is a {type(value).__name__}; "
+                             "it must be an expression such as 'relu(a * b + c)'")
+        return value
+
 
 class Elementwise(Op):
     name = "elementwise"

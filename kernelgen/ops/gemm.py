@@ -70,13 +70,6 @@ def smem_tile(rows: int, cols: int, pad: int, xor: bool, threads: int) -> dict:
                 xor_div=max(1, 8 // per_row) if swz else 1, xor_mod=min(per_row, 8) if swz else 0)
 
 
-def verbatim(path: str) -> str:
-    """A file under templates/ as it is: common/mma.cuh holds inline PTX (`{%0,%1}`) that Jinja would
-    read as its own syntax, so it is pasted into the source instead of included as a template."""
-    from ..render import templates_dir
-    return (templates_dir() / path).read_text()
-
-
 def out_type(d) -> dict:
     """C type, two-element vector type and conversions of an output type, for lib/tc_epilogue.j2."""
     return {"float32": dict(ctype="float", pair="float2", cvt="", pack="make_float2"),
@@ -242,8 +235,7 @@ class Gemm(Op):
                  warps_n=k["bn"] // k["wn"], mi=k["wm"] // sm, ni=k["wn"] // sn, ta=ta, tb=tb,
                  a_stage=k["bm"] * ta["ld"], b_stage=k["bk"] * tb["ld"], epilogue_offset=pipeline // 2,
                  in_ctype=d.ctype, in_header=d.header, out_header=o.header, out=out_type(o),
-                 wtype=d.ctype, mma_fn=f"kg_mma_m16n8k16_{d.short}",
-                 mma_cuh=verbatim("common/mma.cuh") if k["instr"] == "mma" else "")
+                 wtype=d.ctype, mma_fn=f"kg_mma_m16n8k16_{d.short}")
         return p, self.shared_bytes(k), self.registers(k)
 
     def plan(self, kernel: Kernel, problem: Problem, target: Target | None = None) -> Plan:

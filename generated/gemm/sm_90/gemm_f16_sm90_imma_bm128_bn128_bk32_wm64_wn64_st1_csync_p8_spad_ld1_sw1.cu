@@ -13,6 +13,11 @@
 #ifndef KERNELGEN_PRELUDE
 #define KERNELGEN_PRELUDE
 #define KG_FULL_MASK 0xffffffffu
+#ifdef KERNELGEN_EMULATE
+#define KG_NEG_INF (-__builtin_huge_valf())
+#else
+#define KG_NEG_INF __int_as_float(0xff800000)
+#endif
 
 // 16-byte asynchronous global->shared copy (cp.async, sm_80+); a plain copy elsewhere.
 __device__ __forceinline__ void kg_cp_async16(void* smem, const void* gmem) {
@@ -139,8 +144,8 @@ __device__ __forceinline__ void kg_mma_m16n8k16_f16(float (&d)[4], const unsigne
 #if defined(KERNELGEN_EMULATE)
   kg_mma_m16n8k16_emulated<false>(d, a, b);
 #elif defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
-               "{%0,%1,%2,%3};\n"
+  asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 { %0,%1,%2,%3}, { %4,%5,%6,%7}, { %8,%9}, "
+               "{ %0,%1,%2,%3};\n"
                : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
                : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
 #else
@@ -152,8 +157,8 @@ __device__ __forceinline__ void kg_mma_m16n8k16_bf16(float (&d)[4], const unsign
 #if defined(KERNELGEN_EMULATE)
   kg_mma_m16n8k16_emulated<true>(d, a, b);
 #elif defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
-               "{%0,%1,%2,%3};\n"
+  asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 { %0,%1,%2,%3}, { %4,%5,%6,%7}, { %8,%9}, "
+               "{ %0,%1,%2,%3};\n"
                : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
                : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
 #else
@@ -173,7 +178,7 @@ __device__ __forceinline__ void kg_ldmatrix_x1(unsigned (&r)[1], const void* row
 #if defined(KERNELGEN_EMULATE)
   kg_ldmatrix_emulated<1, false>(r, row);
 #elif defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 750
-  asm volatile("ldmatrix.sync.aligned.m8n8.x1.shared.b16 {%0}, [%1];\n"
+  asm volatile("ldmatrix.sync.aligned.m8n8.x1.shared.b16 { %0}, [%1];\n"
                : "=r"(r[0]) : "r"(kg_smem_address(row)));
 #else
   __trap();
@@ -183,7 +188,7 @@ __device__ __forceinline__ void kg_ldmatrix_x2(unsigned (&r)[2], const void* row
 #if defined(KERNELGEN_EMULATE)
   kg_ldmatrix_emulated<2, false>(r, row);
 #elif defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 750
-  asm volatile("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0,%1}, [%2];\n"
+  asm volatile("ldmatrix.sync.aligned.m8n8.x2.shared.b16 { %0,%1}, [%2];\n"
                : "=r"(r[0]), "=r"(r[1]) : "r"(kg_smem_address(row)));
 #else
   __trap();
@@ -193,7 +198,7 @@ __device__ __forceinline__ void kg_ldmatrix_x4(unsigned (&r)[4], const void* row
 #if defined(KERNELGEN_EMULATE)
   kg_ldmatrix_emulated<4, false>(r, row);
 #elif defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 750
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 { %0,%1,%2,%3}, [%4];\n"
                : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(kg_smem_address(row)));
 #else
   __trap();
@@ -203,7 +208,7 @@ __device__ __forceinline__ void kg_ldmatrix_x2_trans(unsigned (&r)[2], const voi
 #if defined(KERNELGEN_EMULATE)
   kg_ldmatrix_emulated<2, true>(r, row);
 #elif defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 750
-  asm volatile("ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {%0,%1}, [%2];\n"
+  asm volatile("ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 { %0,%1}, [%2];\n"
                : "=r"(r[0]), "=r"(r[1]) : "r"(kg_smem_address(row)));
 #else
   __trap();
@@ -213,7 +218,7 @@ __device__ __forceinline__ void kg_ldmatrix_x4_trans(unsigned (&r)[4], const voi
 #if defined(KERNELGEN_EMULATE)
   kg_ldmatrix_emulated<4, true>(r, row);
 #elif defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 750
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 { %0,%1,%2,%3}, [%4];\n"
                : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(kg_smem_address(row)));
 #else
   __trap();
@@ -221,7 +226,6 @@ __device__ __forceinline__ void kg_ldmatrix_x4_trans(unsigned (&r)[4], const voi
 }
 #endif  // KERNELGEN_MMA
 // ---- end of mma ----
-
 #ifndef KERNELGEN_TC_COPY
 #define KERNELGEN_TC_COPY
 // 8 16-bit elements of a row, columns c..c+7 of a row with `cols` columns (row_ok: the row exists),

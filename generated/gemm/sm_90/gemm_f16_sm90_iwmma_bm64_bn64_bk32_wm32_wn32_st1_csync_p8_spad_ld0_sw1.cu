@@ -12,6 +12,11 @@
 #ifndef KERNELGEN_PRELUDE
 #define KERNELGEN_PRELUDE
 #define KG_FULL_MASK 0xffffffffu
+#ifdef KERNELGEN_EMULATE
+#define KG_NEG_INF (-__builtin_huge_valf())
+#else
+#define KG_NEG_INF __int_as_float(0xff800000)
+#endif
 
 // 16-byte asynchronous global->shared copy (cp.async, sm_80+); a plain copy elsewhere.
 __device__ __forceinline__ void kg_cp_async16(void* smem, const void* gmem) {

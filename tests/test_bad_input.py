@@ -1,0 +1,418 @@
+"""Bad and odd inputs, as a new user types them: every one is refused with one line naming the value,
+the limit and what is allowed; exit 2 from the CLI, a KernelgenError from Python; never a traceback,
+never a silent change of meaning, and nothing written by a command that fails.
+
+Each case is (id, what, exit code, key words): `what` is the CLI's arguments (files from the `files`
+fixture are `{name}` placeholders) or a Python callable taking the files dict.
+"""
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from kernelgen.cli import main
+from kernelgen.errors import KernelgenError
+from kernelgen.ops import get_op
+from kernelgen.schedule import Schedule, schedule
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _step(**step):
+    return json.dumps({"op": "sgemm", "steps": [step]})
+
+
+SPLIT_I = {"prim": "split", "loop": "i", "factors": [128, 8]}
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory):
+    d = tmp_path_factory.mktemp("bad")
+    f = {"dir": str(d), "a_file": str(d / "a_file.txt")}
+    Path(f["a_file"]).write_text("not a folder\n")
+    schedules = {
+        "factor_str": _step(prim="split", loop="i", factors=["256"]),
+        "factor_null": _step(prim="split", loop="i", factors=[None]),
+        "factor_float": _step(prim="split", loop="i", factors=[256.0]),
+        "factor_bool": _step(prim="split", loop="i", factors=[True]),
+        "factors_not_list": _step(prim="split", loop="i", factors=256),
+        "steps_not_list": json.dumps({"op": "sgemm", "steps": {"prim": "split"}}),
+        "not_json": "{op: sgemm",
+        "json_array": "[1, 2]",
+        "unknown_prim": _step(prim="tile_it", loop="i"),
+        "missing_prim": _step(loop="i", factors=[8]),
+        "unknown_key": _step(prim="bind", loop="i.0", axis="blockIdx.y", colour="red"),
+        "missing_loop": _step(prim="bind", axis="blockIdx.y"),
+        "unknown_loop": json.dumps({"op": "sgemm", "steps": [SPLIT_I, {"prim": "bind", "loop": "q.1",
+                                                                        "axis": "threadIdx.x"}]}),
+        "bind_before_split": json.dumps({"op": "sgemm", "steps": [{"prim": "bind", "loop": "i.0", "axis": "blockIdx.y"},
+                                                                   SPLIT_I]}),
+        "loop_past_split": json.dumps({"op": "sgemm", "steps": [SPLIT_I, {"prim": "unroll", "loop": "i.5",
+                                                                           "factor": 0}]}),
+        "unknown_buffer": json.dumps({"op": "sgemm", "steps": [{"prim": "cache_read", "buffer": "Z", "scope": "shared"}]}),
+        "other_op": json.dumps({"op": "softmax", "steps": []}),
+        "op_not_str": json.dumps({"op": 5, "steps": []}),
+        "top_key": json.dumps({"op": "sgemm", "steps": [], "extra": 1}),
+        "nan": '{"op": "sgemm", "steps": [{"prim": "annotate", "key": "x", "value": NaN}]}',
+        "axis_int": _step(prim="bind", loop="i.0", axis=5),
+        "step_not_object": json.dumps({"op": "sgemm", "steps": [5]}),
+        "split_dotted": _step(prim="split", loop="i.0", factors=[8]),
+        "split_no_factors": _step(prim="split", loop="i", factors=[]),
+    }
+    for name, text in schedules.items():
+        p = d / f"{name}.json"
+        p.write_text(text)
+        f[name] = str(p)
+    (d / "bad_utf8.json").write_bytes(b'{"op": "sgemm\xff\xfe", "steps": []}')
+    f["bad_utf8"] = str(d / "bad_utf8.json")
+    for name, code in {"raises": "x = 1 / 0\n", "no_var": "y = 1\n", "exits": "import sys\nsys.exit(3)\n",
+                       "syntax": "def (:\n"}.items():
+        (d / f"{name}.py").write_text(code)
+        f[f"py_{name}"] = str(d / f"{name}.py")
+    record = {"op": "reduce_sum", "problem": "n=8", "dtype": "float32", "arch": "sm_90", "gpu": "H100", "version": "0.1.0",
+              "schedule": {"op": "reduce_sum", "steps": []}, "knobs": {}, "status": "ok", "time_us": 1.5, "detail": "",
+              "kernel": "", "timestamp": 0.0}
+    dbs = {"db_time_str": json.dumps(dict(record, time_us="fast")) + "\n",
+           "db_status": json.dumps(dict(record, status="great")) + "\n",
+           "db_missing": json.dumps({k: v for k, v in record.items() if k != "op"}) + "\n",
+           "db_garbage": "hello\n" + json.dumps(record) + "\n",
+           "db_array": "[1, 2]\n",
+           "db_empty": ""}
+    for name, text in dbs.items():
+        (d / f"{name}.jsonl").write_text(text)
+        f[name] = str(d / f"{name}.jsonl")
+    (d / "db_utf8.jsonl").write_bytes(b"\xff\xfe\x00junk\n" + json.dumps(record).encode() + b"\n")
+    f["db_utf8"] = str(d / "db_utf8.jsonl")
+    (d / "db_dir").mkdir()
+    f["db_dir"] = str(d / "db_dir")
+    return f
+
+
+def _sgemm():
+    return get_op("sgemm")
+
+
+def _validate(**kw):
+    from kernelgen.validate import validate
+    op = get_op("reduce_sum")
+    args = dict(backend="emulate")
+    args.update(kw)
+    problem = args.pop("problem", op.problem({"n": 100}))
+    return validate(op, op.default_schedule(), problem, **args)
+
+
+def _kernel(sched):
+    return lambda f: _sgemm().kernel(sched)
+
+
+def _memory(f):
+    os.environ["KERNELGEN_MAX_HOST_BYTES"] = "1000000"
+    try:
+        return _validate(problem=get_op("reduce_sum").problem({"n": 10 ** 9}))
+    finally:
+        del os.environ["KERNELGEN_MAX_HOST_BYTES"]
+
+
+def _db(name):
+    def read(f):
+        from kernelgen.tune.db import TuningDB
+        return TuningDB(f[name]).records()
+    return read
+
+
+E = "emulate"
+CASES = [
+    # -- ops, knobs --------------------------------------------------------------------------------
+    ("unknown op", ["list", "nope"], 2, ["unknown op 'nope'", "sgemm"]),
+    ("knob not a choice (layout)", ["emit", "sgemm", "-k", "layout=banana"], 2,
+     ["layout='banana'", "contiguous, strided, warp"]),
+    ("knob not a choice (bm)", ["emit", "sgemm", "-k", "bm=1000000"], 2, ["bm=1000000", "16, 32, 64, 128, 256"]),
+    ("gemv threads=2048", ["emit", "gemv", "-k", "threads=2048"], 2, ["threads=2048", "64, 128, 256, 512, 1024"]),
+    ("softmax algo", ["emit", "softmax", "-k", "algo=banana"], 2, ["algo='banana'", "three_pass, online, registers, split"]),
+    ("layernorm algo", ["emit", "layernorm", "-k", "algo=banana"], 2, ["algo='banana'", "two_pass, welford, registers"]),
+    ("knob not an int", ["emit", "reduce_sum", "-k", "threads=abc"], 2, ["threads='abc'", "not an integer", "128"]),
+    ("knob float for int", ["emit", "reduce_sum", "-k", "threads=256.0"], 2, ["threads='256.0'", "not an integer"]),
+    ("knob without value", ["emit", "reduce_sum", "-k", "threads"], 2, ["'threads'", "NAME=VALUE"]),
+    ("knob without name", ["emit", "reduce_sum", "-k", "=5"], 2, ["NAME=VALUE", "threads"]),
+    ("unknown knob", ["emit", "reduce_sum", "-k", "bogus=1"], 2, ["unknown knob 'bogus'", "threads"]),
+    ("knob twice", ["emit", "reduce_sum", "-k", "threads=256", "-k", "threads=512"], 2, ["threads", "twice"]),
+    ("bool knob", ["emit", "transpose", "-k", "staged=maybe"], 2, ["staged='maybe'", "true or false"]),
+    ("knob and step", ["emit", "reduce_sum", "-k", "threads=256", "--step", "1"], 2, ["choose one of"]),
+    # -- steps, archs, options ---------------------------------------------------------------------
+    ("step 0", ["emit", "reduce_sum", "--step", "0"], 2, ["--step", "0", "x>=1"]),
+    ("step -1", ["emit", "reduce_sum", "--step", "-1"], 2, ["--step", "-1", "x>=1"]),
+    ("step too big", ["emit", "reduce_sum", "--step", "99"], 2, ["--step 99 is out of range", "1.."]),
+    ("step not a number", ["emit", "reduce_sum", "--step", "abc"], 2, ["--step", "'abc'", "not a valid integer"]),
+    ("arch sm_12", ["emit", "reduce_sum", "--arch", "sm_12"], 2, ["'sm_12' is not a target", "sm_70", "sm_120"]),
+    ("arch sm_999", ["emit", "reduce_sum", "--arch", "sm_999"], 2, ["'sm_999' is not a target"]),
+    ("arch banana", ["emit", "reduce_sum", "--arch", "banana"], 2, ["'banana' is not a target"]),
+    ("arch empty", ["emit", "reduce_sum", "--arch", ""], 2, ["'' is not a target"]),
+    ("inspect arch", ["inspect", "reduce_sum", "--arch", "sm_11"], 2, ["'sm_11' is not a target"]),
+    ("run arch", ["run", "reduce_sum", "--backend", E, "--arch", "banana"], 2, ["'banana' is not a target"]),
+    ("run backend", ["run", "reduce_sum", "--backend", "cuda"], 2, ["--backend", "'cuda'", "auto", "gpu", "emulate"]),
+    ("run order", ["run", "reduce_sum", "--backend", E, "--order", "sideways"], 2, ["--order", "'sideways'", "forward"]),
+    ("run reps 0", ["run", "reduce_sum", "--backend", E, "--reps", "0"], 2, ["--reps", "0", "1<=x"]),
+    ("seed -1", ["run", "reduce_sum", "--backend", E, "--seed", "-1"], 2, ["--seed", "-1", "0<=x<=2147483647"]),
+    ("seed 2^31", ["run", "reduce_sum", "--backend", E, "--seed", str(2 ** 31)], 2, ["--seed", "2147483648"]),
+    ("seed text", ["run", "reduce_sum", "--backend", E, "--seed", "abc"], 2, ["--seed", "'abc'"]),
+    ("tune seed", ["tune", "reduce_sum", "--seed", "-1"], 2, ["--seed", "-1", "0<=x"]),
+    ("tune budget 0", ["tune", "reduce_sum", "--budget", "0"], 2, ["--budget", "0", "x>=1"]),
+    ("tune max-ms", ["tune", "reduce_sum", "--max-ms", "-5"], 2, ["--max-ms", "-5"]),
+    ("timing", ["bench", "softmax", "--timing", "fast"], 2, ["--timing 'fast'", "events, graph, auto"]),
+    ("dtype", ["run", "reduce_sum", "--backend", E, "--dtype", "float64"], 2, ["dtype 'float64' is unknown", "float32"]),
+    ("unknown command", ["frobnicate"], 2, ["No such command", "frobnicate"]),
+    ("unknown option", ["emit", "reduce_sum", "--frob"], 2, ["No such option", "--frob"]),
+    ("no op", ["emit"], 2, ["name an op", "--all"]),
+    ("all with an op", ["emit", "--all", "reduce_sum", "-o", "{dir}/all1"], 2, ["--all", "takes no op"]),
+    ("db without best", ["emit", "reduce_sum", "--db", "x.jsonl"], 2, ["--db", "--best"]),
+    ("size without best", ["emit", "reduce_sum", "--size", "n=5"], 2, ["--size", "--best"]),
+    # -- sizes -------------------------------------------------------------------------------------
+    ("size 4x4 for sgemm", ["run", "sgemm", "--backend", E, "--size", "4x4"], 2, ["leaves out K", "M, N, K"]),
+    ("size repeated", ["run", "reduce_sum", "--backend", E, "--size", "n=5,n=6"], 2, ["gives n twice"]),
+    ("size repeated positional", ["run", "sgemm", "--backend", E, "--size", "4,M=5,6,7"], 2, ["M twice"]),
+    ("size text", ["run", "reduce_sum", "--backend", E, "--size", "n=abc"], 2, ["n='abc'", "not a whole number"]),
+    ("size float", ["run", "reduce_sum", "--backend", E, "--size", "n=1.5"], 2, ["n='1.5'", "not a whole number"]),
+    ("size exponent", ["run", "reduce_sum", "--backend", E, "--size", "1e6"], 2, ["'1e6'", "not a whole number"]),
+    ("size empty", ["run", "reduce_sum", "--backend", E, "--size", ""], 2, ["empty part", "n="]),
+    ("size trailing comma", ["run", "sgemm", "--backend", E, "--size", "4,4,4,"], 2, ["empty part"]),
+    ("size 0", ["run", "reduce_sum", "--backend", E, "--size", "n=0"], 2, ["n=0 is illegal", ">= 1"]),
+    ("size negative", ["run", "reduce_sum", "--backend", E, "--size", "n=-3"], 2, ["n=-3 is illegal"]),
+    ("size unknown dim", ["run", "reduce_sum", "--backend", E, "--size", "q=5"], 2, ["unknown size 'q'", "n"]),
+    ("size too many", ["run", "sgemm", "--backend", E, "--size", "1x2x3x4"], 2, ["takes 3 sizes", "M, N, K"]),
+    ("size beyond int", ["run", "sgemm", "--backend", E, "--size", "M=3000000000"], 2, ["M=3000000000", "2147483647"]),
+    ("size 10^12", ["run", "reduce_sum", "--backend", E, "--size", "n=1000000000000"], 2, ["n=1000000000000", "2147483647"]),
+    ("size types", ["run", "reduce_sum", "--backend", E, "--size", "n=5:f16"], 2, ["'f16'", "'f32'"]),
+    ("size no name", ["run", "reduce_sum", "--backend", E, "--size", "=5"], 2, ["has no name"]),
+    # -- paths -------------------------------------------------------------------------------------
+    ("emit onto a file", ["emit", "reduce_sum", "-o", "{a_file}"], 2, ["is a file, not a folder"]),
+    ("emit under a file", ["emit", "reduce_sum", "-o", "{a_file}/sub"], 2, ["is a file, not a folder"]),
+    ("emit unwritable", ["emit", "reduce_sum", "-o", "/proc/kernelgen-out"], 2, ["not writable", "/proc"]),
+    ("emit all onto a file", ["emit", "--all", "-o", "{a_file}"], 2, ["is a file, not a folder"]),
+    ("emit all unwritable", ["emit", "--all", "-o", "/proc/kernelgen-out"], 2, ["not writable"]),
+    ("run --emit onto a file", ["run", "reduce_sum", "--backend", E, "--emit", "{a_file}"], 2, ["--emit", "is a file"]),
+    ("db directory", ["emit", "reduce_sum", "--best", "--db", "{db_dir}"], 2, ["is a directory"]),
+    ("db invalid utf-8", ["emit", "reduce_sum", "--best", "--db", "{db_utf8}"], 2, ["line 1", "not UTF-8"]),
+    ("db time_us a string", ["emit", "reduce_sum", "--best", "--db", "{db_time_str}"], 2, ["line 1", "time_us is str"]),
+    ("db bad status", ["emit", "reduce_sum", "--best", "--db", "{db_status}"], 2, ["status 'great'", "ok"]),
+    ("db missing field", ["emit", "reduce_sum", "--best", "--db", "{db_missing}"], 2, ["field 'op' is missing"]),
+    ("db garbage line", ["emit", "reduce_sum", "--best", "--db", "{db_garbage}"], 2, ["line 1", "not a JSON record"]),
+    ("db array line", ["emit", "reduce_sum", "--best", "--db", "{db_array}"], 2, ["line 1", "not a record"]),
+    ("db empty", ["emit", "reduce_sum", "--best", "--db", "{db_empty}"], 2, ["no successful tuning record"]),
+    ("tune db directory", ["tune", "reduce_sum", "--db", "{db_dir}"], 2, ["is a directory"]),
+    ("bench db directory", ["bench", "reduce_sum", "--best", "--db", "{db_dir}"], 2, ["is a directory"]),
+    # -- schedule files ----------------------------------------------------------------------------
+    ("schedule missing", ["emit", "sgemm", "--schedule", "missing.json"], 2, ["does not exist"]),
+    ("schedule a folder", ["emit", "sgemm", "--schedule", "{dir}"], 2, ["is a directory"]),
+    ("factor a string", ["emit", "sgemm", "--schedule", "{factor_str}"], 2, ["split(factors)", "'256'", "not a str"]),
+    ("factor null", ["emit", "sgemm", "--schedule", "{factor_null}"], 2, ["split(factors)", "not null"]),
+    ("factor 256.0", ["emit", "sgemm", "--schedule", "{factor_float}"], 2, ["split(factors)", "256.0", "not a float"]),
+    ("factor true", ["emit", "sgemm", "--schedule", "{factor_bool}"], 2, ["split(factors)", "not a bool"]),
+    ("factors not a list", ["emit", "sgemm", "--schedule", "{factors_not_list}"], 2, ["factors must be a list"]),
+    ("steps not a list", ["emit", "sgemm", "--schedule", "{steps_not_list}"], 2, ["steps must be a list", "object"]),
+    ("step not an object", ["emit", "sgemm", "--schedule", "{step_not_object}"], 2, ["step 1", "a step is an object"]),
+    ("not JSON", ["emit", "sgemm", "--schedule", "{not_json}"], 2, ["not JSON", "line 1"]),
+    ("JSON array", ["emit", "sgemm", "--schedule", "{json_array}"], 2, ["a schedule is an object", "list"]),
+    ("unknown primitive", ["emit", "sgemm", "--schedule", "{unknown_prim}"], 2, ["'tile_it'", "unknown primitive", "split"]),
+    ("missing prim", ["emit", "sgemm", "--schedule", "{missing_prim}"], 2, ["prim", "missing"]),
+    ("unknown key", ["emit", "sgemm", "--schedule", "{unknown_key}"], 2, ["bind has no field 'colour'", "loop, axis"]),
+    ("step without loop", ["emit", "sgemm", "--schedule", "{missing_loop}"], 2, ["bind needs field 'loop'"]),
+    ("unknown loop", ["emit", "sgemm", "--schedule", "{unknown_loop}"], 2, ["loop 'q.1' does not exist", "loops i, j, k"]),
+    ("bind before split", ["emit", "sgemm", "--schedule", "{bind_before_split}"], 2,
+     ["loop 'i.0' before step 2", 'split("i", 128, 8)']),
+    ("loop past split", ["emit", "sgemm", "--schedule", "{loop_past_split}"], 2,
+     ["loop 'i.5' does not exist", "i.0, i.1, i.2"]),
+    ("unknown buffer", ["emit", "sgemm", "--schedule", "{unknown_buffer}"], 2, ["buffer 'Z' does not exist", "A, B, C"]),
+    ("split a split loop", ["emit", "sgemm", "--schedule", "{split_dotted}"], 2, ["split(i.0)", "does not exist"]),
+    ("split with no factors", ["emit", "sgemm", "--schedule", "{split_no_factors}"], 2, ["at least one factor"]),
+    ("schedule of another op", ["emit", "sgemm", "--schedule", "{other_op}"], 2, ["'softmax'", "not of 'sgemm'"]),
+    ("op not a string", ["emit", "sgemm", "--schedule", "{op_not_str}"], 2, ["op must be", "not an int"]),
+    ("unknown top-level key", ["emit", "sgemm", "--schedule", "{top_key}"], 2, ["unknown field 'extra'"]),
+    ("NaN", ["emit", "sgemm", "--schedule", "{nan}"], 2, ["NaN is not JSON"]),
+    ("axis an int", ["emit", "sgemm", "--schedule", "{axis_int}"], 2, ["bind(axis)", "must be a str"]),
+    ("schedule not UTF-8", ["emit", "sgemm", "--schedule", "{bad_utf8}"], 2, ["not UTF-8"]),
+    (".py that raises", ["emit", "sgemm", "--schedule", "{py_raises}"], 2, ["raised ZeroDivisionError", "line 1"]),
+    (".py that exits", ["emit", "sgemm", "--schedule", "{py_exits}"], 2, ["raised SystemExit"]),
+    (".py with a syntax error", ["emit", "sgemm", "--schedule", "{py_syntax}"], 2, ["raised SyntaxError"]),
+    (".py without the variable", ["emit", "sgemm", "--schedule", "{py_no_var}:mine"], 2, ["no Schedule named 'mine'"]),
+    # -- the Python API ----------------------------------------------------------------------------
+    ("problem str", lambda f: _sgemm().problem({"M": "5"}), 2, ["M='5' is a str", "sizes are integers"]),
+    ("problem bool", lambda f: _sgemm().problem({"M": True}), 2, ["M=True is a bool", "sizes are integers"]),
+    ("problem float", lambda f: _sgemm().problem({"M": 5.0}), 2, ["M=5.0 is a float"]),
+    ("problem huge", lambda f: _sgemm().problem({"M": 2 ** 31}), 2, ["M=2147483648", "1..2147483647"]),
+    ("problem unknown dim", lambda f: _sgemm().problem({"Q": 1}), 2, ["unknown size 'Q'", "M, N, K"]),
+    ("problem dtype", lambda f: _sgemm().problem(dtype="float64"), 2, ["dtype 'float64' is unknown"]),
+    ("schedule knob value", lambda f: _sgemm().schedule(bm=1000000), 2, ["bm=1000000", "choices"]),
+    ("schedule knob choice", lambda f: _sgemm().schedule(layout="banana"), 2, ["layout='banana'", "warp"]),
+    ("schedule knob str for int", lambda f: _sgemm().schedule(bm="64"), 2, ["bm='64' is a str", "an integer"]),
+    ("schedule knob int for bool", lambda f: _sgemm().schedule(shared=1), 2, ["shared=1 is a int", "true or false"]),
+    ("schedule knob float", lambda f: _sgemm().schedule(bm=64.0), 2, ["bm=64.0 is a float"]),
+    ("schedule unknown knob", lambda f: _sgemm().schedule(nope=1), 2, ["unknown knob 'nope'"]),
+    ("builder float factor", lambda f: schedule("sgemm").split("i", 256.0), 2, ["split(factors)", "not a float"]),
+    ("builder bool factor", lambda f: schedule("sgemm").split("i", True), 2, ["split(factors)", "not a bool"]),
+    ("builder axis int", lambda f: schedule("sgemm").bind("i.0", 5), 2, ["bind(axis)", "not an int"]),
+    ("builder width str", lambda f: schedule("sgemm").vectorize("A", "4"), 2, ["vectorize(width)", "not a str"]),
+    ("schedule op int", lambda f: schedule(5), 2, ["op must be"]),
+    ("from_dict list", lambda f: Schedule.from_dict([]), 2, ["a schedule is an object"]),
+    ("from_json float", lambda f: Schedule.from_json(_step(prim="split", loop="i", factors=[256.0])), 2, ["not a float"]),
+    ("kernel unknown loop", _kernel(schedule("sgemm").split("i", 128, 8).bind("q.1", "threadIdx.x")), 2,
+     ["loop 'q.1' does not exist"]),
+    ("kernel vectorize before split", _kernel(schedule("sgemm").vectorize("i.3", 4).split("i", 128, 64, 4)), 2,
+     ["loop 'i.3' before step 2"]),
+    ("get_op", lambda f: get_op("nope"), 2, ["unknown op 'nope'"]),
+    ("target", lambda f: __import__("kernelgen.target").target.target("sm_12"), 2, ["'sm_12' is not a target"]),
+    ("dtype API", lambda f: __import__("kernelgen.dtypes").dtypes.dtype("float64"), 2, ["'float64' is unknown"]),
+    ("validate arch", lambda f: _validate(arch="banana"), 2, ["'banana' is not a target"]),
+    ("validate backend", lambda f: _validate(backend="cuda"), 2, ["backend 'cuda' is unknown", "gpu, emulate"]),
+    ("validate seed", lambda f: _validate(seed=-1), 2, ["seed=-1", "0..2^63-1"]),
+    ("validate option", lambda f: _validate(chek=True), 2, ["option 'chek'", "check, order, seed"]),
+    ("validate order", lambda f: _validate(order="sideways"), 2, ["order 'sideways'", "forward"]),
+    ("validate memory", _memory, 2, ["needs about", "host memory", "limit", "KERNELGEN_MAX_HOST_BYTES"]),
+    ("db records directory", _db("db_dir"), 2, ["is a directory"]),
+    ("db records utf-8", _db("db_utf8"), 2, ["not UTF-8"]),
+    ("db records time_us", _db("db_time_str"), 2, ["time_us is str"]),
+]
+
+
+def _args(what, files):
+    return [a.format(**files) for a in what]
+
+
+def _one_line(text: str) -> str:
+    lines = [ln for ln in text.splitlines() if ln.strip()]
+    assert len(lines) == 1, f"expected one line, got {len(lines)}:\n{text}"
+    return lines[0]
+
+
+def test_there_are_enough_cases():
+    assert len(CASES) >= 80
+    assert len({c[0] for c in CASES}) == len(CASES)
+
+
+@pytest.mark.parametrize("name, what, code, words", CASES, ids=[c[0] for c in CASES])
+def test_bad_input_is_one_line(name, what, code, words, files, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("KERNELGEN_NO_GPU", "1")
+    monkeypatch.setenv("KERNELGEN_TUNING_DB", str(tmp_path / "default_db.jsonl"))
+    if callable(what):
+        with pytest.raises(KernelgenError) as info:
+            what(files)
+        assert info.value.exit_code == code
+        line = _one_line(str(info.value))
+    else:
+        r = CliRunner().invoke(main, _args(what, files))
+        assert "Traceback" not in r.output, r.output
+        assert r.exit_code == code, r.output
+        line = _one_line(r.output)
+        assert line.startswith("error: ")
+    for w in words:
+        assert w in line, f"{w!r} not in {line!r}"
+    assert not list(tmp_path.glob("**/*.cu")), "a failing command wrote files"
+
+
+def test_gpu_only_commands_do_not_suggest_an_option_they_lack(monkeypatch):
+    monkeypatch.setenv("KERNELGEN_NO_GPU", "1")
+    for args in (["tune", "reduce_sum"], ["bench", "reduce_sum"]):
+        r = CliRunner().invoke(main, args)
+        line = _one_line(r.output)
+        assert r.exit_code == 2 and "no CUDA GPU" in line and "`kernelgen tune` and `bench` need one" in line
+
+
+def test_an_internal_bug_keeps_its_traceback_and_says_so(monkeypatch):
+    import kernelgen.ops.base as base
+    monkeypatch.setattr(base.Op, "default_knobs", lambda self: 1 / 0)
+    r = CliRunner().invoke(main, ["emit", "reduce_sum", "-o", "unused"])
+    assert r.exit_code == 3
+    assert "Traceback" in r.output and "ZeroDivisionError" in r.output
+    assert "this is a bug" in r.output.splitlines()[-1] and "report it" in r.output.splitlines()[-1]
+
+
+def test_emit_all_writes_everything_or_nothing(tmp_path, monkeypatch):
+    import kernelgen.emit as emit
+    real, calls = emit.tempfile.mkstemp, []
+
+    def failing(*a, **k):
+        calls.append(1)
+        if len(calls) == 38:      # the disk fills up part-way
+            raise OSError(28, "No space left on device", k.get("dir"))
+        return real(*a, **k)
+
+    monkeypatch.setattr(emit.tempfile, "mkstemp", failing)
+    r = CliRunner().invoke(main, ["emit", "--all", "-o", str(tmp_path / "gen")])
+    assert r.exit_code == 2 and "No space left on device" in _one_line(r.output)
+    assert not (tmp_path / "gen").exists(), "a failed emit --all left files or folders behind"
+
+
+def test_emit_all_fails_before_writing_when_a_file_is_in_the_way(tmp_path):
+    gen = tmp_path / "gen"
+    blocker = gen / "sgemm" / "sm_90"
+    blocker.parent.mkdir(parents=True)
+    blocker.write_text("a file where a folder must go")
+    r = CliRunner().invoke(main, ["emit", "--all", "-o", str(gen)])
+    assert r.exit_code == 2, r.output
+    _one_line(r.output)
+    assert [p for p in gen.rglob("*") if p.is_file()] == [blocker]
+
+
+def test_a_torn_line_stays_torn_and_later_records_are_read(tmp_path):
+    from kernelgen.tune.db import Record, TuningDB
+    db = TuningDB(tmp_path / "t.jsonl")
+    db.append(Record.make("reduce_sum", "n=1", "sm_90", "g", {"op": "reduce_sum"}, {}, "ok", 2.0))
+    with open(db.path, "a") as f:
+        f.write('{"op": "reduce_sum", "probl')    # a crash mid-write
+    db.append(Record.make("reduce_sum", "n=1", "sm_90", "g", {"op": "reduce_sum"}, {}, "ok", 1.0))
+    assert [r.time_us for r in db.records()] == [2.0, 1.0]
+
+
+@pytest.mark.emulate
+def test_ctrl_c_stops_an_emulator_run_within_a_second_and_cleans_up(tmp_path):
+    env = dict(os.environ, TMPDIR=str(tmp_path), PYTHONPATH=str(ROOT), KERNELGEN_NO_GPU="1")
+    p = subprocess.Popen([sys.executable, "-m", "kernelgen.cli", "run", "sgemm", "--backend", "emulate",
+                          "--size", "1536x1536x1536"], cwd=ROOT, env=env, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+    try:
+        for line in p.stdout:               # wait until the work has started
+            if line.startswith("problem"):
+                break
+        time.sleep(1.5)                     # inside NVRTC, g++ or the emulator by now
+        sent = time.monotonic()
+        p.send_signal(signal.SIGINT)
+        _, err = p.communicate(timeout=30)
+        took = time.monotonic() - sent
+    finally:
+        if p.poll() is None:
+            p.kill()
+    assert p.returncode == 130, (p.returncode, err)
+    assert took < 1.5, f"took {took:.2f} s to stop"
+    assert "Traceback" not in err and "interrupted" in err
+    assert not list(tmp_path.glob("kg-emulate-*"))
+
+
+@pytest.mark.emulate
+def test_readme_states_what_run_prints_without_a_gpu(monkeypatch):
+    """The sizes the README names for `kernelgen run sgemm` are what the command runs."""
+    readme = (ROOT / "README.md").read_text()
+    op = get_op("sgemm")
+    gpu_size = "×".join(str(d.default) for d in op.dims)
+    small = "×".join(str(d.small) for d in op.dims)
+    assert f"benchmark size ({gpu_size})" in readme and f"size ({small})" in readme
+    assert "g++" in readme and "sm_70" in readme and "n/a" in readme
+    monkeypatch.setenv("KERNELGEN_NO_GPU", "1")
+    r = CliRunner().invoke(main, ["run", "sgemm", "--backend", "emulate", "--seed", "1"])
+    assert r.exit_code == 0, r.output
+    assert f"problem  {','.join(f'{d.name}={d.small}' for d in op.dims)}" in r.output
+    assert "validate ok" in r.output and "max absolute error" in r.output    # the tolerance says what it bounds
+
+
+def test_readme_no_gpu_commands_run(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("KERNELGEN_NO_GPU", "1")
+    for args in (["list"], ["list", "sgemm"], ["emit", "sgemm", "-k", "bm=64", "-k", "bn=128", "-o", "out/"]):
+        r = CliRunner().invoke(main, args)
+        assert r.exit_code == 0, (args, r.output)
