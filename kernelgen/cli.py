@@ -37,7 +37,7 @@ from .schedule import Schedule
 _INT = re.compile(r"[+-]?\d+")
 
 
-def parse_size(op: Op, text: str | None, small: bool, dtype: str = "float32", out_dtype: str | None = None) -> Problem:
+def parse_size(op: Op, text: str | None, small: bool, dtype: str | None = None, out_dtype: str | None = None) -> Problem:
     """`M=127,N=1000,K=1`, or every value in the op's dim order (`127,1000,1` or `127x1000x1`).
 
     Named sizes may leave dims out (they keep the default); values in dim order must give every dim.
@@ -194,8 +194,8 @@ def timing_option(fn):
 def dtype_options(fn):
     """--dtype and --out-dtype: the problem's element types (inputs, and outputs where they differ)."""
     fn = click.option("--out-dtype", metavar="TYPE", help="Output element type (default: the input type).")(fn)
-    return click.option("--dtype", default="float32", show_default=True, metavar="float32|float16|bfloat16",
-                        help="Input element type (ops list theirs in `kernelgen list OP`).")(fn)
+    return click.option("--dtype", metavar="float32|float16|bfloat16",
+                        help="Input element type (default: the op's first; `kernelgen list OP` lists them).")(fn)
 
 
 def selection_options(fn):
@@ -282,12 +282,14 @@ def list_cmd(op_name):
     """List the ops, or one op's sizes, knobs, primitives and ladder."""
     if not op_name:
         click.echo(table([{"op": o.name, "sizes": ",".join(f"{d.name}={d.default}" for d in o.dims),
-                           "what": o.summary} for o in OPS.values()], ["op", "sizes", "what"]))
+                           "dtypes": ",".join(o.dtypes), "what": o.summary} for o in OPS.values()],
+                         ["op", "sizes", "dtypes", "what"]))
         return
     op = get_op(op_name)
     click.echo(f"{op.name}: {op.summary}")
     click.echo("sizes: " + ", ".join(f"{d.name} (benchmark {d.default}, small {d.small})" for d in op.dims))
     click.echo(f"loops: {', '.join(op.loops)}   inputs: {', '.join(op.inputs)}   outputs: {', '.join(op.outputs)}")
+    click.echo("dtypes: " + ", ".join(f"{d} (outputs {'|'.join(op.out_dtypes(d))})" for d in op.dtypes))
     click.echo("knobs:")
     click.echo(table([{"knob": k.name, "default": k.default, "choices": ",".join(map(str, k.choices)), "meaning": k.help}
                       for k in op.knobs], ["knob", "default", "choices", "meaning"]))
@@ -326,7 +328,7 @@ def emit(op_name, knobs, schedule_file, step, best, db, size, all_ops, ladder, a
     if ladder:
         if knobs or schedule_file or step is not None or best:
             raise UsageError("--ladder writes every ladder step; it takes no --knob, --schedule, --step or --best")
-        kernels = [k for _, k in generated_kernels(op, limits)]
+        kernels = [k for _, k in generated_kernels(op, limits, op.types(dtype, out_dtype))]
     else:
         types = op.types(dtype, out_dtype)
         problem = parse_size(op, size, False, dtype, out_dtype) if size else None
@@ -352,7 +354,7 @@ def inspect(op_name, knobs, schedule_file, step, best, db, ladder, arch, as_json
     from .inspect import inspect_kernel
     op = get_op(op_name)
     limits = target(arch)
-    kernels = (generated_kernels(op, limits) if ladder
+    kernels = (generated_kernels(op, limits, op.types(dtype, out_dtype)) if ladder
                else [("selected", op.kernel(select(op, knobs, schedule_file, step, best, None, db), limits,
                                             op.types(dtype, out_dtype)))])
     from .inspect import sass_note
@@ -367,7 +369,7 @@ def inspect(op_name, knobs, schedule_file, step, best, db, ladder, arch, as_json
     else:
         click.echo(table([{k: "n/a" if v is None else v for k, v in r.items()} for r in rows],
                          ["step", "symbol", "registers", "shared_bytes", "local_bytes", "spill_bytes",
-                          "ldg128", "stg128", "lds128", "ffma"]))
+                          "ldg128", "stg128", "lds128", "ffma", "hmma", "ldsm"]))
     for n in notes:
         click.echo(f"note: {n}", err=True)
 

@@ -210,9 +210,10 @@ class Op:
     error_measure: str = "relative L2 error"   # what `error()` computes, printed beside the tolerance
 
     # -- problems --------------------------------------------------------------------------------
-    def types(self, dtype_name="float32", out=None) -> Types:
-        """Per-buffer types: inputs in `dtype_name`, outputs in `out` (default the same), fp32 accumulation."""
-        d = dtype(dtype_name)
+    def types(self, dtype_name=None, out=None) -> Types:
+        """Per-buffer types: inputs in `dtype_name` (default the op's first type), outputs in `out`
+        (default the same), fp32 accumulation."""
+        d = dtype(dtype_name or self.dtypes[0])
         if d.name not in self.dtypes:
             raise UsageError(f"{self.name}: dtype {d.name} is not supported; {self.name} takes {', '.join(self.dtypes)}")
         o = dtype(out or d.name)
@@ -225,7 +226,7 @@ class Op:
         """Output types allowed with inputs of `dtype_name` (the same type unless the op says more)."""
         return (dtype_name,)
 
-    def problem(self, sizes: dict[str, int] | None = None, *, small: bool = False, dtype: str = "float32",
+    def problem(self, sizes: dict[str, int] | None = None, *, small: bool = False, dtype: str | None = None,
                 out_dtype: str | None = None) -> Problem:
         types = self.types(dtype, out_dtype)
         sizes = dict(sizes or {})

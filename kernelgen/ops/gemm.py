@@ -107,14 +107,8 @@ class Gemm(Op):
         "annotate(ldmatrix, 1); swizzle(g)")
 
     # -- problems ----------------------------------------------------------------------------------
-    def types(self, dtype_name="float16", out=None) -> Types:
-        return super().types(dtype_name, out)
-
     def out_dtypes(self, dtype_name: str) -> tuple[str, ...]:
         return (dtype_name, "float32")
-
-    def problem(self, sizes=None, *, small=False, dtype="float16", out_dtype=None) -> Problem:
-        return super().problem(sizes, small=small, dtype=dtype, out_dtype=out_dtype)
 
     def check_problem(self, problem: Problem) -> None:
         for d in ("M", "N", "K"):
