@@ -1,0 +1,211 @@
+"""float16 and bfloat16 in the memory-bound ops (16-bit loads and stores, fp32 math): which types each
+op takes, vector widths and alignment by element size, inputs exact in the type, the error and its
+tolerance, the float32 kernels' source unchanged; the emulator at awkward sizes, NVRTC for sm_80 and
+sm_90 with no spills and 128-bit accesses at 8 elements, and the GPU at benchmark sizes."""
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from kernelgen import get_op, render
+from kernelgen.compile import compile_cuda
+from kernelgen.dtypes import dtype
+from kernelgen.emit import generated_kernels
+from kernelgen.errors import ScheduleError, UsageError
+from kernelgen.inspect import facts_of
+from kernelgen.target import target
+from kernelgen.validate import validate
+
+GENERATED = Path(__file__).resolve().parent.parent / "generated"
+HALF = ("float16", "bfloat16")
+HALF_OPS = ("softmax", "layernorm")
+
+# (op, knobs): the default and other legal layouts: 16-byte, 4-byte and scalar accesses, the
+# algorithms that stream x more than once, several rows per block, shared-memory trees.
+SCHEDULES = {
+    "softmax": (dict(), dict(vec=8, items=2), dict(vec=2, threads=32, rows_per_block=4, items=16),
+                dict(vec=1, threads=32, rows_per_block=8, algo="online"),
+                dict(vec=8, items=1, threads=128, algo="split")),
+    "layernorm": (dict(), dict(vec=8, items=2), dict(vec=2, threads=32, rows_per_block=4, items=16),
+                  dict(vec=1, threads=32, rows_per_block=8, algo="welford"),
+                  dict(vec=4, algo="two_pass", reduction="shared")),
+}
+
+
+def ids(knobs):
+    return "-".join(f"{k}{v}" for k, v in knobs.items()) or "default"
+
+
+# -- types, widths, plans --------------------------------------------------------------------------
+@pytest.mark.parametrize("name", HALF_OPS)
+def test_the_ops_take_the_three_types(name):
+    assert get_op(name).dtypes == ("float32", "float16", "bfloat16")
+
+
+def test_a_type_the_op_does_not_take_is_refused_naming_the_allowed_ones():
+    op = get_op("transpose")
+    with pytest.raises(UsageError, match=f"takes {', '.join(op.dtypes)}"):
+        op.problem(small=True, dtype="float16")
+    with pytest.raises(UsageError, match="unknown"):
+        get_op("softmax").problem(small=True, dtype="int8")
+    with pytest.raises(UsageError, match="output dtype float32 with float16 inputs .* choose one of float16"):
+        get_op("softmax").problem(small=True, dtype="float16", out_dtype="float32")
+
+
+@pytest.mark.parametrize("name", HALF_OPS)
+def test_names_carry_the_type(name):
+    op = get_op(name)
+    assert op.kernel(op.default_schedule(), types=op.types("bf16")).name.startswith(f"{name}_bf16_sm90_")
+
+
+@pytest.mark.parametrize("name", HALF_OPS)
+def test_vector_widths_follow_the_element_size(name):
+    op = get_op(name)
+    with pytest.raises(ScheduleError, match="allowed: 1, 4"):
+        op.kernel(op.schedule(vec=8, items=2))               # float32: float4 at most
+    with pytest.raises(ScheduleError, match="allowed: 1, 2, 4, 8"):
+        op.kernel(op.schedule_from_knobs(**dict(op.default_knobs(), vec=16, items=1)), types=op.types("float16"))
+    for vec in (1, 2, 4, 8):
+        op.kernel(op.schedule(vec=vec, items=2), types=op.types("float16"))
+
+
+def test_three_pass_softmax_is_float32_only():
+    op = get_op("softmax")
+    with pytest.raises(ScheduleError, match="round twice"):
+        op.kernel(op.schedule(algo="three_pass"), types=op.types("float16"))
+
+
+@pytest.mark.parametrize("dt", HALF)
+@pytest.mark.parametrize("name", HALF_OPS)
+def test_plans_align_rows_in_bytes_of_the_element(name, dt):
+    op = get_op(name)
+    k = op.kernel(op.schedule(vec=8, items=2), types=op.types(dt))
+    p = op.plan(k, op.problem({"rows": 5, "cols": 1024}, dtype=dt))
+    assert p.launches[0].symbol == k.name and dict(p.alignment)["x"] == 16
+    p = op.plan(k, op.problem({"rows": 5, "cols": 1020}, dtype=dt))    # 1020 % 8 != 0: the scalar twin
+    assert p.launches[0].symbol == k.name + "_scalar" and set(dict(p.alignment).values()) == {2}
+    k4 = op.kernel(op.schedule(vec=4), types=op.types(dt))
+    assert dict(op.plan(k4, op.problem({"rows": 5, "cols": 1020}, dtype=dt)).alignment)["y"] == 8
+
+
+@pytest.mark.parametrize("name", HALF_OPS)
+def test_bytes_moved_at_the_element_size(name):
+    op = get_op(name)
+    sizes = {"rows": 64, "cols": 512}
+    full = op.bytes_moved(op.problem(sizes))
+    assert op.bytes_moved(op.problem(sizes, dtype="float16")) * 2 == full
+    assert op.bytes_moved(op.problem(sizes, dtype="bfloat16")) * 2 == full
+
+
+@pytest.mark.parametrize("dt", HALF)
+@pytest.mark.parametrize("name", HALF_OPS)
+def test_inputs_are_exact_in_the_storage_type(name, dt):
+    op, d = get_op(name), dtype(dt)
+    p = op.problem(small=True, dtype=dt)
+    inputs = op.make_inputs(p, np.random.default_rng(0))
+    for b, a in inputs.items():
+        assert a.dtype == np.dtype(d.storage) and a.shape == op.input_shapes(p)[b]
+        np.testing.assert_array_equal(d.encode(d.decode(a)), a)
+
+
+@pytest.mark.parametrize("dt", HALF)
+@pytest.mark.parametrize("name", HALF_OPS)
+def test_the_error_passes_correct_rounding_and_fails_a_wrong_element(name, dt):
+    op, d = get_op(name), dtype(dt)
+    p = op.problem({"rows": 37, "cols": 300}, dtype=dt)
+    inputs = op.make_inputs(p, np.random.default_rng(1))
+    ref = op.reference(inputs, p)["y"]
+    rounded = d.decode(d.encode(ref))                        # the best a kernel can store
+    assert op.error("y", rounded, ref, inputs, p) <= op.tolerance(p) / 2 * 1.001
+    assert op.tolerance(p) == 2 * d.unit_roundoff and "per element" in op.measure(p)
+    big = np.abs(ref).argmax(axis=1)                         # each row's largest |y|
+    for r in (0, 17, 36):                                    # one element 4 ulps (8u) off fails
+        wrong = rounded.copy()
+        wrong[r, big[r]] *= 1 + 8 * d.unit_roundoff
+        assert op.error("y", wrong, ref, inputs, p) > op.tolerance(p), r
+    nan = rounded.copy()
+    nan[3, 7] = np.nan
+    assert op.error("y", nan, ref, inputs, p) > op.tolerance(p)
+
+
+@pytest.mark.parametrize("name", HALF_OPS)
+def test_float32_keeps_its_measure_and_tolerance(name):
+    op = get_op(name)
+    p = op.problem(small=True)
+    assert op.tolerance(p) == op.rel_tolerance and op.measure(p) == op.error_measure
+
+
+@pytest.mark.parametrize("name", HALF_OPS + ("elementwise",))
+def test_float32_kernels_render_as_in_generated(name):
+    """generated/ holds the float32 kernels; the templates that now take 16-bit types render them
+    byte for byte as committed (the diff of generated/ is empty)."""
+    op = get_op(name)
+    kernels = generated_kernels(op, target("sm_90"))
+    assert kernels
+    for _, k in kernels:
+        assert (GENERATED / name / "sm_90" / f"{k.name}.cu").read_text() == render(k), k.name
+
+
+@pytest.mark.parametrize("dt", HALF)
+@pytest.mark.parametrize("name", HALF_OPS)
+def test_16_bit_sources_convert_at_load_and_store(name, dt):
+    op, d = get_op(name), dtype(dt)
+    src = render(op.kernel(op.schedule(vec=8, items=2), types=op.types(dt)))
+    conv = {"float16": ("__half2float(", "__float2half_rn("), "bfloat16": ("__bfloat162float(", "__float2bfloat16_rn(")}[dt]
+    assert f"#include <{d.header}>" in src and all(c in src for c in conv)
+    assert f"struct alignas(16) kg_{d.short}x8 {{ {d.ctype} e[8]; }};" in src
+    assert f"const {d.ctype}* __restrict__ x" in src and not re.search(r"\bfloat4[ *] *[a-z]", src)   # no float vectors
+
+
+# -- the emulator --------------------------------------------------------------------------------
+EMULATE_CASES = [(n, dt, kn) for n in HALF_OPS for dt in HALF for kn in SCHEDULES[n]]
+
+
+@pytest.mark.emulate
+@pytest.mark.parametrize("name,dt,knobs", EMULATE_CASES,
+                         ids=[f"{n}-{dt}-{ids(kn)}" for n, dt, kn in EMULATE_CASES])
+def test_validates_on_the_emulator_at_awkward_sizes(name, dt, knobs):
+    op = get_op(name)
+    sched = op.schedule(**knobs)
+    k = op.kernel(sched, types=op.types(dt))
+    cap = op.max_cols(dict(k.knobs)) if dict(k.knobs)["algo"] == "registers" else None
+    sizes = [s for s in op.test_problems() if cap is None or s["cols"] <= cap]
+    if dict(k.knobs)["algo"] == "split":
+        sizes.append({"rows": 3, "cols": 9001})             # several blocks per row, a ragged last one
+    assert len(sizes) >= 3
+    for s in sizes:
+        v = validate(op, sched, op.problem(s, dtype=dt), backend="emulate")
+        assert v.ok, (s, v.summary())
+
+
+# -- NVRTC ---------------------------------------------------------------------------------------
+NVRTC_CASES = [(n, dt, kn) for n in HALF_OPS for dt in HALF for kn in SCHEDULES[n][:3]]
+
+
+@pytest.mark.nvrtc
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
+@pytest.mark.parametrize("name,dt,knobs", NVRTC_CASES,
+                         ids=[f"{n}-{dt}-{ids(kn)}" for n, dt, kn in NVRTC_CASES])
+def test_compiles_without_spills(name, dt, knobs, arch):
+    op = get_op(name)
+    k = op.kernel(op.schedule(**knobs), target(arch), types=op.types(dt))
+    facts = {f.symbol: f for f in facts_of(compile_cuda(render(k), arch, k.name))}
+    assert k.name in facts
+    for sym, f in facts.items():
+        assert f.spill_bytes == 0 and f.local_bytes == 0, (sym, f)
+        if f.ldg128 is not None and not sym.endswith("_scalar"):
+            assert (f.ldg128 > 0) == (dict(k.knobs)["vec"] == 8), (sym, f.ldg128)   # 8 x 2 bytes = LDG.128
+            assert (f.stg128 > 0) == (dict(k.knobs)["vec"] == 8), (sym, f.stg128)
+
+
+# -- the GPU -------------------------------------------------------------------------------------
+@pytest.mark.gpu
+@pytest.mark.parametrize("dt", HALF)
+@pytest.mark.parametrize("name", HALF_OPS)
+def test_validates_on_the_gpu_at_benchmark_sizes(name, dt):
+    op = get_op(name)
+    p = op.problem(dtype=dt)
+    for sched in (op.default_schedule(), op.schedule_for(p), op.schedule(vec=8, items=2)):
+        v = validate(op, sched, p, backend="gpu")
+        assert v.ok, v.summary()
