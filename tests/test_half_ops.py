@@ -70,6 +70,18 @@ def test_vector_widths_follow_the_element_size(name):
         op.kernel(op.schedule(vec=vec, items=2), types=op.types("float16"))
 
 
+@pytest.mark.parametrize("name", HALF_OPS)
+def test_heuristics_and_search_take_16_byte_accesses(name):
+    op = get_op(name)
+    for dt, vec in (("float32", 4), ("float16", 8), ("bfloat16", 8)):
+        for cols in (1000, 4096, 40000):
+            p = op.problem({"rows": 64, "cols": cols}, dtype=dt)
+            knobs = op.knobs_from_schedule(op.schedule_for(p))
+            assert knobs["vec"] == vec, (dt, cols, knobs)
+            op.kernel(op.schedule_for(p), types=p.types)
+            assert {k["vec"] for k in op.space(p, target("sm_90"))} == {vec}
+
+
 def test_three_pass_softmax_is_float32_only():
     op = get_op("softmax")
     with pytest.raises(ScheduleError, match="round twice"):

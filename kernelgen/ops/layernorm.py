@@ -193,15 +193,22 @@ class LayerNorm(HalfRowNumbers, RowSchedule, Op):
         ]
         return tuple(LadderStep(t, self.schedule_from_knobs(**k), n) for t, k, n in steps)
 
+    def schedule_for(self, problem: Problem) -> Schedule:
+        """The default layout, whose accesses are 16 bytes: float4, or for 16-bit types 8 elements
+        (and half as many vectors per thread, so a thread holds the same 16 elements)."""
+        if problem.dtype("x").itemsize == 4:
+            return self.default_schedule()
+        return self.schedule(vec=8, items=2)
+
     def space(self, problem: Problem, target: Target):
-        cols = problem["cols"]
-        base = dict(vec=4, reduction="shuffle")
+        cols, vec = problem["cols"], 16 // problem.dtype("x").itemsize    # 16-byte accesses
+        base = dict(vec=vec, reduction="shuffle")
         for threads in (8, 16, 32, 64, 128, 256, 512, 1024):
             for rpb in ((1,) if threads > 32 else (1, 2, 4, 8, 16)):
                 if not 64 <= threads * rpb <= target.max_threads:
                     continue
                 for items in (1, 2, 4, 8, 16):
-                    cap = items * threads * 4
+                    cap = items * threads * vec
                     if cap >= cols and cap // 2 < cols:
                         yield dict(base, threads=threads, rows_per_block=rpb, items=items, algo="registers")
                     if threads * rpb >= 128 and items in (2, 4):

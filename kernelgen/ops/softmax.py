@@ -237,27 +237,28 @@ class Softmax(HalfRowNumbers, RowSchedule, Op):
 
     def schedule_for(self, problem: Problem) -> Schedule:
         """The row in registers, 16 floats a thread up to 16384 columns and 32 up to 32768 (a block of
-        1024 threads), whole blocks of 256 threads for short rows; longer rows split over blocks."""
-        cols = problem["cols"]
+        1024 threads), whole blocks of 256 threads for short rows; longer rows split over blocks.
+        Accesses are 16 bytes: float4, or 8 elements of a 16-bit type."""
+        cols, vec = problem["cols"], 16 // problem.dtype("x").itemsize
         if cols > 32768:
-            return self.schedule_from_knobs(threads=256, rows_per_block=1, items=4, vec=4, reduction="shuffle",
-                                            algo="split", l2_batch_mb=16)
+            return self.schedule_from_knobs(threads=256, rows_per_block=1, items=16 // vec, vec=vec,
+                                            reduction="shuffle", algo="split", l2_batch_mb=16)
         per_thread = 16 if cols <= 16384 else 32
         threads = min(1024, max(4, 1 << max(0, (cdiv(cols, per_thread) - 1).bit_length())))
-        items = 1 << max(0, (cdiv(cols, threads * 4) - 1).bit_length())
+        items = 1 << max(0, (cdiv(cols, threads * vec) - 1).bit_length())
         rows_per_block = 256 // threads if threads <= 32 else 1
-        return self.schedule_from_knobs(threads=threads, rows_per_block=rows_per_block, items=items, vec=4,
+        return self.schedule_from_knobs(threads=threads, rows_per_block=rows_per_block, items=items, vec=vec,
                                         reduction="shuffle", algo="registers", l2_batch_mb=16)
 
     def space(self, problem: Problem, target: Target):
-        cols = problem["cols"]
-        base = dict(vec=4, reduction="shuffle", l2_batch_mb=16)
+        cols, vec = problem["cols"], 16 // problem.dtype("x").itemsize    # 16-byte accesses
+        base = dict(vec=vec, reduction="shuffle", l2_batch_mb=16)
         for threads in (4, 8, 16, 32, 64, 128, 256, 512, 1024):
             for rpb in ((1,) if threads > 32 else (1, 2, 4, 8, 16, 32, 64)):
                 if not 64 <= threads * rpb <= target.max_threads:
                     continue
                 for items in (1, 2, 4, 8, 16):
-                    cap = items * threads * 4
+                    cap = items * threads * vec
                     if cap >= cols and cap // 2 < cols:   # the smallest register tile that holds the row
                         yield dict(base, threads=threads, rows_per_block=rpb, items=items, algo="registers")
                     if threads * rpb >= 128 and items in (2, 4):
