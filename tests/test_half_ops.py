@@ -170,6 +170,92 @@ def test_16_bit_sources_convert_at_load_and_store(name, dt):
     assert f"const {d.ctype}* __restrict__ x" in src and not re.search(r"\bfloat4[ *] *[a-z]", src)   # no float vectors
 
 
+# -- elementwise ---------------------------------------------------------------------------------
+EXPRS = ("relu(a * b + c)", "gelu(x + bias) * 2.0")
+EW_SCHEDULES = (dict(), dict(vec=8, items=2), dict(vec=2, fusion="none"), dict(vec=1, grid_stride=2),
+                dict(vec=4, items=4, fusion="none"))
+
+
+def ew(expr=EXPRS[1]):
+    return get_op("elementwise").with_expr(expr)
+
+
+def test_elementwise_takes_the_three_types_and_16_byte_vectors():
+    op = ew()
+    assert op.dtypes == ("float32", "float16", "bfloat16")
+    with pytest.raises(ScheduleError, match="allowed: 1, 2, 4"):
+        op.kernel(op.schedule(vec=8))
+    with pytest.raises(ScheduleError, match="float32 intermediates"):
+        op.kernel(op.schedule(vec=8, fusion="none"), types=op.types("float16"))
+    k = op.kernel(op.schedule(vec=8), types=op.types("bfloat16"))
+    assert k.name.startswith("elementwise_bf16_sm90_")
+    p = op.plan(k, op.problem({"M": 4, "N": 100}, dtype="bfloat16"))
+    assert dict(p.alignment) == {"x": 16, "out": 16}
+    full = op.bytes_moved(op.problem({"M": 4, "N": 100}))
+    assert op.bytes_moved(op.problem({"M": 4, "N": 100}, dtype="float16")) * 2 == full
+
+
+def test_elementwise_heuristic_and_search_take_16_byte_accesses():
+    op = ew()
+    for dt, vec in (("float32", 4), ("float16", 8), ("bfloat16", 8)):
+        p = op.problem(small=True, dtype=dt)
+        assert op.knobs_from_schedule(op.schedule_for(p))["vec"] == vec
+        assert {k["vec"] for k in op.space(p, target("sm_90"))} == {vec}
+    assert op.schedule_for(op.problem(small=True)) == op.default_schedule()
+
+
+def test_unfused_intermediates_stay_float32():
+    op = ew(EXPRS[0])
+    k = op.kernel(op.schedule(fusion="none", vec=4), types=op.types("float16"))
+    src = render(k)
+    assert f"{k.name}_k0(const __half* __restrict__ p_a, const __half* __restrict__ p_b, float* __restrict__ out" in src
+    assert f"{k.name}_k2(const float* __restrict__ p_tmp1, __half* __restrict__ out" in src
+    assert {w.dtype for w in op.plan(k, op.problem(small=True, dtype="float16")).workspaces} == {"float32"}
+
+
+@pytest.mark.parametrize("dt", HALF)
+def test_elementwise_inputs_exact_and_error_passes_rounding_fails_a_wrong_element(dt):
+    op, d = ew(), dtype(dt)
+    p = op.problem({"M": 37, "N": 300}, dtype=dt)
+    inputs = op.make_inputs(p, np.random.default_rng(2))
+    for a in inputs.values():
+        np.testing.assert_array_equal(d.encode(d.decode(a)), a)
+    ref = op.reference(inputs, p)["out"]
+    rounded = d.decode(d.encode(ref))
+    assert op.tolerance(p) == 2 * d.unit_roundoff
+    assert op.error("out", rounded, ref, inputs, p) <= d.unit_roundoff * 1.001
+    big = np.abs(ref).argmax(axis=1)
+    for r in (0, 20, 36):
+        wrong = rounded.copy()
+        wrong[r, big[r]] *= 1 + 8 * d.unit_roundoff
+        assert op.error("out", wrong, ref, inputs, p) > op.tolerance(p), r
+
+
+EW_CASES = [(e, dt, kn) for e in EXPRS for dt in HALF for kn in EW_SCHEDULES]
+
+
+@pytest.mark.emulate
+@pytest.mark.parametrize("expr,dt,knobs", EW_CASES, ids=[f"{e}-{dt}-{ids(kn)}" for e, dt, kn in EW_CASES])
+def test_elementwise_validates_on_the_emulator_at_awkward_sizes(expr, dt, knobs):
+    op = ew(expr)
+    for s in op.test_problems():
+        v = validate(op, op.schedule(**knobs), op.problem(s, dtype=dt), backend="emulate")
+        assert v.ok, (s, v.summary())
+
+
+@pytest.mark.nvrtc
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
+@pytest.mark.parametrize("dt", HALF)
+@pytest.mark.parametrize("knobs", EW_SCHEDULES[:3], ids=ids)
+def test_elementwise_compiles_without_spills(knobs, dt, arch):
+    op = ew(EXPRS[0])
+    k = op.kernel(op.schedule(**knobs), target(arch), types=op.types(dt))
+    for f in facts_of(compile_cuda(render(k), arch, k.name)):
+        assert f.spill_bytes == 0 and f.local_bytes == 0, f
+        if f.ldg128 is not None:
+            assert (f.ldg128 > 0) == (knobs.get("vec") == 8) and (f.stg128 > 0) == (knobs.get("vec") == 8), f
+
+
 # -- the emulator --------------------------------------------------------------------------------
 EMULATE_CASES = [(n, dt, kn) for n in HALF_OPS for dt in HALF for kn in SCHEDULES[n]]
 
@@ -214,9 +300,9 @@ def test_compiles_without_spills(name, dt, knobs, arch):
 # -- the GPU -------------------------------------------------------------------------------------
 @pytest.mark.gpu
 @pytest.mark.parametrize("dt", HALF)
-@pytest.mark.parametrize("name", HALF_OPS)
+@pytest.mark.parametrize("name", HALF_OPS + ("elementwise",))
 def test_validates_on_the_gpu_at_benchmark_sizes(name, dt):
-    op = get_op(name)
+    op = get_op(name) if name != "elementwise" else ew()
     p = op.problem(dtype=dt)
     for sched in (op.default_schedule(), op.schedule_for(p), op.schedule(vec=8, items=2)):
         v = validate(op, sched, p, backend="gpu")
