@@ -26,7 +26,8 @@ HALF_OPS = ("softmax", "layernorm")
 SCHEDULES = {
     "softmax": (dict(), dict(vec=8, items=2), dict(vec=2, threads=32, rows_per_block=4, items=16),
                 dict(vec=1, threads=32, rows_per_block=8, algo="online"),
-                dict(vec=8, items=1, threads=128, algo="split")),
+                dict(vec=8, items=1, threads=128, algo="split"), dict(vec=4, items=2, algo="three_pass"),
+                dict(vec=1, threads=1, rows_per_block=128, items=1, reduction="serial", algo="three_pass")),
     "layernorm": (dict(), dict(vec=8, items=2), dict(vec=2, threads=32, rows_per_block=4, items=16),
                   dict(vec=1, threads=32, rows_per_block=8, algo="welford"),
                   dict(vec=4, algo="two_pass", reduction="shared")),
@@ -82,10 +83,12 @@ def test_heuristics_and_search_take_16_byte_accesses(name):
             assert {k["vec"] for k in op.space(p, target("sm_90"))} == {vec}
 
 
-def test_three_pass_softmax_is_float32_only():
+def test_three_pass_softmax_stages_in_y_only_in_float32():
     op = get_op("softmax")
-    with pytest.raises(ScheduleError, match="round twice"):
-        op.kernel(op.schedule(algo="three_pass"), types=op.types("float16"))
+    sched = op.schedule(algo="three_pass", vec=4)
+    assert "yr[c] *= inv" in render(op.kernel(op.schedule(algo="three_pass", vec=1)))      # float32: stages in y
+    src = render(op.kernel(sched, types=op.types("float16")))
+    assert "rv[c]" not in src and "*= inv" not in src and src.count("xv[c]") == 3   # x read three times
 
 
 @pytest.mark.parametrize("dt", HALF)

@@ -16,8 +16,9 @@ vectors a thread loads at once, unrolled), j.2 (the threads of one row, threadId
 lane of a vector: float4 for float32; 2, 4 or 8 elements, up to 16 bytes, for 16-bit types). `reduction("j", serial|shared|shuffle)` is how the threads of a row combine their max
 and sum. The algorithm:
 - `annotate("softmax", "three_pass")`: the seed notes' kernel, three passes in global memory
-  (max of x; y = exp(x - max) and its sum; y /= sum): reads 3 and writes 2 floats per element
-  (float32 only: a 16-bit y would round exp(x - max) before the division).
+  (max of x; y = exp(x - max) and its sum; y /= sum): reads 3 and writes 2 floats per element.
+  A 16-bit y is not a staging buffer (it would round exp(x - max) before the division): the second
+  pass only sums and the third reads x again (3 reads, 1 write).
 - `annotate("softmax", "online")`: running max and sum in one pass (the notes' unwritten online
   softmax), then y = exp(x - max) / sum: two reads, one write.
 - `cache_read("x", "register")`: j.0 has one chunk; the row stays in registers (at most
@@ -109,9 +110,9 @@ class Softmax(HalfRowNumbers, RowSchedule, Op):
 
     def template_params(self, k: dict, types: Types, target: Target) -> tuple[dict, int, int]:
         params, red_words = self.row_params(k, types)
-        check(k["algo"] != "three_pass" or types.output.itemsize == 4, "annotate", "softmax", "three_pass",
-              limit=f"three_pass stages exp(x - max) in y, which {types.output.name} would round twice",
-              allowed="online, registers, split")
+        # three_pass stages exp(x - max) in a float32 y; a 16-bit y would round it twice, so its third
+        # pass reads x again instead.
+        params["stage_in_y"] = types.output.itemsize == 4
         params["red_floats"] = red_words * (2 if k["algo"] in ("online", "split") else 1)  # one set per statistic
         return params, 4 * params["red_floats"], 24 + k["items"] * k["vec"]
 
