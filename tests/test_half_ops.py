@@ -259,6 +259,81 @@ def test_elementwise_compiles_without_spills(knobs, dt, arch):
             assert (f.ldg128 > 0) == (knobs.get("vec") == 8) and (f.stg128 > 0) == (knobs.get("vec") == 8), f
 
 
+# -- reduce_sum ----------------------------------------------------------------------------------
+RED_TYPES = (("float16", None), ("bfloat16", None), ("float16", "float32"), ("bfloat16", "float32"))
+RED_SCHEDULES = (dict(), dict(vec=8, items=2), dict(vec=2, strategy="sequential", grid_stride=0),
+                 dict(vec=1, strategy="last_warp", threads=256, items=2))
+
+
+def test_reduce_sum_types_widths_and_finishes():
+    op = get_op("reduce_sum")
+    assert op.dtypes == ("float32", "float16", "bfloat16") and op.out_dtypes("float16") == ("float16", "float32")
+    with pytest.raises(UsageError, match="choose one of float32"):
+        op.problem(small=True, out_dtype="float16")
+    with pytest.raises(ScheduleError, match="allowed: 1, 2, 4"):
+        op.kernel(op.schedule(vec=8))
+    with pytest.raises(ScheduleError, match="add in 16 bits"):
+        op.kernel(op.schedule(finish="atomic"), types=op.types("bfloat16"))
+    op.kernel(op.schedule(finish="atomic", vec=8), types=op.types("bfloat16", "float32"))
+    p = op.problem({"n": 1000}, dtype="float16")
+    assert op.bytes_moved(p) == 2002 and op.knobs_from_schedule(op.schedule_for(p))["vec"] == 8
+    assert dict(op.plan(op.kernel(op.schedule_for(p), types=p.types), p).alignment) == {"x": 16}
+    assert {k["finish"] for k in op.space(p, target("sm_90"))} == {"two_pass"}
+
+
+@pytest.mark.parametrize("dt,out", RED_TYPES)
+def test_reduce_sum_inputs_exact_and_a_dropped_element_fails(dt, out):
+    op = get_op("reduce_sum")
+    p = op.problem({"n": 100003}, dtype=dt, out_dtype=out)
+    x = op.make_inputs(p, np.random.default_rng(3))
+    d, o = dtype(dt), p.dtype("out")
+    np.testing.assert_array_equal(d.encode(d.decode(x["x"])), x["x"])
+    ref = op.reference(x, p)["out"]
+    if o.itemsize == 2:                                     # the sum is exact in out's type, with margin
+        assert abs(ref[0]) + 16 <= 1 / o.unit_roundoff and ref[0] != 0
+    assert op.error("out", o.decode(o.encode(ref)), ref, x, p) == 0.0
+    values = d.decode(x["x"])
+    for i in np.flatnonzero(values)[:50]:                   # any one element dropped fails
+        dropped = o.decode(o.encode(ref - values[i]))
+        assert op.error("out", dropped, ref, x, p) > op.tolerance(p), i
+
+
+RED_CASES = [(dt, out, kn) for dt, out in RED_TYPES for kn in RED_SCHEDULES] + \
+    [(dt, "float32", dict(vec=8, finish="atomic")) for dt in HALF]
+
+
+@pytest.mark.emulate
+@pytest.mark.parametrize("dt,out,knobs", RED_CASES, ids=[f"{dt}-{out}-{ids(kn)}" for dt, out, kn in RED_CASES])
+def test_reduce_sum_validates_on_the_emulator(dt, out, knobs):
+    op = get_op("reduce_sum")
+    for s in op.test_problems():
+        v = validate(op, op.schedule(**knobs), op.problem(s, dtype=dt, out_dtype=out), backend="emulate")
+        assert v.ok, (s, v.summary())
+
+
+@pytest.mark.nvrtc
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
+@pytest.mark.parametrize("dt", HALF)
+@pytest.mark.parametrize("knobs", RED_SCHEDULES[:3], ids=ids)
+def test_reduce_sum_compiles_without_spills(knobs, dt, arch):
+    op = get_op("reduce_sum")
+    k = op.kernel(op.schedule(**knobs), target(arch), types=op.types(dt))
+    for f in facts_of(compile_cuda(render(k), arch, k.name)):
+        assert f.spill_bytes == 0 and f.local_bytes == 0, f
+        if f.ldg128 is not None and f.symbol.endswith("_partial"):
+            assert (f.ldg128 > 0) == (knobs.get("vec") == 8), f
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dt,out", RED_TYPES)
+def test_reduce_sum_validates_on_the_gpu_at_the_benchmark_size(dt, out):
+    op = get_op("reduce_sum")
+    p = op.problem(dtype=dt, out_dtype=out)
+    for sched in (op.default_schedule(), op.schedule_for(p)):
+        v = validate(op, sched, p, backend="gpu")
+        assert v.ok, v.summary()
+
+
 # -- the emulator --------------------------------------------------------------------------------
 EMULATE_CASES = [(n, dt, kn) for n in HALF_OPS for dt in HALF for kn in SCHEDULES[n]]
 
