@@ -93,7 +93,7 @@ class RowSchedule:
         params = dict(k, block=t * rpb, red_words=red_words, warps=max(1, t // 32),
                       scalar_items=k["items"] * k["vec"],         # the any-cols kernel: the same floats, one at a time
                       chunk_cols=k["items"] * t * k["vec"],
-                      lanes=("x", "y", "z", "w"), io=element_io(types.input, k["vec"]),
+                      io=element_io(types.input, k["vec"]),
                       access_bytes=k["vec"] * types.input.itemsize)
         return params, red_words
 
