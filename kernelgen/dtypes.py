@@ -34,6 +34,11 @@ class DType:
     header: str = ""    # the CUDA header that declares ctype
     math: str = "fp32"  # the roofline's compute path when this type feeds a matrix product
 
+    @property
+    def smallest_normal(self) -> float:
+        """The smallest positive normal value (below it the spacing stops shrinking): 2^-126, 2^-14, 2^-126."""
+        return 2.0 ** -14 if self.name == "float16" else 2.0 ** -126
+
     def encode(self, x) -> np.ndarray:
         """Values (any float array) rounded to this type, as its storage."""
         x = np.asarray(x)

@@ -143,4 +143,4 @@ def validate(op: Op, sched: Schedule, problem: Problem, *, backend: str = "gpu",
     errors = tuple((k, op.error(k, outputs[k], refs[k], inputs, problem)) for k in refs)
     unwritten = tuple((k, int(np.count_nonzero(np.isnan(outputs[k]) & ~np.isnan(refs[k])))) for k in refs)
     return Validation(op.name, prep.kernel.name, str(problem), backend, seed, errors, unwritten, op.tolerance(problem),
-                      op.error_measure)
+                      op.measure(problem))

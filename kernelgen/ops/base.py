@@ -387,6 +387,10 @@ class Op:
     def tolerance(self, problem: Problem) -> float:
         return self.rel_tolerance
 
+    def measure(self, problem: Problem) -> str:
+        """What `error()` computes for `problem` (ops whose measure depends on the types override it)."""
+        return self.error_measure
+
     def error(self, name: str, out: np.ndarray, ref: np.ndarray, inputs: dict, problem: Problem) -> float:
         """The error compared with `tolerance()`: ||out - ref|| / ||ref|| unless the op says otherwise."""
         return rel_error(out, ref)

@@ -37,7 +37,8 @@ import numpy as np
 from ..errors import ScheduleError, UsageError, check
 from ..schedule import Schedule, ScheduleReader, schedule
 from .base import Dim, Kernel, Knob, LadderStep, Launch, Op, Plan, Problem, Scalar, Workspace, cdiv
-from ..dtypes import Types
+from ..dtypes import FLOAT32, Types
+from .io import element_io, torch_tensor, vector_widths
 from ..target import Target, default_target
 
 DEFAULT_EXPR = "relu(a * b + c)"
@@ -211,12 +212,14 @@ class ExprKnob(Knob):
 
 class Elementwise(Op):
     name = "elementwise"
-    summary = "out[M, N] = expr(inputs), one fused pass (bias* names are per-column vectors)"
+    summary = ("out[M, N] = expr(inputs), one fused pass (bias* names are per-column vectors); float32, float16 "
+               "or bfloat16 in and out, fp32 math")
+    dtypes = ("float32", "float16", "bfloat16")
     dims = (Dim("M", 1 << 14, 37), Dim("N", 1 << 12, 1001))
     loops = ("i",)
     outputs = ("out",)
     primitives_help = ("annotate(expr, \"relu(a * b + c)\"); split(i, items*threads*vec, threads*vec, vec); "
-                       "bind(i.0, blockIdx.x); bind(i.2, threadIdx.x); unroll(i.1); vectorize(i.3, 1|2|4); "
+                       "bind(i.0, blockIdx.x); bind(i.2, threadIdx.x); unroll(i.1); vectorize(i.3, 1|2|4; 16-bit: 1|2|4|8); "
                        "annotate(fusion, full|none); annotate(grid_stride, blocks per SM); functions: "
                        + ", ".join(FUNCS))
 
@@ -229,7 +232,8 @@ class Elementwise(Op):
             Knob("fusion", "full", FUSIONS, "full: one kernel; none: one kernel per operator", "f"),
             Knob("threads", 256, (128, 256, 512, 1024), "threads per block (i.2)", "t"),
             Knob("items", 1, (1, 2, 4), "vectors per thread per chunk, loaded before any is used (i.1)", "i"),
-            Knob("vec", 4, (1, 2, 4), "floats per access (vectorize i.3)", "v"),
+            Knob("vec", 4, (1, 2, 4, 8), "elements per access (vectorize i.3): float32 1|2|4, 16-bit types "
+                 "1|2|4|8 (16 bytes)", "v"),
             Knob("grid_stride", 0, (0, 1, 2, 4, 8, 16), "blocks per SM striding over chunks; 0 = one block per chunk", "g"),
         )
 
@@ -243,6 +247,12 @@ class Elementwise(Op):
         return self if expr == self.expr else Elementwise(expr)
 
     error_measure = "max |out - ref| / (1 + |ref|)"
+
+    def tolerance(self, problem: Problem) -> float:
+        """float32: 1e-5. 16-bit out: twice its unit roundoff (the rounding of out, <= u |ref|, is one;
+        the fp32 math on exact 16-bit inputs adds ~1e-6)."""
+        d = problem.dtype("out")
+        return 2 * d.unit_roundoff if d.itemsize == 2 else self.rel_tolerance
 
     def error(self, name, out, ref, inputs, problem) -> float:
         """max |out - ref| / (1 + |ref|): relative for large values, absolute near zero, where a
@@ -264,7 +274,7 @@ class Elementwise(Op):
 
     def read_knobs(self, r: ScheduleReader) -> dict:
         expr = canonical(r.annotate("expr", self.expr))
-        items, threads, vec = r.vector_split("i", (256, 256, 1))
+        items, threads, vec = r.vector_split("i", (256, 256, 1), allowed_widths=(1, 2, 4, 8))
         r.bind("i.0", "blockIdx.x", allowed=("blockIdx.x",))
         r.bind("i.2", "threadIdx.x", allowed=("threadIdx.x",))
         r.unroll("i.1")
@@ -275,7 +285,6 @@ class Elementwise(Op):
         check(k["threads"] % 32 == 0 and 32 <= k["threads"] <= target.max_threads, "split", "i.2", k["threads"],
               limit=f"threads per block is a multiple of 32 in 32..{target.max_threads}")
         check(1 <= k["items"] <= 8, "split", "i.1", k["items"], limit="1..8 vectors per thread per chunk")
-        check(k["vec"] in (1, 2, 4), "vectorize", "i.3", k["vec"], limit="16 bytes per access", allowed="1, 2, 4")
         n_in = len(names(parse(k["expr"])))
         check(n_in <= 16, "annotate", "expr", k["expr"], limit=f"{n_in} inputs > 16")
 
@@ -296,23 +305,38 @@ class Elementwise(Op):
         return out
 
     def template_params(self, k: dict, types: Types, target: Target) -> tuple[dict, int, int]:
+        d = types.input
+        check(types.output == d, "cache_write", "out", types.output.name, limit="out is written in the inputs' type",
+              allowed=d.name)
+        widths = vector_widths(d, (1, 2, 4))
+        check(k["vec"] in widths, "vectorize", "i.3", k["vec"], limit=f"16 bytes per access of {d.name}",
+              allowed=", ".join(map(str, widths)))
+        check(k["fusion"] == "full" or k["vec"] <= 4, "annotate", "fusion", k["fusion"],
+              limit=f"the unfused chain keeps float32 intermediates, at most float4 (4 per access), not vec={k['vec']}",
+              allowed="full")
         root = parse(k["expr"])
         order = ops(root)
         temp = {id(o): f"tmp{j}" for j, o in enumerate(order)}
         kernels = []
         fused = k["fusion"] == "full"
-        for j, (node, bufs) in enumerate(self._stages(k, root)):
+        stages = self._stages(k, root)
+        for j, (node, bufs) in enumerate(stages):
             def var(x, node=node):
                 if x.kind == "in":
                     return "v_" + x.value
                 if x.kind == "const" or x is node or fused:
                     return None
                 return "v_" + temp[id(x)]
+            # Inputs in their type; the unfused chain's intermediates (tmpK) in float32, as the fused
+            # kernel keeps them in registers, so both round once, at out.
+            io = {b: element_io(FLOAT32 if b.startswith("tmp") else d, k["vec"]) for b in bufs}
+            out_io = element_io(d if j == len(stages) - 1 else FLOAT32, k["vec"])
             kernels.append(dict(suffix="" if k["fusion"] == "full" else f"_k{j}", body=to_c(node, var),
+                                io=io, out=out_io,
                                 full=[b for b in bufs if not is_bias(b)], bias=[b for b in bufs if is_bias(b)],
                                 what=k["expr"] if k["fusion"] == "full" else _show(node, temp)))
         params = dict(k, kernels=kernels, chunk=k["items"] * k["threads"], helpers=sorted({o.value for o in order if o.kind == "call"}),
-                      vec_type={1: "float", 2: "float2", 4: "float4"}[k["vec"]], comps=("x", "y", "z", "w")[:k["vec"]])
+                      io=element_io(d, k["vec"]))
         regs = 24 + k["items"] * k["vec"] * max(len(kk["full"]) for kk in kernels)
         return params, 0, regs
 
@@ -334,7 +358,8 @@ class Elementwise(Op):
             sym = kernel.name if k["fusion"] == "full" else f"{kernel.name}_k{j}"
             launches.append(Launch(sym, (blocks, 1, 1), (k["threads"], 1, 1), args))
         workspaces = tuple(Workspace(f"tmp{j}", "float32", n) for j in range(len(stages) - 1))
-        align = tuple((b, 4 * k["vec"]) for b in self.inputs + ("out",) if not is_bias(b))
+        size = problem.dtype("out").itemsize
+        align = tuple((b, size * k["vec"]) for b in self.inputs + ("out",) if not is_bias(b))
         return Plan(kernel, problem, tuple(launches), workspaces,
                     (Scalar("n", "long long", n), Scalar("cols", "int", problem["N"])), align)
 
@@ -348,19 +373,21 @@ class Elementwise(Op):
         return {b: (n,) if is_bias(b) else (m, n) for b in self.inputs}
 
     def make_inputs(self, problem: Problem, rng: np.random.Generator) -> dict[str, np.ndarray]:
-        return {b: rng.standard_normal(s, dtype=np.float32) for b, s in self.input_shapes(problem).items()}
+        return {b: problem.dtype(b).encode(rng.standard_normal(s, dtype=np.float32))
+                for b, s in self.input_shapes(problem).items()}
 
     def output_shapes(self, problem: Problem) -> dict[str, tuple[int, ...]]:
         return {"out": (problem["M"], problem["N"])}
 
     def reference(self, inputs, problem):
-        env = {b: v.astype(np.float64) for b, v in inputs.items()}
+        env = {b: problem.dtype(b).decode(v) for b, v in inputs.items()}
         res = evaluate(self.tree, env)
         return {"out": np.ascontiguousarray(np.broadcast_to(res, (problem["M"], problem["N"])))}
 
     def bytes_moved(self, problem: Problem) -> int:
         m, n = problem["M"], problem["N"]
-        return 4 * sum(n if is_bias(b) else m * n for b in self.inputs) + 4 * m * n
+        size = problem.dtype("out").itemsize
+        return size * (sum(n if is_bias(b) else m * n for b in self.inputs) + m * n)
 
     def flops(self, problem: Problem) -> int:
         per = sum(FUNCS[o.value][3] if o.kind == "call" else 1 for o in ops(self.tree))
@@ -370,9 +397,11 @@ class Elementwise(Op):
         shapes = self.input_shapes(problem)
         try:
             import torch
-            env = {b: torch.as_tensor(v, device="cuda").reshape(shapes[b]) for b, v in dev_inputs.items()}
+            env = {b: torch_tensor(v, problem.dtype(b)).reshape(shapes[b]) for b, v in dev_inputs.items()}
             return f"torch, unfused: {self.expr}", lambda: evaluate(self.tree, env, "torch")
         except ImportError:
+            if problem.dtype("out").name == "bfloat16":
+                return None           # cupy has no bfloat16
             env = {b: v.reshape(shapes[b]) for b, v in dev_inputs.items()}
             return f"cupy, unfused: {self.expr}", lambda: evaluate(self.tree, env, "cupy")
 
@@ -389,11 +418,17 @@ class Elementwise(Op):
         ]
         return tuple(LadderStep(t, self.schedule_from_knobs(**kn), n) for t, kn, n in steps)
 
+    def schedule_for(self, problem: Problem) -> Schedule:
+        """The default layout, whose accesses are 16 bytes: float4, or 8 elements of a 16-bit type."""
+        vec = 16 // problem.dtype("out").itemsize
+        return self.default_schedule() if vec == 4 else self.schedule(vec=vec)
+
     def space(self, problem: Problem, target: Target):
+        vec = 16 // problem.dtype("out").itemsize       # 16-byte accesses
         for threads in (128, 256, 512):
             for items in (1, 2, 4):
                 for grid_stride in (0, 4, 8, 16):
-                    yield dict(expr=self.expr, fusion="full", threads=threads, items=items, vec=4,
+                    yield dict(expr=self.expr, fusion="full", threads=threads, items=items, vec=vec,
                                grid_stride=grid_stride)
 
 

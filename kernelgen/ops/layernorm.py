@@ -1,4 +1,4 @@
-"""Layer norm over rows, float32: y = (x - mean) / sqrt(var + eps) * gamma + beta, any rows x cols.
+"""Layer norm over rows, float32, float16 or bfloat16 (fp32 math, gamma, beta and y in x's type): y = (x - mean) / sqrt(var + eps) * gamma + beta, any rows x cols.
 
 >>> from kernelgen.ops import get_op
 >>> op = get_op("layernorm")
@@ -27,30 +27,34 @@ from ..schedule import Schedule, ScheduleReader
 from .base import Dim, Kernel, Knob, LadderStep, Launch, Op, Plan, Problem, Scalar, cdiv
 from ..dtypes import Types
 from ..target import Target
-from .rows import REDUCTIONS, RowSchedule
+from .io import torch_tensor
+from .rows import REDUCTIONS, HalfRowNumbers, RowSchedule
 
 ALGOS = ("two_pass", "welford", "registers")
 EPS = 1e-5
 
 
-class LayerNorm(RowSchedule, Op):
+class LayerNorm(HalfRowNumbers, RowSchedule, Op):
     name = "layernorm"
-    summary = "y = (x - mean) / sqrt(var + 1e-5) * gamma + beta over each row of x, float32"
+    summary = ("y = (x - mean) / sqrt(var + 1e-5) * gamma + beta over each row of x; float32, float16 or "
+               "bfloat16, fp32 math")
     dims = (Dim("rows", 8192, 37), Dim("cols", 4096, 1000))
     loops = ("i", "j")
     inputs = ("x", "gamma", "beta")
     outputs = ("y",)
+    dtypes = ("float32", "float16", "bfloat16")
     knobs = (
         Knob("threads", 256, (1, 4, 8, 16, 32, 64, 128, 256, 512, 1024), "threads per row (j.2)", "t"),
         Knob("rows_per_block", 1, (1, 2, 4, 8, 16, 32, 64, 128, 256), "rows per block (i.1)", "r"),
         Knob("items", 4, (1, 2, 4, 8, 16), "vectors per thread per chunk, loaded at once (j.1)", "i"),
-        Knob("vec", 4, (1, 4), "floats per access (vectorize j.3); cols % 4 != 0 runs a scalar twin kernel", "v"),
+        Knob("vec", 4, (1, 2, 4, 8), "elements per access (vectorize j.3): float32 1|4, 16-bit types 1|2|4|8; "
+             "cols % vec != 0 runs a scalar twin kernel", "v"),
         Knob("reduction", "shuffle", REDUCTIONS, "how a row's threads combine: reduction(j, ...)", "s"),
         Knob("algo", "registers", ALGOS, "two_pass | welford | registers (cache_read x)", "a"),
     )
     primitives_help = ("split(i, rows_per_block); bind(i.0, blockIdx.x); bind(i.1, threadIdx.y); "
                        "split(j, items*threads*vec, threads*vec, vec); bind(j.2, threadIdx.x); unroll(j.1); "
-                       "vectorize(j.3, 1|4); reduction(j, serial|shared|shuffle); then "
+                       "vectorize(j.3, 1|4; 16-bit: 1|2|4|8); reduction(j, serial|shared|shuffle); then "
                        "annotate(layernorm, two_pass|welford) or cache_read(x, register)")
 
     # -- schedule <-> knobs ------------------------------------------------------------------------
@@ -73,7 +77,7 @@ class LayerNorm(RowSchedule, Op):
 
     # -- lowering ----------------------------------------------------------------------------------
     def template_params(self, k: dict, types: Types, target: Target) -> tuple[dict, int, int]:
-        params, red_words = self.row_params(k)
+        params, red_words = self.row_params(k, types)
         params["red_floats"] = red_words * (3 if k["algo"] == "welford" else 1)  # one set per statistic
         return params, 4 * params["red_floats"], 24 + k["items"] * k["vec"]
 
@@ -86,13 +90,12 @@ class LayerNorm(RowSchedule, Op):
         if k["algo"] == "registers":
             check(cols <= self.max_cols(k), "cache_read", "x", f"cols={cols}",
                   limit=f"the row must fit in registers: cols <= items*threads*vec = {self.max_cols(k)}")
-        # float4 kernels need 16-byte aligned rows; when cols % 4 != 0 the plan takes the scalar twin.
-        scalar = k["vec"] == 4 and cols % 4 != 0
+        # Vector kernels need vec*itemsize-aligned rows; when cols % vec != 0 the plan takes the scalar twin.
+        align, scalar = self.row_alignment(k, problem, ("x", "gamma", "beta", "y"))
         launch = Launch(kernel.name + ("_scalar" if scalar else ""), (cdiv(rows, k["rows_per_block"]), 1, 1),
                         (k["threads"], k["rows_per_block"], 1), ("x", "gamma", "beta", "y", "rows", "cols", "eps"))
         scalars = (Scalar("rows", "int", rows), Scalar("cols", "int", cols), Scalar("eps", "float", EPS))
-        align = 4 if scalar or k["vec"] == 1 else 16
-        return Plan(kernel, problem, (launch,), (), scalars, tuple((b, align) for b in ("x", "gamma", "beta", "y")))
+        return Plan(kernel, problem, (launch,), (), scalars, align)
 
     # -- numbers -----------------------------------------------------------------------------------
     def test_problems(self) -> tuple[dict, ...]:
@@ -111,9 +114,8 @@ class LayerNorm(RowSchedule, Op):
         # A per-row offset much larger than the spread: E[x^2] - E[x]^2 in float32 would lose it.
         x = rng.standard_normal((rows, cols)) * rng.uniform(0.5, 3.0, size=(rows, 1))
         x += rng.uniform(-30.0, 30.0, size=(rows, 1))
-        return {"x": x.astype(np.float32),
-                "gamma": rng.uniform(0.5, 1.5, size=cols).astype(np.float32),
-                "beta": rng.standard_normal(cols).astype(np.float32)}
+        return self.encoded(problem, {"x": x, "gamma": rng.uniform(0.5, 1.5, size=cols),
+                                      "beta": rng.standard_normal(cols)})
 
     def output_shapes(self, problem: Problem) -> dict[str, tuple[int, ...]]:
         return {"y": (problem["rows"], problem["cols"])}
@@ -122,27 +124,54 @@ class LayerNorm(RowSchedule, Op):
         rows, cols = problem["rows"], problem["cols"]
         return {"x": (rows, cols), "gamma": (cols,), "beta": (cols,)}
 
-    def reference(self, inputs, problem):
-        x = inputs["x"].astype(np.float64)
+    def terms(self, inputs, problem):
+        """float64 (x - mean) / sqrt(var + eps) * gamma and beta, whose sum is y."""
+        v = self.decoded(problem, inputs)
+        x = v["x"]
         mean = x.mean(axis=1, keepdims=True)
         var = ((x - mean) ** 2).mean(axis=1, keepdims=True)
-        y = (x - mean) / np.sqrt(var + EPS) * inputs["gamma"].astype(np.float64) + inputs["beta"].astype(np.float64)
-        return {"y": y}
+        return (x - mean) / np.sqrt(var + EPS) * v["gamma"], v["beta"]
+
+    def reference(self, inputs, problem):
+        scaled, beta = self.terms(inputs, problem)
+        return {"y": scaled + beta}
+
+    def measure(self, problem: Problem) -> str:
+        if not self.half_output(problem):
+            return self.error_measure
+        return "max |y - ref| / (|ref| + |(x - mean) rstd gamma| + |beta|), per element"
+
+    def error(self, name, out, ref, inputs, problem) -> float:
+        """float32: the relative L2 error. 16-bit y: the worst element's error relative to |ref| plus
+        the sizes of the two terms it sums, where y ~ 0 by cancellation (relative error there measures
+        fp32 noise, not the kernel)."""
+        if not self.half_output(problem):
+            return super().error(name, out, ref, inputs, problem)
+        scaled, beta = self.terms(inputs, problem)
+        return self.elementwise_error(out, ref, np.abs(scaled) + np.abs(beta))
+
+    def tolerance(self, problem: Problem) -> float:
+        """float32: 1e-5. 16-bit y: twice its unit roundoff (one for the rounding of y)."""
+        return 2 * problem.dtype("y").unit_roundoff if self.half_output(problem) else self.rel_tolerance
 
     def bytes_moved(self, problem: Problem) -> int:
-        return 8 * problem["rows"] * problem["cols"] + 8 * problem["cols"]
+        size = problem.dtype("x").itemsize
+        return 2 * size * problem["rows"] * problem["cols"] + 2 * size * problem["cols"]
 
     def flops(self, problem: Problem) -> int:
         return 7 * problem["rows"] * problem["cols"]
 
     def vendor(self, dev_inputs, problem):
         x, g, b = dev_inputs["x"], dev_inputs["gamma"], dev_inputs["beta"]
+        d = problem.dtype("x")
         try:
             import torch
-            tx, tg, tb = (torch.as_tensor(a, device="cuda") for a in (x, g, b))
+            tx, tg, tb = (torch_tensor(a, d) for a in (x, g, b))
             shape = (problem["cols"],)
             return "torch layer_norm", lambda: torch.nn.functional.layer_norm(tx, shape, tg, tb, EPS)
         except ImportError:
+            if d.name == "bfloat16":
+                return None           # cupy has no bfloat16
             def run():
                 mean = x.mean(axis=1, keepdims=True)
                 var = x.var(axis=1, keepdims=True)
@@ -164,15 +193,22 @@ class LayerNorm(RowSchedule, Op):
         ]
         return tuple(LadderStep(t, self.schedule_from_knobs(**k), n) for t, k, n in steps)
 
+    def schedule_for(self, problem: Problem) -> Schedule:
+        """The default layout, whose accesses are 16 bytes: float4, or for 16-bit types 8 elements
+        (and half as many vectors per thread, so a thread holds the same 16 elements)."""
+        if problem.dtype("x").itemsize == 4:
+            return self.default_schedule()
+        return self.schedule(vec=8, items=2)
+
     def space(self, problem: Problem, target: Target):
-        cols = problem["cols"]
-        base = dict(vec=4, reduction="shuffle")
+        cols, vec = problem["cols"], 16 // problem.dtype("x").itemsize    # 16-byte accesses
+        base = dict(vec=vec, reduction="shuffle")
         for threads in (8, 16, 32, 64, 128, 256, 512, 1024):
             for rpb in ((1,) if threads > 32 else (1, 2, 4, 8, 16)):
                 if not 64 <= threads * rpb <= target.max_threads:
                     continue
                 for items in (1, 2, 4, 8, 16):
-                    cap = items * threads * 4
+                    cap = items * threads * vec
                     if cap >= cols and cap // 2 < cols:
                         yield dict(base, threads=threads, rows_per_block=rpb, items=items, algo="registers")
                     if threads * rpb >= 128 and items in (2, 4):

@@ -1,4 +1,4 @@
-"""Sum reduction of float32 vectors, any n >= 1, with the seed notes' whole optimisation ladder.
+"""Sum reduction of float32, float16 or bfloat16 vectors (fp32 accumulation), any n >= 1, with the seed notes' whole optimisation ladder.
 
 >>> from kernelgen.ops import get_op
 >>> op = get_op("reduce_sum")
@@ -21,6 +21,7 @@ from ..errors import check
 from ..schedule import Schedule, ScheduleReader, schedule
 from .base import Dim, Kernel, Knob, LadderStep, Launch, Op, Plan, Problem, Scalar, Workspace, cdiv, pow2
 from ..dtypes import Types
+from .io import element_io, torch_tensor, vector_widths
 from ..target import Target, default_target
 
 STRATEGIES = ("divergent", "strided", "sequential", "last_warp", "unrolled", "shuffle")
@@ -30,7 +31,8 @@ FINAL_THREADS = 1024  # the second pass: one block of 1024 threads over the per-
 
 class ReduceSum(Op):
     name = "reduce_sum"
-    summary = "out[0] = sum(x[0:n]), float32"
+    summary = "out[0] = sum(x[0:n]); float32, float16 or bfloat16 x (out in x's type or float32), fp32 sums"
+    dtypes = ("float32", "float16", "bfloat16")
     dims = (Dim("n", 1 << 28, 1000003),)
     loops = ("i",)
     inputs = ("x",)
@@ -38,13 +40,13 @@ class ReduceSum(Op):
     knobs = (
         Knob("threads", 512, (128, 256, 512, 1024), "threads per block (i.2)", "t"),
         Knob("items", 4, (1, 2, 4, 8), "vectors each thread adds per chunk while loading (i.1)", "i"),
-        Knob("vec", 4, (1, 2, 4), "floats per load (vectorize i.3)", "v"),
+        Knob("vec", 4, (1, 2, 4, 8), "elements per load (vectorize i.3): float32 1|2|4, 16-bit types 1|2|4|8", "v"),
         Knob("strategy", "shuffle", STRATEGIES, "block-level tree: reduction(i, ...)", "s"),
         Knob("grid_stride", 4, (0, 1, 2, 4, 8), "blocks per SM striding over chunks; 0 = one block per chunk", "g"),
         Knob("finish", "two_pass", FINISHES, "combine block sums by a second pass or by atomics", "f"),
     )
     primitives_help = ("split(i, items*threads*vec, threads*vec, vec); bind(i.0, blockIdx.x); bind(i.2, threadIdx.x); "
-                       "unroll(i.1); vectorize(i.3, 1|2|4); reduction(i, " + "|".join(STRATEGIES) + "); "
+                       "unroll(i.1); vectorize(i.3, 1|2|4; 16-bit: 1|2|4|8); reduction(i, " + "|".join(STRATEGIES) + "); "
                        "annotate(grid_stride, blocks per SM); annotate(finish, two_pass|atomic)")
 
     # -- schedule <-> knobs ------------------------------------------------------------------------
@@ -59,7 +61,7 @@ class ReduceSum(Op):
         return s
 
     def read_knobs(self, r: ScheduleReader) -> dict:
-        items, threads, vec = r.vector_split("i", (256, 256, 1))
+        items, threads, vec = r.vector_split("i", (256, 256, 1), allowed_widths=(1, 2, 4, 8))
         r.bind("i.0", "blockIdx.x", allowed=("blockIdx.x",))
         r.bind("i.2", "threadIdx.x", allowed=("threadIdx.x",))
         r.unroll("i.1")
@@ -81,10 +83,16 @@ class ReduceSum(Op):
         check(k["threads"] >= 64 or k["strategy"] not in ("last_warp", "unrolled"), "split", "i.2", k["threads"],
               limit=f"strategy {k['strategy']} unrolls a last warp that reads 64 words: at least 64 threads")
         check(1 <= k["items"] <= 16, "split", "i.1", k["items"], limit="1..16 items per thread per chunk")
-        check(k["vec"] in (1, 2, 4), "vectorize", "i.3", k["vec"], limit="16 bytes per load", allowed="1, 2, 4")
 
     # -- lowering ----------------------------------------------------------------------------------
     def template_params(self, k: dict, types: Types, target: Target) -> tuple[dict, int, int]:
+        d, o = types.input, types.output
+        widths = vector_widths(d, (1, 2, 4))
+        check(k["vec"] in widths, "vectorize", "i.3", k["vec"], limit=f"16 bytes per load of {d.name}",
+              allowed=", ".join(map(str, widths)))
+        check(k["finish"] != "atomic" or o.itemsize == 4, "annotate", "finish", "atomic",
+              limit=f"atomics into a {o.name} out would add in 16 bits", allowed="two_pass")
+        io, out_io = element_io(d, k["vec"]), element_io(o, 1)
         threads = k["threads"]
         strides = []
         s = threads // 2
@@ -92,9 +100,20 @@ class ReduceSum(Op):
             strides.append(s)
             s //= 2
         params = dict(k, strides=strides, chunk=threads * k["items"], final_threads=FINAL_THREADS, warps=threads // 32, final_warps=FINAL_THREADS // 32,
-                      vec_type={1: "float", 2: "float2", 4: "float4"}[k["vec"]],
-                      lanes=("x", "y", "z", "w")[:k["vec"]])
+                      vec_type=io["vtype"], lanes=io["lanes"], io=io, out_ctype=out_io["ctype"],
+                      out_from_float=out_io["from_float"], headers=tuple(dict.fromkeys(h for h in (d.header, o.header) if h)),
+                      zero_vec=self.zero_vector(io, k["vec"]))
         return params, 4 * max(threads, FINAL_THREADS), 32 + 4 * k["items"] * k["vec"]
+
+    @staticmethod
+    def zero_vector(io: dict, vec: int) -> str:
+        """A vector of zeros: float2{ 0.0f, 0.0f } for float32, a struct of an array for 16-bit types."""
+        zeros = ", ".join([io["from_float"] % "0.0f"] * vec)
+        return f"{io['vtype']}{{ {zeros} }}" if io["ctype"] == "float" else f"{io['vtype']}{{ {{ {zeros} }} }}"
+
+    def out_dtypes(self, dtype_name: str) -> tuple[str, ...]:
+        """out in x's type, or float32 for 16-bit x (a sum outgrows float16 sooner than its inputs)."""
+        return (dtype_name,) if dtype_name == "float32" else (dtype_name, "float32")
 
     def plan(self, kernel: Kernel, problem: Problem, target: Target | None = None) -> Plan:
         target = target or default_target()
@@ -108,17 +127,27 @@ class ReduceSum(Op):
         if k["finish"] == "atomic":
             launches = (Launch(f"{kernel.name}_init", (1, 1, 1), (1, 1, 1), ("out",)),
                         Launch(f"{kernel.name}_partial", (blocks, 1, 1), block, ("x", "out", "n")))
-            return Plan(kernel, problem, launches, (), scalars, (("x", 4 * k["vec"]),))
+            return Plan(kernel, problem, launches, (), scalars, (("x", problem.dtype("x").itemsize * k["vec"]),))
         launches = (Launch(f"{kernel.name}_partial", (blocks, 1, 1), block, ("x", "partials", "n")),
                     Launch(f"{kernel.name}_final", (1, 1, 1), (FINAL_THREADS, 1, 1), ("partials", "out", "blocks")))
         return Plan(kernel, problem, launches, (Workspace("partials", "float32", blocks),), scalars,
-                    (("x", 4 * k["vec"]),))
+                    (("x", problem.dtype("x").itemsize * k["vec"]),))
 
     # -- numbers -----------------------------------------------------------------------------------
     def make_inputs(self, problem: Problem, rng: np.random.Generator) -> dict[str, np.ndarray]:
         # Integer values keep every float32 partial sum exact (|partial| << 2^24), so the check can
         # demand the exact sum and a single dropped or doubled element fails it.
-        return {"x": rng.integers(-16, 17, size=problem["n"]).astype(np.float32)}
+        # A 16-bit out holds integers exactly up to 1/u (2048 for float16, 256 for bfloat16): there the
+        # values cancel in pairs (x = a - shuffled a, |x| <= 16) but for k redrawn ones, 24k <= 1/(2u),
+        # so the sum and the sum less any one element are exact in out's type, and the check stays exact.
+        n, o = problem["n"], problem.dtype("out")
+        x = rng.integers(-16, 17, size=n)
+        if o.itemsize == 2:
+            a = rng.integers(-8, 9, size=n, dtype=np.int8)
+            x = a - rng.permutation(a)
+            at = rng.choice(n, size=min(n, int(0.5 / o.unit_roundoff) // 24), replace=False)
+            x[at] = rng.integers(-8, 9, size=at.size)
+        return {"x": problem.dtype("x").encode(x.astype(np.float32))}
 
     def output_shapes(self, problem: Problem) -> dict[str, tuple[int, ...]]:
         return {"out": (1,)}
@@ -127,7 +156,7 @@ class ReduceSum(Op):
         return {"x": (problem["n"],)}
 
     def reference(self, inputs, problem):
-        return {"out": np.array([inputs["x"].astype(np.float64).sum()])}
+        return {"out": np.array([problem.dtype("x").decode(inputs["x"]).sum()])}
 
     error_measure = "absolute error"
 
@@ -138,7 +167,7 @@ class ReduceSum(Op):
         return 0.5  # absolute: the exact integer sum
 
     def bytes_moved(self, problem: Problem) -> int:
-        return 4 * problem["n"] + 4
+        return problem.dtype("x").itemsize * problem["n"] + problem.dtype("out").itemsize
 
     def flops(self, problem: Problem) -> int:
         return problem["n"]
@@ -147,9 +176,12 @@ class ReduceSum(Op):
         x = dev_inputs["x"]
         try:
             import torch
-            t = torch.as_tensor(x, device="cuda")
-            return "torch.sum", lambda: torch.sum(t)
+            t = torch_tensor(x, problem.dtype("x"))
+            out = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}[problem.dtype("out").name]
+            return "torch.sum", lambda: torch.sum(t, dtype=out)
         except ImportError:
+            if problem.dtype("x").name == "bfloat16":
+                return None           # cupy has no bfloat16
             return "cupy.sum", lambda: x.sum()
 
     def ladder(self) -> tuple[LadderStep, ...]:
@@ -168,10 +200,19 @@ class ReduceSum(Op):
         ]
         return tuple(LadderStep(t, self.schedule_from_knobs(**k), n) for t, k, n in steps)
 
+    def schedule_for(self, problem: Problem) -> Schedule:
+        """The default layout, with 16-byte loads: float4, or 8 elements of a 16-bit type (half as
+        many per thread per chunk); a 16-bit out is finished by the second pass, not by atomics."""
+        if problem.dtype("x").itemsize == 4:
+            return self.default_schedule()
+        return self.schedule(vec=8, items=2)
+
     def space(self, problem: Problem, target: Target):
+        vec = 16 // problem.dtype("x").itemsize            # 16-byte loads
+        atomic_ok = problem.dtype("out").itemsize == 4
         for threads in (256, 512, 1024):
             for items in (1, 2, 4, 8):
                 for grid_stride in (1, 2, 4, 8):
-                    for finish in FINISHES:
-                        yield dict(threads=threads, items=items, vec=4, strategy="shuffle",
+                    for finish in FINISHES if atomic_ok else ("two_pass",):
+                        yield dict(threads=threads, items=items, vec=vec, strategy="shuffle",
                                    grid_stride=grid_stride, finish=finish)

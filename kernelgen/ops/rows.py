@@ -11,9 +11,13 @@ threads*vec, vec)` gives j.0 (chunks of a row), j.1 (loads in flight), j.2 (thre
 """
 from __future__ import annotations
 
+import numpy as np
+
+from ..dtypes import Types
 from ..errors import check
 from ..schedule import Schedule, ScheduleReader, schedule
 from .base import pow2
+from .io import element_io, vector_widths
 from ..target import Target
 
 REDUCTIONS = ("serial", "shared", "shuffle")
@@ -23,6 +27,13 @@ class RowSchedule:
     """Schedule <-> knobs for the row ops (softmax, layernorm): a group of `threads` threads per row,
     `rows_per_block` rows per block, `items` vectors of `vec` floats per thread per chunk."""
 
+    def row_alignment(self, k: dict, problem, buffers) -> tuple[tuple[tuple[str, int], ...], bool]:
+        """(buffer alignment in bytes, scalar twin?): vectors of `vec` elements need rows that start
+        vec*itemsize-aligned, so cols % vec != 0 takes the scalar twin (element-aligned)."""
+        size = problem.dtype("x").itemsize
+        scalar = k["vec"] > 1 and problem["cols"] % k["vec"] != 0
+        return tuple((b, size if scalar else size * k["vec"]) for b in buffers), scalar
+
     def row_steps(self, threads, rows_per_block, items, vec, reduction) -> Schedule:
         return (schedule(self.name).split("i", rows_per_block).bind("i.0", "blockIdx.x").bind("i.1", "threadIdx.y")
                 .split("j", items * threads * vec, threads * vec, vec).bind("j.2", "threadIdx.x")
@@ -30,7 +41,7 @@ class RowSchedule:
 
     def read_row_steps(self, r: ScheduleReader) -> dict:
         (rpb,) = r.split("i", 1, (1,))
-        items, threads, vec = r.vector_split("j", (256, 256, 1), allowed_widths=(1, 4))
+        items, threads, vec = r.vector_split("j", (256, 256, 1), allowed_widths=(1, 2, 4, 8))
         r.bind("i.0", "blockIdx.x", allowed=("blockIdx.x",))
         r.bind("i.1", "threadIdx.y", allowed=("threadIdx.y",))
         r.bind("j.2", "threadIdx.x", allowed=("threadIdx.x",))
@@ -47,7 +58,6 @@ class RowSchedule:
               limit=f"a block has 32..{target.max_threads} threads (whole warps: the shuffles use full masks)")
         check(t <= 32 or rpb == 1, "split", "i", rpb, limit=f"{t} threads per row span warps: one row per block")
         check(1 <= k["items"] <= 32, "split", "j.1", k["items"], limit="1..32 vectors per thread per chunk")
-        check(k["vec"] in (1, 4), "vectorize", "j.3", k["vec"], allowed="1, 4")
         check((t == 1) == (k["reduction"] == "serial"), "reduction", "j", k["reduction"],
               limit=f"{t} thread(s) per row", allowed="serial" if t == 1 else "shared, shuffle")
 
@@ -61,8 +71,18 @@ class RowSchedule:
               limit=f"{cap - 24} floats per thread in registers with {block} threads per block "
                     f"({cap} registers each, ~24 kept for addressing)")
 
-    def row_params(self, k: dict) -> tuple[dict, int]:
+    def check_row_types(self, k: dict, types: Types) -> None:
+        """The row's element type and the vector width: float32 1 or 4 (float4), 16-bit types 1..8 (up
+        to 16 bytes an access); rows are written in the input's type."""
+        check(types.output == types.input, "cache_write", "y", types.output.name,
+              limit=f"{self.name} writes y in its input's type", allowed=types.input.name)
+        widths = vector_widths(types.input)
+        check(k["vec"] in widths, "vectorize", "j.3", k["vec"], limit=f"{types.input.name} rows",
+              allowed=", ".join(map(str, widths)))
+
+    def row_params(self, k: dict, types: Types) -> tuple[dict, int]:
         """Template parameters shared by the row templates, and the shared memory their reductions use."""
+        self.check_row_types(k, types)
         t, rpb = k["threads"], k["rows_per_block"]
         if k["reduction"] == "shared":
             red_words = t * rpb
@@ -73,5 +93,31 @@ class RowSchedule:
         params = dict(k, block=t * rpb, red_words=red_words, warps=max(1, t // 32),
                       scalar_items=k["items"] * k["vec"],         # the any-cols kernel: the same floats, one at a time
                       chunk_cols=k["items"] * t * k["vec"],
-                      lanes=("x", "y", "z", "w"))
+                      io=element_io(types.input, k["vec"]),
+                      access_bytes=k["vec"] * types.input.itemsize)
         return params, red_words
+
+
+class HalfRowNumbers:
+    """Inputs, reference, bytes and error of a row op whose buffers may be 16-bit: inputs drawn as
+    floats and rounded to the input type (so the float64 reference of the decoded values is exact
+    input), and for 16-bit outputs an elementwise error. float32 problems keep the op's own measure."""
+
+    def encoded(self, problem, arrays: dict) -> dict:
+        """Float arrays rounded to each buffer's type, as its storage."""
+        return {b: problem.dtype(b).encode(np.asarray(a, dtype=np.float32)) for b, a in arrays.items()}
+
+    def decoded(self, problem, inputs: dict) -> dict:
+        """The inputs' values as float64."""
+        return {b: problem.dtype(b).decode(a) for b, a in inputs.items()}
+
+    def half_output(self, problem) -> bool:
+        return problem.dtype(self.outputs[0]).itemsize == 2
+
+    def elementwise_error(self, out, ref, scale) -> float:
+        """max |out - ref| / (|ref| + scale): relative where |ref| dominates; `scale` (an array or a
+        number) is the size below which only absolute errors make sense (underflow, cancellation)."""
+        out = np.asarray(out, dtype=np.float64)
+        if not np.all(np.isfinite(out)):
+            return float("inf")
+        return float(np.max(np.abs(out - ref) / (np.abs(ref) + scale))) if out.size else 0.0

@@ -1,4 +1,4 @@
-"""Row softmax of a float32 matrix, y[r, :] = exp(x[r, :] - max) / sum(exp(x[r, :] - max)), any rows x cols.
+"""Row softmax of a float32, float16 or bfloat16 matrix (fp32 math, y in x's type), y[r, :] = exp(x[r, :] - max) / sum(exp(x[r, :] - max)), any rows x cols.
 
 >>> from kernelgen.ops import get_op
 >>> op = get_op("softmax")
@@ -13,10 +13,12 @@ Loops: i over rows, j over the columns of one row.
 `split("i", rows_per_block)` gives i.0 (blockIdx.x) and i.1 (the rows of one block, threadIdx.y);
 `split("j", items*threads*vec, threads*vec, vec)` gives j.0 (chunks of a row), j.1 (the `items`
 vectors a thread loads at once, unrolled), j.2 (the threads of one row, threadIdx.x) and j.3 (the
-float4 lane). `reduction("j", serial|shared|shuffle)` is how the threads of a row combine their max
+lane of a vector: float4 for float32; 2, 4 or 8 elements, up to 16 bytes, for 16-bit types). `reduction("j", serial|shared|shuffle)` is how the threads of a row combine their max
 and sum. The algorithm:
 - `annotate("softmax", "three_pass")`: the seed notes' kernel, three passes in global memory
   (max of x; y = exp(x - max) and its sum; y /= sum): reads 3 and writes 2 floats per element.
+  A 16-bit y is not a staging buffer (it would round exp(x - max) before the division): the second
+  pass only sums and the third reads x again (3 reads, 1 write).
 - `annotate("softmax", "online")`: running max and sum in one pass (the notes' unwritten online
   softmax), then y = exp(x - max) / sum: two reads, one write.
 - `cache_read("x", "register")`: j.0 has one chunk; the row stays in registers (at most
@@ -34,31 +36,35 @@ from ..schedule import Schedule, ScheduleReader
 from .base import Dim, Kernel, Knob, LadderStep, Launch, Op, Plan, Problem, Scalar, Workspace, cdiv
 from ..dtypes import Types
 from ..target import Target, default_target
-from .rows import REDUCTIONS, RowSchedule
+from .io import torch_tensor
+from .rows import REDUCTIONS, HalfRowNumbers, RowSchedule
 
 ALGOS = ("three_pass", "online", "registers", "split")
 BATCH_MB = (0, 8, 16, 32)
 
 
-class Softmax(RowSchedule, Op):
+class Softmax(HalfRowNumbers, RowSchedule, Op):
     name = "softmax"
-    summary = "y[r, :] = softmax(x[r, :]) over each row, float32, numerically stable (max subtracted)"
+    summary = ("y[r, :] = softmax(x[r, :]) over each row, numerically stable (max subtracted); "
+               "float32, float16 or bfloat16 in and out, fp32 math")
     dims = (Dim("rows", 4096, 37), Dim("cols", 4096, 1000))
     loops = ("i", "j")
     inputs = ("x",)
     outputs = ("y",)
+    dtypes = ("float32", "float16", "bfloat16")
     knobs = (
         Knob("threads", 256, (1, 4, 8, 16, 32, 64, 128, 256, 512, 1024), "threads per row (j.2)", "t"),
         Knob("rows_per_block", 1, (1, 2, 4, 8, 16, 32, 64, 128, 256), "rows per block (i.1)", "r"),
         Knob("items", 4, (1, 2, 4, 8, 16), "vectors per thread per chunk, loaded at once (j.1)", "i"),
-        Knob("vec", 4, (1, 4), "floats per access (vectorize j.3); cols % 4 != 0 runs a scalar twin kernel", "v"),
+        Knob("vec", 4, (1, 2, 4, 8), "elements per access (vectorize j.3): float32 1|4, 16-bit types 1|2|4|8; "
+             "cols % vec != 0 runs a scalar twin kernel", "v"),
         Knob("reduction", "shuffle", REDUCTIONS, "how a row's threads combine: reduction(j, ...)", "s"),
         Knob("algo", "registers", ALGOS, "three_pass | online | registers (cache_read x) | split (j.0 on blocks)", "a"),
         Knob("l2_batch_mb", 16, BATCH_MB, "split: MB of rows per stats+write launch pair (0: all rows)", "b"),
     )
     primitives_help = ("split(i, rows_per_block); bind(i.0, blockIdx.x); bind(i.1, threadIdx.y); "
                        "split(j, items*threads*vec, threads*vec, vec); bind(j.2, threadIdx.x); unroll(j.1); "
-                       "vectorize(j.3, 1|4); reduction(j, serial|shared|shuffle); then one of "
+                       "vectorize(j.3, 1|4; 16-bit: 1|2|4|8); reduction(j, serial|shared|shuffle); then one of "
                        "annotate(softmax, three_pass|online), cache_read(x, register), "
                        "bind(j.0, blockIdx.y) [+ annotate(l2_batch_mb, 0|8|16|32)]")
 
@@ -103,7 +109,10 @@ class Softmax(RowSchedule, Op):
         return "softmax_split.cu.j2" if knobs["algo"] == "split" else "softmax.cu.j2"
 
     def template_params(self, k: dict, types: Types, target: Target) -> tuple[dict, int, int]:
-        params, red_words = self.row_params(k)
+        params, red_words = self.row_params(k, types)
+        # three_pass stages exp(x - max) in a float32 y; a 16-bit y would round it twice, so its third
+        # pass reads x again instead.
+        params["stage_in_y"] = types.output.itemsize == 4
         params["red_floats"] = red_words * (2 if k["algo"] in ("online", "split") else 1)  # one set per statistic
         return params, 4 * params["red_floats"], 24 + k["items"] * k["vec"]
 
@@ -115,10 +124,9 @@ class Softmax(RowSchedule, Op):
         k = dict(kernel.knobs)
         rows, cols = problem["rows"], problem["cols"]
         t, rpb = k["threads"], k["rows_per_block"]
-        # float4 kernels need 16-byte aligned rows; when cols % 4 != 0 the plan takes the scalar twin.
-        scalar = k["vec"] == 4 and cols % 4 != 0
+        # Vector kernels need vec*itemsize-aligned rows; when cols % vec != 0 the plan takes the scalar twin.
+        align, scalar = self.row_alignment(k, problem, ("x", "y"))
         suffix = "_scalar" if scalar else ""
-        align = tuple((b, 4 if scalar or k["vec"] == 1 else 16) for b in ("x", "y"))
         if k["algo"] == "registers":
             check(cols <= self.max_cols(k), "cache_read", "x", f"cols={cols}",
                   limit=f"the row must fit in registers: cols <= items*threads*vec = {self.max_cols(k)}")
@@ -129,7 +137,7 @@ class Softmax(RowSchedule, Op):
         chunks = cdiv(cols, self.max_cols(k))
         check(chunks <= 65535, "split", "j", f"{chunks} blocks per row",
               limit="65535 (gridDim.y): raise items*threads*vec")
-        batch = rows if not k["l2_batch_mb"] else max(1, min(rows, (k["l2_batch_mb"] << 20) // (4 * cols)))
+        batch = rows if not k["l2_batch_mb"] else max(1, min(rows, (k["l2_batch_mb"] << 20) // (problem.dtype("x").itemsize * cols)))
         scalars = [Scalar("rows", "int", rows), Scalar("cols", "int", cols), Scalar("chunks", "int", chunks)]
         launches = []
         for n, row0 in enumerate(range(0, rows, batch)):
@@ -157,7 +165,7 @@ class Softmax(RowSchedule, Op):
         # per row so an unstable kernel overflows.
         x = rng.standard_normal((problem["rows"], problem["cols"])) * 3.0
         x += rng.uniform(-40.0, 90.0, size=(problem["rows"], 1))
-        return {"x": x.astype(np.float32)}
+        return self.encoded(problem, {"x": x})
 
     def output_shapes(self, problem: Problem) -> dict[str, tuple[int, ...]]:
         return {"y": (problem["rows"], problem["cols"])}
@@ -166,23 +174,42 @@ class Softmax(RowSchedule, Op):
         return {"x": (problem["rows"], problem["cols"])}
 
     def reference(self, inputs, problem):
-        x = inputs["x"].astype(np.float64)
+        x = self.decoded(problem, inputs)["x"]
         e = np.exp(x - x.max(axis=1, keepdims=True))
         return {"y": e / e.sum(axis=1, keepdims=True)}
 
+    def measure(self, problem: Problem) -> str:
+        if not self.half_output(problem):
+            return self.error_measure
+        return "max |y - ref| / (|ref| + smallest normal of y's type), per element"
+
+    def error(self, name, out, ref, inputs, problem) -> float:
+        """float32: the relative L2 error. 16-bit y: the worst element's relative error, with the
+        output type's smallest normal added to |ref| (values below it are rounded on a fixed spacing)."""
+        if not self.half_output(problem):
+            return super().error(name, out, ref, inputs, problem)
+        return self.elementwise_error(out, ref, problem.dtype("y").smallest_normal)
+
+    def tolerance(self, problem: Problem) -> float:
+        """float32: 1e-5. 16-bit y: twice its unit roundoff (the rounding of y is one; the fp32 math
+        adds ~1e-6), so one element off by an ulp of y's type more than rounding fails."""
+        return 2 * problem.dtype("y").unit_roundoff if self.half_output(problem) else self.rel_tolerance
+
     def bytes_moved(self, problem: Problem) -> int:
-        return 8 * problem["rows"] * problem["cols"]
+        return 2 * problem.dtype("x").itemsize * problem["rows"] * problem["cols"]
 
     def flops(self, problem: Problem) -> int:
         return 4 * problem["rows"] * problem["cols"]   # max, subtract, exp, add; the scale
 
     def vendor(self, dev_inputs, problem):
-        x = dev_inputs["x"]
+        x, d = dev_inputs["x"], problem.dtype("x")
         try:
             import torch
-            t = torch.as_tensor(x, device="cuda")
+            t = torch_tensor(x, d)
             return "torch.softmax", lambda: torch.softmax(t, dim=-1)
         except ImportError:
+            if d.name == "bfloat16":
+                return None           # cupy has no bfloat16
             import cupy
             def run():
                 e = cupy.exp(x - x.max(axis=1, keepdims=True))
@@ -211,27 +238,28 @@ class Softmax(RowSchedule, Op):
 
     def schedule_for(self, problem: Problem) -> Schedule:
         """The row in registers, 16 floats a thread up to 16384 columns and 32 up to 32768 (a block of
-        1024 threads), whole blocks of 256 threads for short rows; longer rows split over blocks."""
-        cols = problem["cols"]
+        1024 threads), whole blocks of 256 threads for short rows; longer rows split over blocks.
+        Accesses are 16 bytes: float4, or 8 elements of a 16-bit type."""
+        cols, vec = problem["cols"], 16 // problem.dtype("x").itemsize
         if cols > 32768:
-            return self.schedule_from_knobs(threads=256, rows_per_block=1, items=4, vec=4, reduction="shuffle",
-                                            algo="split", l2_batch_mb=16)
+            return self.schedule_from_knobs(threads=256, rows_per_block=1, items=16 // vec, vec=vec,
+                                            reduction="shuffle", algo="split", l2_batch_mb=16)
         per_thread = 16 if cols <= 16384 else 32
         threads = min(1024, max(4, 1 << max(0, (cdiv(cols, per_thread) - 1).bit_length())))
-        items = 1 << max(0, (cdiv(cols, threads * 4) - 1).bit_length())
+        items = 1 << max(0, (cdiv(cols, threads * vec) - 1).bit_length())
         rows_per_block = 256 // threads if threads <= 32 else 1
-        return self.schedule_from_knobs(threads=threads, rows_per_block=rows_per_block, items=items, vec=4,
+        return self.schedule_from_knobs(threads=threads, rows_per_block=rows_per_block, items=items, vec=vec,
                                         reduction="shuffle", algo="registers", l2_batch_mb=16)
 
     def space(self, problem: Problem, target: Target):
-        cols = problem["cols"]
-        base = dict(vec=4, reduction="shuffle", l2_batch_mb=16)
+        cols, vec = problem["cols"], 16 // problem.dtype("x").itemsize    # 16-byte accesses
+        base = dict(vec=vec, reduction="shuffle", l2_batch_mb=16)
         for threads in (4, 8, 16, 32, 64, 128, 256, 512, 1024):
             for rpb in ((1,) if threads > 32 else (1, 2, 4, 8, 16, 32, 64)):
                 if not 64 <= threads * rpb <= target.max_threads:
                     continue
                 for items in (1, 2, 4, 8, 16):
-                    cap = items * threads * 4
+                    cap = items * threads * vec
                     if cap >= cols and cap // 2 < cols:   # the smallest register tile that holds the row
                         yield dict(base, threads=threads, rows_per_block=rpb, items=items, algo="registers")
                     if threads * rpb >= 128 and items in (2, 4):
