@@ -14,7 +14,7 @@ while [ $# -gt 0 ]; do
     bench)
       grep -v '^#' bench/benchmarks.txt | while read -r op size flags _; do
         [ -z "$op" ] && continue
-        args=(); [ "$size" != "-" ] && args+=(--size "$size"); [ "$flags" != "-" ] && args+=("$flags")
+        args=(); [ "$size" != "-" ] && args+=(--size "$size"); [ "$flags" != "-" ] && { IFS=+ read -ra extra <<< "$flags"; args+=("${extra[@]}"); }  # a+b: several flags
         [ -n "${KG_BEST:-}" ] && args+=(--best --db "$KG_BEST")
         echo "## $op $size"; $K bench "$op" "${args[@]}" --markdown --reps 30 2>&1; echo
       done | tee "$OUT/bench.md"; shift ;;
