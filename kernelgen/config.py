@@ -1,8 +1,11 @@
 """Every environment switch kernelgen reads, in one place (Triton's habit).
 
+>>> import os
 >>> from kernelgen import config
+>>> saved = os.environ.pop("KERNELGEN_CACHE_DIR", None)   # the default, whatever this shell sets
 >>> config.cache_dir().name
 'kernelgen'
+>>> if saved is not None: os.environ["KERNELGEN_CACHE_DIR"] = saved
 
 Archs, their limits and features live in `kernelgen.target`, element types in `kernelgen.dtypes`.
 """
