@@ -33,6 +33,10 @@ class DType:
     unit_roundoff: float  # half an ulp at 1.0: 2^-24, 2^-11, 2^-8
     header: str = ""    # the CUDA header that declares ctype
     math: str = "fp32"  # the roofline's compute path when this type feeds a matrix product
+    to_float: str = "%s"      # C conversion of one value to fp32 (a %-format around the expression)
+    from_float: str = "%s"    # C conversion of one fp32 value to this type, rounding to nearest even
+    pair: str = "float2"      # the two-element vector type
+    pack: str = "make_float2"  # C function of two fp32 values to `pair`
 
     @property
     def smallest_normal(self) -> float:
@@ -58,8 +62,10 @@ class DType:
 
 
 FLOAT32 = DType("float32", "f32", "float", 4, "float32", 2.0 ** -24)
-FLOAT16 = DType("float16", "f16", "__half", 2, "float16", 2.0 ** -11, "cuda_fp16.h", "fp16")
-BFLOAT16 = DType("bfloat16", "bf16", "__nv_bfloat16", 2, "uint16", 2.0 ** -8, "cuda_bf16.h", "fp16")
+FLOAT16 = DType("float16", "f16", "__half", 2, "float16", 2.0 ** -11, "cuda_fp16.h", "fp16",
+                "__half2float(%s)", "__float2half_rn(%s)", "__half2", "__floats2half2_rn")
+BFLOAT16 = DType("bfloat16", "bf16", "__nv_bfloat16", 2, "uint16", 2.0 ** -8, "cuda_bf16.h", "fp16",
+                 "__bfloat162float(%s)", "__float2bfloat16_rn(%s)", "__nv_bfloat162", "__floats2bfloat162_rn")
 DTYPES = {d.name: d for d in (FLOAT32, FLOAT16, BFLOAT16)}
 ALIASES = {"float": "float32", "fp32": "float32", "f32": "float32", "half": "float16", "fp16": "float16",
            "f16": "float16", "bf16": "bfloat16", "bfloat": "bfloat16"}

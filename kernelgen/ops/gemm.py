@@ -40,6 +40,7 @@ from ..errors import UsageError, check
 from ..schedule import Schedule, ScheduleReader, schedule
 from ..target import Target, default_target
 from .base import Dim, Kernel, Knob, LadderStep, Launch, Op, Plan, Problem, Scalar, cdiv
+from .io import torch_tensor
 
 INTRINSICS = {"mma": "mma.m16n8k16", "wmma": "wmma.m16n16k16"}
 SHAPES = {"mma": (16, 8, 16), "wmma": (16, 16, 16)}      # (m, n, k) of one instruction
@@ -68,14 +69,6 @@ def smem_tile(rows: int, cols: int, pad: int, xor: bool, threads: int) -> dict:
                 iters=cdiv(chunks, threads), full=chunks % threads == 0,
                 row_step=threads // per_row if whole_rows else 0,
                 xor_div=max(1, 8 // per_row) if swz else 1, xor_mod=min(per_row, 8) if swz else 0)
-
-
-def out_type(d) -> dict:
-    """C type, two-element vector type and conversions of an output type, for lib/tc_epilogue.j2."""
-    return {"float32": dict(ctype="float", pair="float2", cvt="", pack="make_float2"),
-            "float16": dict(ctype="__half", pair="__half2", cvt="__float2half_rn", pack="__floats2half2_rn"),
-            "bfloat16": dict(ctype="__nv_bfloat16", pair="__nv_bfloat162", cvt="__float2bfloat16_rn",
-                             pack="__floats2bfloat162_rn")}[d.name]
 
 
 class Gemm(Op):
@@ -228,7 +221,7 @@ class Gemm(Op):
                  copy=k["copy"], ldmatrix=k["ldmatrix"], swizzle=k["swizzle"], threads=self.threads(k),
                  warps_n=k["bn"] // k["wn"], mi=k["wm"] // sm, ni=k["wn"] // sn, ta=ta, tb=tb,
                  a_stage=k["bm"] * ta["ld"], b_stage=k["bk"] * tb["ld"], epilogue_offset=pipeline // 2,
-                 in_ctype=d.ctype, in_header=d.header, out_header=o.header, out=out_type(o),
+                 in_ctype=d.ctype, in_header=d.header, out_header=o.header, out=o,
                  wtype=d.ctype, mma_fn=f"kg_mma_m16n8k16_{d.short}")
         return p, self.shared_bytes(k), self.registers(k)
 
@@ -340,11 +333,7 @@ class Gemm(Op):
             if d.name != "float16":
                 return None
             return "cupy.matmul (cuBLAS, fp16 out)", lambda: a @ b
-        if d.name == "bfloat16":   # uint16 bit patterns: through int16 (every torch takes it), viewed as bf16
-            ta = torch.as_tensor(a.view("int16"), device="cuda").view(torch.bfloat16)
-            tb = torch.as_tensor(b.view("int16"), device="cuda").view(torch.bfloat16)
-        else:
-            ta, tb = torch.as_tensor(a, device="cuda"), torch.as_tensor(b, device="cuda")
+        ta, tb = torch_tensor(a, d), torch_tensor(b, d)
         if o.name == "float32":
             try:   # torch >= 2.6: cuBLAS writes fp32 directly
                 torch.mm(ta[:1, :1], tb[:1, :1], out_dtype=torch.float32)

@@ -20,9 +20,6 @@ from __future__ import annotations
 
 from ..dtypes import DType
 
-# The conversions of a 16-bit type to and from fp32 (round to nearest even), as %-format strings.
-CONVERSIONS = {"float16": ("__half2float(%s)", "__float2half_rn(%s)"),
-               "bfloat16": ("__bfloat162float(%s)", "__float2bfloat16_rn(%s)")}
 MAX_ACCESS_BYTES = 16
 
 
@@ -42,12 +39,11 @@ def element_io(d: DType, vec: int) -> dict:
         vtype = {1: "float", 2: "float2", 4: "float4"}[vec]
         return dict(ctype="float", header="", to_float="%s", from_float="%s", ldg="__ldg(%s)",
                     ldg_vec="__ldg(%s)", vtype=vtype, vdecl="", lanes=("x", "y", "z", "w")[:vec] if vec > 1 else ())
-    to_float, from_float = CONVERSIONS[d.name]
     vtype = f"kg_{d.short}x{vec}" if vec > 1 else d.ctype
     vdecl = f"struct alignas({vec * d.itemsize}) {vtype} {{ {d.ctype} e[{vec}]; }};" if vec > 1 else ""
     # __ldg has overloads for __half and __nv_bfloat16 but not for a struct: vectors load through the
     # const __restrict__ pointer, which lets the compiler use the read-only path itself.
-    return dict(ctype=d.ctype, header=d.header, to_float=to_float, from_float=from_float, ldg="__ldg(%s)",
+    return dict(ctype=d.ctype, header=d.header, to_float=d.to_float, from_float=d.from_float, ldg="__ldg(%s)",
                 ldg_vec="*(%s)", vtype=vtype, vdecl=vdecl, lanes=tuple(f"e[{l}]" for l in range(vec)) if vec > 1 else ())
 
 
