@@ -22,6 +22,7 @@ from pathlib import Path
 from . import config
 from .errors import CompileError, UsageError
 from .interrupt import interruptible
+from .target import parse_arch
 
 BASE_OPTIONS = ("-std=c++17", "--ptxas-options=-v")
 
@@ -62,11 +63,6 @@ def _ok(nvrtc, err, what: str) -> None:
         raise UsageError(f"NVRTC call {what} failed: {err}")
 
 
-def check_arch(arch: str) -> str:
-    from .target import parse_arch
-    return parse_arch(arch)
-
-
 def _cache_path(source: str, arch: str, options: tuple[str, ...]) -> Path:
     key = hashlib.sha256("\0".join((source, arch, *options, nvrtc_version())).encode()).hexdigest()
     return config.cache_dir() / key[:2] / key
@@ -87,7 +83,7 @@ def _atomic_write(path: Path, data: bytes) -> None:
 
 def compile_cuda(source: str, arch: str, symbol: str = "kernel", options: tuple[str, ...] = ()) -> Compiled:
     """Compile CUDA C++ `source` for `arch` (e.g. "sm_90") to a cubin, or raise CompileError with the log."""
-    check_arch(arch)
+    parse_arch(arch)
     opts = BASE_OPTIONS + tuple(options)
     path = _cache_path(source, arch, opts)
     if config.cache_enabled() and path.with_suffix(".cubin").exists():

@@ -20,7 +20,9 @@ import functools
 from dataclasses import dataclass
 from typing import Any
 
+from . import gpu
 from .compile import Compiled, compile_cuda
+from .errors import UsageError
 from .ops.base import Kernel, Op, Plan, Problem
 from .render import render
 from .schedule import Schedule
@@ -52,7 +54,6 @@ class Prepared:
 
     @functools.cached_property
     def _bound(self):
-        from . import gpu
         return gpu.Bound(self.plan, self.binary.cubin)
 
     @functools.cached_property
@@ -61,8 +62,6 @@ class Prepared:
 
     def __call__(self, *, stream=None, **arrays: Any) -> None:
         """Launch on `stream` (default: the caller's current torch or CuPy stream); does not wait."""
-        from . import gpu
-        from .errors import UsageError
         if len(arrays) != len(self._checks) or any(n not in arrays for n, _, _ in self._checks):
             names = [n for n, _, _ in self._checks]
             raise UsageError(f"{self.op.name} takes arrays {', '.join(names)}; missing "
@@ -73,7 +72,6 @@ class Prepared:
 
     def launcher(self, arrays: dict[str, Any]):
         """A no-argument launcher on fixed device arrays (for timing loops and CUDA-graph capture)."""
-        from . import gpu
         return gpu.launcher(self._bound, arrays, self.shapes(), self.problem.dtype)
 
 

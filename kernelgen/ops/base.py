@@ -24,7 +24,7 @@ import numpy as np
 from ..dtypes import FLOAT32, Types, dtype
 from ..errors import KnobError, ScheduleError, UsageError, check
 from ..schedule import Schedule, ScheduleReader
-from ..target import Target, default_target
+from ..target import DEFAULT_ARCH, Target, default_target
 
 
 @dataclass(frozen=True)
@@ -167,7 +167,7 @@ class Kernel:
     params: tuple[tuple[str, Any], ...]
     static_smem: int = 0           # bytes of __shared__ arrays the template declares
     registers_estimate: int = 0
-    arch: str = "sm_90"            # what it is compiled for
+    arch: str = DEFAULT_ARCH       # what it is compiled for
     types: Types | None = None     # element types of its buffers (None: float32)
 
     def knob(self, name: str):

@@ -10,19 +10,14 @@ from __future__ import annotations
 
 import random
 
+from . import exhaustive
 from .space import Candidate
 
 
-class Search:
+class Search(exhaustive.Search):
+    """Exhaustive search over a seeded permutation of the space."""
+
     def __init__(self, space: list[Candidate], seed: int = 0):
-        self.order = list(space)
-        random.Random(seed).shuffle(self.order)
-        self.next = 0
-
-    def ask(self, n: int) -> list[Candidate]:
-        out = self.order[self.next:self.next + n]
-        self.next += len(out)
-        return out
-
-    def tell(self, results) -> None:
-        pass
+        order = list(space)
+        random.Random(seed).shuffle(order)
+        super().__init__(order, seed)
