@@ -414,7 +414,8 @@ def run(op_name, knobs, schedule_file, step, best, db, size, backend, arch, seed
     sched = select(op, knobs, schedule_file, step, best, problem, db)
     limits = gpu.device() if backend == "gpu" else target(arch or DEFAULT_ARCH)
     arch = limits.arch
-    kernel = op.for_schedule(sched).kernel(sched, limits, problem.types)
+    from .prepared import prepare
+    kernel = prepare(op, sched, problem, limits).kernel   # validate below finds it in the cache
     click.echo(f"kernel   {kernel.name}\nschedule {sched}\nproblem  {problem}   backend {backend}   arch {arch}")
     if emit_dir:
         from .emit import write_kernel
