@@ -10,7 +10,7 @@ K="python3 -m kernelgen.cli"
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv,noheader | tee "$OUT/device.txt"
 while [ $# -gt 0 ]; do
   case "$1" in
-    tests) python3 -m pytest -q -m gpu -p no:cacheprovider tests/test_ops_generic.py tests/test_gpu.py 2>&1 | tail -40 | tee "$OUT/gpu_tests.txt"; shift ;;
+    tests) python3 -m pytest -q -m gpu -p no:cacheprovider tests/test_ops_generic.py tests/test_gpu.py tests/test_half_ops.py tests/test_op_gemm.py tests/test_op_sgemm.py 2>&1 | tail -60 | tee "$OUT/gpu_tests.txt"; shift ;;
     bench)
       grep -v '^#' bench/benchmarks.txt | while read -r op size flags _; do
         [ -z "$op" ] && continue

@@ -96,21 +96,34 @@ def compile_cuda(source: str, arch: str, symbol: str = "kernel", options: tuple[
 
 
 @functools.lru_cache(maxsize=1)
-def _runtime_includes() -> tuple[str, ...]:
-    """--include-path options for the CUDA headers NVRTC does not ship: cuda_fp16.h, cuda_bf16.h and mma.h
-    from the nvidia-cuda-runtime-cu12 wheel, and the crt/mma.h that mma.h includes from nvidia-cuda-nvcc-cu12;
-    () where neither wheel is installed."""
+def _header_roots() -> list[Path]:
+    """Folders that may hold the CUDA headers NVRTC does not ship, best first: the pip wheels
+    (nvidia-cuda-runtime-cu12 / nvidia-cuda-nvcc-cu12, or CUDA 13's nvidia/cu13), then the toolkit
+    that CUDA_HOME, CUDA_PATH or the nvcc on PATH names, then /usr/local/cuda."""
     import importlib.util
-    found = []
-    for package, header in (("nvidia.cuda_runtime", "cuda_fp16.h"), ("nvidia.cuda_nvcc", "crt/mma.h")):
+    import shutil
+    roots = []
+    for package in ("nvidia.cuda_runtime", "nvidia.cuda_nvcc", "nvidia.cu13"):
         try:
             spec = importlib.util.find_spec(package)
         except ImportError:
             continue
-        for root in (spec.submodule_search_locations or []) if spec else []:
-            if (Path(root) / "include" / header).exists():
-                found.append(f"--include-path={Path(root) / 'include'}")
-                break
+        roots += [Path(r) / "include" for r in ((spec.submodule_search_locations or []) if spec else [])]
+    toolkits = [os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH")]
+    nvcc = shutil.which("nvcc")
+    toolkits += [str(Path(nvcc).resolve().parent.parent) if nvcc else None, "/usr/local/cuda"]
+    return roots + [Path(t) / "include" for t in toolkits if t]
+
+
+@functools.lru_cache(maxsize=1)
+def _runtime_includes() -> tuple[str, ...]:
+    """--include-path options for cuda_fp16.h, cuda_bf16.h and mma.h (and the crt/mma.h that mma.h
+    includes): the first folder of _header_roots that holds each; () where none does."""
+    found: list[str] = []
+    for header in ("cuda_fp16.h", "crt/mma.h"):
+        root = next((r for r in _header_roots() if (r / header).exists()), None)
+        if root is not None and f"--include-path={root}" not in found:
+            found.append(f"--include-path={root}")
     return tuple(found)
 
 
@@ -126,6 +139,9 @@ def _nvrtc_compile(source: str, arch: str, symbol: str, opts: tuple[str, ...]) -
         nvrtc.nvrtcGetProgramLog(prog, buf)
         log = buf.rstrip(b"\0 ").decode(errors="replace")
         if cerr != nvrtc.nvrtcResult.NVRTC_SUCCESS:
+            if "could not open source file" in log and not _runtime_includes():
+                log += ("\nNVRTC found no CUDA headers (cuda_fp16.h, mma.h): pip install nvidia-cuda-runtime-cu12 "
+                        "nvidia-cuda-nvcc-cu12, or set CUDA_HOME to a CUDA toolkit")
             raise CompileError(symbol, log, source)
         err, size = nvrtc.nvrtcGetCUBINSize(prog)
         _ok(nvrtc, err, "nvrtcGetCUBINSize")
