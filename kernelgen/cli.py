@@ -369,7 +369,7 @@ def inspect(op_name, knobs, schedule_file, step, best, db, ladder, arch, as_json
     else:
         click.echo(table([{k: "n/a" if v is None else v for k, v in r.items()} for r in rows],
                          ["step", "symbol", "registers", "shared_bytes", "local_bytes", "spill_bytes",
-                          "ldg128", "stg128", "lds128", "ffma", "hmma", "ldsm"]))
+                          "ldg128", "stg128", "lds128", "ffma", "hmma", "hgmma", "ldsm", "tma"]))
     for n in notes:
         click.echo(f"note: {n}", err=True)
 

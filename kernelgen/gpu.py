@@ -153,6 +153,8 @@ def _libcuda():
     lib = ctypes.CDLL("libcuda.so.1")
     lib.cuLaunchKernel.argtypes = [ctypes.c_void_p] + [ctypes.c_uint] * 7 + [ctypes.c_void_p] * 3
     lib.cuMemsetD32Async.argtypes = [ctypes.c_uint64, ctypes.c_uint, ctypes.c_size_t, ctypes.c_void_p]
+    lib.cuTensorMapEncodeTiled.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_uint32, ctypes.c_void_p] + \
+        [ctypes.c_void_p] * 4 + [ctypes.c_int] * 4
     return lib
 
 
@@ -182,6 +184,34 @@ def current_stream(arrays: dict[str, Any]) -> int:
     return _cupy().cuda.get_current_stream().ptr
 
 
+# CUtensorMapDataType by element type; CU_TENSOR_MAP_SWIZZLE_128B; CU_TENSOR_MAP_L2_PROMOTION_L2_256B.
+_TMA_DTYPES = {"float16": 6, "bfloat16": 9, "float32": 7}
+_TMA_SWIZZLE_128B, _TMA_L2_256B = 3, 3
+
+
+class _TensorMapSlot:
+    """The 128 bytes of a CUtensorMap kernel argument (64-byte aligned, as the driver wants them),
+    encoded again only when the buffer's address changes."""
+
+    def __init__(self, tm, dt):
+        self.tm, self.dt, self.address = tm, dt, None
+        self._raw = (ctypes.c_ubyte * 192)()
+        self.slot = (ctypes.c_ubyte * 128).from_buffer(self._raw, (-ctypes.addressof(self._raw)) % 64)
+
+    def update(self, address: int) -> None:
+        if address == self.address:
+            return
+        tm, item = self.tm, self.dt.itemsize
+        dims = (ctypes.c_uint64 * 2)(tm.cols, tm.rows)              # innermost first
+        strides = (ctypes.c_uint64 * 1)(tm.cols * item)             # bytes from one row to the next
+        box = (ctypes.c_uint32 * 2)(tm.box_cols, tm.box_rows)
+        ones = (ctypes.c_uint32 * 2)(1, 1)
+        _driver_check(_libcuda().cuTensorMapEncodeTiled(
+            ctypes.addressof(self.slot), _TMA_DTYPES[self.dt.name], 2, address, dims, strides, box, ones,
+            0, _TMA_SWIZZLE_128B, _TMA_L2_256B, 0), f"encoding the TMA descriptor {tm.name} of {tm.buffer}")
+        self.address = address
+
+
 class _Call:
     """One kernel launch with its argument slots: pointers are rewritten in place before each launch."""
 
@@ -206,6 +236,8 @@ class Bound:
                       for w in plan.workspaces if w.fill is not None]
         fixed = {s.name: _SCALAR_CTYPES[s.ctype](s.value) for s in plan.scalars}
         fixed.update({k: ctypes.c_uint64(v.data.ptr) for k, v in self.work.items()})
+        self.maps = [_TensorMapSlot(tm, plan.problem.dtype(tm.buffer)) for tm in plan.tensor_maps]
+        fixed.update({m.tm.name: m.slot for m in self.maps})
         self.calls = [_Call(funcs[l.symbol], l, fixed) for l in plan.launches]
         self.align = tuple(plan.alignment)
 
@@ -215,6 +247,8 @@ class Bound:
                 raise UsageError(f"array {name!r} at address {pointers[name]:#x} is not aligned to {align} bytes, "
                                  "which this schedule's vector width needs; use vectorize(..., 1) or an aligned array")
         lib = _libcuda()
+        for m in self.maps:
+            m.update(pointers[m.tm.buffer])
         for ptr, bits, count in self.fills:
             _driver_check(lib.cuMemsetD32Async(ptr, bits, count, stream), "clearing a workspace")
         for c in self.calls:

@@ -25,7 +25,7 @@ import numpy as np
 from .errors import ScheduleError, check
 
 BIND_AXES = ("blockIdx.x", "blockIdx.y", "blockIdx.z", "threadIdx.x", "threadIdx.y", "threadIdx.z",
-             "warp", "lane", "serial")
+             "warp", "warpgroup", "lane", "serial")
 SCOPES = ("shared", "register")
 
 

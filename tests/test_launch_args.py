@@ -10,7 +10,8 @@ import pytest
 
 from kernelgen import gpu
 from kernelgen.errors import LaunchError, UsageError
-from kernelgen.ops.base import Launch, Plan, Problem, Scalar, Kernel
+from kernelgen.dtypes import dtype
+from kernelgen.ops.base import Launch, Plan, Problem, Scalar, Kernel, TensorMap
 from kernelgen.schedule import Schedule
 
 LAUNCH = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, *([ctypes.c_uint] * 7), ctypes.c_void_p, ctypes.c_void_p,
@@ -50,7 +51,7 @@ def bound(launches, scalars=(), fills=(), align=()):
     plan = Plan(kern, Problem((("n", 5),)), launches, (), scalars, align)
     b = object.__new__(gpu.Bound)
     fixed = {s.name: gpu._SCALAR_CTYPES[s.ctype](s.value) for s in plan.scalars}
-    b.plan, b.fills, b.align = plan, list(fills), tuple(align)
+    b.plan, b.fills, b.align, b.maps = plan, list(fills), tuple(align), []
     b.calls = [gpu._Call(Func(100 + i), l, fixed) for i, l in enumerate(launches)]
     return b
 
@@ -95,3 +96,30 @@ def test_streams_are_taken_from_cupy_torch_or_a_handle():
     assert (gpu.stream_handle(CupyLike()), gpu.stream_handle(TorchLike()), gpu.stream_handle(11)) == (7, 9, 11)
     with pytest.raises(UsageError, match="is not a CuPy stream"):
         gpu.stream_handle("fast")
+
+
+ENCODE = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_int, ctypes.c_uint32, ctypes.c_void_p,
+                          *([ctypes.c_void_p] * 4), *([ctypes.c_int] * 4))
+
+
+def test_a_tensor_map_is_encoded_from_the_address_and_again_only_when_it_changes(monkeypatch):
+    calls = []
+
+    def encode(out, dt, rank, addr, dims, strides, box, elem, interleave, swizzle, l2, oob):
+        u64, u32 = ctypes.POINTER(ctypes.c_uint64), ctypes.POINTER(ctypes.c_uint32)
+        d, s, b = ctypes.cast(dims, u64), ctypes.cast(strides, u64), ctypes.cast(box, u32)
+        calls.append((dt, rank, addr, (d[0], d[1]), s[0], (b[0], b[1]), swizzle, out % 64))
+        ctypes.memmove(out, addr.to_bytes(8, "little") * 16, 128)   # what the driver writes: 128 bytes
+        return 0
+
+    class Driver:
+        cuTensorMapEncodeTiled = ENCODE(encode)
+
+    monkeypatch.setattr(gpu, "_libcuda", lambda: Driver())
+    slot = gpu._TensorMapSlot(TensorMap("tmA", "A", rows=300, cols=1000, box_rows=128, box_cols=64), dtype("bfloat16"))
+    slot.update(0x10000)
+    slot.update(0x10000)
+    slot.update(0x20000)
+    # bf16 (9), 2-D, inner dimension first, row pitch in bytes, the box, the 128-byte swizzle (3), aligned.
+    assert calls == [(9, 2, 0x10000, (1000, 300), 2000, (64, 128), 3, 0), (9, 2, 0x20000, (1000, 300), 2000, (64, 128), 3, 0)]
+    assert bytes(slot.slot)[:8] == (0x20000).to_bytes(8, "little") and ctypes.sizeof(slot.slot) == 128

@@ -138,6 +138,19 @@ class Workspace:
     fill: float | None = None      # value to set before the first launch (atomics need 0)
 
 
+@dataclass(frozen=True)
+class TensorMap:
+    """A TMA descriptor argument (CUtensorMap, 128 bytes by value): `buffer` seen as a row-major
+    rows x cols tensor of its element type, copied in boxes of box_rows x box_cols, 128-byte swizzled.
+    Encoded on the host from the buffer's address at launch (again only when the address changes)."""
+    name: str
+    buffer: str
+    rows: int
+    cols: int
+    box_rows: int
+    box_cols: int
+
+
 INT_MAX = 2**31 - 1               # the largest size a kernel's `int` arithmetic holds
 LLONG_MAX = 2**63 - 1
 
@@ -184,6 +197,7 @@ class Plan:
     workspaces: tuple[Workspace, ...] = ()
     scalars: tuple[Scalar, ...] = ()
     alignment: tuple[tuple[str, int], ...] = ()   # buffer -> bytes its pointer must be aligned to
+    tensor_maps: tuple[TensorMap, ...] = ()       # TMA descriptors the launches take by name
 
 
 @dataclass(frozen=True)
@@ -252,6 +266,11 @@ class Op:
     def test_problems(self) -> tuple[dict, ...]:
         """Awkward sizes every schedule must get right (not multiples of any tile); the small one by default."""
         return ({d.name: d.small for d in self.dims},)
+
+    def test_problems_for(self, sched: Schedule) -> tuple[dict, ...]:
+        """The awkward sizes a schedule is tested on: test_problems(), unless the schedule's variant
+        takes only some sizes (TMA's aligned rows) and says so by name for the rest."""
+        return self.test_problems()
 
     def check_problem(self, problem: Problem) -> None:
         """Op-specific checks of sizes (e.g. a convolution with an empty output)."""
