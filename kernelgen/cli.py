@@ -29,7 +29,7 @@ from .bench import table
 from .errors import KernelgenError, UsageError, ValidationError
 from .ops import OPS, get_op
 from .ops.base import Op, Problem
-from .target import DEFAULT_ARCH, parse_arch, target
+from .target import DEFAULT_ARCH, Target, parse_arch, target
 from .schedule import Schedule
 
 
@@ -130,7 +130,8 @@ def open_db(db: str | None, writable: bool = False):
 
 
 def select(op: Op, knobs: tuple[str, ...], schedule_file: str | None, step: int | None, best: bool,
-           problem: Problem | None, db: str | None) -> Schedule:
+           problem: Problem | None, db: str | None, on: Target | None = None) -> Schedule:
+    """The schedule the options name; with none, the op's heuristic for `problem` on `on`."""
     given = sum(bool(x) for x in (knobs, schedule_file, step is not None, best))
     if given > 1:
         raise UsageError("choose one of --knob, --schedule, --step and --best")
@@ -150,7 +151,7 @@ def select(op: Op, knobs: tuple[str, ...], schedule_file: str | None, step: int 
         from .tune import best_schedule
         return best_schedule(op, problem, open_db(db))
     if not knobs and problem is not None:
-        return op.schedule_for(problem)
+        return op.schedule_for(problem, on)
     overrides: dict = {}
     for k in knobs:
         name, value = parse_knob(op, k)
@@ -411,8 +412,8 @@ def run(op_name, knobs, schedule_file, step, best, db, size, backend, arch, seed
                                  "the GPU itself")
     problem = parse_size(op, size, backend == "emulate", dtype, out_dtype)
     check_memory(op, problem, backend)
-    sched = select(op, knobs, schedule_file, step, best, problem, db)
     limits = gpu.device() if backend == "gpu" else target(arch or DEFAULT_ARCH)
+    sched = select(op, knobs, schedule_file, step, best, problem, db, limits)
     arch = limits.arch
     from .prepared import prepare
     kernel = prepare(op, sched, problem, limits).kernel   # validate below finds it in the cache

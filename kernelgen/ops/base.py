@@ -310,9 +310,10 @@ class Op:
         expression, which decides the inputs and the reference); `self` for every other op."""
         return self
 
-    def schedule_for(self, problem: Problem) -> Schedule:
-        """The op's heuristic choice for one problem (what `run` and `bench` use when no schedule is
-        given), like a vendor library's heuristic; the default schedule unless the op knows better."""
+    def schedule_for(self, problem: Problem, target: Target | None = None) -> Schedule:
+        """The op's heuristic choice for one problem on `target` (default: the default target; `run`,
+        `bench` and `tune` pass the GPU they run on), like a vendor library's heuristic; the default
+        schedule unless the op knows better."""
         return self.default_schedule()
 
     def knobs_from_schedule(self, sched: Schedule) -> dict:

@@ -418,7 +418,7 @@ class Elementwise(Op):
         ]
         return tuple(LadderStep(t, self.schedule_from_knobs(**kn), n) for t, kn, n in steps)
 
-    def schedule_for(self, problem: Problem) -> Schedule:
+    def schedule_for(self, problem: Problem, target: Target | None = None) -> Schedule:
         """The default layout, whose accesses are 16 bytes: float4, or 8 elements of a 16-bit type."""
         vec = 16 // problem.dtype("out").itemsize
         return self.default_schedule() if vec == 4 else self.schedule(vec=vec)

@@ -347,12 +347,12 @@ class Gemm(Op):
         align = (("A", 16), ("B", 16), ("C", 2 * problem.dtype("C").itemsize))
         return Plan(kernel, problem, (launch,), (), scalars, align, maps)
 
-    def schedule_for(self, problem: Problem) -> Schedule:
+    def schedule_for(self, problem: Problem, target: Target | None = None) -> Schedule:
         """The tile that wastes least on the last, partly filled wave (as sgemm.schedule_for): a wave is
         one block per slot (SMs x blocks per SM, from shared memory, threads and registers); a last wave
         of r blocks takes about ceil(r / SMs) / (blocks per SM) of a full one. Smaller tiles win where
         M or N is small (less of the tile is zeros) or the grid is too small to fill the SMs."""
-        t = default_target()
+        t = target or default_target()
         M, N, K = problem["M"], problem["N"], problem["K"]
         base = self.default_knobs()
 

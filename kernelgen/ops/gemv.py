@@ -205,7 +205,7 @@ class Gemv(Op):
         except ImportError:
             return "cupy matmul (cuBLAS)", lambda: a @ x
 
-    def schedule_for(self, problem: Problem) -> Schedule:
+    def schedule_for(self, problem: Problem, target: Target | None = None) -> Schedule:
         """Threads per row so that one trip of 2 float4 loads per thread covers about the row: the
         power of two <= N / 8, 1 .. 1024 (1024 from N = 8192 on: the default), at least 256 threads
         per block. Measured on the H100 (bench_results/gemv_multiwarp_h100.txt) within 5% of the

@@ -193,7 +193,7 @@ class LayerNorm(HalfRowNumbers, RowSchedule, Op):
         ]
         return tuple(LadderStep(t, self.schedule_from_knobs(**k), n) for t, k, n in steps)
 
-    def schedule_for(self, problem: Problem) -> Schedule:
+    def schedule_for(self, problem: Problem, target: Target | None = None) -> Schedule:
         """The default layout, whose accesses are 16 bytes: float4, or for 16-bit types 8 elements
         (and half as many vectors per thread, so a thread holds the same 16 elements)."""
         if problem.dtype("x").itemsize == 4:

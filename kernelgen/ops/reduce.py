@@ -200,7 +200,7 @@ class ReduceSum(Op):
         ]
         return tuple(LadderStep(t, self.schedule_from_knobs(**k), n) for t, k, n in steps)
 
-    def schedule_for(self, problem: Problem) -> Schedule:
+    def schedule_for(self, problem: Problem, target: Target | None = None) -> Schedule:
         """The default layout, with 16-byte loads: float4, or 8 elements of a 16-bit type (half as
         many per thread per chunk); a 16-bit out is finished by the second pass, not by atomics."""
         if problem.dtype("x").itemsize == 4:

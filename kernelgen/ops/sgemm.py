@@ -128,7 +128,7 @@ class Sgemm(Op):
         s = s.annotate("split_k", split_k) if split_k != 1 else s
         return s.swizzle(swizzle) if swizzle != 1 else s
 
-    def schedule_for(self, problem: Problem) -> Schedule:
+    def schedule_for(self, problem: Problem, target: Target | None = None) -> Schedule:
         """The tile and number of K slices that waste least on the last, partly filled wave.
 
         A wave is one block per slot (SMs x blocks per SM); a last wave of r blocks takes about
@@ -139,7 +139,7 @@ class Sgemm(Op):
         runs at SM_FLOPS; predicted 2900/177/362/181 us, measured 2802/192/395/180 us for 4096^3,
         1000^3, 2047x2049x1023 and 2048x2048x1024 (bench_results/sgemm_split_probe_h100.txt).
         """
-        sms = default_target().sms
+        sms = (target or default_target()).sms
         M, N, K = problem["M"], problem["N"], problem["K"]
 
         def cost(over: dict, per_sm: int, speed: float, slices: int) -> float:

@@ -236,7 +236,7 @@ class Softmax(HalfRowNumbers, RowSchedule, Op):
         ]
         return tuple(LadderStep(t, self.schedule_from_knobs(**k), n) for t, k, n in steps)
 
-    def schedule_for(self, problem: Problem) -> Schedule:
+    def schedule_for(self, problem: Problem, target: Target | None = None) -> Schedule:
         """The row in registers, 16 floats a thread up to 16384 columns and 32 up to 32768 (a block of
         1024 threads), whole blocks of 256 threads for short rows; longer rows split over blocks.
         Accesses are 16 bytes: float4, or 8 elements of a 16-bit type."""
