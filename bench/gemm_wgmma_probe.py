@@ -1,7 +1,9 @@
 """The wgmma family of the gemm space (sm_90a): block tiles, consumer warpgroups, TMA stages, block
 order, warp specialisation; every candidate validated on the GPU, measured, appended to a database.
 
-    PYTHONPATH=. python3 bench/gemm_wgmma_probe.py DB.jsonl [M,N,K] [float16|bfloat16]
+    PYTHONPATH=. python3 bench/gemm_wgmma_probe.py DB.jsonl [M,N,K] [float16|bfloat16] [all|staged]
+
+`staged`: only the candidates with C staged through shared memory or clusters of 2.
 """
 import sys
 
@@ -11,12 +13,17 @@ from kernelgen.tune.db import TuningDB
 
 
 class Probe(Gemm):
+    family = "all"
+
     def space(self, problem, target):
-        yield from (k for k in super().space(problem, target) if k["instr"] == "wgmma")
+        for k in super().space(problem, target):
+            if k["instr"] == "wgmma" and (self.family == "all" or k["epilogue"] == "smem" or k["cluster"] > 1):
+                yield k
 
 
 if __name__ == "__main__":
     op = Probe()
+    op.family = sys.argv[4] if len(sys.argv) > 4 else "all"
     size = sys.argv[2] if len(sys.argv) > 2 else "4096,4096,4096"
     dtype = sys.argv[3] if len(sys.argv) > 3 else "float16"
     problem = op.problem(dict(zip("MNK", map(int, size.split(",")))), dtype=dtype)

@@ -1,5 +1,6 @@
 """The tensor-core GEMM ladder (WMMA -> mma.sync with ldmatrix -> XOR-swizzled shared memory -> cp.async
-pipeline -> the tuned default -> on sm_90a: wgmma fed by TMA -> warp specialisation), written as schedules.
+pipeline -> the tuned default -> on sm_90a: wgmma fed by TMA -> warp specialisation -> C staged through shared
+memory -> clusters sharing B by TMA multicast), written as schedules.
 
     python3 examples/gemm_ladder.py                 # emit each step, validate it (GPU, else emulator)
     python3 examples/gemm_ladder.py bfloat16        # the same with bf16 inputs
@@ -54,6 +55,9 @@ LADDER = {
                                       .annotate("shared_layout", "xor").annotate("ldmatrix", 1).swizzle(8),
     "6 wgmma + TMA (sm_90a)": hopper(WGMMA),
     "7 warp-specialised (sm_90a)": hopper(WGMMA).annotate("warp_specialize", 1),
+    "8 C staged through shared memory (sm_90a)": hopper(WGMMA).annotate("warp_specialize", 1).cache_write("C", "shared"),
+    "9 clusters of 2, B multicast (sm_90a)": hopper(WGMMA).annotate("warp_specialize", 1).cache_write("C", "shared")
+                                              .annotate("cluster", 2),
 }
 
 if __name__ == "__main__":

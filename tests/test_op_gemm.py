@@ -61,7 +61,9 @@ def test_ladder_climbs_from_wmma_to_the_default():
     assert k[3]["copy"] == "cp_async" and k[3]["stages"] >= 3
     assert STEPS[-1].schedule == op.default_schedule() and list(LADDER[:len(STEPS)]) == STEPS
     h = [knobs_of(s) for s in HOPPER]
-    assert [(x["instr"], x["copy"], x["ws"]) for x in h] == [("wgmma", "tma", False), ("wgmma", "tma", True)]
+    assert [(x["instr"], x["copy"], x["ws"], x["epilogue"], x["cluster"]) for x in h] == [
+        ("wgmma", "tma", False, "direct", 1), ("wgmma", "tma", True, "direct", 1), ("wgmma", "tma", True, "smem", 1),
+        ("wgmma", "tma", True, "smem", 2)]
     d = op.default_knobs()
     assert (d["instr"], d["copy"], d["smem"], d["ldmatrix"], d["wm"], d["wn"]) == ("mma", "cp_async", "xor", True, 64, 64)
     assert d["stages"] in (3, 4) and op.threads(d) == 256
@@ -119,6 +121,12 @@ WGMMA = dict(instr="wgmma", bm=128, bn=256, bk=64, wm=64, wn=256, stages=4, copy
     ("sm_90a", dict(bm=256, wm=128, stages=2), "~296 registers per thread"),
     ("sm_90a", dict(instr="mma", wn=64, bk=32, ldmatrix=True, ws=False), "TMA copies feed wgmma"),
     ("sm_90a", dict(instr="mma", wn=64, bk=32, ldmatrix=True, copy="cp_async"), "warp specialisation needs a producer"),
+    ("sm_90a", dict(instr="mma", wn=64, bk=32, ldmatrix=True, copy="cp_async", ws=False, epilogue="smem"),
+     "staging C is a wgmma epilogue"),
+    ("sm_90a", dict(instr="mma", wn=64, bk=32, ldmatrix=True, copy="cp_async", ws=False, cluster=2),
+     "clusters share tiles by TMA multicast"),
+    ("sm_90a", dict(stages=2, bm=256, wm=128, bn=256, wn=256, epilogue="smem"),
+     r"the staged C tile \(135168 bytes of float16\) reuses the 131072 bytes of the stages"),
 ])
 def test_illegal_wgmma_schedules_say_why(arch, change, message):
     with pytest.raises(ScheduleError, match=message):
@@ -128,7 +136,7 @@ def test_illegal_wgmma_schedules_say_why(arch, change, message):
 def test_wgmma_binds_warpgroups_and_names_only_its_knobs():
     s = op.schedule(**WGMMA)
     assert 'bind("i.1", "warpgroup")' in s.to_python() and 'annotate("warp_specialize", 1)' in s.to_python()
-    assert kernel_of("sm_90a", **WGMMA).name == "gemm_f16_sm90a_iwgmma_bm128_bn256_bk64_wm64_wn256_st4_ctma_sw8_ws1"
+    assert kernel_of("sm_90a", **WGMMA).name == "gemm_f16_sm90a_iwgmma_bm128_bn256_bk64_wm64_wn256_st4_ctma_sw8_ws1_edirect_cl1"
     warp = Schedule.from_json(s.to_json().replace('"warpgroup"', '"warp"'))
     with pytest.raises(ScheduleError, match="wgmma.m64nNk16 is issued by a warpgroup"):
         op.kernel(warp, target("sm_90a"), F16)
@@ -142,6 +150,9 @@ def test_the_wgmma_plan_encodes_tensor_maps_and_refuses_unaligned_rows():
     assert launch.shared_bytes == 4 * 2 * (128 + 256) * 64 + 1024 + 4 * 16
     assert [(t.buffer, t.rows, t.cols, t.box_rows, t.box_cols) for t in p.tensor_maps] == \
         [("A", 300, 1000, 128, 64), ("B", 1000, 520, 64, 64)]
+    clustered = op.plan(op.kernel(op.schedule(**dict(WGMMA, cluster=2)), target("sm_90a"), F16),
+                        op.problem({"M": 300, "N": 520, "K": 1000}))
+    assert clustered.launches[0].grid == (3, 4, 1)              # whole clusters of 2 along M
     for sizes, dim in (({"M": 64, "N": 64, "K": 37}, "K=37"), ({"M": 64, "N": 63, "K": 64}, "N=63")):
         with pytest.raises(UsageError, match=f"{dim} is not a multiple of 8, and TMA"):
             op.plan(kernel, op.problem(sizes))

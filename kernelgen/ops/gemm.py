@@ -106,13 +106,17 @@ class Gemm(Op):
         Knob("swizzle", 8, (1, 2, 4, 8, 16), "block rows per group when walking the blocks (L2 reuse)", "sw"),
         Knob("ws", False, (False, True), "warp specialisation: a producer warpgroup issues the TMA copies "
              "(annotate warp_specialize)", "ws"),
+        Knob("epilogue", "direct", ("direct", "smem"), "C stored from the accumulators, or staged through shared "
+             "memory and stored in 16-byte row chunks (cache_write C shared; wgmma)", "e"),
+        Knob("cluster", 1, (1, 2), "blocks per thread-block cluster along i, sharing B's tiles by TMA multicast "
+             "(annotate cluster; wgmma)", "cl"),
     )
     primitives_help = (
         "split(i, BM, WM) with bind(i.0, blockIdx.y), bind(i.1, warp); split(j, BN, WN) with bind(j.0, blockIdx.x), "
         "bind(j.1, warp); split(k, BK); tensorize(k.1, mma.m16n8k16 | wmma.m16n16k16); double_buffer(A|B, 1..4); "
         "annotate(copy, sync|cp_async); storage_align(A|B, 0|8|16); annotate(shared_layout, xor); "
         "annotate(ldmatrix, 1); swizzle(g); for wgmma: bind(i.1|j.1, warpgroup), split(k, 64), "
-        "annotate(copy, tma), annotate(warp_specialize, 1)")
+        "annotate(copy, tma), annotate(warp_specialize, 1), cache_write(C, shared), annotate(cluster, 2)")
 
     # -- problems ----------------------------------------------------------------------------------
     def out_dtypes(self, dtype_name: str) -> tuple[str, ...]:
@@ -125,7 +129,7 @@ class Gemm(Op):
 
     # -- schedule <-> knobs ------------------------------------------------------------------------
     def schedule_from_knobs(self, instr, bm, bn, bk, wm, wn, stages, copy, pad, smem, ldmatrix, swizzle,
-                            ws=False) -> Schedule:
+                            ws=False, epilogue="direct", cluster=1) -> Schedule:
         unit = "warpgroup" if instr == "wgmma" else "warp"
         s = (schedule(self.name).split("i", bm, wm).bind("i.0", "blockIdx.y").bind("i.1", unit)
              .split("j", bn, wn).bind("j.0", "blockIdx.x").bind("j.1", unit)
@@ -141,6 +145,10 @@ class Gemm(Op):
             s = s.annotate("ldmatrix", 1)
         if ws:
             s = s.annotate("warp_specialize", 1)
+        if epilogue == "smem":
+            s = s.cache_write("C", "shared")
+        if cluster != 1:
+            s = s.annotate("cluster", cluster)
         return s.swizzle(swizzle) if swizzle != 1 else s
 
     def read_knobs(self, r: ScheduleReader) -> dict:
@@ -163,7 +171,9 @@ class Gemm(Op):
                     copy=r.annotate("copy", "sync", ("sync", "cp_async", "tma")), pad=pad_a,
                     smem=r.annotate("shared_layout", "pad", ("pad", "xor")),
                     ldmatrix=bool(r.annotate("ldmatrix", 0, (0, 1))), swizzle=r.swizzle(1),
-                    ws=bool(r.annotate("warp_specialize", 0, (0, 1))))
+                    ws=bool(r.annotate("warp_specialize", 0, (0, 1))),
+                    epilogue="smem" if r.cache_write("C", None, ("shared",)) else "direct",
+                    cluster=r.annotate("cluster", 1, (1, 2)))
 
     # -- legality ----------------------------------------------------------------------------------
     def check_knobs(self, k: dict, target: Target) -> None:
@@ -175,6 +185,10 @@ class Gemm(Op):
               "its tiles by cp.async or through registers", allowed="sync, cp_async")
         check(not k["ws"], "annotate", "warp_specialize", 1,
               limit="warp specialisation needs a producer of TMA copies (wgmma)", allowed="0")
+        check(k["epilogue"] == "direct", "cache_write", "C", "shared",
+              limit=f"{intrinsic}'s epilogue stores from the accumulators; staging C is a wgmma epilogue")
+        check(k["cluster"] == 1, "annotate", "cluster", k["cluster"],
+              limit="clusters share tiles by TMA multicast (wgmma)", allowed="1")
         if instr == "mma":
             target.require("mma_m16n8k16_f16", "tensorize", "k.1", intrinsic)
         else:
@@ -232,12 +246,19 @@ class Gemm(Op):
               allowed="0")
         if k["ws"]:
             target.require("setmaxnreg", "annotate", "warp_specialize", 1)
+        if k["cluster"] > 1:
+            target.require("clusters", "annotate", "cluster", k["cluster"])
         threads = self.threads(k)
         check(threads <= target.max_threads, "split", "i", f"{threads} threads",
               limit=f"{target.max_threads} threads per block on {target.arch}")
         smem = self.shared_bytes(k)
         check(smem <= target.max_smem, "double_buffer", "A", k["stages"],
               limit=f"{smem} bytes of shared memory > {target.max_smem} on {target.arch}")
+
+    @staticmethod
+    def _c_ld(k: dict, itemsize: int) -> int:
+        """Bytes per staged row of C: 16 bytes of padding put the 8 rows a warp writes in other banks."""
+        return k["bn"] * itemsize + 16
 
     # -- derived sizes -----------------------------------------------------------------------------
     @staticmethod
@@ -281,7 +302,7 @@ class Gemm(Op):
         """wgmma kernels are named by the knobs they use; the others as before warp specialisation."""
         if k["instr"] == "wgmma":
             return {n: v for n, v in k.items() if n not in ("pad", "smem", "ldmatrix")}
-        return {n: v for n, v in k.items() if n != "ws"}
+        return {n: v for n, v in k.items() if n not in ("ws", "epilogue")}
 
     def template_params(self, k: dict, types: Types, target: Target) -> tuple[dict, int, int]:
         d, o = types.input, types.output
@@ -306,10 +327,15 @@ class Gemm(Op):
 
     def _wgmma_params(self, k: dict, types: Types) -> dict:
         d, o = types.input, types.output
+        if k["epilogue"] == "smem":
+            staged, stages = k["bm"] * self._c_ld(k, o.itemsize), k["stages"] * self._wgmma_stage_bytes(k)
+            check(staged <= stages, "cache_write", "C", "shared",
+                  limit=f"the staged C tile ({staged} bytes of {o.name}) reuses the {stages} bytes of the stages")
         return dict(bm=k["bm"], bn=k["bn"], bk=k["bk"], wm=k["wm"], stages=k["stages"], swizzle=k["swizzle"],
                     ws=k["ws"], threads=self.threads(k), consumers=k["bm"] // k["wm"], mi=k["wm"] // 64,
                     stage_bytes=self._wgmma_stage_bytes(k), a_bytes=2 * k["bm"] * k["bk"], b_box_bytes=2 * 64 * k["bk"],
                     producer_regs=PRODUCER_REGS, consumer_regs=CONSUMER_REGS, ab=d.short,
+                    epilogue=k["epilogue"], c_ld=self._c_ld(k, o.itemsize), cluster=k["cluster"],
                     in_ctype=d.ctype, in_header=d.header, out_header=o.header, out=o)
 
     def plan(self, kernel: Kernel, problem: Problem, target: Target | None = None) -> Plan:
@@ -336,6 +362,7 @@ class Gemm(Op):
         K elements long, rows of B N): TMA needs rows to start 16-byte aligned."""
         k = dict(kernel.knobs)
         M, N, K = problem["M"], problem["N"], problem["K"]
+        grid = (grid[0], cdiv(grid[1], k["cluster"]) * k["cluster"], 1)   # whole clusters; extra rows store nothing
         for dim in ("K", "N"):
             if problem[dim] % 8:
                 raise UsageError(f"gemm: {dim}={problem[dim]} is not a multiple of 8, and TMA (copy=tma, wgmma) needs "
@@ -474,6 +501,11 @@ class Gemm(Op):
              WGMMA_KNOBS, "sm_90a: A and B by TMA (128-byte swizzle), mbarrier pipeline, wgmma from shared memory"),
             ("warp specialisation: a producer warpgroup (40 registers) feeds 2 consumer warpgroups (232)",
              dict(WGMMA_KNOBS, ws=True), "setmaxnreg; the producer waits on the consumers' empty barriers"),
+            ("C staged through shared memory, stored in 16-byte row chunks", dict(WGMMA_KNOBS, ws=True, epilogue="smem"),
+             "cache_write(C, shared): the stages' memory holds the tile, padded rows, coalesced stores"),
+            ("clusters of 2 blocks along M: each loads half of B's tile into both (TMA multicast)",
+             dict(WGMMA_KNOBS, ws=True, epilogue="smem", cluster=2),
+             "a third less L2-to-SM traffic; a stage is free when both blocks' consumers released it"),
         ]
         return tuple([LadderStep(t, self.schedule_from_knobs(**k), n) for t, k, n in steps] +
                      [LadderStep(t, self.schedule_from_knobs(**k), n, arch="sm_90a") for t, k, n in hopper])
@@ -508,3 +540,10 @@ class Gemm(Op):
                         for swizzle in (1, 8, 16):
                             for ws in (False, True):
                                 yield dict(WGMMA_KNOBS, bm=bm, wm=wm, bn=bn, wn=bn, stages=stages, swizzle=swizzle, ws=ws)
+            for bm, wm, bn in ((128, 64, 256), (128, 64, 128), (256, 128, 128)):   # epilogues and clusters
+                for stages in (3, 4):
+                    for swizzle in (8, 16):
+                        for ws in (False, True):
+                            for epilogue, cluster in (("smem", 1), ("direct", 2), ("smem", 2)):
+                                yield dict(WGMMA_KNOBS, bm=bm, wm=wm, bn=bn, wn=bn, stages=stages, swizzle=swizzle,
+                                           ws=ws, epilogue=epilogue, cluster=cluster)

@@ -46,6 +46,33 @@ __device__ __forceinline__ void kg_tma_load_2d(void* dst, const kg_tensor_map* m
                : "memory");
 }
 
+// ---- thread-block clusters: a copy multicast to every block of the cluster, barriers of a peer ----
+__device__ __forceinline__ unsigned kg_cluster_rank() {
+  unsigned r;
+  asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(r));
+  return r;
+}
+// All (non-exited) threads of the cluster: what one block set up, the others may now use.
+__device__ __forceinline__ void kg_cluster_sync() {
+  asm volatile("barrier.cluster.arrive.release.aligned;\n barrier.cluster.wait.acquire.aligned;\n" ::: "memory");
+}
+// The TMA load of kg_tma_load_2d written to the same offset of every block in `mask`, each of whose
+// barriers (same offset) is told of the bytes.
+__device__ __forceinline__ void kg_tma_load_2d_multicast(void* dst, const kg_tensor_map* map, unsigned long long* bar,
+                                                         int x, int y, unsigned short mask) {
+  asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster"
+               " [%0], [%1, { %3, %4 }], [%2], %5;\n"
+               :: "r"(kg_smem(dst)), "l"(reinterpret_cast<unsigned long long>(map)), "r"(kg_smem(bar)), "r"(x), "r"(y),
+                  "h"(mask)
+               : "memory");
+}
+// An arrival on the barrier at the same offset in block `rank` of the cluster (this block's own too).
+__device__ __forceinline__ void kg_mbar_arrive_cluster(unsigned long long* bar, unsigned rank) {
+  unsigned remote;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(remote) : "r"(kg_smem(bar)), "r"(rank));
+  asm volatile("mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%0];\n" :: "r"(remote) : "memory");
+}
+
 // ---- wgmma: a warpgroup (4 warps) multiplies 64xN of A by NxK=16 of B, both read from shared memory ----
 // A shared-memory matrix descriptor: start address, leading and stride byte offsets (all >> 4) and
 // the 128-byte swizzle (mode 1 in bits 62-63), the layout TMA writes with CU_TENSOR_MAP_SWIZZLE_128B.
