@@ -270,6 +270,7 @@ gemm_f16_sm90a_iwgmma_bm128_bn256_bk64_wm64_wn256_st4_ctma_sw8_ws1_esmem_cl2(con
         }
       }
     }
+    kg_cluster_sync();   // the consumers' closing cluster barrier counts this warpgroup too
     return;
   }
   kg_setmaxnreg_inc<232>();
