@@ -10,7 +10,7 @@ True
 from .config import VERSION as __version__
 from .errors import CompileError, KernelgenError, LaunchError, ScheduleError, UsageError, ValidationError
 from .ops import OPS, get_op
-from .gpu import launch
+from .prepared import launch
 from .render import render
 from .schedule import Schedule, schedule
 

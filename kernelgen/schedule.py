@@ -23,6 +23,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from .errors import ScheduleError, check
+from .frozen import hash_once
 
 BIND_AXES = ("blockIdx.x", "blockIdx.y", "blockIdx.z", "threadIdx.x", "threadIdx.y", "threadIdx.z",
              "warp", "warpgroup", "lane", "serial")
@@ -247,6 +248,7 @@ def _step_from_dict(d, index: int = 0) -> Step:
     return cls(**kwargs)
 
 
+@hash_once
 @dataclass(frozen=True)
 class Schedule:
     """An op name and the primitives applied to it, in order. Every builder method returns a new Schedule."""

@@ -21,6 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 
 from .errors import ScheduleError, UsageError
+from .frozen import hash_once
 
 KB = 1024
 
@@ -108,6 +109,7 @@ def first_arch_with(feature: str) -> str:
     return next((a for a in ARCHS if feature in features_of(a)), "none")
 
 
+@hash_once
 @dataclass(frozen=True)
 class Target:
     """What legality is checked against and what the roofline is drawn with."""

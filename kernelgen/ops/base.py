@@ -23,6 +23,7 @@ import numpy as np
 
 from ..dtypes import FLOAT32, Types, dtype
 from ..errors import KnobError, ScheduleError, UsageError, check
+from ..frozen import hash_once
 from ..schedule import Schedule, ScheduleReader
 from ..target import DEFAULT_ARCH, Target, default_target
 
@@ -93,6 +94,7 @@ class Knob:
         return kind(value) if kind in (bool, int, float) else value
 
 
+@hash_once
 @dataclass(frozen=True)
 class Problem:
     """Concrete sizes and element types, e.g. Problem((("M", 127), ("N", 1000), ("K", 1))).
