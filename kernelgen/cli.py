@@ -278,8 +278,13 @@ def main():
 # -- list ----------------------------------------------------------------------------------------
 @main.command("list")
 @click.argument("op_name", required=False)
-def list_cmd(op_name):
+@click.option("--markdown", is_flag=True, help="Every op's knob table as Markdown (docs/knobs.md).")
+def list_cmd(op_name, markdown):
     """List the ops, or one op's sizes, knobs, primitives and ladder."""
+    if markdown:
+        from .ops.knobs import markdown as knob_markdown
+        click.echo(knob_markdown([get_op(op_name)] if op_name else OPS.values()), nl=False)
+        return
     if not op_name:
         click.echo(table([{"op": o.name, "sizes": ",".join(f"{d.name}={d.default}" for d in o.dims),
                            "dtypes": ",".join(o.dtypes), "what": o.summary} for o in OPS.values()],
@@ -291,8 +296,8 @@ def list_cmd(op_name):
     click.echo(f"loops: {', '.join(op.loops)}   inputs: {', '.join(op.inputs)}   outputs: {', '.join(op.outputs)}")
     click.echo("dtypes: " + ", ".join(f"{d} (outputs {'|'.join(op.out_dtypes(d))})" for d in op.dtypes))
     click.echo("knobs:")
-    click.echo(table([{"knob": k.name, "default": k.default, "choices": ",".join(map(str, k.choices)), "meaning": k.help}
-                      for k in op.knobs], ["knob", "default", "choices", "meaning"]))
+    from .ops.knobs import knob_rows
+    click.echo(table(knob_rows(op), ["knob", "default", "choices", "step", "meaning"]))
     click.echo(f"primitives: {op.primitives_help}")
     click.echo(f"default schedule: {op.default_schedule()}")
     for i, s in enumerate(op.ladder(), 1):

@@ -40,6 +40,7 @@ from ..errors import UsageError, check
 from ..schedule import Schedule, ScheduleReader, schedule
 from ..target import Target, default_target
 from .base import Dim, Kernel, Knob, LadderStep, Launch, Op, Plan, Problem, Scalar, cdiv
+from .knobs import Prim, Range
 from .io import torch_tensor
 
 INTRINSICS = {"mma": "mma.m16n8k16", "wmma": "wmma.m16n16k16"}
@@ -80,24 +81,27 @@ class Gemm(Op):
     outputs = ("C",)
     dtypes = ("float16", "bfloat16")
     knobs = (
-        Knob("instr", "mma", ("mma", "wmma"), "tensor-core instruction: tensorize(k.1, mma.m16n8k16 | wmma.m16n16k16)", "i"),
-        Knob("bm", 128, (64, 128, 256), "rows of C per block (split i)", "bm"),
-        Knob("bn", 256, (64, 128, 256), "columns of C per block (split j)", "bn"),
-        Knob("bk", 32, (16, 32, 64), "K per shared tile (split k)", "bk"),
-        Knob("wm", 64, (16, 32, 64, 128), "rows of C per warp (split i)", "wm"),
-        Knob("wn", 64, (8, 16, 32, 64, 128), "columns of C per warp (split j)", "wn"),
-        Knob("stages", 4, (1, 2, 3, 4), "shared tiles in flight (double_buffer)", "st"),
-        Knob("copy", "cp_async", ("sync", "cp_async"), "global->shared copy through registers, or cp.async", "c"),
-        Knob("pad", 0, (0, 8, 16), "halves of padding per shared row of A and B (storage_align)", "p"),
-        Knob("smem", "xor", ("pad", "xor"), "shared rows padded, or 16-byte chunks XOR-swizzled (annotate shared_layout)", "s"),
-        Knob("ldmatrix", True, (False, True), "mma fragments through ldmatrix (annotate ldmatrix)", "ld"),
-        Knob("swizzle", 8, (1, 2, 4, 8, 16), "block rows per group when walking the blocks (L2 reuse)", "sw"),
+        Knob("instr", "mma", ("mma", "wmma"), "tensor-core instruction (mma.sync, sm_80+; nvcuda::wmma, sm_70+)", "i",
+             Prim("tensorize", "k.1", absent="mma", always=True, values=tuple(INTRINSICS.items()))),
+        # Tiles are any multiple of the instructions' shapes (m16, n8, k16; wmma n16 is checked with instr).
+        Knob("bm", 128, Range(16, 256, 16), "rows of C per block", "bm", Prim("split", "i", args="BM, WM")),
+        Knob("bn", 256, Range(8, 256, 8), "columns of C per block", "bn", Prim("split", "j", args="BN, WN")),
+        Knob("bk", 32, Range(16, 64, 16), "K per shared tile", "bk", Prim("split", "k", args="BK")),
+        Knob("wm", 64, Range(16, 128, 16), "rows of C per warp", "wm", Prim("split", "i", args="BM, WM")),
+        Knob("wn", 64, Range(8, 128, 8), "columns of C per warp", "wn", Prim("split", "j", args="BN, WN")),
+        Knob("stages", 4, (1, 2, 3, 4), "shared tiles in flight", "st", Prim("double_buffer", ("A", "B"), absent=1)),
+        Knob("copy", "cp_async", ("sync", "cp_async"), "global->shared copy through registers, or cp.async", "c",
+             Prim("annotate", "copy", absent="sync", always=True)),
+        Knob("pad", 0, (0, 8, 16), "halves of padding per shared row of A and B", "p",
+             Prim("storage_align", ("A", "B"), absent=0)),
+        Knob("smem", "xor", ("pad", "xor"), "shared rows padded, or 16-byte chunks XOR-swizzled", "s",
+             Prim("annotate", "shared_layout", absent="pad")),
+        Knob("ldmatrix", True, (False, True), "mma fragments through ldmatrix", "ld",
+             Prim("annotate", "ldmatrix", absent=False, values=((True, 1), (False, 0)))),
+        Knob("swizzle", 8, (1, 2, 4, 8, 16), "block rows per group when walking the blocks (L2 reuse)", "sw",
+             Prim("swizzle", absent=1)),
     )
-    primitives_help = (
-        "split(i, BM, WM) with bind(i.0, blockIdx.y), bind(i.1, warp); split(j, BN, WN) with bind(j.0, blockIdx.x), "
-        "bind(j.1, warp); split(k, BK); tensorize(k.1, mma.m16n8k16 | wmma.m16n16k16); double_buffer(A|B, 1..4); "
-        "annotate(copy, sync|cp_async); storage_align(A|B, 0|8|16); annotate(shared_layout, xor); "
-        "annotate(ldmatrix, 1); swizzle(g)")
+    structure_help = "bind(i.0, blockIdx.y), bind(j.0, blockIdx.x), bind(i.1, warp), bind(j.1, warp)"
 
     # -- problems ----------------------------------------------------------------------------------
     def out_dtypes(self, dtype_name: str) -> tuple[str, ...]:
@@ -109,38 +113,19 @@ class Gemm(Op):
                 raise UsageError(f"gemm: {d}={problem[d]} does not fit the kernel's int sizes")
 
     # -- schedule <-> knobs ------------------------------------------------------------------------
-    def schedule_from_knobs(self, instr, bm, bn, bk, wm, wn, stages, copy, pad, smem, ldmatrix, swizzle) -> Schedule:
-        s = (schedule(self.name).split("i", bm, wm).bind("i.0", "blockIdx.y").bind("i.1", "warp")
-             .split("j", bn, wn).bind("j.0", "blockIdx.x").bind("j.1", "warp")
-             .split("k", bk).tensorize("k.1", INTRINSICS[instr]))
-        if stages != 1:
-            s = s.double_buffer("A", stages).double_buffer("B", stages)
-        s = s.annotate("copy", copy)
-        if pad:
-            s = s.storage_align("A", pad).storage_align("B", pad)
-        if smem == "xor":
-            s = s.annotate("shared_layout", "xor")
-        if ldmatrix:
-            s = s.annotate("ldmatrix", 1)
-        return s.swizzle(swizzle) if swizzle != 1 else s
+    def build(self, k: dict) -> Schedule:
+        s = (schedule(self.name).split("i", k["bm"], k["wm"]).bind("i.0", "blockIdx.y").bind("i.1", "warp")
+             .split("j", k["bn"], k["wn"]).bind("j.0", "blockIdx.x").bind("j.1", "warp").split("k", k["bk"]))
+        return self.put(s, k, "instr", "stages", "copy", "pad", "smem", "ldmatrix", "swizzle")
 
     def read_knobs(self, r: ScheduleReader) -> dict:
         dims = {}
         for loop, axis in (("i", "y"), ("j", "x")):
             dims[loop] = r.split(loop, 2, (128, 64))
-            r.bind(f"{loop}.0", f"blockIdx.{axis}", allowed=(f"blockIdx.{axis}",))
-            r.bind(f"{loop}.1", "warp", allowed=("warp",))
+            r.expect("bind", f"{loop}.0", f"blockIdx.{axis}")
+            r.expect("bind", f"{loop}.1", "warp")
         (bk,) = r.split("k", 1, (32,))
-        intrinsic = r.tensorize("k.1", INTRINSICS["mma"], tuple(INTRINSICS.values()))
-        st_a, st_b = r.double_buffer("A", 1, (1, 2, 3, 4)), r.double_buffer("B", 1, (1, 2, 3, 4))
-        check(st_a == st_b, "double_buffer", "B", st_b, limit="A and B have the same number of stages", allowed=str(st_a))
-        pad_a, pad_b = r.storage_align("A", 0), r.storage_align("B", 0)
-        check(pad_a == pad_b, "storage_align", "B", pad_b, limit="A and B rows have the same padding", allowed=str(pad_a))
-        return dict(instr=next(k for k, v in INTRINSICS.items() if v == intrinsic),
-                    bm=dims["i"][0], bn=dims["j"][0], bk=bk, wm=dims["i"][1], wn=dims["j"][1], stages=st_a,
-                    copy=r.annotate("copy", "sync", ("sync", "cp_async")), pad=pad_a,
-                    smem=r.annotate("shared_layout", "pad", ("pad", "xor")),
-                    ldmatrix=bool(r.annotate("ldmatrix", 0, (0, 1))), swizzle=r.swizzle(1))
+        return dict(bm=dims["i"][0], bn=dims["j"][0], bk=bk, wm=dims["i"][1], wn=dims["j"][1])
 
     # -- legality ----------------------------------------------------------------------------------
     def check_knobs(self, k: dict, target: Target) -> None:
