@@ -27,6 +27,7 @@ import click
 from . import config
 from .bench import table
 from .errors import KernelgenError, UsageError, ValidationError
+from .interrupt import exit_interrupted
 from .ops import OPS, get_op
 from .ops.base import Op, Problem
 from .target import DEFAULT_ARCH, parse_arch, target
@@ -215,6 +216,12 @@ class Group(click.Group):
     stops, removes temporary files and exits 130; anything else is a bug in kernelgen and keeps its
     traceback, followed by one line saying so (exit 3)."""
 
+    def make_context(self, info_name, args, parent=None, **extra):
+        try:        # click would turn Ctrl-C while it parses the arguments into "Aborted!" and exit 1
+            return super().make_context(info_name, args, parent, **extra)
+        except KeyboardInterrupt:
+            exit_interrupted()
+
     def invoke(self, ctx):
         try:
             return super().invoke(ctx)
@@ -231,8 +238,7 @@ class Group(click.Group):
             sys.exit(2)
         except KeyboardInterrupt:
             _cleanup()
-            click.echo("error: interrupted (Ctrl-C); temporary files removed", err=True)
-            sys.exit(130)
+            exit_interrupted("; temporary files removed")
         except OSError as e:                    # a path the user named, a full disk: not a bug
             if e.filename is None:
                 raise _bug(e) from None

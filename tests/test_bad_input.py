@@ -394,6 +394,57 @@ def test_ctrl_c_stops_an_emulator_run_within_a_second_and_cleans_up(tmp_path):
     assert not list(tmp_path.glob("kg-emulate-*"))
 
 
+# Ctrl-C while the command loads: a real SIGINT, sent while `import click` (the first thing kernelgen/cli.py
+# imports) is held for 30 s by an import hook, so the signal surely lands inside the command's imports.
+_SLOW_IMPORTS = """
+import builtins, signal, sys, time
+signal.signal(signal.SIGINT, signal.default_int_handler)     # as Python sets it, even under a shell that ignores it
+real = builtins.__import__
+def slow(name, *args, **kwargs):
+    if name == "click":
+        sys.stderr.write("loading\\n"); sys.stderr.flush(); time.sleep(30)
+    return real(name, *args, **kwargs)
+builtins.__import__ = slow
+sys.argv = ["kernelgen", "list"]
+from kernelgen.__main__ import main
+main()
+"""
+
+
+def test_ctrl_c_while_the_command_loads_exits_130_with_one_line(tmp_path):
+    env = dict(os.environ, PYTHONPATH=str(ROOT), KERNELGEN_NO_GPU="1")
+    p = subprocess.Popen([sys.executable, "-c", _SLOW_IMPORTS], cwd=tmp_path, env=env, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+    try:
+        assert p.stderr.readline() == "loading\n"
+        sent = time.monotonic()
+        p.send_signal(signal.SIGINT)
+        out, err = p.communicate(timeout=30)
+        took = time.monotonic() - sent
+    finally:
+        if p.poll() is None:
+            p.kill()
+    assert p.returncode == 130, (p.returncode, err)
+    assert took < 1.5 and out == ""
+    assert _one_line(err) == "error: interrupted (Ctrl-C)"
+
+
+def test_ctrl_c_while_arguments_are_parsed_exits_130_not_aborted(monkeypatch):
+    import click
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+    monkeypatch.setattr(click.Group, "parse_args", interrupted)
+    r = CliRunner().invoke(main, ["list"])
+    assert r.exit_code == 130 and "Traceback" not in r.output and "Aborted" not in r.output
+    assert _one_line(r.output) == "error: interrupted (Ctrl-C)"
+
+
+def test_the_console_entry_point_is_the_interrupt_safe_one():
+    text = (ROOT / "pyproject.toml").read_text()
+    assert 'kernelgen = "kernelgen.__main__:main"' in text
+
+
 @pytest.mark.emulate
 def test_readme_states_what_run_prints_without_a_gpu(monkeypatch):
     """The sizes the README names for `kernelgen run sgemm` are what the command runs."""
