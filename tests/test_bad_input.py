@@ -65,6 +65,14 @@ def files(tmp_path_factory):
         "step_not_object": json.dumps({"op": "sgemm", "steps": [5]}),
         "split_dotted": _step(prim="split", loop="i.0", factors=[8]),
         "split_no_factors": _step(prim="split", loop="i", factors=[]),
+        "reduce_threads_96": json.dumps({"op": "reduce_sum", "steps": [
+            {"prim": "split", "loop": "i", "factors": [1536, 384, 4]}, {"prim": "vectorize", "target_name": "i.3",
+                                                                         "width": 4}]}),
+        "reduce_grid_stride_3": json.dumps({"op": "reduce_sum", "steps": [
+            {"prim": "annotate", "key": "grid_stride", "value": 3}]}),
+        "sgemm_copy_naive": json.dumps({"op": "sgemm", "steps": [
+            {"prim": "split", "loop": "i", "factors": [16]}, {"prim": "split", "loop": "j", "factors": [16]},
+            {"prim": "annotate", "key": "copy", "value": "cp_async"}]}),
     }
     for name, text in schedules.items():
         p = d / f"{name}.json"
@@ -145,6 +153,28 @@ CASES = [
     ("knob twice", ["emit", "reduce_sum", "-k", "threads=256", "-k", "threads=512"], 2, ["threads", "twice"]),
     ("bool knob", ["emit", "transpose", "-k", "staged=maybe"], 2, ["staged='maybe'", "true or false"]),
     ("knob and step", ["emit", "reduce_sum", "-k", "threads=256", "--step", "1"], 2, ["choose one of"]),
+    # off-choice numbers: a closed list names its values, a range its rule; the same from a schedule file
+    ("gemv threads=96", ["emit", "gemv", "-k", "threads=96"], 2,
+     ["threads=96", "not one of its choices", "32, 64, 128, 256, 512, 1024"]),
+    ("elementwise threads=96", ["emit", "elementwise", "-k", "threads=96"], 2, ["threads=96", "32, 64, 128"]),
+    ("conv2d threads=96", ["emit", "conv2d", "-k", "algo=direct", "-k", "threads=96"], 2, ["threads=96", "32, 64"]),
+    ("sgemm bm=96", ["emit", "sgemm", "-k", "bm=96"], 2, ["bm=96", "16, 32, 64, 128, 256"]),
+    ("transpose rows=3", ["emit", "transpose", "-k", "rows=3"], 2, ["rows=3", "1, 2, 4, 8, 16, 32, 64"]),
+    ("staged_load rows=1000", ["emit", "staged_load", "-k", "rows=1000"], 2, ["rows=1000", "32, 64, 128"]),
+    ("reduce grid_stride=3", ["emit", "reduce_sum", "-k", "grid_stride=3"], 2, ["grid_stride=3", "0, 1, 2, 4, 8, 16, 32"]),
+    ("softmax l2_batch_mb=12", ["emit", "softmax", "-k", "algo=split", "-k", "l2_batch_mb=12"], 2,
+     ["l2_batch_mb=12", "0, 8, 16, 32"]),
+    ("range knob above", ["emit", "softmax", "-k", "items=33"], 2, ["items=33", "outside its range", "an integer in 1..32"]),
+    ("range knob below", ["emit", "reduce_sum", "-k", "items=0"], 2, ["items=0", "outside its range", "1..16"]),
+    ("range knob off step", ["emit", "gemm", "-k", "wn=12"], 2, ["wn=12", "a multiple of 8 in 8..128"]),
+    ("knob that does not apply", ["emit", "sgemm", "-k", "shared=false", "-k", "stages=3"], 2,
+     ["stages=3", "no effect with shared=False", "applies with shared True"]),
+    ("schedule off-choice split", ["emit", "reduce_sum", "--schedule", "{reduce_threads_96}"], 2,
+     ["split(i)", "96", "knob threads of reduce_sum", "allowed: 32, 64, 128"]),
+    ("schedule off-choice annotate", ["emit", "reduce_sum", "--schedule", "{reduce_grid_stride_3}"], 2,
+     ["annotate(grid_stride)", "3", "allowed: 0, 1, 2, 4, 8, 16, 32"]),
+    ("schedule step that does not apply", ["emit", "sgemm", "--schedule", "{sgemm_copy_naive}"], 2,
+     ["annotate(copy)", "'cp_async'", "applies only with shared True"]),
     # -- steps, archs, options ---------------------------------------------------------------------
     ("step 0", ["emit", "reduce_sum", "--step", "0"], 2, ["--step", "0", "x>=1"]),
     ("step -1", ["emit", "reduce_sum", "--step", "-1"], 2, ["--step", "-1", "x>=1"]),
@@ -254,6 +284,14 @@ CASES = [
     ("schedule knob int for bool", lambda f: _sgemm().schedule(shared=1), 2, ["shared=1 is a int", "true or false"]),
     ("schedule knob float", lambda f: _sgemm().schedule(bm=64.0), 2, ["bm=64.0 is a float"]),
     ("schedule unknown knob", lambda f: _sgemm().schedule(nope=1), 2, ["unknown knob 'nope'"]),
+    ("schedule off-choice number", lambda f: get_op("gemv").schedule(threads=96), 2,
+     ["gemv: knob threads=96", "not one of its choices", "32, 64"]),
+    ("schedule numpy off-choice", lambda f: get_op("elementwise").schedule(threads=__import__("numpy").int64(96)), 2,
+     ["threads=", "96", "not one of its choices"]),
+    ("schedule range", lambda f: get_op("gemv").schedule(unroll=17), 2, ["unroll=17", "an integer in 1..16"]),
+    ("schedule_from_knobs unknown", lambda f: _sgemm().schedule_from_knobs(nope=1), 2, ["unknown knob 'nope'"]),
+    ("kernel off-choice read back", _kernel(_sgemm().schedule_from_knobs(bm=96, layout="contiguous", tm=8, tn=8, wm=0, wn=0)), 2,
+     ["split(i)", "96", "knob bm of sgemm", "16, 32, 64, 128, 256"]),
     ("builder float factor", lambda f: schedule("sgemm").split("i", 256.0), 2, ["split(factors)", "not a float"]),
     ("builder bool factor", lambda f: schedule("sgemm").split("i", True), 2, ["split(factors)", "not a bool"]),
     ("builder axis int", lambda f: schedule("sgemm").bind("i.0", 5), 2, ["bind(axis)", "not an int"]),
