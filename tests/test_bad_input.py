@@ -116,6 +116,11 @@ def _validate(**kw):
     return validate(op, op.default_schedule(), problem, **args)
 
 
+def _plan(name, knobs, sizes):
+    op = get_op(name)
+    return op.plan(op.kernel(op.schedule(**knobs)), op.problem(sizes))
+
+
 def _kernel(sched):
     return lambda f: _sgemm().kernel(sched)
 
@@ -216,7 +221,24 @@ CASES = [
     ("size negative", ["run", "reduce_sum", "--backend", E, "--size", "n=-3"], 2, ["n=-3 is illegal"]),
     ("size unknown dim", ["run", "reduce_sum", "--backend", E, "--size", "q=5"], 2, ["unknown size 'q'", "n"]),
     ("size too many", ["run", "sgemm", "--backend", E, "--size", "1x2x3x4"], 2, ["takes 3 sizes", "M, N, K"]),
-    ("size beyond int", ["run", "sgemm", "--backend", E, "--size", "M=3000000000"], 2, ["M=3000000000", "2147483647"]),
+    ("size beyond int", ["run", "sgemm", "--backend", E, "--size", "M=3000000000"], 2, ["M=3000000000", "1..16776960"]),
+    # each op's own size limits, below 2^31-1 where its grid or its int indexes need it
+    ("sgemm M past the grid", ["run", "sgemm", "--backend", E, "--size", "M=20000000"], 2,
+     ["M=20000000", "1..16776960", "gridDim.y holds 65535 block rows"]),
+    ("gemm M past the grid", ["run", "gemm", "--backend", E, "--size", "M=16776961"], 2, ["M=16776961", "16776960"]),
+    ("sgemm K near 2^31", ["run", "sgemm", "--backend", E, "--size", "M=1,N=1,K=2147483600"], 2,
+     ["K=2147483600", "1..2147483391", "whole K tiles"]),
+    ("gemv N near 2^31", ["run", "gemv", "--backend", E, "--size", "M=1,N=2147483000"], 2,
+     ["N=2147483000", "1..2147418111", "unroll*lanes*vec"]),
+    ("gemv M near 2^31", ["run", "gemv", "--backend", E, "--size", "M=2147483000,N=1"], 2, ["M=2147483000", "2147482623"]),
+    ("softmax cols near 2^31", ["run", "softmax", "--backend", E, "--size", "rows=1,cols=2147483000"], 2,
+     ["cols=2147483000", "1..2147221503", "chunk of a row"]),
+    ("layernorm cols near 2^31", ["run", "layernorm", "--backend", E, "--size", "rows=1,cols=2147400000"], 2,
+     ["cols=2147400000", "2147221503"]),
+    ("transpose M near 2^31", ["run", "transpose", "--backend", E, "--size", "M=2147483600,N=1"], 2,
+     ["M=2147483600", "1..2147483583", "a tile (64)"]),
+    ("elementwise N near 2^31", ["run", "elementwise", "--backend", E, "--size", "M=1,N=2147483645"], 2,
+     ["N=2147483645", "1..2147483639"]),
     ("size 10^12", ["run", "reduce_sum", "--backend", E, "--size", "n=1000000000000"], 2, ["n=1000000000000", "2147483647"]),
     ("size types", ["run", "reduce_sum", "--backend", E, "--size", "n=5:f16"], 2, ["'f16'", "'f32'"]),
     ("size no name", ["run", "reduce_sum", "--backend", E, "--size", "=5"], 2, ["has no name"]),
@@ -275,7 +297,21 @@ CASES = [
     ("problem str", lambda f: _sgemm().problem({"M": "5"}), 2, ["M='5' is a str", "sizes are integers"]),
     ("problem bool", lambda f: _sgemm().problem({"M": True}), 2, ["M=True is a bool", "sizes are integers"]),
     ("problem float", lambda f: _sgemm().problem({"M": 5.0}), 2, ["M=5.0 is a float"]),
-    ("problem huge", lambda f: _sgemm().problem({"M": 2 ** 31}), 2, ["M=2147483648", "1..2147483647"]),
+    ("problem huge", lambda f: _sgemm().problem({"M": 2 ** 31}), 2, ["M=2147483648", "1..16776960"]),
+    ("conv2d x past int", lambda f: get_op("conv2d").problem(dict(N=1, C=1, H=65536, W=32768, K=1, R=1, S=1, stride=1,
+                                                                  pad=0)), 2,
+     ["x has 2147483648 elements", "at most 2147482623"]),
+    ("sgemm M past this bm's grid", lambda f: _plan("sgemm", dict(bm=128, bn=128, tm=8, tn=8, wm=64, wn=32),
+                                                    {"M": 10 ** 7}), 2,
+     ["M=10000000", "78125 block rows of 128", "65535", "M <= 8388480 with bm=128"]),
+    ("sgemm swizzled blocks past int", lambda f: _plan("sgemm", dict(layout="contiguous", wm=0, wn=0, bm=16, bn=16, tm=1,
+                                                                     tn=1, vec_a=1, vec_b=1, vec_c=1),
+                                                       {"M": 10 ** 6, "N": 2 ** 31 - 300}), 2,
+     ["8388606875000 blocks", "at most 2147483647", "swizzle 1"]),
+    ("transpose tiles past int", lambda f: _plan("transpose", dict(tile=16, rows=4, vec=1), {"M": 2 ** 31 - 100, "N": 2 ** 20}),
+     2, ["tiles of 16x16", "at most 2147483647"]),
+    ("gemv grid stride past int", lambda f: _plan("gemv", dict(grid_stride=16), {"M": 2 ** 31 - 1100, "N": 4}), 2,
+     ["annotate(grid_stride)", "M=2147482548", "M <= 2147481536"]),
     ("problem unknown dim", lambda f: _sgemm().problem({"Q": 1}), 2, ["unknown size 'Q'", "M, N, K"]),
     ("problem dtype", lambda f: _sgemm().problem(dtype="float64"), 2, ["dtype 'float64' is unknown"]),
     ("schedule knob value", lambda f: _sgemm().schedule(bm=1000000), 2, ["bm=1000000", "choices"]),

@@ -27,12 +27,18 @@ from .knobs import Knob, Prim, Range
 from ..target import DEFAULT_ARCH, Target, default_target
 
 
+INT_MAX = 2**31 - 1               # the largest size a kernel's `int` arithmetic holds
+LLONG_MAX = 2**63 - 1
+
+
 @dataclass(frozen=True)
 class Dim:
     name: str
     default: int          # the benchmark size
     small: int            # an awkward small size for the emulator and quick checks
     minimum: int = 1
+    maximum: int = INT_MAX  # the largest size every schedule of the op handles
+    why: str = "kernels index with 32-bit int"   # what sets `maximum`
 
 
 @dataclass(frozen=True)
@@ -78,10 +84,6 @@ class Workspace:
     dtype: str
     count: int
     fill: float | None = None      # value to set before the first launch (atomics need 0)
-
-
-INT_MAX = 2**31 - 1               # the largest size a kernel's `int` arithmetic holds
-LLONG_MAX = 2**63 - 1
 
 
 @dataclass(frozen=True)
@@ -181,10 +183,10 @@ class Op:
             v = sizes.get(d.name, d.small if small else d.default)
             if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer)):
                 raise UsageError(f"{self.name}: size {d.name}={v!r} is a {type(v).__name__}; sizes are integers "
-                                 f"{d.minimum}..{INT_MAX}")
-            if not d.minimum <= v <= INT_MAX:
-                raise UsageError(f"{self.name}: size {d.name}={v} is illegal (must be an integer {d.minimum}..{INT_MAX}; "
-                                 f"kernels index with 32-bit int)" if v > INT_MAX else
+                                 f"{d.minimum}..{d.maximum}")
+            if not d.minimum <= v <= d.maximum:
+                raise UsageError(f"{self.name}: size {d.name}={v} is illegal (must be an integer {d.minimum}..{d.maximum}; "
+                                 f"{d.why})" if v > d.maximum else
                                  f"{self.name}: size {d.name}={v} is illegal (must be an integer >= {d.minimum})")
             out.append((d.name, int(v)))
         problem = Problem(tuple(out), types)

@@ -30,14 +30,14 @@ import numpy as np
 
 from ..errors import UsageError, check
 from ..schedule import Schedule, ScheduleReader, schedule
-from .base import Dim, Kernel, Knob, LadderStep, Launch, Op, Plan, Problem, Scalar, Workspace, cdiv
+from .base import INT_MAX, Dim, Kernel, Knob, LadderStep, Launch, Op, Plan, Problem, Scalar, Workspace, cdiv
 from .knobs import Prim
 from ..dtypes import Types
 from ..target import Target
 
 ALGOS = ("direct", "im2col", "implicit")
+REACH = 1024            # how far past a tensor's end the kernels' int indexes run (a block of threads, a tile)
 GEMM = ("algo", ("im2col", "implicit"))          # the knobs of the GEMM algorithms apply with these
-INT_MAX = 2**31 - 1
 IM2COL_THREADS = 256
 # Run-time scalars of the GEMM kernels, in parameter order.
 GEMM_SCALARS = ("N", "C", "H", "W", "K", "R", "S", "P", "Q", "stride_h", "stride_w", "pad_h", "pad_w",
@@ -123,8 +123,9 @@ class Conv2d(Op):
         P, Q = self.out_hw(problem)
         for what, count in (("x", d["N"] * d["C"] * d["H"] * d["W"]), ("y", d["N"] * d["K"] * P * Q),
                             ("w", d["K"] * d["C"] * d["R"] * d["S"])):
-            if count > INT_MAX:
-                raise UsageError(f"conv2d: {what} has {count} elements; kernels index with 32-bit ints (< 2^31)")
+            if count > INT_MAX - REACH:
+                raise UsageError(f"conv2d: {what} has {count} elements; kernels index with 32-bit ints that run up to "
+                                 f"{REACH} past its end: at most {INT_MAX - REACH}")
 
     # -- schedule <-> knobs ------------------------------------------------------------------------
     def build(self, k: dict) -> Schedule:

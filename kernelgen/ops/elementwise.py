@@ -36,7 +36,7 @@ import numpy as np
 
 from ..errors import ScheduleError, UsageError, check
 from ..schedule import Schedule, ScheduleReader, schedule
-from .base import Dim, Kernel, Knob, LadderStep, Launch, Op, Plan, Problem, Scalar, Workspace, cdiv
+from .base import INT_MAX, Dim, Kernel, Knob, LadderStep, Launch, Op, Plan, Problem, Scalar, Workspace, cdiv
 from ..dtypes import FLOAT32, Types
 from .knobs import Prim, Range
 from .io import element_io, torch_tensor, vector_widths
@@ -224,7 +224,8 @@ class Elementwise(Op):
     summary = ("out[M, N] = expr(inputs), one fused pass (bias* names are per-column vectors); float32, float16 "
                "or bfloat16 in and out, fp32 math")
     dtypes = ("float32", "float16", "bfloat16")
-    dims = (Dim("M", 1 << 14, 37), Dim("N", 1 << 12, 1001))
+    dims = (Dim("M", 1 << 14, 37), Dim("N", 1 << 12, 1001, maximum=INT_MAX - 8,
+                                       why="a vector's int bias column runs up to 8 past N"))
     loops = ("i",)
     outputs = ("out",)
     structure_help = "expressions use the functions " + ", ".join(FUNCS)

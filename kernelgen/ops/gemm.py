@@ -39,13 +39,13 @@ from ..dtypes import Types, dtype
 from ..errors import UsageError, check
 from ..schedule import Schedule, ScheduleReader, schedule
 from ..target import Target, default_target
-from .base import Dim, Kernel, Knob, LadderStep, Launch, Op, Plan, Problem, Scalar, cdiv
+from .base import INT_MAX, Dim, Kernel, Knob, LadderStep, Launch, Op, Plan, Problem, Scalar, cdiv
 from .knobs import Prim, Range
 from .io import torch_tensor
+from .sgemm import MAX_GRID_Y, check_grid
 
 INTRINSICS = {"mma": "mma.m16n8k16", "wmma": "wmma.m16n16k16"}
 SHAPES = {"mma": (16, 8, 16), "wmma": (16, 16, 16)}      # (m, n, k) of one instruction
-MAX_GRID_Y = 65535
 # schedule_for's candidates: (block and warp tile, speed relative to the default tile). The speeds are
 # estimates (a 64x64 warp tile reads 1/64 of a byte of shared memory per flop, a 32x64 one 1.5x that;
 # smaller blocks also reload more of A and B from L2), to be replaced by H100 measurements.
@@ -75,7 +75,10 @@ def smem_tile(rows: int, cols: int, pad: int, xor: bool, threads: int) -> dict:
 class Gemm(Op):
     name = "gemm"
     summary = "C[M,N] = A[M,K] @ B[K,N], fp16/bf16 on tensor cores, fp32 accumulation, row-major"
-    dims = (Dim("M", 4096, 70), Dim("N", 4096, 130), Dim("K", 4096, 37))
+    dims = (Dim("M", 4096, 70, maximum=MAX_GRID_Y * 256, why=f"gridDim.y holds {MAX_GRID_Y} block rows of at most 256; "
+                f"a schedule's own limit is {MAX_GRID_Y} x its bm"),
+            Dim("N", 4096, 130, maximum=INT_MAX - 256, why="the kernel's int column index runs up to a block tile (256) past N"),
+            Dim("K", 4096, 37, maximum=INT_MAX - 256, why="the int K offset runs up to the pipeline's tiles (256) past K"))
     loops = ("i", "j", "k")
     inputs = ("A", "B")
     outputs = ("C",)
@@ -106,11 +109,6 @@ class Gemm(Op):
     # -- problems ----------------------------------------------------------------------------------
     def out_dtypes(self, dtype_name: str) -> tuple[str, ...]:
         return (dtype_name, "float32")
-
-    def check_problem(self, problem: Problem) -> None:
-        for d in ("M", "N", "K"):
-            if problem[d] >= 2 ** 31:
-                raise UsageError(f"gemm: {d}={problem[d]} does not fit the kernel's int sizes")
 
     # -- schedule <-> knobs ------------------------------------------------------------------------
     def build(self, k: dict) -> Schedule:
@@ -214,8 +212,7 @@ class Gemm(Op):
         k = dict(kernel.knobs)
         M, N, K = problem["M"], problem["N"], problem["K"]
         grid = (cdiv(N, k["bn"]), cdiv(M, k["bm"]), 1)
-        if grid[1] > MAX_GRID_Y:
-            raise UsageError(f"gemm: M={M} needs {grid[1]} block rows of {k['bm']}; the grid holds {MAX_GRID_Y}")
+        check_grid(self.name, problem, grid, k["bm"], k["swizzle"])
         # Rows start 16-byte aligned only when K and N are multiples of 8 halves; otherwise the kernel
         # with element-wise global accesses.
         aligned = K % 8 == 0 and N % 8 == 0

@@ -43,7 +43,7 @@ import numpy as np
 
 from ..errors import check
 from ..schedule import Schedule, ScheduleReader, schedule
-from .base import Dim, Kernel, Knob, LadderStep, Launch, Op, Plan, Problem, Scalar, cdiv, pow2
+from .base import INT_MAX, Dim, Kernel, Knob, LadderStep, Launch, Op, Plan, Problem, Scalar, cdiv, pow2
 from .knobs import Prim, Range
 from ..dtypes import Types
 from ..target import Target, default_target
@@ -56,7 +56,9 @@ SPLIT_J = Prim("split", "j", args="unroll*lanes*vec, lanes*vec, vec")
 class Gemv(Op):
     name = "gemv"
     summary = "y[M] = A[M,N] @ x[N], float32, A row-major"
-    dims = (Dim("M", 8192, 133), Dim("N", 8192, 1001))
+    dims = (Dim("M", 8192, 133, maximum=INT_MAX - 1024, why="the int row index runs up to a block of rows (1024) past M"),
+            Dim("N", 8192, 1001, maximum=INT_MAX - 16 * 1024 * 4,
+                why="int column indexes run up to unroll*lanes*vec (at most 65536) past the row"))
     loops = ("i", "j")
     inputs = ("A", "x")
     outputs = ("y",)
@@ -155,6 +157,9 @@ class Gemv(Op):
         symbol = kernel.name if n % k["vec"] == 0 else kernel.name + "_unaligned"
         groups = cdiv(m, rows_per_block)
         blocks = min(groups, (target or default_target()).sms * k["grid_stride"]) if k["grid_stride"] else groups
+        most = INT_MAX - (blocks - 1) * rows_per_block
+        check(m <= most, "annotate", "grid_stride", k["grid_stride"],
+              limit=f"M={m}: the int row index steps {blocks} blocks x {rows_per_block} rows past M; M <= {most}")
         # Rows over several warps: a 2-D block, threadIdx.x along the row (j.2), threadIdx.y the row (i.1).
         block = (k["lanes"], rows_per_block, 1) if k["lanes"] > 32 else (k["threads"], 1, 1)
         launch = Launch(symbol, (blocks, 1, 1), block, ("A", "x", "y", "M", "N"))

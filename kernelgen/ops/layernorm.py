@@ -24,12 +24,12 @@ import numpy as np
 
 from ..errors import UsageError, check
 from ..schedule import Schedule, ScheduleReader
-from .base import Dim, Kernel, Knob, LadderStep, Launch, Op, Plan, Problem, Scalar, cdiv
+from .base import INT_MAX, Dim, Kernel, Knob, LadderStep, Launch, Op, Plan, Problem, Scalar, cdiv
 from ..dtypes import Types
 from ..target import Target
 from .io import torch_tensor
 from .knobs import Prim
-from .rows import ROW_KNOBS, HalfRowNumbers, RowSchedule
+from .rows import MAX_CHUNK, ROW_KNOBS, HalfRowNumbers, RowSchedule
 
 PASSES = ("two_pass", "welford")                 # the algorithms annotate(layernorm, ...) names
 ALGOS = PASSES + ("registers",)
@@ -40,7 +40,8 @@ class LayerNorm(HalfRowNumbers, RowSchedule, Op):
     name = "layernorm"
     summary = ("y = (x - mean) / sqrt(var + 1e-5) * gamma + beta over each row of x; float32, float16 or "
                "bfloat16, fp32 math")
-    dims = (Dim("rows", 8192, 37), Dim("cols", 4096, 1000))
+    dims = (Dim("rows", 8192, 37), Dim("cols", 4096, 1000, maximum=INT_MAX - MAX_CHUNK, why=f"int column indexes run up to a chunk of a row (items*threads*vec, "
+                                                             f"at most {MAX_CHUNK}) past its end"))
     loops = ("i", "j")
     inputs = ("x", "gamma", "beta")
     outputs = ("y",)

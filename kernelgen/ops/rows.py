@@ -23,6 +23,7 @@ from ..target import Target
 REDUCTIONS = ("serial", "shared", "shuffle")
 SPLIT_I = Prim("split", "i", args="rows_per_block")
 SPLIT_J = Prim("split", "j", args="items*threads*vec, threads*vec, vec")
+MAX_CHUNK = 32 * 1024 * 8         # columns of a row a block's threads load at once: items*threads*vec at most
 # The knobs softmax and layer norm share: a group of threads per row, several rows per block.
 ROW_KNOBS = (
     Knob("threads", 256, (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024), "threads per row (j.2)", "t", SPLIT_J),

@@ -39,7 +39,7 @@ import numpy as np
 
 from ..errors import UsageError, check
 from ..schedule import Schedule, ScheduleReader, schedule
-from .base import Dim, Kernel, Knob, LadderStep, Launch, Op, Plan, Problem, Scalar, cdiv
+from .base import INT_MAX, Dim, Kernel, Knob, LadderStep, Launch, Op, Plan, Problem, Scalar, cdiv
 from .knobs import Prim
 from ..dtypes import Types
 from ..target import Target, default_target
@@ -50,6 +50,17 @@ SPLIT_J = Prim("split", "j", args="BN | BN, TN | BN, S, 4 | BN, WN, S, 4")
 SHARED = ("shared", (True,))      # the knobs of the shared-memory kernel apply with these
 RUN = 4                  # rows (columns) per run in the strided and warp layouts: one 128-bit shared load
 MAX_GRID_Y = 65535
+
+
+def check_grid(op: str, problem: Problem, grid: tuple[int, int, int], bm: int, swizzle: int) -> None:
+    """The block rows fit gridDim.y; with grouped block order (swizzle > 1) the blocks' linear number,
+    blockIdx.y * gridDim.x + blockIdx.x, fits the kernel's int (sgemm and gemm)."""
+    if grid[1] > MAX_GRID_Y:
+        raise UsageError(f"{op}: M={problem['M']} needs {grid[1]} block rows of {bm}; the grid holds {MAX_GRID_Y} "
+                         f"(M <= {MAX_GRID_Y * bm} with bm={bm})")
+    if swizzle > 1 and grid[0] * grid[1] > INT_MAX:
+        raise UsageError(f"{op}: M={problem['M']}, N={problem['N']} make {grid[0] * grid[1]} blocks; with swizzle "
+                         f"{swizzle} their number is an int: at most {INT_MAX} (use swizzle 1)")
 # schedule_for's cost model (H100 measurements, see schedule_for).
 SPLITS = (1, 2, 3, 4)            # K slices schedule_for considers
 SM_FLOPS = 0.73 * 66.9e12 / 132  # fp32 flop/s of one H100 SM running the default tile (73% of peak)
@@ -67,7 +78,10 @@ TILE_CHOICES = ((dict(), 1, 1.0),
 class Sgemm(Op):
     name = "sgemm"
     summary = "C[M,N] = A[M,K] @ B[K,N], float32, row-major"
-    dims = (Dim("M", 2048, 131), Dim("N", 2048, 67), Dim("K", 1024, 37))
+    dims = (Dim("M", 2048, 131, maximum=MAX_GRID_Y * 256, why=f"gridDim.y holds {MAX_GRID_Y} block rows of at most 256; "
+                f"a schedule's own limit is {MAX_GRID_Y} x its bm"),
+            Dim("N", 2048, 67, maximum=INT_MAX - 256, why="the kernel's int column index runs up to a block tile (256) past N"),
+            Dim("K", 1024, 37, maximum=INT_MAX - 256, why="K is rounded up to whole K tiles (up to 256) in int"))
     loops = ("i", "j", "k")
     inputs = ("A", "B")
     outputs = ("C",)
@@ -313,8 +327,7 @@ class Sgemm(Op):
         k, p = dict(kernel.knobs), dict(kernel.params)
         M, N, K = problem["M"], problem["N"], problem["K"]
         grid = (cdiv(N, k["bn"]), cdiv(M, k["bm"]), k["split_k"])
-        if grid[1] > MAX_GRID_Y:
-            raise UsageError(f"sgemm: M={M} needs {grid[1]} block rows of {k['bm']}; the grid holds {MAX_GRID_Y}")
+        check_grid(self.name, problem, grid, k["bm"], k["swizzle"])
         # Rows all start vector-aligned only when K and N are multiples of the widths; otherwise the
         # kernel with element-wise global accesses.
         aligned = K % k["vec_a"] == 0 and N % max(k["vec_b"], k["vec_c"]) == 0
@@ -333,11 +346,6 @@ class Sgemm(Op):
         # last two have blocks wholly inside C (no bounds tests) beside ragged ones, rows aligned and not.
         return ({"M": 1, "N": 1, "K": 1}, {"M": 131, "N": 67, "K": 37}, {"M": 130, "N": 260, "K": 20},
                 {"M": 260, "N": 516, "K": 32}, {"M": 260, "N": 515, "K": 32})
-
-    def check_problem(self, problem: Problem) -> None:
-        for d in ("M", "N", "K"):
-            if problem[d] >= 2 ** 31:
-                raise UsageError(f"sgemm: {d}={problem[d]} does not fit the kernel's int sizes")
 
     def make_inputs(self, problem: Problem, rng: np.random.Generator) -> dict[str, np.ndarray]:
         # Small integers make every product and partial sum exact in float32 (|partial| <= 9K < 2^24),

@@ -33,12 +33,12 @@ import numpy as np
 
 from ..errors import UsageError, check
 from ..schedule import Schedule, ScheduleReader
-from .base import Dim, Kernel, Knob, LadderStep, Launch, Op, Plan, Problem, Scalar, Workspace, cdiv
+from .base import INT_MAX, Dim, Kernel, Knob, LadderStep, Launch, Op, Plan, Problem, Scalar, Workspace, cdiv
 from ..dtypes import Types
 from ..target import Target, default_target
 from .io import torch_tensor
 from .knobs import Prim
-from .rows import ROW_KNOBS, HalfRowNumbers, RowSchedule
+from .rows import MAX_CHUNK, ROW_KNOBS, HalfRowNumbers, RowSchedule
 
 PASSES = ("three_pass", "online")                 # the algorithms annotate(softmax, ...) names
 ALGOS = PASSES + ("registers", "split")
@@ -49,7 +49,8 @@ class Softmax(HalfRowNumbers, RowSchedule, Op):
     name = "softmax"
     summary = ("y[r, :] = softmax(x[r, :]) over each row, numerically stable (max subtracted); "
                "float32, float16 or bfloat16 in and out, fp32 math")
-    dims = (Dim("rows", 4096, 37), Dim("cols", 4096, 1000))
+    dims = (Dim("rows", 4096, 37), Dim("cols", 4096, 1000, maximum=INT_MAX - MAX_CHUNK, why=f"int column indexes run up to a chunk of a row (items*threads*vec, "
+                                                             f"at most {MAX_CHUNK}) past its end"))
     loops = ("i", "j")
     inputs = ("x",)
     outputs = ("y",)

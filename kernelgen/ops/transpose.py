@@ -27,7 +27,7 @@ import numpy as np
 
 from ..errors import check
 from ..schedule import Schedule, ScheduleReader, schedule
-from .base import Dim, Kernel, Knob, LadderStep, Launch, Op, Plan, Problem, Scalar, cdiv, pow2
+from .base import INT_MAX, Dim, Kernel, Knob, LadderStep, Launch, Op, Plan, Problem, Scalar, cdiv, pow2
 from .knobs import Prim
 from ..dtypes import Types
 from ..target import Target, default_target
@@ -39,7 +39,8 @@ SPLITS = Prim("split", ("i", "j"), args="tile, rows (i) | tile[, vec] (j)")
 class Transpose(Op):
     name = "transpose"
     summary = "out[N, M] = x[M, N]^T, float32, out of place"
-    dims = (Dim("M", 8192, 67), Dim("N", 8192, 1001))
+    dims = tuple(Dim(d, 8192, small, maximum=INT_MAX - 64, why="the int row and column indexes run up to a tile (64) "
+                                                                 "past the matrix") for d, small in (("M", 67), ("N", 1001)))
     loops = ("i", "j")
     inputs = ("x",)
     outputs = ("out",)
@@ -109,8 +110,11 @@ class Transpose(Op):
         k = dict(kernel.knobs)
         m, n = problem["M"], problem["N"]
         tiles = cdiv(m, k["tile"]) * cdiv(n, k["tile"])
-        check(tiles < 2 ** 31, "split", "i", k["tile"], limit=f"{tiles} tiles exceed gridDim.x")
         blocks = min(tiles, target.sms * k["grid_stride"]) if k["grid_stride"] else tiles
+        most = INT_MAX - (blocks - 1 if k["grid_stride"] else 0)    # a block's int tile number steps by the grid
+        check(tiles <= most, "split", "i", k["tile"],
+              limit=f"M={m}, N={n} make {tiles} tiles of {k['tile']}x{k['tile']}; gridDim.x and the kernel's int "
+                    f"tile number hold at most {most}")
         launch = Launch(kernel.name, (blocks, 1, 1), (k["tile"] // k["vec"], k["rows"], 1), ("x", "out", "M", "N"))
         return Plan(kernel, problem, (launch,), (), (Scalar("M", "int", m), Scalar("N", "int", n)),
                     (("x", 4 * k["vec"]), ("out", 4 * k["vec"])))
