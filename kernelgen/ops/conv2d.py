@@ -105,9 +105,7 @@ class Conv2d(Op):
              "(caps registers at 64K / (threads * n)); 0 = no promise", "o",
              Prim("annotate", "min_blocks", absent=0), when=GEMM, tune=(0, 2)),
     )
-    structure_help = ("direct: fuse(n, k, p, q) and bind(nkpq.0, blockIdx.x), bind(nkpq.1, threadIdx.x); GEMM "
-                      "(im2col, implicit): fuse(n, p, q), fuse(c, r, s), split(k, BM, TM) and split(npq, BN, TN) "
-                      "bound to blockIdx.y|x (k.0, npq.0) and threadIdx.y|x (k.1, npq.1), cache_read(w|x, shared)")
+    structure_help = "algo direct uses fuse(n, k, p, q) and split(nkpq, threads); the GEMMs (im2col, implicit) the rest"
 
     # -- problems ----------------------------------------------------------------------------------
     @staticmethod

@@ -236,7 +236,7 @@ class Elementwise(Op):
         self.inputs = names(self.tree)
         self.knobs = (
             ExprKnob("expr", self.expr, (self.expr,), "the expression: names are inputs", "e",
-                     Prim("annotate", "expr", always=True)),
+                     Prim("annotate", "expr", always=True, args="EXPRESSION")),
             Knob("fusion", "full", FUSIONS, "full: one kernel; none: one kernel per operator", "f",
                  Prim("annotate", "fusion", absent="full"), tune=("full",)),
             Knob("threads", 256, (32, 64, 128, 256, 512, 1024), "threads per block (i.2)", "t", SPLIT,

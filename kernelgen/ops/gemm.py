@@ -104,7 +104,6 @@ class Gemm(Op):
         Knob("swizzle", 8, (1, 2, 4, 8, 16), "block rows per group when walking the blocks (L2 reuse)", "sw",
              Prim("swizzle", absent=1)),
     )
-    structure_help = "bind(i.0, blockIdx.y), bind(j.0, blockIdx.x), bind(i.1, warp), bind(j.1, warp)"
 
     # -- problems ----------------------------------------------------------------------------------
     def out_dtypes(self, dtype_name: str) -> tuple[str, ...]:

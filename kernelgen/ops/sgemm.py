@@ -45,8 +45,7 @@ from ..dtypes import Types
 from ..target import Target, default_target
 
 LAYOUTS = ("contiguous", "strided", "warp")
-SPLIT_I = Prim("split", "i", args="BM | BM, TM | BM, S, 4 | BM, WM, S, 4")
-SPLIT_J = Prim("split", "j", args="BN | BN, TN | BN, S, 4 | BN, WN, S, 4")
+TILES = Prim("split", ("i", "j"), args="BM | BM, TM | BM, S, 4 | BM, WM, S, 4 (j alike: BN, TN, WN)")
 SHARED = ("shared", (True,))      # the knobs of the shared-memory kernel apply with these
 RUN = 4                  # rows (columns) per run in the strided and warp layouts: one 128-bit shared load
 MAX_GRID_Y = 65535
@@ -88,14 +87,14 @@ class Sgemm(Op):
     knobs = (
         Knob("shared", True, (False, True), "stage A and B tiles in shared memory (else: the naive kernel)", "s",
              Prim("cache_read", ("A", "B"), absent=False, values=((True, "shared"),))),
-        Knob("bm", 256, (16, 32, 64, 128, 256), "rows of C per block", "bm", SPLIT_I),
-        Knob("bn", 128, (16, 32, 64, 128, 256), "columns of C per block", "bn", SPLIT_J),
-        Knob("tm", 16, (1, 2, 4, 8, 16), "rows of C per thread", "tm", SPLIT_I),
-        Knob("tn", 8, (1, 2, 4, 8, 16), "columns of C per thread", "tn", SPLIT_J),
-        Knob("layout", "warp", LAYOUTS, "how thread tiles sit in the block tile (see the module doc)", "l",
-             Prim("split", ("i", "j"), args="the loop bound to threadIdx.y|x, or to warp and lane, picks it")),
-        Knob("wm", 64, (0, 16, 32, 64, 128), "rows per warp tile (layout warp; else 0)", "wm", SPLIT_I),
-        Knob("wn", 64, (0, 16, 32, 64, 128), "columns per warp tile (layout warp; else 0)", "wn", SPLIT_J),
+        Knob("bm", 256, (16, 32, 64, 128, 256), "rows of C per block", "bm", TILES),
+        Knob("bn", 128, (16, 32, 64, 128, 256), "columns of C per block", "bn", TILES),
+        Knob("tm", 16, (1, 2, 4, 8, 16), "rows of C per thread", "tm", TILES),
+        Knob("tn", 8, (1, 2, 4, 8, 16), "columns of C per thread", "tn", TILES),
+        Knob("layout", "warp", LAYOUTS, "how thread tiles sit in the block tile: the split's form and the loop bound "
+             "to threads (see the module doc)", "l", TILES),
+        Knob("wm", 64, (0, 16, 32, 64, 128), "rows per warp tile (layout warp; else 0)", "wm", TILES),
+        Knob("wn", 64, (0, 16, 32, 64, 128), "columns per warp tile (layout warp; else 0)", "wn", TILES),
         Knob("bk", 8, (0, 8, 16, 32), "K per shared tile; 0 (without shared) k is not split", "bk",
              Prim("split", "k", args="BK"), when=SHARED, unused=0),
         Knob("a_layout", "km", ("mk", "km"), "A's shared tile: mk as in memory, km transposed", "a",
