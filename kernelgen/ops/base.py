@@ -222,9 +222,8 @@ class Op:
     def schedule_from_knobs(self, **knobs) -> Schedule:
         """The canonical chain of primitives for a knob setting (the inverse of knobs_from_schedule);
         knobs left out take their defaults. No values are checked here (`schedule` checks them)."""
-        unknown = sorted(set(knobs) - {k.name for k in self.knobs})
-        if unknown:
-            self.knob(unknown[0])
+        for name in knobs:
+            self.knob(name)               # an unknown knob is a UsageError naming the knobs
         return self.build(dict(self.default_knobs(), **knobs))
 
     def build(self, k: dict) -> Schedule:
@@ -253,16 +252,12 @@ class Op:
     def primitives_help(self) -> str:
         """Every primitive the op reads, from the knob table (with the knobs' values) and from its
         default and ladder schedules (the steps no knob changes), for `kernelgen list OP`."""
-        carried = {(k.step.prim, t) for k in self.knobs if k.step for t in k.step.targets}
-        seen: dict[str, None] = {}
+        carrier = {(k.step.prim, t): k for k in reversed(self.knobs) if k.step for t in k.step.targets}
+        seen: dict[str, None] = {}        # an ordered set
         for sched in (self.default_schedule(), *(s.schedule for s in self.ladder())):
             for step in sched.steps:
-                knob = next((k for k in self.knobs if k.step and (step.prim, step.target) in
-                             {(k.step.prim, t) for t in k.step.targets}), None)
-                if knob is not None:
-                    seen.setdefault(knob.step.describe(knob))
-                elif (step.prim, step.target) not in carried:
-                    seen.setdefault(_plain(step))
+                knob = carrier.get((step.prim, step.target))
+                seen.setdefault(knob.step.describe(knob) if knob else _plain(step))
         for k in self.knobs:
             if k.step:
                 seen.setdefault(k.step.describe(k))
@@ -306,12 +301,11 @@ class Op:
         """A step of a knob that does not apply (`when`) is refused, naming the knob it needs."""
         if knob.step is None or not knob.step.generic:
             return
-        on, values = knob.when
+        on = knob.when[0]
         for step in sched.steps:
             if step.prim == knob.step.prim and step.target in knob.step.targets:
                 raise ScheduleError(step.prim, step.target, step.setting,
-                                    limit=f"knob {knob.name} applies only with {on} " + " or ".join(map(str, values))
-                                          + f", not {on}={k[on]}")
+                                    limit=f"knob {knob.name} applies only {knob.condition()}, not {on}={k[on]}")
 
     def all_loops(self) -> tuple[str, ...]:
         return self.loops + tuple(f"{l}.{i}" for l in self.loops for i in range(4))
@@ -325,9 +319,9 @@ class Op:
         for k in overrides:
             knob = self.knob(k)
             if not knob.applies(knobs) and knobs[k] != knob.off_value():
-                on, values = knob.when
+                on = knob.when[0]
                 raise KnobError(f"{self.name}: knob {k}={knobs[k]!r} has no effect with {on}={knobs[on]!r} "
-                                f"(it applies with {on} " + " or ".join(map(str, values)) + ")", k, knobs[k])
+                                f"(it applies {knob.condition()})", k, knobs[k])
         return self.schedule_from_knobs(**knobs)
 
     def check_knobs(self, knobs: dict, target: Target) -> None:

@@ -184,11 +184,13 @@ class Knob:
         """The choices as `kernelgen list` shows them: 1,2,4 or 1..16."""
         return str(self.choices) if isinstance(self.choices, Range) else ",".join(map(str, self.choices))
 
+    def condition(self) -> str:
+        """When the knob applies: "with shared True", "with algo im2col or implicit" ("" always)."""
+        return f"with {self.when[0]} " + " or ".join(map(str, self.when[1])) if self.when else ""
+
     def meaning(self) -> str:
         """The help text, with the condition under which the knob applies."""
-        if not self.when:
-            return self.help
-        return f"{self.help} [with {self.when[0]} " + " or ".join(map(str, self.when[1])) + "]"
+        return f"{self.help} [{self.condition()}]" if self.when else self.help
 
     def tune_values(self) -> tuple:
         return self.tune or tuple(self.choices)
