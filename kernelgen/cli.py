@@ -27,6 +27,7 @@ import click
 from . import config
 from .bench import table
 from .errors import KernelgenError, UsageError, ValidationError
+from .interrupt import exit_interrupted
 from .ops import OPS, get_op
 from .ops.base import Op, Problem
 from .target import DEFAULT_ARCH, Target, parse_arch, target
@@ -216,6 +217,12 @@ class Group(click.Group):
     stops, removes temporary files and exits 130; anything else is a bug in kernelgen and keeps its
     traceback, followed by one line saying so (exit 3)."""
 
+    def make_context(self, info_name, args, parent=None, **extra):
+        try:        # click would turn Ctrl-C while it parses the arguments into "Aborted!" and exit 1
+            return super().make_context(info_name, args, parent, **extra)
+        except KeyboardInterrupt:
+            exit_interrupted()
+
     def invoke(self, ctx):
         try:
             return super().invoke(ctx)
@@ -232,8 +239,7 @@ class Group(click.Group):
             sys.exit(2)
         except KeyboardInterrupt:
             _cleanup()
-            click.echo("error: interrupted (Ctrl-C); temporary files removed", err=True)
-            sys.exit(130)
+            exit_interrupted("; temporary files removed")
         except OSError as e:                    # a path the user named, a full disk: not a bug
             if e.filename is None:
                 raise _bug(e) from None
@@ -279,8 +285,13 @@ def main():
 # -- list ----------------------------------------------------------------------------------------
 @main.command("list")
 @click.argument("op_name", required=False)
-def list_cmd(op_name):
+@click.option("--markdown", is_flag=True, help="Every op's knob table as Markdown (docs/knobs.md).")
+def list_cmd(op_name, markdown):
     """List the ops, or one op's sizes, knobs, primitives and ladder."""
+    if markdown:
+        from .ops.knobs import markdown as knob_markdown
+        click.echo(knob_markdown([get_op(op_name)] if op_name else OPS.values()), nl=False)
+        return
     if not op_name:
         click.echo(table([{"op": o.name, "sizes": ",".join(f"{d.name}={d.default}" for d in o.dims),
                            "dtypes": ",".join(o.dtypes), "what": o.summary} for o in OPS.values()],
@@ -292,8 +303,8 @@ def list_cmd(op_name):
     click.echo(f"loops: {', '.join(op.loops)}   inputs: {', '.join(op.inputs)}   outputs: {', '.join(op.outputs)}")
     click.echo("dtypes: " + ", ".join(f"{d} (outputs {'|'.join(op.out_dtypes(d))})" for d in op.dtypes))
     click.echo("knobs:")
-    click.echo(table([{"knob": k.name, "default": k.default, "choices": ",".join(map(str, k.choices)), "meaning": k.help}
-                      for k in op.knobs], ["knob", "default", "choices", "meaning"]))
+    from .ops.knobs import knob_rows
+    click.echo(table(knob_rows(op), ["knob", "default", "choices", "step", "meaning"]))
     click.echo(f"primitives: {op.primitives_help}")
     click.echo(f"default schedule: {op.default_schedule()}")
     for i, s in enumerate(op.ladder(), 1):

@@ -83,17 +83,17 @@ def test_kernel_names_carry_dtype_arch_and_knobs():
     ("sm_75", "bfloat16", dict(instr="wmma", smem="pad", pad=8, ldmatrix=False, copy="sync", stages=2),
      "bf16 needs sm_80 or later; sm_75 lacks it"),
     ("sm_90", "float16", dict(wn=24), "the warp tile 24 divides the block tile 256"),
-    ("sm_90", "float16", dict(bn=96, wn=12), r"mma.m16n8k16 shape 16x8x16 divides the warp tile: 12 % 8 != 0"),
+    ("sm_90", "float16", dict(bn=96, wn=12), r"knob wn=12 is outside its range \(allowed: a multiple of 8 in 8..256\)"),
     ("sm_90", "float16", dict(instr="wmma", smem="pad", pad=8, ldmatrix=False, bn=96, wn=24),
      r"wmma.m16n16k16 shape 16x16x16 divides the warp tile: 24 % 16 != 0"),
-    ("sm_90", "float16", dict(wm=24, bm=96), r"divides the warp tile: 24 % 16 != 0"),
-    ("sm_90", "float16", dict(bk=8), r"divides the K tile: 8 % 16 != 0"),
+    ("sm_90", "float16", dict(wm=24, bm=96), r"knob wm=24 is outside its range \(allowed: a multiple of 16 in 16..128"),
+    ("sm_90", "float16", dict(bk=8), r"knob bk=8 is outside its range \(allowed: a multiple of 16 in 16..64\)"),
     ("sm_86", "float16", dict(bk=64), "196608 bytes of shared memory > 101376 on sm_86"),
     ("sm_90", "float16", dict(bm=256, bn=256, wm=16, wn=32), "4096 threads.*1024 threads per block"),
     ("sm_90", "float16", dict(wm=128, wn=128), "registers"),
     ("sm_90", "float16", dict(copy="sync", stages=3), "at most 2 stages"),
     ("sm_90", "float16", dict(stages=1), "2..4 stages"),
-    ("sm_90", "float16", dict(pad=4, smem="pad"), "multiple of 8 halves"),
+    ("sm_90", "float16", dict(pad=4, smem="pad"), r"knob pad=4 is not one of its choices \(allowed: 0, 8, 16\)"),
     ("sm_90", "float16", dict(pad=8), "XOR-swizzled layout has no padding"),
     ("sm_90", "float16", dict(instr="wmma", ldmatrix=False), "load_matrix_sync reads plain strided rows"),
     ("sm_90", "float16", dict(instr="wmma", smem="pad", pad=8), "wmma loads its own fragments"),
@@ -115,16 +115,11 @@ WGMMA = dict(instr="wgmma", bm=128, bn=256, bk=64, wm=64, wn=256, stages=4, copy
     ("sm_90a", dict(copy="cp_async"), "wgmma's tiles arrive by TMA"),
     ("sm_90a", dict(bm=192, wm=64), "3 consumer warpgroups > 2"),
     ("sm_90a", dict(bm=96, wm=48), r"whole m64 tiles"),
-    ("sm_90a", dict(bn=320, wn=320), "wgmma's n is at most 256"),
+    ("sm_90a", dict(bn=320, wn=320), "knob bn of gemm; allowed: a multiple of 8 in 8..256"),
     ("sm_90a", dict(bm=256, wm=128), r"263232 bytes of shared memory > 232448 on sm_90a"),
     ("sm_90a", dict(ldmatrix=True), "wgmma reads its operands from shared memory itself"),
     ("sm_90a", dict(bm=256, wm=128, stages=2), "~296 registers per thread"),
     ("sm_90a", dict(instr="mma", wn=64, bk=32, ldmatrix=True, ws=False), "TMA copies feed wgmma"),
-    ("sm_90a", dict(instr="mma", wn=64, bk=32, ldmatrix=True, copy="cp_async"), "warp specialisation needs a producer"),
-    ("sm_90a", dict(instr="mma", wn=64, bk=32, ldmatrix=True, copy="cp_async", ws=False, epilogue="smem"),
-     "staging C is a wgmma epilogue"),
-    ("sm_90a", dict(instr="mma", wn=64, bk=32, ldmatrix=True, copy="cp_async", ws=False, cluster=2),
-     "clusters share tiles by TMA multicast"),
     ("sm_90a", dict(stages=2, bm=256, wm=128, bn=256, wn=256, epilogue="smem"),
      r"the staged C tile \(135168 bytes of float16\) reuses the 131072 bytes of the stages"),
 ])
@@ -133,10 +128,19 @@ def test_illegal_wgmma_schedules_say_why(arch, change, message):
         op.kernel(op.schedule_from_knobs(**dict(WGMMA, **change)), target(arch), F16)
 
 
+@pytest.mark.parametrize("step", [("annotate", "warp_specialize", 1), ("cache_write", "C", "shared"),
+                                  ("annotate", "cluster", 2)])
+def test_the_hopper_steps_are_refused_for_mma_by_name(step):
+    mma = op.schedule_from_knobs(**dict(WGMMA, instr="mma", wn=64, bk=32, ldmatrix=True, copy="cp_async"))
+    prim, target_, value = step
+    with pytest.raises(ScheduleError, match="applies only with instr wgmma, not instr=mma"):
+        op.kernel(getattr(mma, prim)(target_, value), target("sm_90a"), F16)
+
+
 def test_wgmma_binds_warpgroups_and_names_only_its_knobs():
     s = op.schedule(**WGMMA)
     assert 'bind("i.1", "warpgroup")' in s.to_python() and 'annotate("warp_specialize", 1)' in s.to_python()
-    assert kernel_of("sm_90a", **WGMMA).name == "gemm_f16_sm90a_iwgmma_bm128_bn256_bk64_wm64_wn256_st4_ctma_sw8_ws1_edirect_cl1"
+    assert kernel_of("sm_90a", **WGMMA).name == "gemm_f16_sm90a_iwgmma_bm128_bn256_bk64_wm64_wn256_st4_ctma_ws1_edirect_cl1_sw8"
     warp = Schedule.from_json(s.to_json().replace('"warpgroup"', '"warp"'))
     with pytest.raises(ScheduleError, match="wgmma.m64nNk16 is issued by a warpgroup"):
         op.kernel(warp, target("sm_90a"), F16)

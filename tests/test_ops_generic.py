@@ -46,6 +46,27 @@ def test_knobs_and_schedules_are_inverse(name):
 
 
 @pytest.mark.parametrize("name", OP_NAMES)
+def test_the_knob_table_holds_every_value_the_op_uses(name):
+    """Defaults, tuning values, every point of the search space and what schedule_for picks are all
+    among the knobs' declared choices (the one place they are stated)."""
+    op = OPS[name]
+    for k in op.knobs:
+        assert k.allows(k.default) and all(k.allows(v) for v in k.tune_values()), k
+        assert k.step is not None and k.step.describe(k) in op.primitives_help, k
+    for p in [op.problem(), op.problem(small=True)] + [op.problem(dtype=d) for d in op.dtypes[1:]]:
+        for point in op.space(p, target()):
+            assert not {n: v for n, v in point.items() if not op.knob(n).allows(v)}, (str(p), point)
+        assert op.knobs_from_schedule(op.schedule_for(p))
+
+
+def test_docs_knobs_md_is_fresh():
+    from pathlib import Path
+    from kernelgen.ops.knobs import markdown
+    docs = Path(__file__).resolve().parent.parent / "docs" / "knobs.md"
+    assert docs.read_text() == markdown(OPS.values()), "docs/knobs.md is stale: kernelgen list --markdown > docs/knobs.md"
+
+
+@pytest.mark.parametrize("name", OP_NAMES)
 def test_rendering_is_deterministic_and_names_derive_from_knobs(name):
     op = OPS[name]
     for _, kernel in generated_kernels(op, target()):

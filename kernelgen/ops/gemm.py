@@ -39,8 +39,10 @@ from ..dtypes import Types, dtype
 from ..errors import UsageError, check
 from ..schedule import Schedule, ScheduleReader, schedule
 from ..target import Target, default_target
-from .base import Dim, Kernel, Knob, LadderStep, Launch, Op, Plan, Problem, Scalar, TensorMap, cdiv
+from .base import INT_MAX, Dim, Kernel, Knob, LadderStep, Launch, Op, Plan, Problem, Scalar, TensorMap, cdiv
+from .knobs import Prim, Range
 from .io import torch_tensor
+from .sgemm import MAX_GRID_Y, check_grid
 
 INTRINSICS = {"mma": "mma.m16n8k16", "wmma": "wmma.m16n16k16", "wgmma": "wgmma.m64nNk16"}
 SHAPES = {"mma": (16, 8, 16), "wmma": (16, 16, 16), "wgmma": (64, 64, 16)}   # (m, n, k) of one instruction
@@ -48,7 +50,6 @@ SHAPES = {"mma": (16, 8, 16), "wmma": (16, 16, 16), "wgmma": (64, 64, 16)}   # (
 # columns, hence 64 here.) wgmma reads K in steps of 64: one 128-byte swizzle atom of 16-bit values.
 WGMMA_BK = 64
 PRODUCER_REGS, CONSUMER_REGS = 40, 232   # setmaxnreg: 128 * 40 + 256 * 232 <= 65536 registers per SM
-MAX_GRID_Y = 65535
 # schedule_for's candidates: (block and warp tile, speed relative to the default tile). The speeds are
 # estimates (a 64x64 warp tile reads 1/64 of a byte of shared memory per flop, a 32x64 one 1.5x that;
 # smaller blocks also reload more of A and B from L2), to be replaced by H100 measurements.
@@ -84,96 +85,74 @@ def smem_tile(rows: int, cols: int, pad: int, xor: bool, threads: int) -> dict:
 class Gemm(Op):
     name = "gemm"
     summary = "C[M,N] = A[M,K] @ B[K,N], fp16/bf16 on tensor cores, fp32 accumulation, row-major"
-    dims = (Dim("M", 4096, 70), Dim("N", 4096, 130), Dim("K", 4096, 37))
+    dims = (Dim("M", 4096, 70, maximum=MAX_GRID_Y * 256, why=f"gridDim.y holds {MAX_GRID_Y} block rows of at most 256; "
+                f"a schedule's own limit is {MAX_GRID_Y} x its bm"),
+            Dim("N", 4096, 130, maximum=INT_MAX - 256, why="the kernel's int column index runs up to a block tile (256) past N"),
+            Dim("K", 4096, 37, maximum=INT_MAX - 256, why="the int K offset runs up to the pipeline's tiles (256) past K"))
     loops = ("i", "j", "k")
     inputs = ("A", "B")
     outputs = ("C",)
     dtypes = ("float16", "bfloat16")
     knobs = (
         Knob("instr", "mma", ("mma", "wmma", "wgmma"),
-             "tensor-core instruction: tensorize(k.1, mma.m16n8k16 | wmma.m16n16k16 | wgmma.m64nNk16)", "i"),
-        Knob("bm", 128, (64, 128, 256), "rows of C per block (split i)", "bm"),
-        Knob("bn", 256, (64, 128, 256), "columns of C per block (split j)", "bn"),
-        Knob("bk", 32, (16, 32, 64), "K per shared tile (split k)", "bk"),
-        Knob("wm", 64, (16, 32, 64, 128), "rows of C per warp (per warpgroup for wgmma) (split i)", "wm"),
-        Knob("wn", 64, (8, 16, 32, 64, 128, 256), "columns of C per warp (per warpgroup for wgmma: wn == bn) (split j)", "wn"),
-        Knob("stages", 4, (1, 2, 3, 4), "shared tiles in flight (double_buffer)", "st"),
+             "tensor-core instruction (mma.sync, sm_80+; nvcuda::wmma, sm_70+; wgmma fed by TMA, sm_90a)", "i",
+             Prim("tensorize", "k.1", absent="mma", always=True, values=tuple(INTRINSICS.items()))),
+        # Tiles are any multiple of the instructions' shapes (m16, n8, k16; wmma n16 and wgmma's m64,
+        # n64 and k64 are checked with instr).
+        Knob("bm", 128, Range(16, 256, 16), "rows of C per block", "bm", Prim("split", "i", args="BM, WM")),
+        Knob("bn", 256, Range(8, 256, 8), "columns of C per block", "bn", Prim("split", "j", args="BN, WN")),
+        Knob("bk", 32, Range(16, 64, 16), "K per shared tile", "bk", Prim("split", "k", args="BK")),
+        Knob("wm", 64, Range(16, 128, 16), "rows of C per warp (per warpgroup for wgmma)", "wm",
+             Prim("split", "i", args="BM, WM")),
+        Knob("wn", 64, Range(8, 256, 8), "columns of C per warp (wgmma: the block's width)", "wn",
+             Prim("split", "j", args="BN, WN")),
+        Knob("stages", 4, (1, 2, 3, 4), "shared tiles in flight", "st", Prim("double_buffer", ("A", "B"), absent=1)),
         Knob("copy", "cp_async", ("sync", "cp_async", "tma"),
-             "global->shared copy through registers, by cp.async, or by the TMA unit (wgmma)", "c"),
-        Knob("pad", 0, (0, 8, 16), "halves of padding per shared row of A and B (storage_align)", "p"),
-        Knob("smem", "xor", ("pad", "xor"), "shared rows padded, or 16-byte chunks XOR-swizzled (annotate shared_layout)", "s"),
-        Knob("ldmatrix", True, (False, True), "mma fragments through ldmatrix (annotate ldmatrix)", "ld"),
-        Knob("swizzle", 8, (1, 2, 4, 8, 16), "block rows per group when walking the blocks (L2 reuse)", "sw"),
-        Knob("ws", False, (False, True), "warp specialisation: a producer warpgroup issues the TMA copies "
-             "(annotate warp_specialize)", "ws"),
+             "global->shared copy through registers, by cp.async, or by the TMA unit (wgmma)", "c",
+             Prim("annotate", "copy", absent="sync", always=True)),
+        Knob("pad", 0, (0, 8, 16), "halves of padding per shared row of A and B", "p",
+             Prim("storage_align", ("A", "B"), absent=0)),
+        Knob("smem", "xor", ("pad", "xor"), "shared rows padded, or 16-byte chunks XOR-swizzled", "s",
+             Prim("annotate", "shared_layout", absent="pad")),
+        Knob("ldmatrix", True, (False, True), "mma fragments through ldmatrix", "ld",
+             Prim("annotate", "ldmatrix", absent=False, values=((True, 1), (False, 0)))),
+        Knob("ws", False, (False, True), "warp specialisation: a producer warpgroup issues the TMA copies", "ws",
+             Prim("annotate", "warp_specialize", absent=False, values=((True, 1), (False, 0))),
+             when=("instr", ("wgmma",)), unused=False),
         Knob("epilogue", "direct", ("direct", "smem"), "C stored from the accumulators, or staged through shared "
-             "memory and stored in 16-byte row chunks (cache_write C shared; wgmma)", "e"),
-        Knob("cluster", 1, (1, 2), "blocks per thread-block cluster along i, sharing B's tiles by TMA multicast "
-             "(annotate cluster; wgmma)", "cl"),
+             "memory and stored in 16-byte row chunks", "e",
+             Prim("cache_write", "C", absent="direct", values=(("smem", "shared"),)),
+             when=("instr", ("wgmma",)), unused="direct"),
+        Knob("cluster", 1, (1, 2), "blocks per thread-block cluster along i, sharing B's tiles by TMA multicast", "cl",
+             Prim("annotate", "cluster", absent=1), when=("instr", ("wgmma",)), unused=1),
+        Knob("swizzle", 8, (1, 2, 4, 8, 16), "block rows per group when walking the blocks (L2 reuse)", "sw",
+             Prim("swizzle", absent=1)),
     )
-    primitives_help = (
-        "split(i, BM, WM) with bind(i.0, blockIdx.y), bind(i.1, warp); split(j, BN, WN) with bind(j.0, blockIdx.x), "
-        "bind(j.1, warp); split(k, BK); tensorize(k.1, mma.m16n8k16 | wmma.m16n16k16); double_buffer(A|B, 1..4); "
-        "annotate(copy, sync|cp_async); storage_align(A|B, 0|8|16); annotate(shared_layout, xor); "
-        "annotate(ldmatrix, 1); swizzle(g); for wgmma: bind(i.1|j.1, warpgroup), split(k, 64), "
-        "annotate(copy, tma), annotate(warp_specialize, 1), cache_write(C, shared), annotate(cluster, 2)")
 
     # -- problems ----------------------------------------------------------------------------------
     def out_dtypes(self, dtype_name: str) -> tuple[str, ...]:
         return (dtype_name, "float32")
 
-    def check_problem(self, problem: Problem) -> None:
-        for d in ("M", "N", "K"):
-            if problem[d] >= 2 ** 31:
-                raise UsageError(f"gemm: {d}={problem[d]} does not fit the kernel's int sizes")
-
     # -- schedule <-> knobs ------------------------------------------------------------------------
-    def schedule_from_knobs(self, instr, bm, bn, bk, wm, wn, stages, copy, pad, smem, ldmatrix, swizzle,
-                            ws=False, epilogue="direct", cluster=1) -> Schedule:
-        unit = "warpgroup" if instr == "wgmma" else "warp"
-        s = (schedule(self.name).split("i", bm, wm).bind("i.0", "blockIdx.y").bind("i.1", unit)
-             .split("j", bn, wn).bind("j.0", "blockIdx.x").bind("j.1", unit)
-             .split("k", bk).tensorize("k.1", INTRINSICS[instr]))
-        if stages != 1:
-            s = s.double_buffer("A", stages).double_buffer("B", stages)
-        s = s.annotate("copy", copy)
-        if pad:
-            s = s.storage_align("A", pad).storage_align("B", pad)
-        if smem == "xor":
-            s = s.annotate("shared_layout", "xor")
-        if ldmatrix:
-            s = s.annotate("ldmatrix", 1)
-        if ws:
-            s = s.annotate("warp_specialize", 1)
-        if epilogue == "smem":
-            s = s.cache_write("C", "shared")
-        if cluster != 1:
-            s = s.annotate("cluster", cluster)
-        return s.swizzle(swizzle) if swizzle != 1 else s
+    def build(self, k: dict) -> Schedule:
+        unit = "warpgroup" if k["instr"] == "wgmma" else "warp"    # who issues the instruction
+        s = (schedule(self.name).split("i", k["bm"], k["wm"]).bind("i.0", "blockIdx.y").bind("i.1", unit)
+             .split("j", k["bn"], k["wn"]).bind("j.0", "blockIdx.x").bind("j.1", unit).split("k", k["bk"]))
+        return self.put(s, k, "instr", "stages", "copy", "pad", "smem", "ldmatrix", "ws", "epilogue", "cluster",
+                        "swizzle")
 
     def read_knobs(self, r: ScheduleReader) -> dict:
         dims, units = {}, set()
         for loop, axis in (("i", "y"), ("j", "x")):
             dims[loop] = r.split(loop, 2, (128, 64))
-            r.bind(f"{loop}.0", f"blockIdx.{axis}", allowed=(f"blockIdx.{axis}",))
-            units.add(r.bind(f"{loop}.1", "warp", allowed=("warp", "warpgroup")))
+            r.expect("bind", f"{loop}.0", f"blockIdx.{axis}")
+            units.add(r.read("bind", f"{loop}.1", "warp", ("warp", "warpgroup")))
         (bk,) = r.split("k", 1, (32,))
-        intrinsic = r.tensorize("k.1", INTRINSICS["mma"], tuple(INTRINSICS.values()))
-        unit = "warpgroup" if intrinsic == INTRINSICS["wgmma"] else "warp"
+        instr = self.take(r, "instr")
+        unit = "warpgroup" if instr == "wgmma" else "warp"
         check(units == {unit}, "bind", "i.1", "/".join(sorted(units)),
-              limit=f"{intrinsic} is issued by a {unit}: bind i.1 and j.1 to {unit}", allowed=unit)
-        st_a, st_b = r.double_buffer("A", 1, (1, 2, 3, 4)), r.double_buffer("B", 1, (1, 2, 3, 4))
-        check(st_a == st_b, "double_buffer", "B", st_b, limit="A and B have the same number of stages", allowed=str(st_a))
-        pad_a, pad_b = r.storage_align("A", 0), r.storage_align("B", 0)
-        check(pad_a == pad_b, "storage_align", "B", pad_b, limit="A and B rows have the same padding", allowed=str(pad_a))
-        return dict(instr=next(k for k, v in INTRINSICS.items() if v == intrinsic),
-                    bm=dims["i"][0], bn=dims["j"][0], bk=bk, wm=dims["i"][1], wn=dims["j"][1], stages=st_a,
-                    copy=r.annotate("copy", "sync", ("sync", "cp_async", "tma")), pad=pad_a,
-                    smem=r.annotate("shared_layout", "pad", ("pad", "xor")),
-                    ldmatrix=bool(r.annotate("ldmatrix", 0, (0, 1))), swizzle=r.swizzle(1),
-                    ws=bool(r.annotate("warp_specialize", 0, (0, 1))),
-                    epilogue="smem" if r.cache_write("C", None, ("shared",)) else "direct",
-                    cluster=r.annotate("cluster", 1, (1, 2)))
+              limit=f"{INTRINSICS[instr]} is issued by a {unit}: bind i.1 and j.1 to {unit}", allowed=unit)
+        return dict(instr=instr, bm=dims["i"][0], bn=dims["j"][0], bk=bk, wm=dims["i"][1], wn=dims["j"][1])
 
     # -- legality ----------------------------------------------------------------------------------
     def check_knobs(self, k: dict, target: Target) -> None:
@@ -183,12 +162,6 @@ class Gemm(Op):
             return self._check_wgmma(k, target)
         check(k["copy"] != "tma", "annotate", "copy", "tma", limit=f"TMA copies feed wgmma; {intrinsic} takes "
               "its tiles by cp.async or through registers", allowed="sync, cp_async")
-        check(not k["ws"], "annotate", "warp_specialize", 1,
-              limit="warp specialisation needs a producer of TMA copies (wgmma)", allowed="0")
-        check(k["epilogue"] == "direct", "cache_write", "C", "shared",
-              limit=f"{intrinsic}'s epilogue stores from the accumulators; staging C is a wgmma epilogue")
-        check(k["cluster"] == 1, "annotate", "cluster", k["cluster"],
-              limit="clusters share tiles by TMA multicast (wgmma)", allowed="1")
         if instr == "mma":
             target.require("mma_m16n8k16_f16", "tensorize", "k.1", intrinsic)
         else:
@@ -302,7 +275,7 @@ class Gemm(Op):
         """wgmma kernels are named by the knobs they use; the others as before warp specialisation."""
         if k["instr"] == "wgmma":
             return {n: v for n, v in k.items() if n not in ("pad", "smem", "ldmatrix")}
-        return {n: v for n, v in k.items() if n not in ("ws", "epilogue")}
+        return {n: v for n, v in k.items() if n not in ("ws", "epilogue", "cluster")}
 
     def template_params(self, k: dict, types: Types, target: Target) -> tuple[dict, int, int]:
         d, o = types.input, types.output
@@ -342,8 +315,7 @@ class Gemm(Op):
         k = dict(kernel.knobs)
         M, N, K = problem["M"], problem["N"], problem["K"]
         grid = (cdiv(N, k["bn"]), cdiv(M, k["bm"]), 1)
-        if grid[1] > MAX_GRID_Y:
-            raise UsageError(f"gemm: M={M} needs {grid[1]} block rows of {k['bm']}; the grid holds {MAX_GRID_Y}")
+        check_grid(self.name, problem, grid, k["bm"], k["swizzle"])
         if k["instr"] == "wgmma":
             return self._wgmma_plan(kernel, problem, grid)
         # Rows start 16-byte aligned only when K and N are multiples of 8 halves; otherwise the kernel

@@ -53,39 +53,47 @@ import numpy as np
 
 from ..errors import check
 from ..schedule import Schedule, ScheduleReader, schedule
-from .base import Dim, Kernel, Knob, LadderStep, Launch, Op, Plan, Problem, Scalar, cdiv, pow2
+from .base import INT_MAX, Dim, Kernel, Knob, LadderStep, Launch, Op, Plan, Problem, Scalar, cdiv, pow2
+from .knobs import Prim, Range
 from ..dtypes import Types
 from .io import element_io, torch_tensor, vector_widths
 from ..target import Target, default_target
+
+VEC_TYPES = {1: "float", 2: "float2", 4: "float4"}
+SPLIT_I = Prim("split", "i", args="rows_per_block, rows_per_warp")
+SPLIT_J = Prim("split", "j", args="unroll*lanes*vec, lanes*vec, vec")
+
 
 class Gemv(Op):
     name = "gemv"
     summary = "y[M] = A[M,N] @ x[N], A row-major; float32, float16 or bfloat16 (y in their type or float32), fp32 sums"
     dtypes = ("float32", "float16", "bfloat16")
-    dims = (Dim("M", 8192, 133), Dim("N", 8192, 1001))
+    dims = (Dim("M", 8192, 133, maximum=INT_MAX - 1024, why="the int row index runs up to a block of rows (1024) past M"),
+            Dim("N", 8192, 1001, maximum=INT_MAX - 16 * 1024 * 4,
+                why="int column indexes run up to unroll*lanes*vec (at most 65536) past the row"))
     loops = ("i", "j")
     inputs = ("A", "x")
     outputs = ("y",)
     knobs = (
-        Knob("threads", 1024, (64, 128, 256, 512, 1024), "threads per block (warps x 32)", "t"),
+        Knob("threads", 1024, (32, 64, 128, 256, 512, 1024), "threads per block (warps x 32)", "t", SPLIT_I,
+             tune=(64, 128, 256, 512, 1024)),
         Knob("lanes", 1024, (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024),
-             "threads sharing one row (j.2); 1 = a thread per row; > 32: several warps, a block reduction", "l"),
-        Knob("vec", 4, (1, 2, 4, 8), "elements per load of A and x (vectorize j.3): float32 1|2|4, 16-bit types "
-             "1|2|4|8", "v"),
-        Knob("unroll", 2, (1, 2, 4, 8), "vector loads per lane in flight before the first multiply (j.1)", "u"),
-        Knob("grid_stride", 0, (0, 1, 2, 4, 8), "blocks per SM looping over row groups; 0 = one block per group "
-             "(fewer rows streaming from DRAM at once)", "g"),
+             "threads sharing one row (j.2); 1 = a thread per row; > 32: several warps, a block reduction", "l",
+             SPLIT_J),
+        Knob("vec", 4, (1, 2, 4, 8), "elements per load of A and x (j.3): float32 1|2|4, 16-bit types 1|2|4|8", "v",
+             Prim("vectorize", "j.3", always=True)),
+        Knob("unroll", 2, Range(1, 16), "vector loads per lane in flight before the first multiply (j.1)", "u",
+             SPLIT_J, tune=(1, 2, 4, 8)),
+        Knob("grid_stride", 0, (0, 1, 2, 4, 8, 16), "blocks per SM looping over row groups; 0 = one block per group "
+             "(fewer rows streaming from DRAM at once)", "g", Prim("annotate", "grid_stride", absent=0)),
     )
-    primitives_help = ("split(i, rows_per_block, rows_per_warp); bind(i.0, blockIdx.x); bind(i.1, warp); "
-                       "bind(i.2, lane); split(j, unroll*lanes*vec, lanes*vec, vec); bind(j.2, lane); "
-                       "unroll(j.1); vectorize(j.3, 1|2|4; 16-bit: 1|2|4|8); reduction(j, shuffle) when lanes > 1; "
-                       "annotate(grid_stride, blocks per SM). Rows of 64..1024 threads (several warps): "
-                       "split(i, rows_per_block); bind(i.0, blockIdx.x); bind(i.1, threadIdx.y); "
-                       "bind(j.2, threadIdx.x); reduction(j, shuffle) = warp shuffles, then the warps' sums "
-                       "through shared memory")
+    structure_help = ("lanes 64..1024 (several warps per row): split(i, rows_per_block) with bind(i.1, threadIdx.y) "
+                      "and bind(j.2, threadIdx.x), and reduction(j, shuffle) adds warp shuffles, then the warps' sums "
+                      "through shared memory; one lane per row has no reduction step")
 
     # -- schedule <-> knobs ------------------------------------------------------------------------
-    def schedule_from_knobs(self, threads, lanes, vec, unroll, grid_stride=0) -> Schedule:
+    def build(self, k: dict) -> Schedule:
+        threads, lanes, vec, unroll = k["threads"], k["lanes"], k["vec"], k["unroll"]
         check(threads % 32 == 0 and threads >= 32, "split", "i.1", threads, limit="whole warps per block")
         if lanes > 32:   # several warps per row: a 2-D block of lanes x rows_per_block threads
             check(lanes % 32 == 0 and threads % lanes == 0, "split", "j.2", lanes,
@@ -99,42 +107,37 @@ class Gemv(Op):
             s = (schedule(self.name).split("i", threads // 32 * rows_per_warp, rows_per_warp)
                  .bind("i.0", "blockIdx.x").bind("i.1", "warp").bind("i.2", "lane")
                  .split("j", unroll * lanes * vec, lanes * vec, vec).bind("j.2", "lane"))
-        s = s.unroll("j.1").vectorize("j.3", vec)
+        s = self.put(s.unroll("j.1"), k, "vec")
         if lanes > 1:
             s = s.reduction("j", "shuffle")
-        if grid_stride:
-            s = s.annotate("grid_stride", grid_stride)
-        return s
+        return self.put(s, k, "grid_stride")
 
     def read_knobs(self, r: ScheduleReader) -> dict:
-        unroll, lanes, vec = r.vector_split("j", (32, 32, 1), allowed_widths=(1, 2, 4, 8))   # per type: template_params
-        block_rows = r.bind("j.2", "lane", allowed=("lane", "threadIdx.x")) == "threadIdx.x"
-        r.bind("i.0", "blockIdx.x", allowed=("blockIdx.x",))
-        r.unroll("j.1")
-        strategy = r.reduction("j", "serial", ("serial", "shuffle"))
+        unroll, lanes, vec = r.vector_split("j", (32, 32, 1))   # widths per type: template_params
+        block_rows = r.read("bind", "j.2", "lane", ("lane", "threadIdx.x")) == "threadIdx.x"
+        r.expect("bind", "i.0", "blockIdx.x")
+        r.expect("unroll", "j.1", 0)
+        strategy = r.read("reduction", "j", "serial", ("serial", "shuffle"))
         check((strategy == "shuffle") == (lanes > 1), "reduction", "j", strategy,
               limit=f"{lanes} lane(s) per row", allowed="shuffle" if lanes > 1 else "serial (omit the step)")
-        grid_stride = r.annotate("grid_stride", 0, (0, 1, 2, 4, 8, 16))
         if block_rows:
             check(lanes > 32 and lanes % 32 == 0, "bind", "j.2", f"threadIdx.x with {lanes} threads per row",
                   limit="threadIdx.x spreads a row over several whole warps",
                   allowed="64, 128, 256, 512, 1024 threads per row; bind(j.2, lane) for <= 32")
             (rows_per_block,) = r.split("i", 1, (1,))
-            r.bind("i.1", "threadIdx.y", allowed=("threadIdx.y",))
-            return {"threads": rows_per_block * lanes, "lanes": lanes, "vec": vec, "unroll": unroll,
-                    "grid_stride": grid_stride}
+            r.expect("bind", "i.1", "threadIdx.y")
+            return {"threads": rows_per_block * lanes, "lanes": lanes, "vec": vec, "unroll": unroll}
         rows_per_block, rows_per_warp = r.split("i", 2, (8, 1))
         check(rows_per_block % rows_per_warp == 0, "split", "i", (rows_per_block, rows_per_warp),
               limit="rows per warp must divide rows per block")
-        r.bind("i.1", "warp", allowed=("warp",))
-        r.bind("i.2", "lane", allowed=("lane",))
+        r.expect("bind", "i.1", "warp")
+        r.expect("bind", "i.2", "lane")
         check(lanes <= 32, "bind", "j.2", f"lane with {lanes} threads per row",
               limit=f"{lanes} threads per row span {lanes // 32} warps",
               allowed="threadIdx.x, with split(i, rows_per_block) and bind(i.1, threadIdx.y)")
         check(lanes * rows_per_warp == 32, "split", "i.2", rows_per_warp,
               limit=f"rows per warp x lanes per row (j.2 = {lanes}) must be 32")
-        return {"threads": rows_per_block // rows_per_warp * 32, "lanes": lanes, "vec": vec,
-                "unroll": unroll, "grid_stride": grid_stride}
+        return {"threads": rows_per_block // rows_per_warp * 32, "lanes": lanes, "vec": vec, "unroll": unroll}
 
     def check_knobs(self, k: dict, target: Target) -> None:
         check(k["threads"] % 32 == 0 and 32 <= k["threads"] <= target.max_threads, "split", "i.1",
@@ -177,6 +180,9 @@ class Gemv(Op):
         symbol = kernel.name if n % k["vec"] == 0 else kernel.name + "_unaligned"
         groups = cdiv(m, rows_per_block)
         blocks = min(groups, (target or default_target()).sms * k["grid_stride"]) if k["grid_stride"] else groups
+        most = INT_MAX - (blocks - 1) * rows_per_block
+        check(m <= most, "annotate", "grid_stride", k["grid_stride"],
+              limit=f"M={m}: the int row index steps {blocks} blocks x {rows_per_block} rows past M; M <= {most}")
         # Rows over several warps: a 2-D block, threadIdx.x along the row (j.2), threadIdx.y the row (i.1).
         block = (k["lanes"], rows_per_block, 1) if k["lanes"] > 32 else (k["threads"], 1, 1)
         launch = Launch(symbol, (blocks, 1, 1), block, ("A", "x", "y", "M", "N"))

@@ -39,75 +39,65 @@ import numpy as np
 
 from ..errors import check
 from ..schedule import Schedule, ScheduleReader, schedule
-from .base import Dim, Kernel, Knob, LadderStep, Launch, Op, Plan, Problem, Scalar, cdiv, pow2
+from .base import INT_MAX, Dim, Kernel, Knob, LadderStep, Launch, Op, Plan, Problem, Scalar, cdiv, pow2
+from .knobs import Prim
 from ..dtypes import Types
 from .io import element_io, torch_tensor, vector_widths
 from ..target import Target, default_target
 
 ORDERS = ("row", "diagonal")
+SPLITS = Prim("split", ("i", "j"), args="tile, rows (i) | tile[, vec] (j)")
 
 
 class Transpose(Op):
     name = "transpose"
     summary = "out[N, M] = x[M, N]^T, float32, float16 or bfloat16, out of place"
     dtypes = ("float32", "float16", "bfloat16")
-    dims = (Dim("M", 8192, 67), Dim("N", 8192, 1001))
+    dims = tuple(Dim(d, 8192, small, maximum=INT_MAX - 64, why="the int row and column indexes run up to a tile (64) "
+                                                                 "past the matrix") for d, small in (("M", 67), ("N", 1001)))
     loops = ("i", "j")
     inputs = ("x",)
     outputs = ("out",)
     knobs = (
-        Knob("tile", 32, (16, 32, 64), "square tile side a block moves (split i and j)", "t"),
-        Knob("rows", 8, (4, 8, 16, 32), "thread rows per block (i.2); each thread moves tile/rows items", "r"),
-        Knob("vec", 4, (1, 2, 4, 8), "elements per global access (vectorize j.2): float32 1|2|4, 16-bit types "
-             "1|2|4|8", "v"),
-        Knob("staged", True, (False, True), "stage the tile in shared memory: cache_read(x, shared)", "s"),
-        Knob("pad", 1, (0, 1, 2), "elements of padding per shared tile row: storage_align(x, pad); "
-             "16-bit types want 2 (a bank)", "p"),
-        Knob("order", "row", ORDERS, "block order over tiles: annotate(block_order, ...)", "o"),
-        Knob("grid_stride", 0, (0, 8, 16, 32), "blocks per SM looping over tiles; 0 = one block per tile", "g"),
+        Knob("tile", 32, (16, 32, 64), "square tile side a block moves (split i and j)", "t",
+             SPLITS),
+        Knob("rows", 8, (1, 2, 4, 8, 16, 32, 64), "thread rows per block (i.2); each thread moves tile/rows items",
+             "r", SPLITS),
+        Knob("vec", 4, (1, 2, 4, 8), "elements per global access (j.2): float32 1|2|4, 16-bit types 1|2|4|8", "v",
+             Prim("vectorize", "j.2", absent=1)),
+        Knob("staged", True, (False, True), "stage the tile in shared memory", "s",
+             Prim("cache_read", "x", absent=False, values=((True, "shared"),))),
+        Knob("pad", 1, (0, 1, 2), "elements of padding per shared tile row (16-bit types want 2: a bank)", "p",
+             Prim("storage_align", "x", absent=0), when=("staged", (True,)), unused=0),
+        Knob("order", "row", ORDERS, "block order over tiles", "o", Prim("annotate", "block_order", absent="row")),
+        Knob("grid_stride", 0, (0, 1, 2, 4, 8, 16, 32), "blocks per SM looping over tiles; 0 = one block per tile",
+             "g", Prim("annotate", "grid_stride", absent=0)),
     )
-    primitives_help = ("split(i, tile, rows); split(j, tile[, vec]); fuse(i.0, j.0); bind(i.0.j.0, blockIdx.x); "
-                       "bind(j.1, threadIdx.x); bind(i.2, threadIdx.y); unroll(i.1); cache_read(x, shared); "
-                       "storage_align(x, 0|1|2); vectorize(j.2, 1|2|4; 16-bit: 1|2|4|8); annotate(block_order, row|diagonal); "
-                       "annotate(grid_stride, blocks per SM)")
+    structure_help = "i.0 and j.0 (tiles) are fused and bound to blockIdx.x; j.1 is threadIdx.x, i.2 threadIdx.y"
 
     # -- schedule <-> knobs ------------------------------------------------------------------------
-    def schedule_from_knobs(self, tile, rows, vec, staged, pad, order, grid_stride) -> Schedule:
-        s = schedule(self.name).split("i", tile, rows)
+    def build(self, k: dict) -> Schedule:
+        tile, vec = k["tile"], k["vec"]
+        s = schedule(self.name).split("i", tile, k["rows"])
         s = s.split("j", tile, vec) if vec > 1 else s.split("j", tile)
         s = (s.fuse("i.0", "j.0").bind("i.0.j.0", "blockIdx.x")
              .bind("j.1", "threadIdx.x").bind("i.2", "threadIdx.y").unroll("i.1"))
-        if staged:
-            s = s.cache_read("x", "shared")
-            if pad:
-                s = s.storage_align("x", pad)
-        if vec > 1:
-            s = s.vectorize("j.2", vec)
-        if order != "row":
-            s = s.annotate("block_order", order)
-        if grid_stride:
-            s = s.annotate("grid_stride", grid_stride)
-        return s
+        return self.put(s, k, "staged", "pad", "vec", "order", "grid_stride")
 
     def read_knobs(self, r: ScheduleReader) -> dict:
         tile, rows = r.split("i", 2, (32, 8))
         jf = r.split("j", (1, 2), (tile,))
         check(jf[0] == tile, "split", "j", jf, limit=f"square tiles: split(i)'s tile is {tile}")
         vec = jf[1] if len(jf) == 2 else 1
-        width = r.vectorize("j.2", default=1, allowed=(1, 2, 4, 8))   # per type: template_params
+        width = self.take(r, "vec")
         check(width == vec, "vectorize", "j.2", width, limit=f"split(j)'s innermost factor is {vec}")
         check(r.fuse(("i.0", "j.0")), "fuse", "i.0, j.0", "missing",
               limit="the tile grid is one-dimensional: fuse(i.0, j.0) then bind(i.0.j.0, blockIdx.x)")
-        r.bind("i.0.j.0", "blockIdx.x", allowed=("blockIdx.x",))
-        r.bind("j.1", "threadIdx.x", allowed=("threadIdx.x",))
-        r.bind("i.2", "threadIdx.y", allowed=("threadIdx.y",))
-        r.unroll("i.1")
-        staged = r.cache_read("x", None, allowed=("shared",)) == "shared"
-        pad = r.storage_align("x", 0)
-        check(staged or pad == 0, "storage_align", "x", pad, limit="padding needs cache_read(x, shared) first")
-        return {"tile": tile, "rows": rows, "vec": vec, "staged": staged, "pad": pad,
-                "order": r.annotate("block_order", "row", ORDERS),
-                "grid_stride": r.annotate("grid_stride", 0, (0, 1, 2, 4, 8, 16, 32))}
+        r.expect("bind", "i.0.j.0", "blockIdx.x")
+        r.expect("bind", "j.1", "threadIdx.x")
+        r.expect("bind", "i.2", "threadIdx.y")
+        r.expect("unroll", "i.1", 0)
+        return {"tile": tile, "rows": rows, "vec": vec}
 
     def check_knobs(self, k: dict, target: Target) -> None:
         tile, rows, vec = k["tile"], k["rows"], k["vec"]
@@ -142,8 +132,11 @@ class Transpose(Op):
         k = dict(kernel.knobs)
         m, n = problem["M"], problem["N"]
         tiles = cdiv(m, k["tile"]) * cdiv(n, k["tile"])
-        check(tiles < 2 ** 31, "split", "i", k["tile"], limit=f"{tiles} tiles exceed gridDim.x")
         blocks = min(tiles, target.sms * k["grid_stride"]) if k["grid_stride"] else tiles
+        most = INT_MAX - (blocks - 1 if k["grid_stride"] else 0)    # a block's int tile number steps by the grid
+        check(tiles <= most, "split", "i", k["tile"],
+              limit=f"M={m}, N={n} make {tiles} tiles of {k['tile']}x{k['tile']}; gridDim.x and the kernel's int "
+                    f"tile number hold at most {most}")
         launch = Launch(kernel.name, (blocks, 1, 1), (k["tile"] // k["vec"], k["rows"], 1), ("x", "out", "M", "N"))
         access = problem.dtype("x").itemsize * k["vec"]
         return Plan(kernel, problem, (launch,), (), (Scalar("M", "int", m), Scalar("N", "int", n)),
