@@ -75,8 +75,8 @@ def test_best_without_records_is_a_clear_error(op, tmp_path):
 
 
 def test_unknown_strategy(op, tmp_path):
-    with pytest.raises(UsageError, match="choose one of exhaustive, random"):
-        tune(op, op.problem(), runner=ReplayRunner({}), strategy="genetic", db=TuningDB(tmp_path / "x"))
+    with pytest.raises(UsageError, match="choose one of exhaustive, random, anneal, genetic, pattern, model"):
+        tune(op, op.problem(), runner=ReplayRunner({}), strategy="bayes", db=TuningDB(tmp_path / "x"))
 
 
 def test_schedules_specialised_for_the_size_are_validated_where_they_apply():

@@ -11,6 +11,12 @@ from kernelgen.tune.db import TuningDB
 from kernelgen.tune.space import Candidate, legal_space
 
 
+def needs(name):
+    """The model strategy needs the optional scikit-learn; the others nothing."""
+    if name == "model":
+        pytest.importorskip("sklearn", reason="the model strategy needs scikit-learn (kernelgen[model])")
+
+
 def bowl(x, y):
     """A synthetic landscape on a 20 x 20 grid: fastest at (13, 5); y = 17 fails to compile."""
     if y == 17:
@@ -42,6 +48,7 @@ def time_of(c):
 @pytest.mark.parametrize("name", sorted(STRATEGIES))
 @pytest.mark.parametrize("batch", [1, 7])
 def test_every_strategy_asks_each_point_once_then_nothing(name, batch):
+    needs(name)
     space = grid()
     search = STRATEGIES[name].Search(space, 3)
     asked = drive(search, bowl, batch)
@@ -52,6 +59,7 @@ def test_every_strategy_asks_each_point_once_then_nothing(name, batch):
 
 @pytest.mark.parametrize("name", sorted(STRATEGIES))
 def test_every_strategy_is_reproducible_by_seed(name):
+    needs(name)
     def knobs(seed):
         return [c.knobs for c in drive(STRATEGIES[name].Search(grid(), seed), bowl, 4, budget=60)]
     assert knobs(5) == knobs(5)
@@ -61,6 +69,7 @@ def test_every_strategy_is_reproducible_by_seed(name):
 
 @pytest.mark.parametrize("name", sorted(STRATEGIES))
 def test_tune_measures_exactly_the_budget(name, tmp_path):
+    needs(name)
     op = get_op("reduce_sum")
     problem = op.problem({"n": 1 << 20})
     runner = ReplayRunner({})
