@@ -88,7 +88,7 @@ def tune(op: Op, problem: Problem, *, runner: Runner, strategy: str = "exhaustiv
     if "history" in inspect.signature(module.Search).parameters:
         if history is None:
             from .history import observations
-            history = observations(op, problem, db.records())
+            history = observations(op, problem, db.records(), runner.gpu)
         extra["history"] = history
     search: Strategy = module.Search(space, seed, **extra)
     prior = {r.key(): r for r in db.records()} if resume else {}

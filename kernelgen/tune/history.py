@@ -13,8 +13,8 @@
 []
 
 Records of the op on any other problem and any GPU are used (the features carry the sizes and the
-target's figures, so a model can tell them apart); records of the problem being tuned are not (that
-is `--resume`). A record written before features were stored gets them recomputed from its schedule
+target's figures, so a model can tell them apart), and those of this problem on other GPUs; records
+of the problem being tuned on the GPU being tuned are not (that is `--resume`). A record written before features were stored gets them recomputed from its schedule
 and problem; one whose schedule the op no longer accepts is left out.
 """
 from __future__ import annotations
@@ -28,11 +28,12 @@ from .db import Record, dtype_of
 from .space import Observation
 
 
-def observations(op: Op, problem: Problem, records: list[Record]) -> list[Observation]:
+def observations(op: Op, problem: Problem, records: list[Record], gpu: str | None = None) -> list[Observation]:
+    """The op's records on other problems, or on this problem on another GPU than `gpu`."""
     own = (str(problem), dtype_of(problem))
     out = []
     for r in records:
-        if r.op != op.name or (r.problem, r.dtype) == own:
+        if r.op != op.name or ((r.problem, r.dtype) == own and (gpu is None or r.gpu == gpu)):
             continue
         feats = r.features or recompute_features(op, r)
         if feats is None:

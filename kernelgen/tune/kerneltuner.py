@@ -105,12 +105,12 @@ def read_cache(path: str | Path, op: Op | None = None, problem: str | None = Non
             raise UsageError(f"{path} is a Kernel Tuner cache of kernel {doc.get('kernel_name')!r}, not written by "
                              "kernelgen: name the op it tunes (--op)")
         op = get_op(name)
-    problem = problem or own.get("problem") or _problem_from_sizes(op, doc.get("problem_size"), path)
     keys = doc["tune_params_keys"]
     unknown = [k for k in keys if k not in {kn.name for kn in op.knobs}]
     if unknown:
         raise UsageError(f"{path}: parameter {unknown[0]!r} is not a knob of {op.name} (its knobs: "
                          f"{', '.join(k.name for k in op.knobs)})")
+    problem = problem or own.get("problem") or _problem_from_sizes(op, doc.get("problem_size"), path)
     out = []
     for key, entry in doc["cache"].items():
         time = entry.get("time")

@@ -62,7 +62,8 @@ def available() -> bool:
         return False
 
 
-def _forest_class():
+def require():
+    """The forest class; a UsageError naming the extra where scikit-learn is missing."""
     try:
         from sklearn.ensemble import RandomForestRegressor
     except ImportError:
@@ -73,7 +74,7 @@ def _forest_class():
 class Search:
     def __init__(self, space: list[Candidate], seed: int = 0, history: list[Observation] = (), init: int | None = None,
                  explore: float = EXPLORE, kappa: float = KAPPA, trees: int = TREES):
-        self.forest = _forest_class()
+        self.forest = require()
         self.space = list(space)
         self.seed, self.rng = seed, random.Random(seed)
         self.where = {id(c): i for i, c in enumerate(self.space)}

@@ -15,7 +15,8 @@
 ({'x': 9, 'y': 2}, True)
 
 A discrete compass search with restarts (the pattern search Helion autotunes with, on the knobs):
-  - A run starts with `init` random points. Its incumbent is the fastest point of the run told so far.
+  - A run starts with `init` random points. Its incumbent is the fastest point of the run told so
+    far (a point of equal time does not replace it).
   - Each ask polls the incumbent's pattern: the unasked points within two knob changes of it
     (neighbours.around), nearest first, ties in a seeded random order. One-knob moves come first;
     two-knob moves reach what one-knob walks cannot (tiles that must change together).
@@ -50,7 +51,8 @@ class Search:
         self.init, self.knobs = init, knobs
         self.asked: set[int] = set()
         self.cost: dict[int, float] = {}
-        self.run: list[int] = []                 # the points asked in the current run
+        self.run: set[int] = set()               # the points asked in the current run
+        self.incumbent: int | None = None        # the fastest of them told so far
         self.pattern: tuple[int, list[int]] | None = None   # (incumbent, its pattern, nearest last)
         self.runs = 1
 
@@ -64,29 +66,30 @@ class Search:
         while len(picked) < max(n, 0) and len(self.asked) < len(self.space):
             i = self._next()
             self.asked.add(i)
-            self.run.append(i)
+            self.run.add(i)
             picked.append(i)
         return [self.space[i] for i in picked]
 
     def tell(self, results: list[tuple[Candidate, Outcome]]) -> None:
         for cand, out in results:
+            i = self.where[id(cand)]
             ok = out.status == "ok" and out.time_us is not None
-            self.cost[self.where[id(cand)]] = out.time_us if ok else math.inf
+            self.cost[i] = out.time_us if ok else math.inf
+            if i in self.run and self.cost[i] < self.cost.get(self.incumbent, math.inf):
+                self.incumbent = i          # strictly faster only: a tie does not move the pattern
 
     def _next(self) -> int:
         while True:
-            told = [i for i in self.run if self.cost.get(i, math.inf) < math.inf]
-            if len(self.run) < self.init or not told:
+            if len(self.run) < self.init or self.incumbent is None:
                 return self._random()
-            incumbent = min(told, key=lambda i: (self.cost[i], i))
-            if self.pattern is None or self.pattern[0] != incumbent:
-                self.pattern = (incumbent, self._pattern_of(incumbent))
+            if self.pattern is None or self.pattern[0] != self.incumbent:
+                self.pattern = (self.incumbent, self._pattern_of(self.incumbent))
             moves = self.pattern[1]
             while moves and moves[-1] in self.asked:
                 moves.pop()
             if moves:
                 return moves.pop()
-            self.run, self.pattern = [], None     # converged: a new run
+            self.run, self.pattern, self.incumbent = set(), None, None     # converged: a new run
             self.runs += 1
 
     def _pattern_of(self, i: int) -> list[int]:

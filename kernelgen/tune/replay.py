@@ -132,7 +132,7 @@ def replay(sweep: Sweep, strategy: str, seed: int = 0, *, batch: int = 4, budget
     """Run `strategy` over the sweep; stop when it reaches the goal (unless until_goal is False)."""
     from . import tune
     limit = sweep.best_us / goal
-    history = observations(sweep.op, sweep.problem, [*sweep.others, *extra_history]) if transfer else []
+    history = observations(sweep.op, sweep.problem, [*sweep.others, *extra_history], sweep.gpu) if transfer else []
 
     def reached(result) -> bool:
         return until_goal and any(r.status == "ok" and r.time_us <= limit for r in result.records[-batch:])
@@ -152,16 +152,20 @@ def median_evaluations(runs: list[Replayed]) -> float:
     return statistics.median(math.inf if r.evaluations is None else r.evaluations for r in runs)
 
 
-def read_records(path: str | Path) -> list[Record]:
-    """The records of a kernelgen tuning database (JSON lines) or of a Kernel Tuner cache file."""
+def read_records(path: str | Path, op: Op | None = None) -> list[Record]:
+    """The records of a kernelgen tuning database (JSON lines) or of a Kernel Tuner cache file (of
+    `op` where the cache does not name it)."""
     p = Path(path)
+    if p.is_dir():
+        raise UsageError(f"{path} is a folder; --replay takes a tuning database (.jsonl) or a Kernel Tuner cache")
     try:
-        head = p.read_text(encoding="utf-8", errors="replace")[:4096].lstrip()
+        with open(p, encoding="utf-8", errors="replace") as f:
+            head = f.read(4096).lstrip()
     except OSError as e:
         raise UsageError(f"cannot read {path}: {e.strerror}") from None
     if head.startswith("{") and '"tune_params_keys"' in head:
         from .kerneltuner import read_cache
-        return read_cache(p)
+        return read_cache(p, op)
     return TuningDB(p).records()
 
 
