@@ -93,13 +93,15 @@ def tune(op: Op, problem: Problem, *, runner: Runner, strategy: str = "exhaustiv
     search: Strategy = module.Search(space, seed, **extra)
     prior = {r.key(): r for r in db.records()} if resume else {}
     result = TuneResult(best=None, pruned=pruned)
-    total = len(space) if budget is None else min(budget, len(space))
-    bar = Progress(total, f"tuning {op.name} {problem}", stream_of(progress))
     ahead = ahead or (2 if builders else 1)
 
     def record_of(cand: Candidate, out: Outcome, feats: dict | None = None) -> Record:
         return Record.make(op.name, str(problem), runner.arch, runner.gpu, cand.schedule.to_dict(), cand.knobs,
                            out.status, out.time_us, out.detail, cand.name, dtype_of(problem), feats)
+
+    to_measure = len(space) - (sum(record_of(c, Outcome("ok")).key() in prior for c in space) if prior else 0)
+    bar = Progress(to_measure if budget is None else min(budget, to_measure), f"tuning {op.name} {problem}",
+                   stream_of(progress))
 
     def wait(fut: concurrent.futures.Future) -> Built:
         while True:   # redraw the line while a build is still running

@@ -6,8 +6,9 @@
 >>> p.line()
 'tuning sgemm [##------------------] 20/200 measured, 24 built, 1 failed, best 812.25 us, 6m00s left'
 
-The time left is the time per measurement so far times the measurements still to come (what the
-budget or the space allows). On a terminal the line is redrawn in place on stderr; elsewhere (a
+`total` is the number of measurements the run will make (the budget, or the space less what the
+database already holds when resuming); outcomes taken from the database are counted apart. The
+time left is the time per measurement so far times the measurements still to come. On a terminal the line is redrawn in place on stderr; elsewhere (a
 log, CI) a line is written at most every `every_s` seconds and once at the end, so a log shows the
 run's pace without thousands of lines.
 """
@@ -31,10 +32,9 @@ class Progress:
         self._tty = bool(stream is not None and getattr(stream, "isatty", lambda: False)())
 
     def line(self) -> str:
-        done = self.measured + self.skipped
-        filled = int(WIDTH * done / self.total) if self.total else WIDTH
+        filled = min(WIDTH, int(WIDTH * self.measured / self.total)) if self.total else WIDTH
         bar = "#" * filled + "-" * (WIDTH - filled)
-        parts = [f"{self.measured}/{self.total - self.skipped} measured", f"{self.built} built",
+        parts = [f"{self.measured}/{self.total} measured", f"{self.built} built",
                  f"{self.failed} failed"]
         if self.skipped:
             parts.append(f"{self.skipped} from the database")
@@ -48,7 +48,7 @@ class Progress:
         if not self.measured:
             return None
         per = (self.clock() - self.start) / self.measured
-        return per * max(0, self.total - self.skipped - self.measured)
+        return per * max(0, self.total - self.measured)
 
     def show(self, final: bool = False) -> None:
         if self.stream is None:
