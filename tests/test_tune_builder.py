@@ -142,6 +142,29 @@ def test_a_build_that_is_not_a_compile_error_is_raised(monkeypatch):
             pool.submit(None, None, None, None).result()
 
 
+def crashing_build(op, sched, problem, target):
+    """A builder that dies (as NVRTC crashing would) on reduce_sum schedules of 1024 threads."""
+    import os
+    if op.knobs_from_schedule(sched)["threads"] == 1024:
+        os._exit(11)
+    return Built(sched.to_json()[:20], "ok")
+
+
+def test_a_builder_that_dies_is_replaced_and_its_candidate_is_a_compile_error_after_three_tries():
+    op = get_op("reduce_sum")
+    problem = op.problem({"n": 1 << 20})
+    space, _ = legal_space(op, problem, target())
+    picked = [c for c in space if c.knobs["threads"] != 1024][:2]
+    picked.insert(1, next(c for c in space if c.knobs["threads"] == 1024))
+    with Builders(jobs=1, build_fn=crashing_build) as pool:
+        jobs = [pool.submit(op, c.schedule, problem, target()) for c in picked]
+        built = [j.result(timeout=300) for j in jobs]
+        assert [b.status for b in built] == ["ok", "compile_error", "ok"]
+        assert "died 3 times" in built[1].detail and pool.restarts >= 3
+        assert pool.built == 3 and pool.failed == 1
+        assert pool.submit(op, picked[0].schedule, problem, target()).result(timeout=300).status == "ok"  # alive
+
+
 class Scripted:
     """A strategy that records the order of asks and tells."""
     log: list = []

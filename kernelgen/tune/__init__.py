@@ -39,7 +39,7 @@ from ..features import features
 from ..ops.base import Op, Problem
 from ..schedule import Schedule
 from . import anneal, exhaustive, genetic, model, pattern, random_search
-from .builder import Builders, Built
+from .builder import Builders, Built, Job
 from .db import Record, TuningDB, dtype_of
 from .progress import Progress, stream_of
 from .runners import GpuRunner, Outcome, ReplayRunner, Runner, validation_problems
@@ -103,18 +103,18 @@ def tune(op: Op, problem: Problem, *, runner: Runner, strategy: str = "exhaustiv
     bar = Progress(to_measure if budget is None else min(budget, to_measure), f"tuning {op.name} {problem}",
                    stream_of(progress))
 
-    def wait(fut: concurrent.futures.Future) -> Built:
+    def wait(job: Job) -> Built:
         while True:   # redraw the line while a build is still running
             try:
-                return fut.result(timeout=0.5)
+                return job.result(timeout=0.5)
             except concurrent.futures.TimeoutError:
                 bar.built = builders.built
                 bar.show()
 
-    def measure(cand: Candidate, fut: concurrent.futures.Future | None) -> Outcome:
-        built = wait(fut) if fut is not None else None
+    def measure(cand: Candidate, job: Job | None) -> Outcome:
+        built = wait(job) if job is not None else None
         if built is not None and built.status != "ok":
-            out = Outcome(built.status, None, built.detail)
+            out = Outcome(built.status, None, built.detail)   # the runner is not asked
         else:
             out = runner(op, cand.schedule, problem)
         feats = dict(cand.features or features(cand.kernel, runner.limits, plan=cand.plan))
@@ -152,8 +152,8 @@ def tune(op: Op, problem: Problem, *, runner: Runner, strategy: str = "exhaustiv
                     group.append((cand, Outcome(old.status, old.time_us, old.detail), None))
                     continue
                 asked_to_measure += 1
-                fut = builders.submit(op, cand.schedule, problem, runner.limits) if builders else None
-                group.append((cand, None, fut))
+                job = builders.submit(op, cand.schedule, problem, runner.limits) if builders else None
+                group.append((cand, None, job))
             groups.append(group)
 
     while True:
@@ -161,13 +161,13 @@ def tune(op: Op, problem: Problem, *, runner: Runner, strategy: str = "exhaustiv
         if not groups:
             break
         told = []
-        for cand, old, fut in groups.popleft():
+        for cand, old, job in groups.popleft():
             if old is not None:
                 result.skipped += 1
                 bar.skipped = result.skipped
                 told.append((cand, old))
             else:
-                told.append((cand, measure(cand, fut)))
+                told.append((cand, measure(cand, job)))
         search.tell(told)
         if stop is not None and stop(result):
             break

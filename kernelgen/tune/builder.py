@@ -20,16 +20,20 @@ asked at all. With the cache off (KERNELGEN_NO_CACHE) a build still finds compil
 the runner compiles again.
 
 The pool is "spawn"ed, so no CUDA state is inherited from a parent that touched the GPU, and holds
-`jobs` processes (default: every core). Any exception but a CompileError (NVRTC missing, a bug) is
-raised in the tuner, not turned into a record.
+`jobs` processes (default: every core); a script that makes one needs the usual
+`if __name__ == "__main__":` guard (the `kernelgen` command has it). Any exception but a
+CompileError (NVRTC missing, a bug) is raised in the tuner, not turned into a record; a builder
+process that dies is replaced (see Builders).
 """
 from __future__ import annotations
 
 import concurrent.futures
+import concurrent.futures.process
 import multiprocessing
 import os
 import time
 from dataclasses import dataclass, field
+from typing import Callable
 
 from ..errors import CompileError
 from ..features import main_launch, ptxas_features
@@ -70,28 +74,42 @@ def default_jobs() -> int:
 
 
 class Builders:
-    """A process pool of `jobs` builders (0: build inline, in the caller's process, when asked)."""
+    """A process pool of `jobs` builders (0: build inline, in the caller's process, when asked).
 
-    def __init__(self, jobs: int | None = None):
+    `submit` returns a Job; `job.result(timeout)` waits for its Built. A builder process that dies
+    (NVRTC crashing on a kernel) breaks the whole pool: the pool is started again and every job it
+    held is submitted again, up to `tries` times each; a job still dying then is a "compile_error"
+    saying so. (A dying job costs the jobs queued beside it one try each.)"""
+
+    def __init__(self, jobs: int | None = None, tries: int = 3, build_fn: Callable[..., Built] | None = None):
         self.jobs = default_jobs() if jobs is None else jobs
+        self.tries, self.build_fn = tries, build_fn
         self.built = 0           # builds finished, failures included
         self.failed = 0
         self.seconds = 0.0       # summed over builds
-        self._pool = None
-        if self.jobs > 0:
-            self._pool = concurrent.futures.ProcessPoolExecutor(self.jobs, mp_context=multiprocessing.get_context("spawn"))
+        self.restarts = 0
+        self._pool = self._start() if self.jobs > 0 else None
 
-    def submit(self, op: Op, sched: Schedule, problem: Problem, target: Target) -> concurrent.futures.Future:
+    def _start(self):
+        return concurrent.futures.ProcessPoolExecutor(self.jobs, mp_context=multiprocessing.get_context("spawn"))
+
+    def submit(self, op: Op, sched: Schedule, problem: Problem, target: Target) -> "Job":
+        job = Job(self, (op, sched, problem, target))
+        self._run(job)
+        return job
+
+    def _run(self, job: "Job") -> None:
+        fn = self.build_fn or build
         if self._pool is None:
             fut: concurrent.futures.Future = concurrent.futures.Future()
             try:
-                fut.set_result(build(op, sched, problem, target))
+                fut.set_result(fn(*job.args))
             except BaseException as e:  # noqa: BLE001  (raised again by result(), as a pool would)
                 fut.set_exception(e)
         else:
-            fut = self._pool.submit(build, op, sched, problem, target)
+            fut = self._pool.submit(fn, *job.args)
         fut.add_done_callback(self._count)
-        return fut
+        job.future = fut
 
     def _count(self, fut: concurrent.futures.Future) -> None:
         if fut.cancelled() or fut.exception() is not None:
@@ -100,6 +118,22 @@ class Builders:
         self.built += 1
         self.failed += b.status != "ok"
         self.seconds += b.seconds
+
+    def _retry(self, job: "Job", broken_pool) -> Built | None:
+        """After the pool broke: start a fresh one (once per breakage) and submit the job again."""
+        if self._pool is broken_pool:
+            broken_pool.shutdown(wait=False, cancel_futures=True)
+            self._pool = self._start()
+            self.restarts += 1
+        if job.tries >= self.tries:
+            self.built += 1
+            self.failed += 1
+            return Built("", "compile_error", f"the builder process died {job.tries} times building it "
+                                              "(the compiler crashed)")
+        job.tries += 1
+        job.pool = self._pool
+        self._run(job)
+        return None
 
     def close(self) -> None:
         if self._pool is not None:
@@ -111,3 +145,22 @@ class Builders:
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+
+class Job:
+    """One candidate submitted to Builders."""
+
+    def __init__(self, owner: Builders, args: tuple):
+        self.owner, self.args, self.tries = owner, args, 1
+        self.pool = owner._pool
+        self.future: concurrent.futures.Future | None = None
+
+    def result(self, timeout: float | None = None) -> Built:
+        """The Built; TimeoutError (concurrent.futures') if not done within `timeout` seconds."""
+        while True:
+            try:
+                return self.future.result(timeout)
+            except concurrent.futures.process.BrokenProcessPool:
+                failed = self.owner._retry(self, self.pool)
+                if failed is not None:
+                    return failed
