@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # One call on a GPU machine does it all: the gpu test tier, then every benchmark in benchmarks.txt
 # (each compared with the vendor library in the same process). Results go to $OUT (or ./bench_out).
-#   bench/gpu_all.sh [tests] [launch] [bench] [tune OP SIZE BUDGET]...
+#   bench/gpu_all.sh [tests] [launch] [bench] [changed] [gemm] [half] [tune OP SIZE BUDGET]...
 set -uo pipefail
 cd "$(dirname "$0")/.."
 export PYTHONPATH=$PWD PYTHONUNBUFFERED=1
 OUT=${OUT:-$PWD/bench_out}; mkdir -p "$OUT"
 K="python3 -m kernelgen.cli"
+PT="python3 -m pytest -q -m gpu -p no:cacheprovider"
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv,noheader | tee "$OUT/device.txt"
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -20,6 +21,19 @@ while [ $# -gt 0 ]; do
       done | tee "$OUT/bench.md"; shift ;;
     launch) python3 bench/launch_overhead.py 2>&1 | tee "$OUT/launch.txt"; shift ;;
     tune) $K tune "$2" --size "$3" --strategy random --budget "$4" --db "$OUT/tuning.jsonl" --resume 2>&1 | tail -5 | tee -a "$OUT/tune.txt"; shift 4 ;;
+    # Only what changed since the last full run: the sm_90a GEMM steps, half-precision transpose/GEMV,
+    # the launch path; each file under its own time limit, so one hung kernel costs one file.
+    changed)
+      { timeout 150 $PT tests/test_op_gemm.py -k "hopper or wgmma"; timeout 150 $PT tests/test_half_transpose_gemv.py
+        timeout 150 $PT tests/test_gpu.py tests/test_launch_args.py; timeout 150 $PT tests/test_half_ops.py -k softmax; } 2>&1 |
+        grep -E "passed|failed|FAILED|Error" | tee "$OUT/gpu_tests_changed.txt"; shift ;;
+    gemm)   # the tensor-core ladder at 4096^3 and 8192^3 (fp16), the heuristic in bf16, each against cuBLAS
+      { for s in M=4096,N=4096,K=4096 M=8192,N=8192,K=8192; do timeout 240 $K bench gemm --size $s --dtype float16 --ladder --markdown --reps 20; done
+        for s in M=4096,N=4096,K=4096 M=8192,N=8192,K=8192; do timeout 90 $K bench gemm --size $s --dtype bfloat16 --markdown --reps 20; done; } 2>&1 | tee "$OUT/gemm.md"; shift ;;
+    half)   # the half-precision memory-bound ops at their benchmark sizes
+      for o in transpose:M=8192,N=8192 gemv:M=8192,N=8192 softmax:rows=4096,cols=4096; do
+        for d in float16 bfloat16; do timeout 60 $K bench ${o%%:*} --size ${o#*:} --dtype $d --markdown --reps 30; done
+      done 2>&1 | tee "$OUT/half.md"; shift ;;
     *) echo "unknown step $1"; exit 2 ;;
   esac
 done

@@ -58,7 +58,7 @@ def sampled(op, n: int, tries: int = 20000) -> list:
     """Up to n legal kernels of random knob choices (seeded by the op's name: the same draws every run)."""
     rng, out, seen = random.Random(op.name), [], set()
     for _ in range(tries):
-        knobs = {k.name: rng.choice(k.choices) for k in op.knobs}
+        knobs = {k.name: rng.choice(tuple(k.choices)) for k in op.knobs}
         try:
             kernel = op.kernel(op.schedule_from_knobs(**knobs), target("sm_90"))
         except (ScheduleError, UsageError, TypeError, ValueError):

@@ -29,7 +29,7 @@ for label, sched in [(f"step{i}", steps[i - 1].schedule) for i in (2, 3, 4, 7, 8
         source = QUALIFIER.sub(qualifier, render(kernel))
         compiled = compile_cuda(source, gpu.device().arch, kernel.name)
         regs = re.findall(r"Used (\d+) registers", compiled.log)
-        launch = gpu.launcher(gpu.Bound(plan, compiled.cubin), arrays,
+        launch = gpu.launcher(gpu.bind(plan, compiled.cubin), arrays,
                               dict(op.input_shapes(problem), **op.output_shapes(problem)), problem.dtype)
         t = time_callable(launch, reps=10)
         print(f"{label:6} {variant:14} regs {regs} spill {compiled.spill_bytes()} {t.median_us:9.1f} us", flush=True)

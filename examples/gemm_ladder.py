@@ -1,5 +1,6 @@
 """The tensor-core GEMM ladder (WMMA -> mma.sync with ldmatrix -> XOR-swizzled shared memory -> cp.async
-pipeline -> the tuned default), written as schedules.
+pipeline -> the tuned default -> on sm_90a: wgmma fed by TMA -> warp specialisation -> C staged through shared
+memory -> clusters sharing B by TMA multicast), written as schedules.
 
     python3 examples/gemm_ladder.py                 # emit each step, validate it (GPU, else emulator)
     python3 examples/gemm_ladder.py bfloat16        # the same with bf16 inputs
@@ -13,6 +14,7 @@ import sys
 import kernelgen as kg
 from kernelgen import gpu
 from kernelgen.emit import write_kernel
+from kernelgen.target import target
 from kernelgen.validate import validate
 
 op = kg.get_op("gemm")
@@ -34,7 +36,16 @@ def pipelined(s, stages):
     return s.double_buffer("A", stages).double_buffer("B", stages).annotate("copy", "cp_async")
 
 
+def hopper(s, stages=4):
+    """wgmma on sm_90a: each warpgroup's rows by the block's whole width, tiles by TMA in a pipeline."""
+    return s.double_buffer("A", stages).double_buffer("B", stages).annotate("copy", "tma") \
+            .annotate("shared_layout", "xor").swizzle(8)
+
+
 MMA = tiles(128, 128, 32, 64, 64, "mma.m16n8k16")
+WGMMA = (kg.schedule("gemm").split("i", 128, 64).bind("i.0", "blockIdx.y").bind("i.1", "warpgroup")
+         .split("j", 256, 256).bind("j.0", "blockIdx.x").bind("j.1", "warpgroup")
+         .split("k", 64).tensorize("k.1", "wgmma.m64nNk16"))
 LADDER = {
     "1 WMMA 16x16x16, padded shared tiles": padded(tiles(64, 64, 32, 32, 32, "wmma.m16n16k16").annotate("copy", "sync")),
     "2 mma.sync m16n8k16 + ldmatrix": padded(MMA.annotate("copy", "sync")).annotate("ldmatrix", 1),
@@ -42,6 +53,11 @@ LADDER = {
     "4 3-stage cp.async pipeline": pipelined(MMA, 3).annotate("shared_layout", "xor").annotate("ldmatrix", 1),
     "5 tuned (the default schedule)": pipelined(tiles(128, 256, 32, 64, 64, "mma.m16n8k16"), 4)
                                       .annotate("shared_layout", "xor").annotate("ldmatrix", 1).swizzle(8),
+    "6 wgmma + TMA (sm_90a)": hopper(WGMMA),
+    "7 warp-specialised (sm_90a)": hopper(WGMMA).annotate("warp_specialize", 1),
+    "8 C staged through shared memory (sm_90a)": hopper(WGMMA).annotate("warp_specialize", 1).cache_write("C", "shared"),
+    "9 clusters of 2, B multicast (sm_90a)": hopper(WGMMA).annotate("warp_specialize", 1).cache_write("C", "shared")
+                                              .annotate("cluster", 2),
 }
 
 if __name__ == "__main__":
@@ -51,7 +67,14 @@ if __name__ == "__main__":
     for (title, sched), step in zip(LADDER.items(), op.ladder()):
         # The same kernel as the op's ladder step (written there in canonical order).
         assert op.knobs_from_schedule(sched) == op.knobs_from_schedule(step.schedule), title
+        if step.arch and not (backend == "gpu" and gpu.device().arch == step.arch):
+            kernel = op.kernel(sched, target(step.arch), types=problem.types)
+            path, _ = write_kernel(kernel, "out/gemm")
+            print(f"{title:40s} {'emitted only: runs on ' + step.arch + ' (this machine has none)':60s} {path}")
+            continue
         kernel = op.kernel(sched, types=problem.types)
         path, _ = write_kernel(kernel, "out/gemm")
+        if step.arch:   # TMA needs 16-byte rows: the aligned neighbour of the small size
+            problem = op.problem(op.test_problems_for(sched)[-2], dtype=dtype)
         v = validate(op, sched, problem, backend=backend)
         print(f"{title:40s} {v.summary()[:60]:60s} {path}")

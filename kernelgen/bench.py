@@ -26,8 +26,9 @@ def bench_rows(op: Op, problem: Problem, *, ladder: bool = False, best_db: str |
     gpu.require()
     scheds = [(f"{i}. {s.title}", s.schedule) for i, s in enumerate(op.ladder(), 1)] if ladder else []
     scheds.append(("default schedule", op.default_schedule()))
-    if op.schedule_for(problem) != op.default_schedule():
-        scheds.append(("heuristic for this size", op.schedule_for(problem)))
+    heuristic = op.schedule_for(problem, gpu.device())
+    if heuristic != op.default_schedule():
+        scheds.append(("heuristic for this size", heuristic))
     if best_db:
         from .tune.db import TuningDB
         rec = TuningDB(best_db).best(op.name, str(problem), gpu.device().arch)

@@ -29,9 +29,10 @@ import click
 from . import config
 from .bench import table
 from .errors import KernelgenError, UsageError, ValidationError
+from .interrupt import exit_interrupted
 from .ops import OPS, get_op
 from .ops.base import Op, Problem
-from .target import DEFAULT_ARCH, parse_arch, target
+from .target import DEFAULT_ARCH, Target, parse_arch, target
 from .schedule import Schedule
 
 
@@ -132,7 +133,8 @@ def open_db(db: str | None, writable: bool = False):
 
 
 def select(op: Op, knobs: tuple[str, ...], schedule_file: str | None, step: int | None, best: bool,
-           problem: Problem | None, db: str | None) -> Schedule:
+           problem: Problem | None, db: str | None, on: Target | None = None) -> Schedule:
+    """The schedule the options name; with none, the op's heuristic for `problem` on `on`."""
     given = sum(bool(x) for x in (knobs, schedule_file, step is not None, best))
     if given > 1:
         raise UsageError("choose one of --knob, --schedule, --step and --best")
@@ -152,7 +154,7 @@ def select(op: Op, knobs: tuple[str, ...], schedule_file: str | None, step: int 
         from .tune import best_schedule
         return best_schedule(op, problem, open_db(db))
     if not knobs and problem is not None:
-        return op.schedule_for(problem)
+        return op.schedule_for(problem, on)
     overrides: dict = {}
     for k in knobs:
         name, value = parse_knob(op, k)
@@ -217,6 +219,12 @@ class Group(click.Group):
     stops, removes temporary files and exits 130; anything else is a bug in kernelgen and keeps its
     traceback, followed by one line saying so (exit 3)."""
 
+    def make_context(self, info_name, args, parent=None, **extra):
+        try:        # click would turn Ctrl-C while it parses the arguments into "Aborted!" and exit 1
+            return super().make_context(info_name, args, parent, **extra)
+        except KeyboardInterrupt:
+            exit_interrupted()
+
     def invoke(self, ctx):
         try:
             return super().invoke(ctx)
@@ -233,8 +241,7 @@ class Group(click.Group):
             sys.exit(2)
         except KeyboardInterrupt:
             _cleanup()
-            click.echo("error: interrupted (Ctrl-C); temporary files removed", err=True)
-            sys.exit(130)
+            exit_interrupted("; temporary files removed")
         except OSError as e:                    # a path the user named, a full disk: not a bug
             if e.filename is None:
                 raise _bug(e) from None
@@ -280,8 +287,13 @@ def main():
 # -- list ----------------------------------------------------------------------------------------
 @main.command("list")
 @click.argument("op_name", required=False)
-def list_cmd(op_name):
+@click.option("--markdown", is_flag=True, help="Every op's knob table as Markdown (docs/knobs.md).")
+def list_cmd(op_name, markdown):
     """List the ops, or one op's sizes, knobs, primitives and ladder."""
+    if markdown:
+        from .ops.knobs import markdown as knob_markdown
+        click.echo(knob_markdown([get_op(op_name)] if op_name else OPS.values()), nl=False)
+        return
     if not op_name:
         click.echo(table([{"op": o.name, "sizes": ",".join(f"{d.name}={d.default}" for d in o.dims),
                            "dtypes": ",".join(o.dtypes), "what": o.summary} for o in OPS.values()],
@@ -293,8 +305,8 @@ def list_cmd(op_name):
     click.echo(f"loops: {', '.join(op.loops)}   inputs: {', '.join(op.inputs)}   outputs: {', '.join(op.outputs)}")
     click.echo("dtypes: " + ", ".join(f"{d} (outputs {'|'.join(op.out_dtypes(d))})" for d in op.dtypes))
     click.echo("knobs:")
-    click.echo(table([{"knob": k.name, "default": k.default, "choices": ",".join(map(str, k.choices)), "meaning": k.help}
-                      for k in op.knobs], ["knob", "default", "choices", "meaning"]))
+    from .ops.knobs import knob_rows
+    click.echo(table(knob_rows(op), ["knob", "default", "choices", "step", "meaning"]))
     click.echo(f"primitives: {op.primitives_help}")
     click.echo(f"default schedule: {op.default_schedule()}")
     for i, s in enumerate(op.ladder(), 1):
@@ -371,7 +383,7 @@ def inspect(op_name, knobs, schedule_file, step, best, db, ladder, arch, as_json
     else:
         click.echo(table([{k: "n/a" if v is None else v for k, v in r.items()} for r in rows],
                          ["step", "symbol", "registers", "shared_bytes", "local_bytes", "spill_bytes",
-                          "ldg128", "stg128", "lds128", "ffma", "hmma", "ldsm"]))
+                          "ldg128", "stg128", "lds128", "ffma", "hmma", "hgmma", "ldsm", "tma"]))
     for n in notes:
         click.echo(f"note: {n}", err=True)
 
@@ -413,8 +425,8 @@ def run(op_name, knobs, schedule_file, step, best, db, size, backend, arch, seed
                                  "the GPU itself")
     problem = parse_size(op, size, backend == "emulate", dtype, out_dtype)
     check_memory(op, problem, backend)
-    sched = select(op, knobs, schedule_file, step, best, problem, db)
     limits = gpu.device() if backend == "gpu" else target(arch or DEFAULT_ARCH)
+    sched = select(op, knobs, schedule_file, step, best, problem, db, limits)
     arch = limits.arch
     from .prepared import prepare
     kernel = prepare(op, sched, problem, limits).kernel   # validate below finds it in the cache

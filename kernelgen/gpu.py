@@ -15,6 +15,9 @@ from __future__ import annotations
 
 import ctypes
 import functools
+import operator
+import sys
+import threading
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -102,24 +105,50 @@ def _torch_dtype(name: str):
     return getattr(torch, name)
 
 
-def pointer(x, name: str, shape: tuple[int, ...], dt) -> int:
-    """The device address of a CuPy array, torch CUDA tensor or `__cuda_array_interface__` object,
-    after checking its shape, element type and contiguity (a few attribute reads: this runs per launch)."""
-    cupy = _cupy()
-    if type(x) is cupy.ndarray and x.dtype == dt.storage and x.shape == shape and x.flags.c_contiguous:
-        return x.data.ptr
-    if hasattr(x, "data_ptr"):  # torch
-        if x.dtype is not _torch_dtype(dt.name):
+def _cupy_reader(name: str, shape: tuple[int, ...], dt) -> Callable[[Any], int]:
+    want = np.dtype(dt.storage)
+
+    def read(x) -> int:
+        if x.shape == shape and x.dtype == want and x.flags.c_contiguous:
+            return x.data.ptr
+        return as_device_array(x, name, shape, dt.storage).data.ptr     # raises, naming what differs
+
+    return read
+
+
+def _torch_reader(name: str, shape: tuple[int, ...], dt) -> Callable[[Any], int]:
+    want = _torch_dtype(dt.name)
+
+    def read(x) -> int:
+        if x.dtype is want and x.is_cuda and x.shape == shape and x.is_contiguous():
+            return x.data_ptr()
+        if x.dtype is not want:
             raise UsageError(f"array {name!r} has dtype {x.dtype}; this kernel takes {dt.name}")
         if not x.is_cuda:
             raise UsageError(f"array {name!r} is on {x.device}; kernels take CUDA tensors")
         if tuple(x.shape) != shape:
             raise UsageError(f"array {name!r} has shape {tuple(x.shape)}; the problem needs {shape}")
-        if not x.is_contiguous():
-            raise UsageError(f"array {name!r} is not contiguous (strides {x.stride()}); pass a contiguous copy")
-        return x.data_ptr()
-    x = as_device_array(x, name, shape, dt.storage)
-    return x.data.ptr
+        raise UsageError(f"array {name!r} is not contiguous (strides {x.stride()}); pass a contiguous copy")
+
+    return read
+
+
+def _reader(cls: type, name: str, shape: tuple[int, ...], dt) -> tuple[Callable[[Any], int], bool]:
+    """How to read arrays of type `cls` passed as parameter `name`: a function of the array to its
+    device address that checks shape, element type and contiguity (the common case in one `if`, the
+    named error otherwise), and whether `cls` is a torch tensor (which decides the stream)."""
+    cupy = sys.modules.get("cupy")      # an array of CuPy's type means CuPy is imported: no import here
+    if cupy is not None and cls is getattr(cupy, "ndarray", None):
+        return _cupy_reader(name, shape, dt), False
+    if hasattr(cls, "data_ptr"):
+        return _torch_reader(name, shape, dt), True
+    return (lambda x: as_device_array(x, name, shape, dt.storage).data.ptr), False
+
+
+def pointer(x, name: str, shape: tuple[int, ...], dt) -> int:
+    """The device address of a CuPy array, torch CUDA tensor or `__cuda_array_interface__` object,
+    after checking its shape, element type and contiguity."""
+    return _reader(type(x), name, tuple(shape), dt)[0](x)
 
 
 def as_device_array(x, name: str, shape: tuple[int, ...], dtype: str):
@@ -146,13 +175,24 @@ def as_device_array(x, name: str, shape: tuple[int, ...], dtype: str):
 _SCALAR_CTYPES = {"int": ctypes.c_int32, "long long": ctypes.c_int64, "float": ctypes.c_float}
 
 
+class _LaunchConfig(ctypes.Structure):
+    """CUlaunchConfig of cuda.h: what cuLaunchKernelEx (CUDA 11.8+) takes in place of cuLaunchKernel's
+    eight scalar arguments, so a launch is a foreign call with four pointers instead of eleven values."""
+    _fields_ = [("gridDimX", ctypes.c_uint), ("gridDimY", ctypes.c_uint), ("gridDimZ", ctypes.c_uint),
+                ("blockDimX", ctypes.c_uint), ("blockDimY", ctypes.c_uint), ("blockDimZ", ctypes.c_uint),
+                ("sharedMemBytes", ctypes.c_uint), ("hStream", ctypes.c_void_p), ("attrs", ctypes.c_void_p),
+                ("numAttrs", ctypes.c_uint)]
+
+
 @functools.lru_cache(maxsize=1)
 def _libcuda():
-    """The driver API, called directly: a launch through ctypes costs ~2 us of host time, a
-    CuPy Function call with its argument conversion about 8."""
+    """The driver API, called directly: a CuPy Function call with its argument conversion costs ~8 us
+    of host time. cuLaunchKernelEx gets no argtypes: a Bound passes it ctypes pointers made once,
+    which spares ctypes a conversion per argument (~0.5 us a launch measured with a stub driver)."""
     lib = ctypes.CDLL("libcuda.so.1")
-    lib.cuLaunchKernel.argtypes = [ctypes.c_void_p] + [ctypes.c_uint] * 7 + [ctypes.c_void_p] * 3
     lib.cuMemsetD32Async.argtypes = [ctypes.c_uint64, ctypes.c_uint, ctypes.c_size_t, ctypes.c_void_p]
+    lib.cuTensorMapEncodeTiled.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_uint32, ctypes.c_void_p] + \
+        [ctypes.c_void_p] * 4 + [ctypes.c_int] * 4
     return lib
 
 
@@ -164,71 +204,188 @@ def _driver_check(status: int, what: str) -> None:
 
 
 def stream_handle(stream) -> int:
-    """A stream given as a CuPy or torch stream object, or as a raw handle."""
+    """A stream given as a raw handle, or as a CuPy or torch stream object."""
+    if isinstance(stream, int):
+        return stream
     for attr in ("ptr", "cuda_stream"):
         if hasattr(stream, attr):
             return int(getattr(stream, attr))
-    if isinstance(stream, int):
-        return stream
     raise UsageError(f"stream {stream!r} is not a CuPy stream, a torch stream or a handle")
 
 
-def current_stream(arrays: dict[str, Any]) -> int:
-    """The handle of the stream the caller launches on: torch's current stream for torch tensors,
-    else CuPy's current stream."""
-    if any(hasattr(a, "data_ptr") for a in arrays.values()):
+@functools.lru_cache(maxsize=2)
+def _stream_reader(library: str) -> Callable[[], int]:
+    """A function giving the handle of the caller's current stream in `library` ("torch" or "cupy"),
+    looked up once; the stream itself is read on every call, since the caller may switch streams.
+    torch's raw-stream call (what Inductor's generated code uses) skips building a Stream object."""
+    if library == "torch":
         import torch
-        return torch.cuda.current_stream().cuda_stream
-    return _cupy().cuda.get_current_stream().ptr
+        raw, device = (getattr(torch._C, f, None) for f in ("_cuda_getCurrentRawStream", "_cuda_getDevice"))
+        if raw is not None and device is not None:
+            return lambda: raw(device())
+        return lambda: torch.cuda.current_stream().cuda_stream
+    get = _cupy().cuda.get_current_stream
+    return lambda: get().ptr
 
 
-class _Call:
-    """One kernel launch with its argument slots: pointers are rewritten in place before each launch."""
+# CUtensorMapDataType by element type; CU_TENSOR_MAP_SWIZZLE_128B; CU_TENSOR_MAP_L2_PROMOTION_L2_256B.
+_TMA_DTYPES = {"float16": 6, "bfloat16": 9, "float32": 7}
+_TMA_SWIZZLE_128B, _TMA_L2_256B = 3, 3
 
-    def __init__(self, func, launch, fixed: dict[str, Any]):
-        self.func, self.launch = ctypes.c_void_p(func.ptr), launch
-        self.slots = [fixed[a] if a in fixed else ctypes.c_uint64(0) for a in launch.args]
-        self.params = (ctypes.c_void_p * len(self.slots))(*(ctypes.addressof(s) for s in self.slots))
-        self.pointer_slots = [(a, s) for a, s in zip(launch.args, self.slots) if a not in fixed]
+
+class _TensorMapSlot:
+    """The 128 bytes of a CUtensorMap kernel argument (64-byte aligned, as the driver wants them),
+    encoded again only when the buffer's address changes."""
+
+    def __init__(self, tm, dt):
+        self.tm, self.dt, self.address = tm, dt, None
+        self._raw = (ctypes.c_ubyte * 192)()
+        self.slot = (ctypes.c_ubyte * 128).from_buffer(self._raw, (-ctypes.addressof(self._raw)) % 64)
+
+    def update(self, address: int) -> None:
+        if address == self.address:
+            return
+        tm, item = self.tm, self.dt.itemsize
+        dims = (ctypes.c_uint64 * 2)(tm.cols, tm.rows)              # innermost first
+        strides = (ctypes.c_uint64 * 1)(tm.cols * item)             # bytes from one row to the next
+        box = (ctypes.c_uint32 * 2)(tm.box_cols, tm.box_rows)
+        ones = (ctypes.c_uint32 * 2)(1, 1)
+        _driver_check(_libcuda().cuTensorMapEncodeTiled(
+            ctypes.addressof(self.slot), _TMA_DTYPES[self.dt.name], 2, address, dims, strides, box, ones,
+            0, _TMA_SWIZZLE_128B, _TMA_L2_256B, 0), f"encoding the TMA descriptor {tm.name} of {tm.buffer}")
+        self.address = address
+
+
+# f(x) for a map over (reader, array) pairs without a Python frame per pair (operator.call: Python 3.11+)
+_apply = getattr(operator, "call", lambda f, x: f(x))
+
+
+class Arguments:
+    """The arrays of one kernel signature, read from a caller's keyword arguments: each checked for
+    shape, element type and contiguity and turned into its device address, in `names` order.
+
+    Per combination of array types seen, the readers (closures holding each array's expected shape and
+    type) and the current-stream function are chosen once. Every call still reads and checks every
+    array: the same object can hold another address, shape or dtype by the next call."""
+
+    def __init__(self, op: str, shapes: dict[str, tuple[int, ...]], dtype_of: Callable):
+        self.op, self.names = op, tuple(shapes)
+        self.params = tuple((n, tuple(s), dtype_of(n)) for n, s in shapes.items())
+        self.by_types: dict[tuple[type, ...], tuple] = {}
+        only = self.names[0] if len(self.names) == 1 else None        # itemgetter of one name gives no tuple
+        self._pick = operator.itemgetter(*self.names) if only is None else lambda a: (a[only],)
+
+    def read(self, arrays: dict[str, Any]) -> tuple[list[int], Callable[[], int]]:
+        """The addresses of `arrays`, and the function giving the caller's current stream (torch's
+        when any array is a torch tensor, else CuPy's)."""
+        try:
+            xs = self._pick(arrays)
+        except KeyError:
+            raise self._names_error(arrays) from None
+        if len(arrays) != len(xs):
+            raise self._names_error(arrays)
+        readers, current = self.by_types.get(tuple(map(type, xs))) or self._choose(xs)
+        return list(map(_apply, readers, xs)), current
+
+    def _choose(self, xs: tuple) -> tuple:
+        types = tuple(map(type, xs))
+        chosen = [_reader(t, *param) for t, param in zip(types, self.params)]
+        current = _stream_reader("torch" if any(is_torch for _, is_torch in chosen) else "cupy")
+        self.by_types[types] = tuple(read for read, _ in chosen), current
+        return self.by_types[types]
+
+    def _names_error(self, arrays: dict[str, Any]) -> UsageError:
+        return UsageError(f"{self.op} takes arrays {', '.join(self.names)}; missing "
+                          f"{[n for n in self.names if n not in arrays] or 'none'}, unknown "
+                          f"{[n for n in arrays if n not in self.names] or 'none'}")
 
 
 class Bound:
-    """A prepared kernel's launches with their functions, workspaces and scalar arguments decided:
-    `launch(pointers, stream)` writes the array addresses into the argument slots, clears the
-    workspaces that need it and enqueues the kernels, all through the driver API."""
+    """A kernel's launches with their functions, workspaces and scalar arguments decided: `launch`
+    writes the array addresses into the argument slots, clears the workspaces that need it and
+    enqueues the kernels on a stream, all through the driver API, without waiting.
 
-    def __init__(self, plan: Plan, cubin: bytes):
-        cupy = _cupy()
-        self.plan = plan
-        funcs = functions(cubin, plan)
-        self.work = {w.name: cupy.empty(max(1, w.count), dtype=w.dtype) for w in plan.workspaces}
-        self.fills = [(self.work[w.name].data.ptr, int(np.array(w.fill, w.dtype).view(np.uint32)), max(1, w.count))
+    Everything but the addresses and the stream is made into ctypes values here, once: each array has
+    one 8-byte slot that every launch's parameter list points at, and each launch its CUlaunchConfig,
+    so a launch is one slice assignment, a stream written per kernel and one foreign call per kernel.
+    `functions` maps symbols to CUfunction handles and `workspaces` names to device addresses (`bind`
+    makes both); `arrays` fixes the order `enqueue` takes addresses in; `keep` holds what the handles
+    point into (the loaded module, the workspace arrays) for as long as the Bound lives."""
+
+    def __init__(self, plan: Plan, functions: dict[str, int], workspaces: dict[str, int] | None = None,
+                 arrays: tuple[str, ...] = (), keep: Any = None):
+        workspaces = workspaces or {}
+        self.plan, self.keep = plan, keep
+        self.fixed = {s.name: _SCALAR_CTYPES[s.ctype](s.value) for s in plan.scalars}
+        self.fixed.update({n: ctypes.c_uint64(p) for n, p in workspaces.items()})
+        self.maps = [_TensorMapSlot(tm, plan.problem.dtype(tm.buffer)) for tm in plan.tensor_maps]
+        self.fixed.update({m.tm.name: m.slot for m in self.maps})       # passed by value: 128 bytes
+        used = (a for l in plan.launches for a in l.args if a not in self.fixed)
+        self.arrays = tuple(dict.fromkeys((*arrays, *used, *(m.tm.buffer for m in self.maps))))
+        self.map_index = [(self.arrays.index(m.tm.buffer), m) for m in self.maps]
+        self.addresses = (ctypes.c_uint64 * len(self.arrays))()
+        self.calls = [self._call(l, functions[l.symbol]) for l in plan.launches]
+        self.fills = [(workspaces[w.name], int(np.array(w.fill, w.dtype).view(np.uint32)), max(1, w.count))
                       for w in plan.workspaces if w.fill is not None]
-        fixed = {s.name: _SCALAR_CTYPES[s.ctype](s.value) for s in plan.scalars}
-        fixed.update({k: ctypes.c_uint64(v.data.ptr) for k, v in self.work.items()})
-        self.calls = [_Call(funcs[l.symbol], l, fixed) for l in plan.launches]
-        self.align = tuple(plan.alignment)
+        self.align = [(self.arrays.index(n), n, a) for n, a in plan.alignment]
+        # The slots and configs are shared state and ctypes lets go of the GIL during a driver call:
+        # threads launching one Bound (each on its own stream) take turns, or one could launch the
+        # other's arrays.
+        self.lock = threading.Lock()
+        lib = _libcuda()
+        self._memset = lib.cuMemsetD32Async
+        try:
+            self._launch = lib.cuLaunchKernelEx
+        except AttributeError:
+            raise UsageError("the CUDA driver has no cuLaunchKernelEx (drivers for CUDA 11.8 and later have it); "
+                             "update the NVIDIA driver") from None
+
+    def _call(self, l, function: int) -> tuple:
+        """(config, the pointer to it, function, parameter array, symbol) of one launch."""
+        slot = {n: ctypes.addressof(self.addresses) + 8 * i for i, n in enumerate(self.arrays)}
+        config = _LaunchConfig(*l.grid, *l.block, l.shared_bytes, None, None, 0)
+        params = (ctypes.c_void_p * len(l.args))(*(ctypes.addressof(self.fixed[a]) if a in self.fixed else slot[a]
+                                                   for a in l.args))
+        return config, ctypes.pointer(config), ctypes.c_void_p(function), params, l.symbol
 
     def launch(self, pointers: dict[str, int], stream: int) -> None:
-        for name, align in self.align:
-            if pointers[name] % align:
-                raise UsageError(f"array {name!r} at address {pointers[name]:#x} is not aligned to {align} bytes, "
+        """Enqueue the kernels on `stream` with the arrays at `pointers` (name -> device address)."""
+        self.enqueue([pointers[n] for n in self.arrays], stream)
+
+    def enqueue(self, addresses: list[int], stream: int) -> None:
+        """`launch` with the addresses listed in `self.arrays` order (a Prepared's per-call path)."""
+        for i, name, align in self.align:
+            if addresses[i] % align:
+                raise UsageError(f"array {name!r} at address {addresses[i]:#x} is not aligned to {align} bytes, "
                                  "which this schedule's vector width needs; use vectorize(..., 1) or an aligned array")
-        lib = _libcuda()
-        for ptr, bits, count in self.fills:
-            _driver_check(lib.cuMemsetD32Async(ptr, bits, count, stream), "clearing a workspace")
-        for c in self.calls:
-            for name, slot in c.pointer_slots:
-                slot.value = pointers[name]
-            l = c.launch
-            _driver_check(lib.cuLaunchKernel(c.func, *l.grid, *l.block, l.shared_bytes, stream, c.params, None),
-                          f"launching {l.symbol}")
+        with self.lock:
+            self.addresses[:] = addresses
+            for i, m in self.map_index:     # TMA descriptors: encoded again only for a new address
+                m.update(addresses[i])
+            for ptr, bits, count in self.fills:
+                _driver_check(self._memset(ptr, bits, count, stream), "clearing a workspace")
+            for config, ref, function, params, symbol in self.calls:
+                config.hStream = stream
+                status = self._launch(ref, function, params, None)
+                if status:
+                    _driver_check(status, f"launching {symbol}")
+
+
+def bind(plan: Plan, cubin: bytes, arrays: tuple[str, ...] = ()) -> Bound:
+    """The Bound of a plan on the current device: the cubin's functions loaded and its workspaces
+    allocated, both kept by the Bound (its ctypes values hold only raw handles)."""
+    cupy = _cupy()
+    funcs = functions(cubin, plan)
+    work = {w.name: cupy.empty(max(1, w.count), dtype=w.dtype) for w in plan.workspaces}
+    return Bound(plan, {s: f.ptr for s, f in funcs.items()}, {n: a.data.ptr for n, a in work.items()}, arrays,
+                 keep=(funcs, work))
 
 
 def launcher(bound: Bound, arrays: dict[str, Any], shapes: dict, types) -> Callable[[], None]:
     """A no-argument launcher on CuPy's current stream for fixed device arrays (timing loops)."""
     pointers = {n: pointer(arrays[n], n, shapes[n], types(n)) for n in shapes}
-    return lambda: bound.launch(pointers, _cupy().cuda.get_current_stream().ptr)
+    addresses, current = [pointers[n] for n in bound.arrays], _stream_reader("cupy")
+    return lambda: bound.enqueue(addresses, current())
 
 
 def synchronize_checked(name: str) -> None:
@@ -238,17 +395,3 @@ def synchronize_checked(name: str) -> None:
         cupy.cuda.Device().synchronize()
     except (cupy.cuda.driver.CUDADriverError, cupy.cuda.runtime.CUDARuntimeError) as e:
         raise LaunchError(f"{name} failed on the GPU: {e}") from None
-
-
-def launch(op, sched, problem, *, stream=None, **arrays) -> None:
-    """Run schedule `sched` of `op` on the caller's device arrays (inputs and outputs by name), on the
-    caller's stream (torch's current stream for torch tensors, CuPy's otherwise), without waiting.
-    The kernel is built, compiled and loaded on the first call for a (schedule, problem) and cached.
-
-        import torch, kernelgen as kg
-        op = kg.get_op("reduce_sum")
-        x, out = torch.rand(1000, device="cuda"), torch.empty(1, device="cuda")
-        kg.launch(op, op.default_schedule(), op.problem({"n": 1000}), x=x, out=out)
-    """
-    from .prepared import prepare
-    prepare(op, sched, problem, device())(stream=stream, **arrays)

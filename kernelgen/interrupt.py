@@ -19,9 +19,10 @@ from __future__ import annotations
 
 import atexit
 import os
+import signal
 import sys
 import threading
-from typing import Any, Callable
+from typing import Any, Callable, NoReturn
 
 POLL_S = 0.05
 _cleanups: list[Callable[[], None]] = []
@@ -53,6 +54,22 @@ def _exit_hook() -> None:
             except Exception:
                 pass
         os._exit(130)
+
+
+def exit_interrupted(what: str = "", *, ignore_more: bool = False) -> NoReturn:
+    """Exit 130 (interrupted) with one line on stderr and no traceback. `ignore_more`: a second Ctrl-C
+    while the process exits is ignored (for the command's own process, not for a caller's)."""
+    if ignore_more:
+        try:
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
+        except ValueError:              # not the main thread
+            pass
+    try:
+        sys.stderr.write(f"error: interrupted (Ctrl-C){what}\n")
+        sys.stderr.flush()
+    except Exception:
+        pass
+    sys.exit(130)
 
 
 def interruptible(fn: Callable[..., Any], *args, **kwargs) -> Any:

@@ -22,7 +22,6 @@ from typing import Any
 
 from . import gpu
 from .compile import Compiled, compile_cuda
-from .errors import UsageError
 from .ops.base import Kernel, Op, Plan, Problem
 from .render import render
 from .schedule import Schedule
@@ -53,22 +52,17 @@ class Prepared:
         return dict(self.op.input_shapes(self.problem), **self.op.output_shapes(self.problem))
 
     @functools.cached_property
-    def _bound(self):
-        return gpu.Bound(self.plan, self.binary.cubin)
+    def _arguments(self) -> gpu.Arguments:
+        return gpu.Arguments(self.op.name, self.shapes(), self.problem.dtype)
 
     @functools.cached_property
-    def _checks(self) -> tuple:
-        return tuple((n, s, self.problem.dtype(n)) for n, s in self.shapes().items())
+    def _bound(self) -> gpu.Bound:
+        return gpu.bind(self.plan, self.binary.cubin, self._arguments.names)
 
     def __call__(self, *, stream=None, **arrays: Any) -> None:
         """Launch on `stream` (default: the caller's current torch or CuPy stream); does not wait."""
-        if len(arrays) != len(self._checks) or any(n not in arrays for n, _, _ in self._checks):
-            names = [n for n, _, _ in self._checks]
-            raise UsageError(f"{self.op.name} takes arrays {', '.join(names)}; missing "
-                             f"{[n for n in names if n not in arrays] or 'none'}, unknown "
-                             f"{[n for n in arrays if n not in names] or 'none'}")
-        pointers = {n: gpu.pointer(arrays[n], n, s, d) for n, s, d in self._checks}
-        self._bound.launch(pointers, gpu.stream_handle(stream) if stream is not None else gpu.current_stream(arrays))
+        addresses, current = self._arguments.read(arrays)     # checked before anything is compiled
+        self._bound.enqueue(addresses, current() if stream is None else gpu.stream_handle(stream))
 
     def launcher(self, arrays: dict[str, Any]):
         """A no-argument launcher on fixed device arrays (for timing loops and CUDA-graph capture)."""
@@ -91,3 +85,16 @@ def _prepare(op: Op, sched: Schedule, problem: Problem, target: Target) -> Prepa
 def prepare(op: Op, sched: Schedule, problem: Problem, target: Target | None = None) -> Prepared:
     """The Prepared of (op, schedule, problem, target), built on first use and cached in the process."""
     return _prepare(op, sched, problem, target or default_target())
+
+
+def launch(op: Op, sched: Schedule, problem: Problem, *, stream=None, **arrays) -> None:
+    """Run schedule `sched` of `op` on the caller's device arrays (inputs and outputs by name), on the
+    caller's stream (torch's current stream for torch tensors, CuPy's otherwise), without waiting.
+    The kernel is built, compiled and loaded on the first call for a (schedule, problem) and cached.
+
+        import torch, kernelgen as kg
+        op = kg.get_op("reduce_sum")
+        x, out = torch.rand(1000, device="cuda"), torch.empty(1, device="cuda")
+        kg.launch(op, op.default_schedule(), op.problem({"n": 1000}), x=x, out=out)
+    """
+    _prepare(op, sched, problem, gpu.device())(stream=stream, **arrays)

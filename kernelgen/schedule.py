@@ -23,10 +23,8 @@ from typing import Any, ClassVar
 import numpy as np
 
 from .errors import ScheduleError, check
+from .frozen import hash_once
 
-BIND_AXES = ("blockIdx.x", "blockIdx.y", "blockIdx.z", "threadIdx.x", "threadIdx.y", "threadIdx.z",
-             "warp", "lane", "serial")
-SCOPES = ("shared", "register")
 
 
 def _type_error(prim: str, field: str, value, want: str) -> ScheduleError:
@@ -88,6 +86,11 @@ class Step:
     @property
     def target(self) -> str:
         return str(getattr(self, dataclasses.fields(self)[0].name))
+
+    @property
+    def setting(self):
+        """What the step sets on its target: its last field (bind's axis, vectorize's width, ...)."""
+        return getattr(self, dataclasses.fields(self)[-1].name)
 
     def args(self) -> tuple:
         vals = []
@@ -247,6 +250,7 @@ def _step_from_dict(d, index: int = 0) -> Step:
     return cls(**kwargs)
 
 
+@hash_once
 @dataclass(frozen=True)
 class Schedule:
     """An op name and the primitives applied to it, in order. Every builder method returns a new Schedule."""
@@ -445,108 +449,36 @@ class ScheduleReader:
                 raise ScheduleError("split", loop, f, limit="factors are >= 1")
         return step.factors
 
-    def vector_split(self, loop: str, default: tuple[int, int, int],
-                     allowed_widths: tuple[int, ...] = (1, 2, 4)) -> tuple[int, int, int]:
+    def vector_split(self, loop: str, default: tuple[int, int, int]) -> tuple[int, int, int]:
         """`split(loop, items*threads*vec, threads*vec, vec)` with `vectorize(loop.3, vec)`: the
-        strided, vectorised walk most memory-bound ops use. Returns (items, threads, vec)."""
+        strided, vectorised walk most memory-bound ops use. Returns (items, threads, vec); the
+        vector width's choices are the op's `vec` knob's, checked with the other knobs."""
         chunk, row, vec = self.split(loop, 3, default)
         check(row % vec == 0 and chunk % row == 0, "split", loop, (chunk, row, vec),
               limit="each factor must divide the one before it")
-        width = self.vectorize(f"{loop}.3", default=1, allowed=allowed_widths)
+        width = self.read("vectorize", f"{loop}.3", 1)
         check(width == vec, "vectorize", f"{loop}.3", width, limit=f"split({loop})'s innermost factor is {vec}")
         return chunk // row, row // vec, vec
 
-    def bind(self, loop: str, default: str | None = None, allowed: tuple[str, ...] = BIND_AXES) -> str | None:
-        step = self._take(Bind, loop)
+    def read(self, prim: str, target: str, default=None, allowed: tuple | None = None):
+        """The value of the one `prim(target, value)` step (bind's axis, cache_read's scope, vectorize's
+        width, annotate's value, ...; swizzle has no target: ""), or `default` when there is none. The
+        step counts as used; a value outside `allowed` is a ScheduleError naming the choices."""
+        step = self._take(PRIMITIVES[prim], target if prim != "swizzle" else None)
         if step is None:
             return default
-        if step.axis not in allowed:
-            raise ScheduleError("bind", loop, step.axis, allowed=", ".join(allowed))
-        return step.axis
+        value = step.setting
+        if allowed is not None and not any(value == a and type(value) is type(a) for a in allowed):
+            raise ScheduleError(prim, target, value, allowed=", ".join(map(str, allowed)))
+        return value
 
-    def cache_read(self, buffer: str, default: str | None = None,
-                   allowed: tuple[str, ...] = SCOPES) -> str | None:
-        step = self._take(CacheRead, buffer)
-        if step is None:
-            return default
-        if step.scope not in allowed:
-            raise ScheduleError("cache_read", buffer, step.scope, allowed=", ".join(allowed))
-        return step.scope
+    def has(self, prim: str, target: str) -> bool:
+        """Whether the schedule holds a `prim(target, ...)` step (without using it)."""
+        return bool(self._find(PRIMITIVES[prim], target if prim != "swizzle" else None))
 
-    def cache_write(self, buffer: str, default: str | None = None,
-                    allowed: tuple[str, ...] = SCOPES) -> str | None:
-        step = self._take(CacheWrite, buffer)
-        if step is None:
-            return default
-        if step.scope not in allowed:
-            raise ScheduleError("cache_write", buffer, step.scope, allowed=", ".join(allowed))
-        return step.scope
-
-    def storage_align(self, buffer: str, default: int = 0) -> int:
-        step = self._take(StorageAlign, buffer)
-        if step is None:
-            return default
-        if not 0 <= step.pad <= 64:
-            raise ScheduleError("storage_align", buffer, step.pad, limit="0..64 elements of padding per row")
-        return step.pad
-
-    def vectorize(self, target: str, default: int = 1, allowed: tuple[int, ...] = (1, 2, 4)) -> int:
-        step = self._take(Vectorize, target)
-        if step is None:
-            return default
-        if step.width not in allowed:
-            raise ScheduleError("vectorize", target, step.width,
-                                limit="16 bytes per access (4 floats)", allowed=", ".join(map(str, allowed)))
-        return step.width
-
-    def unroll(self, loop: str, default: int | None = None) -> int | None:
-        step = self._take(Unroll, loop)
-        if step is None:
-            return default
-        if step.factor < 0:
-            raise ScheduleError("unroll", loop, step.factor, limit="0 (fully) or a positive factor")
-        return step.factor
-
-    def double_buffer(self, buffer: str, default: int = 1, allowed: tuple[int, ...] = (1, 2)) -> int:
-        step = self._take(DoubleBuffer, buffer)
-        if step is None:
-            return default
-        if step.stages not in allowed:
-            raise ScheduleError("double_buffer", buffer, step.stages, allowed=", ".join(map(str, allowed)))
-        return step.stages
-
-    def reduction(self, loop: str, default: str, allowed: tuple[str, ...]) -> str:
-        step = self._take(Reduction, loop)
-        if step is None:
-            return default
-        if step.strategy not in allowed:
-            raise ScheduleError("reduction", loop, step.strategy, allowed=", ".join(allowed))
-        return step.strategy
-
-    def swizzle(self, default: int = 1, allowed: tuple[int, ...] = (1, 2, 4, 8, 16)) -> int:
-        step = self._take(Swizzle, None)
-        if step is None:
-            return default
-        if step.factor not in allowed:
-            raise ScheduleError("swizzle", "", step.factor, allowed=", ".join(map(str, allowed)))
-        return step.factor
-
-    def tensorize(self, loop: str, default: str | None, allowed: tuple[str, ...]) -> str | None:
-        """The intrinsic of `tensorize(loop, intrinsic)`, from those the op's templates implement."""
-        step = self._take(Tensorize, loop)
-        if step is None:
-            return default
-        if step.intrinsic not in allowed:
-            raise ScheduleError("tensorize", loop, step.intrinsic, allowed=", ".join(allowed))
-        return step.intrinsic
-
-    def annotate(self, key: str, default, allowed: tuple | None = None):
-        step = self._take(Annotate, key)
-        if step is None:
-            return default
-        if allowed is not None and step.value not in allowed:
-            raise ScheduleError("annotate", key, step.value, allowed=", ".join(map(str, allowed)))
-        return step.value
+    def expect(self, prim: str, target: str, value) -> None:
+        """A step the op's structure fixes (bind(i.0, blockIdx.x)): absent or exactly `value`."""
+        self.read(prim, target, value, (value,))
 
     def fuse(self, loops: tuple[str, ...]) -> bool:
         for i, s in enumerate(self.sched.steps):

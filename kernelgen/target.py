@@ -21,6 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 
 from .errors import ScheduleError, UsageError
+from .frozen import hash_once
 
 KB = 1024
 
@@ -108,6 +109,7 @@ def first_arch_with(feature: str) -> str:
     return next((a for a in ARCHS if feature in features_of(a)), "none")
 
 
+@hash_once
 @dataclass(frozen=True)
 class Target:
     """What legality is checked against and what the roofline is drawn with."""
@@ -137,8 +139,10 @@ class Target:
     def require(self, feature: str, primitive: str, target: str, value) -> None:
         """ScheduleError unless this arch has `feature`, naming the first arch that does."""
         if not self.has(feature):
-            raise ScheduleError(primitive, target, value,
-                                limit=f"{feature} needs {first_arch_with(feature)} or later; {self.arch} lacks it")
+            specific = [a for a, fs in ARCH_SPECIFIC.items() if feature in fs]
+            need = (f"{' or '.join(specific)} (an arch-specific target: no other arch runs it)" if specific
+                    else f"{first_arch_with(feature)} or later")
+            raise ScheduleError(primitive, target, value, limit=f"{feature} needs {need}; {self.arch} lacks it")
 
     def peak_flops(self, math: str) -> float:
         """Dense flop/s of a math path ("fp32", "tf32", "fp16"), 0 when unknown."""

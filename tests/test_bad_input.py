@@ -65,6 +65,14 @@ def files(tmp_path_factory):
         "step_not_object": json.dumps({"op": "sgemm", "steps": [5]}),
         "split_dotted": _step(prim="split", loop="i.0", factors=[8]),
         "split_no_factors": _step(prim="split", loop="i", factors=[]),
+        "reduce_threads_96": json.dumps({"op": "reduce_sum", "steps": [
+            {"prim": "split", "loop": "i", "factors": [1536, 384, 4]}, {"prim": "vectorize", "target_name": "i.3",
+                                                                         "width": 4}]}),
+        "reduce_grid_stride_3": json.dumps({"op": "reduce_sum", "steps": [
+            {"prim": "annotate", "key": "grid_stride", "value": 3}]}),
+        "sgemm_copy_naive": json.dumps({"op": "sgemm", "steps": [
+            {"prim": "split", "loop": "i", "factors": [16]}, {"prim": "split", "loop": "j", "factors": [16]},
+            {"prim": "annotate", "key": "copy", "value": "cp_async"}]}),
     }
     for name, text in schedules.items():
         p = d / f"{name}.json"
@@ -108,6 +116,11 @@ def _validate(**kw):
     return validate(op, op.default_schedule(), problem, **args)
 
 
+def _plan(name, knobs, sizes):
+    op = get_op(name)
+    return op.plan(op.kernel(op.schedule(**knobs)), op.problem(sizes))
+
+
 def _kernel(sched):
     return lambda f: _sgemm().kernel(sched)
 
@@ -145,6 +158,28 @@ CASES = [
     ("knob twice", ["emit", "reduce_sum", "-k", "threads=256", "-k", "threads=512"], 2, ["threads", "twice"]),
     ("bool knob", ["emit", "transpose", "-k", "staged=maybe"], 2, ["staged='maybe'", "true or false"]),
     ("knob and step", ["emit", "reduce_sum", "-k", "threads=256", "--step", "1"], 2, ["choose one of"]),
+    # off-choice numbers: a closed list names its values, a range its rule; the same from a schedule file
+    ("gemv threads=96", ["emit", "gemv", "-k", "threads=96"], 2,
+     ["threads=96", "not one of its choices", "32, 64, 128, 256, 512, 1024"]),
+    ("elementwise threads=96", ["emit", "elementwise", "-k", "threads=96"], 2, ["threads=96", "32, 64, 128"]),
+    ("conv2d threads=96", ["emit", "conv2d", "-k", "algo=direct", "-k", "threads=96"], 2, ["threads=96", "32, 64"]),
+    ("sgemm bm=96", ["emit", "sgemm", "-k", "bm=96"], 2, ["bm=96", "16, 32, 64, 128, 256"]),
+    ("transpose rows=3", ["emit", "transpose", "-k", "rows=3"], 2, ["rows=3", "1, 2, 4, 8, 16, 32, 64"]),
+    ("staged_load rows=1000", ["emit", "staged_load", "-k", "rows=1000"], 2, ["rows=1000", "32, 64, 128"]),
+    ("reduce grid_stride=3", ["emit", "reduce_sum", "-k", "grid_stride=3"], 2, ["grid_stride=3", "0, 1, 2, 4, 8, 16, 32"]),
+    ("softmax l2_batch_mb=12", ["emit", "softmax", "-k", "algo=split", "-k", "l2_batch_mb=12"], 2,
+     ["l2_batch_mb=12", "0, 8, 16, 32"]),
+    ("range knob above", ["emit", "softmax", "-k", "items=33"], 2, ["items=33", "outside its range", "an integer in 1..32"]),
+    ("range knob below", ["emit", "reduce_sum", "-k", "items=0"], 2, ["items=0", "outside its range", "1..16"]),
+    ("range knob off step", ["emit", "gemm", "-k", "wn=12"], 2, ["wn=12", "a multiple of 8 in 8..128"]),
+    ("knob that does not apply", ["emit", "sgemm", "-k", "shared=false", "-k", "stages=3"], 2,
+     ["stages=3", "no effect with shared=False", "applies with shared True"]),
+    ("schedule off-choice split", ["emit", "reduce_sum", "--schedule", "{reduce_threads_96}"], 2,
+     ["split(i)", "96", "knob threads of reduce_sum", "allowed: 32, 64, 128"]),
+    ("schedule off-choice annotate", ["emit", "reduce_sum", "--schedule", "{reduce_grid_stride_3}"], 2,
+     ["annotate(grid_stride)", "3", "allowed: 0, 1, 2, 4, 8, 16, 32"]),
+    ("schedule step that does not apply", ["emit", "sgemm", "--schedule", "{sgemm_copy_naive}"], 2,
+     ["annotate(copy)", "'cp_async'", "applies only with shared True"]),
     # -- steps, archs, options ---------------------------------------------------------------------
     ("step 0", ["emit", "reduce_sum", "--step", "0"], 2, ["--step", "0", "x>=1"]),
     ("step -1", ["emit", "reduce_sum", "--step", "-1"], 2, ["--step", "-1", "x>=1"]),
@@ -186,7 +221,24 @@ CASES = [
     ("size negative", ["run", "reduce_sum", "--backend", E, "--size", "n=-3"], 2, ["n=-3 is illegal"]),
     ("size unknown dim", ["run", "reduce_sum", "--backend", E, "--size", "q=5"], 2, ["unknown size 'q'", "n"]),
     ("size too many", ["run", "sgemm", "--backend", E, "--size", "1x2x3x4"], 2, ["takes 3 sizes", "M, N, K"]),
-    ("size beyond int", ["run", "sgemm", "--backend", E, "--size", "M=3000000000"], 2, ["M=3000000000", "2147483647"]),
+    ("size beyond int", ["run", "sgemm", "--backend", E, "--size", "M=3000000000"], 2, ["M=3000000000", "1..16776960"]),
+    # each op's own size limits, below 2^31-1 where its grid or its int indexes need it
+    ("sgemm M past the grid", ["run", "sgemm", "--backend", E, "--size", "M=20000000"], 2,
+     ["M=20000000", "1..16776960", "gridDim.y holds 65535 block rows"]),
+    ("gemm M past the grid", ["run", "gemm", "--backend", E, "--size", "M=16776961"], 2, ["M=16776961", "16776960"]),
+    ("sgemm K near 2^31", ["run", "sgemm", "--backend", E, "--size", "M=1,N=1,K=2147483600"], 2,
+     ["K=2147483600", "1..2147483391", "whole K tiles"]),
+    ("gemv N near 2^31", ["run", "gemv", "--backend", E, "--size", "M=1,N=2147483000"], 2,
+     ["N=2147483000", "1..2147418111", "unroll*lanes*vec"]),
+    ("gemv M near 2^31", ["run", "gemv", "--backend", E, "--size", "M=2147483000,N=1"], 2, ["M=2147483000", "2147482623"]),
+    ("softmax cols near 2^31", ["run", "softmax", "--backend", E, "--size", "rows=1,cols=2147483000"], 2,
+     ["cols=2147483000", "1..2147221503", "chunk of a row"]),
+    ("layernorm cols near 2^31", ["run", "layernorm", "--backend", E, "--size", "rows=1,cols=2147400000"], 2,
+     ["cols=2147400000", "2147221503"]),
+    ("transpose M near 2^31", ["run", "transpose", "--backend", E, "--size", "M=2147483600,N=1"], 2,
+     ["M=2147483600", "1..2147483583", "a tile (64)"]),
+    ("elementwise N near 2^31", ["run", "elementwise", "--backend", E, "--size", "M=1,N=2147483645"], 2,
+     ["N=2147483645", "1..2147483639"]),
     ("size 10^12", ["run", "reduce_sum", "--backend", E, "--size", "n=1000000000000"], 2, ["n=1000000000000", "2147483647"]),
     ("size types", ["run", "reduce_sum", "--backend", E, "--size", "n=5:f16"], 2, ["'f16'", "'f32'"]),
     ("size no name", ["run", "reduce_sum", "--backend", E, "--size", "=5"], 2, ["has no name"]),
@@ -245,7 +297,21 @@ CASES = [
     ("problem str", lambda f: _sgemm().problem({"M": "5"}), 2, ["M='5' is a str", "sizes are integers"]),
     ("problem bool", lambda f: _sgemm().problem({"M": True}), 2, ["M=True is a bool", "sizes are integers"]),
     ("problem float", lambda f: _sgemm().problem({"M": 5.0}), 2, ["M=5.0 is a float"]),
-    ("problem huge", lambda f: _sgemm().problem({"M": 2 ** 31}), 2, ["M=2147483648", "1..2147483647"]),
+    ("problem huge", lambda f: _sgemm().problem({"M": 2 ** 31}), 2, ["M=2147483648", "1..16776960"]),
+    ("conv2d x past int", lambda f: get_op("conv2d").problem(dict(N=1, C=1, H=65536, W=32768, K=1, R=1, S=1, stride=1,
+                                                                  pad=0)), 2,
+     ["x has 2147483648 elements", "at most 2147482623"]),
+    ("sgemm M past this bm's grid", lambda f: _plan("sgemm", dict(bm=128, bn=128, tm=8, tn=8, wm=64, wn=32),
+                                                    {"M": 10 ** 7}), 2,
+     ["M=10000000", "78125 block rows of 128", "65535", "M <= 8388480 with bm=128"]),
+    ("sgemm swizzled blocks past int", lambda f: _plan("sgemm", dict(layout="contiguous", wm=0, wn=0, bm=16, bn=16, tm=1,
+                                                                     tn=1, vec_a=1, vec_b=1, vec_c=1),
+                                                       {"M": 10 ** 6, "N": 2 ** 31 - 300}), 2,
+     ["8388606875000 blocks", "at most 2147483647", "swizzle 1"]),
+    ("transpose tiles past int", lambda f: _plan("transpose", dict(tile=16, rows=4, vec=1), {"M": 2 ** 31 - 100, "N": 2 ** 20}),
+     2, ["tiles of 16x16", "at most 2147483647"]),
+    ("gemv grid stride past int", lambda f: _plan("gemv", dict(grid_stride=16), {"M": 2 ** 31 - 1100, "N": 4}), 2,
+     ["annotate(grid_stride)", "M=2147482548", "M <= 2147481536"]),
     ("problem unknown dim", lambda f: _sgemm().problem({"Q": 1}), 2, ["unknown size 'Q'", "M, N, K"]),
     ("problem dtype", lambda f: _sgemm().problem(dtype="float64"), 2, ["dtype 'float64' is unknown"]),
     ("schedule knob value", lambda f: _sgemm().schedule(bm=1000000), 2, ["bm=1000000", "choices"]),
@@ -254,6 +320,14 @@ CASES = [
     ("schedule knob int for bool", lambda f: _sgemm().schedule(shared=1), 2, ["shared=1 is a int", "true or false"]),
     ("schedule knob float", lambda f: _sgemm().schedule(bm=64.0), 2, ["bm=64.0 is a float"]),
     ("schedule unknown knob", lambda f: _sgemm().schedule(nope=1), 2, ["unknown knob 'nope'"]),
+    ("schedule off-choice number", lambda f: get_op("gemv").schedule(threads=96), 2,
+     ["gemv: knob threads=96", "not one of its choices", "32, 64"]),
+    ("schedule numpy off-choice", lambda f: get_op("elementwise").schedule(threads=__import__("numpy").int64(96)), 2,
+     ["threads=", "96", "not one of its choices"]),
+    ("schedule range", lambda f: get_op("gemv").schedule(unroll=17), 2, ["unroll=17", "an integer in 1..16"]),
+    ("schedule_from_knobs unknown", lambda f: _sgemm().schedule_from_knobs(nope=1), 2, ["unknown knob 'nope'"]),
+    ("kernel off-choice read back", _kernel(_sgemm().schedule_from_knobs(bm=96, layout="contiguous", tm=8, tn=8, wm=0, wn=0)), 2,
+     ["split(i)", "96", "knob bm of sgemm", "16, 32, 64, 128, 256"]),
     ("builder float factor", lambda f: schedule("sgemm").split("i", 256.0), 2, ["split(factors)", "not a float"]),
     ("builder bool factor", lambda f: schedule("sgemm").split("i", True), 2, ["split(factors)", "not a bool"]),
     ("builder axis int", lambda f: schedule("sgemm").bind("i.0", 5), 2, ["bind(axis)", "not an int"]),
@@ -392,6 +466,57 @@ def test_ctrl_c_stops_an_emulator_run_within_a_second_and_cleans_up(tmp_path):
     assert took < 1.5, f"took {took:.2f} s to stop"
     assert "Traceback" not in err and "interrupted" in err
     assert not list(tmp_path.glob("kg-emulate-*"))
+
+
+# Ctrl-C while the command loads: a real SIGINT, sent while `import click` (the first thing kernelgen/cli.py
+# imports) is held for 30 s by an import hook, so the signal surely lands inside the command's imports.
+_SLOW_IMPORTS = """
+import builtins, signal, sys, time
+signal.signal(signal.SIGINT, signal.default_int_handler)     # as Python sets it, even under a shell that ignores it
+real = builtins.__import__
+def slow(name, *args, **kwargs):
+    if name == "click":
+        sys.stderr.write("loading\\n"); sys.stderr.flush(); time.sleep(30)
+    return real(name, *args, **kwargs)
+builtins.__import__ = slow
+sys.argv = ["kernelgen", "list"]
+from kernelgen.__main__ import main
+main()
+"""
+
+
+def test_ctrl_c_while_the_command_loads_exits_130_with_one_line(tmp_path):
+    env = dict(os.environ, PYTHONPATH=str(ROOT), KERNELGEN_NO_GPU="1")
+    p = subprocess.Popen([sys.executable, "-c", _SLOW_IMPORTS], cwd=tmp_path, env=env, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+    try:
+        assert p.stderr.readline() == "loading\n"
+        sent = time.monotonic()
+        p.send_signal(signal.SIGINT)
+        out, err = p.communicate(timeout=30)
+        took = time.monotonic() - sent
+    finally:
+        if p.poll() is None:
+            p.kill()
+    assert p.returncode == 130, (p.returncode, err)
+    assert took < 1.5 and out == ""
+    assert _one_line(err) == "error: interrupted (Ctrl-C)"
+
+
+def test_ctrl_c_while_arguments_are_parsed_exits_130_not_aborted(monkeypatch):
+    import click
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+    monkeypatch.setattr(click.Group, "parse_args", interrupted)
+    r = CliRunner().invoke(main, ["list"])
+    assert r.exit_code == 130 and "Traceback" not in r.output and "Aborted" not in r.output
+    assert _one_line(r.output) == "error: interrupted (Ctrl-C)"
+
+
+def test_the_console_entry_point_is_the_interrupt_safe_one():
+    text = (ROOT / "pyproject.toml").read_text()
+    assert 'kernelgen = "kernelgen.__main__:main"' in text
 
 
 @pytest.mark.emulate

@@ -21,7 +21,7 @@ def test_list_ops_and_one_op():
 
 @pytest.mark.parametrize("args, message", [
     (("list", "nope"), "unknown op 'nope'"),
-    (("emit", "reduce_sum", "-k", "threads=100"), "knob threads=100 is not one of its choices (128, 256, 512, 1024)"),
+    (("emit", "reduce_sum", "-k", "threads=100"), "knob threads=100 is not one of its choices (allowed: 32, 64, 128, 256, 512, 1024)"),
     (("emit", "reduce_sum", "-k", "bogus=1"), "unknown knob 'bogus'"),
     (("emit", "reduce_sum", "-k", "threads=abc"), "is not an integer"),
     (("emit", "reduce_sum", "--step", "99"), "--step 99 is out of range"),

@@ -91,8 +91,9 @@ def test_gemm_schedule_reads_back():
     (dict(bm=128, bn=256, tm=4, tn=4), "2048 is illegal"),
     (dict(tm=2, bm=32), "allowed: 4, 8"),
     (dict(bk=4, bn=64, bm=128, tm=4, tn=4), "gathers a whole rows x pixels piece"),   # 512 threads, 256 elements
-    (dict(pad=2), "16-byte aligned"),
-    (dict(algo="direct", threads=48), "multiple of 32"),
+    (dict(pad=2), r"knob pad=2 is not one of its choices \(allowed: 0, 4\)"),
+    (dict(algo="direct", threads=48), r"knob threads=48 is not one of its choices \(allowed: 32, 64"),
+    (dict(threads=128), r"knob threads=128 has no effect with algo='implicit' \(it applies with algo direct\)"),
     (dict(algo="winograd"), "allowed: direct, im2col, implicit"),
 ])
 def test_illegal_schedules_say_why_with_the_numbers(change, message):
@@ -104,7 +105,11 @@ def test_steps_the_algorithm_cannot_honour_are_rejected():
     direct = op.schedule(algo="direct")
     with pytest.raises(ScheduleError, match="no use for this step"):
         op.kernel(direct.cache_read("w", "shared"))
-    with pytest.raises(ScheduleError, match="same stages as w"):
+    with pytest.raises(ScheduleError, match=r"vectorize\(w\): 4 .*knob vec applies only with algo im2col or "
+                                            r"implicit, not algo=direct"):
+        op.kernel(direct.vectorize("w", 4))
+    with pytest.raises(ScheduleError, match=r"double_buffer\(x\): 2 .*knob stages sets w and x alike; "
+                                            r"double_buffer\(w\) is missing"):
         op.kernel(op.schedule(stages=1).double_buffer("x", 2))
     with pytest.raises(ScheduleError, match="needs fuse"):
         op.kernel(op.schedule().__class__("conv2d", op.schedule().steps[:1] + op.schedule().steps[2:]))

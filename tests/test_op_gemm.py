@@ -8,14 +8,16 @@ import pytest
 
 from kernelgen import get_op, render, schedule
 from kernelgen.compile import compile_cuda
-from kernelgen.errors import ScheduleError
+from kernelgen.errors import CompileError, ScheduleError, UsageError
 from kernelgen.inspect import _sass, facts_of
 from kernelgen.schedule import Schedule
 from kernelgen.target import target
 from kernelgen.validate import validate
 
 op = get_op("gemm")
-STEPS = op.ladder()
+LADDER = op.ladder()
+STEPS = [s for s in LADDER if not s.arch]              # WMMA and mma.sync: any arch from sm_75 / sm_80
+HOPPER = [s for s in LADDER if s.arch == "sm_90a"]     # wgmma + TMA: proven on the GPU only
 F16 = op.types("float16")
 TYPES = [("float16", None), ("bfloat16", None), ("float16", "float32"), ("bfloat16", "float32")]
 AWKWARD = ({"M": 1, "N": 1, "K": 1}, {"M": 33, "N": 17, "K": 40}, {"M": 70, "N": 130, "K": 24},
@@ -32,7 +34,7 @@ def knobs_of(step):
 
 # -- schedules and knobs --------------------------------------------------------------------------
 def test_knobs_and_schedules_round_trip():
-    scheds = [s.schedule for s in STEPS] + [op.schedule_from_knobs(**k) for k in op.space(op.problem(), target())]
+    scheds = [s.schedule for s in LADDER] + [op.schedule_from_knobs(**k) for k in op.space(op.problem(), target("sm_90a"))]
     for s in scheds:
         knobs = op.knobs_from_schedule(s)
         assert op.schedule_from_knobs(**knobs) == s
@@ -46,7 +48,7 @@ def test_tensorize_names_the_instruction():
     assert 'tensorize("k.1", "mma.m16n8k16")' in s.to_python()
     assert op.knobs_from_schedule(op.schedule(instr="wmma", smem="pad", pad=8, ldmatrix=False))["instr"] == "wmma"
     bad = Schedule.from_json(s.to_json().replace("mma.m16n8k16", "mma.m16n8k8"))
-    with pytest.raises(ScheduleError, match="mma.m16n8k16, wmma.m16n16k16"):
+    with pytest.raises(ScheduleError, match="mma.m16n8k16, wmma.m16n16k16, wgmma.m64nNk16"):
         op.knobs_from_schedule(bad)
     with pytest.raises(ScheduleError, match="no use for this step"):
         op.kernel(s.tensorize("i.1", "mma.m16n8k16"), types=F16)
@@ -57,7 +59,11 @@ def test_ladder_climbs_from_wmma_to_the_default():
     assert [x["instr"] for x in k] == ["wmma", "mma", "mma", "mma", "mma"]
     assert (k[0]["copy"], k[0]["smem"], k[1]["ldmatrix"], k[1]["smem"], k[2]["smem"]) == ("sync", "pad", True, "pad", "xor")
     assert k[3]["copy"] == "cp_async" and k[3]["stages"] >= 3
-    assert STEPS[-1].schedule == op.default_schedule() and all(s.arch == "" for s in STEPS)
+    assert STEPS[-1].schedule == op.default_schedule() and list(LADDER[:len(STEPS)]) == STEPS
+    h = [knobs_of(s) for s in HOPPER]
+    assert [(x["instr"], x["copy"], x["ws"], x["epilogue"], x["cluster"]) for x in h] == [
+        ("wgmma", "tma", False, "direct", 1), ("wgmma", "tma", True, "direct", 1), ("wgmma", "tma", True, "smem", 1),
+        ("wgmma", "tma", True, "smem", 2)]
     d = op.default_knobs()
     assert (d["instr"], d["copy"], d["smem"], d["ldmatrix"], d["wm"], d["wn"]) == ("mma", "cp_async", "xor", True, 64, 64)
     assert d["stages"] in (3, 4) and op.threads(d) == 256
@@ -77,17 +83,17 @@ def test_kernel_names_carry_dtype_arch_and_knobs():
     ("sm_75", "bfloat16", dict(instr="wmma", smem="pad", pad=8, ldmatrix=False, copy="sync", stages=2),
      "bf16 needs sm_80 or later; sm_75 lacks it"),
     ("sm_90", "float16", dict(wn=24), "the warp tile 24 divides the block tile 256"),
-    ("sm_90", "float16", dict(bn=96, wn=12), r"mma.m16n8k16 shape 16x8x16 divides the warp tile: 12 % 8 != 0"),
+    ("sm_90", "float16", dict(bn=96, wn=12), r"knob wn=12 is outside its range \(allowed: a multiple of 8 in 8..256\)"),
     ("sm_90", "float16", dict(instr="wmma", smem="pad", pad=8, ldmatrix=False, bn=96, wn=24),
      r"wmma.m16n16k16 shape 16x16x16 divides the warp tile: 24 % 16 != 0"),
-    ("sm_90", "float16", dict(wm=24, bm=96), r"divides the warp tile: 24 % 16 != 0"),
-    ("sm_90", "float16", dict(bk=8), r"divides the K tile: 8 % 16 != 0"),
+    ("sm_90", "float16", dict(wm=24, bm=96), r"knob wm=24 is outside its range \(allowed: a multiple of 16 in 16..128"),
+    ("sm_90", "float16", dict(bk=8), r"knob bk=8 is outside its range \(allowed: a multiple of 16 in 16..64\)"),
     ("sm_86", "float16", dict(bk=64), "196608 bytes of shared memory > 101376 on sm_86"),
     ("sm_90", "float16", dict(bm=256, bn=256, wm=16, wn=32), "4096 threads.*1024 threads per block"),
     ("sm_90", "float16", dict(wm=128, wn=128), "registers"),
     ("sm_90", "float16", dict(copy="sync", stages=3), "at most 2 stages"),
     ("sm_90", "float16", dict(stages=1), "2..4 stages"),
-    ("sm_90", "float16", dict(pad=4, smem="pad"), "multiple of 8 halves"),
+    ("sm_90", "float16", dict(pad=4, smem="pad"), r"knob pad=4 is not one of its choices \(allowed: 0, 8, 16\)"),
     ("sm_90", "float16", dict(pad=8), "XOR-swizzled layout has no padding"),
     ("sm_90", "float16", dict(instr="wmma", ldmatrix=False), "load_matrix_sync reads plain strided rows"),
     ("sm_90", "float16", dict(instr="wmma", smem="pad", pad=8), "wmma loads its own fragments"),
@@ -95,6 +101,91 @@ def test_kernel_names_carry_dtype_arch_and_knobs():
 def test_illegal_schedules_say_why_with_the_numbers(arch, dtype, change, message):
     with pytest.raises(ScheduleError, match=message):
         kernel_of(arch, dtype, **change)
+
+
+WGMMA = dict(instr="wgmma", bm=128, bn=256, bk=64, wm=64, wn=256, stages=4, copy="tma", pad=0, smem="xor",
+             ldmatrix=False, swizzle=8, ws=True)
+
+
+@pytest.mark.parametrize("arch,change,message", [
+    ("sm_80", {}, "wgmma needs sm_90a .an arch-specific target"),
+    ("sm_90", {}, "wgmma needs sm_90a .an arch-specific target: no other arch runs it.; sm_90 lacks it"),
+    ("sm_90a", dict(bk=32), r"split\(k\): 32 is illegal .limit: K is read 64 at a time"),
+    ("sm_90a", dict(wn=64), "wgmma spans the block's whole width: wn == bn"),
+    ("sm_90a", dict(copy="cp_async"), "wgmma's tiles arrive by TMA"),
+    ("sm_90a", dict(bm=192, wm=64), "3 consumer warpgroups > 2"),
+    ("sm_90a", dict(bm=96, wm=48), r"whole m64 tiles"),
+    ("sm_90a", dict(bn=320, wn=320), "knob bn of gemm; allowed: a multiple of 8 in 8..256"),
+    ("sm_90a", dict(bm=256, wm=128), r"263232 bytes of shared memory > 232448 on sm_90a"),
+    ("sm_90a", dict(ldmatrix=True), "wgmma reads its operands from shared memory itself"),
+    ("sm_90a", dict(bm=256, wm=128, stages=2), "~296 registers per thread"),
+    ("sm_90a", dict(instr="mma", wn=64, bk=32, ldmatrix=True, ws=False), "TMA copies feed wgmma"),
+    ("sm_90a", dict(stages=2, bm=256, wm=128, bn=256, wn=256, epilogue="smem"),
+     r"the staged C tile \(135168 bytes of float16\) reuses the 131072 bytes of the stages"),
+])
+def test_illegal_wgmma_schedules_say_why(arch, change, message):
+    with pytest.raises(ScheduleError, match=message):
+        op.kernel(op.schedule_from_knobs(**dict(WGMMA, **change)), target(arch), F16)
+
+
+@pytest.mark.parametrize("step", [("annotate", "warp_specialize", 1), ("cache_write", "C", "shared"),
+                                  ("annotate", "cluster", 2)])
+def test_the_hopper_steps_are_refused_for_mma_by_name(step):
+    mma = op.schedule_from_knobs(**dict(WGMMA, instr="mma", wn=64, bk=32, ldmatrix=True, copy="cp_async"))
+    prim, target_, value = step
+    with pytest.raises(ScheduleError, match="applies only with instr wgmma, not instr=mma"):
+        op.kernel(getattr(mma, prim)(target_, value), target("sm_90a"), F16)
+
+
+def test_wgmma_binds_warpgroups_and_names_only_its_knobs():
+    s = op.schedule(**WGMMA)
+    assert 'bind("i.1", "warpgroup")' in s.to_python() and 'annotate("warp_specialize", 1)' in s.to_python()
+    assert kernel_of("sm_90a", **WGMMA).name == "gemm_f16_sm90a_iwgmma_bm128_bn256_bk64_wm64_wn256_st4_ctma_ws1_edirect_cl1_sw8"
+    warp = Schedule.from_json(s.to_json().replace('"warpgroup"', '"warp"'))
+    with pytest.raises(ScheduleError, match="wgmma.m64nNk16 is issued by a warpgroup"):
+        op.kernel(warp, target("sm_90a"), F16)
+
+
+def test_the_wgmma_plan_encodes_tensor_maps_and_refuses_unaligned_rows():
+    kernel = kernel_of("sm_90a", **WGMMA)
+    p = op.plan(kernel, op.problem({"M": 300, "N": 520, "K": 1000}))
+    (launch,) = p.launches
+    assert launch.args == ("tmA", "tmB", "C", "M", "N", "K") and launch.grid == (3, 3, 1) and launch.block == (384, 1, 1)
+    assert launch.shared_bytes == 4 * 2 * (128 + 256) * 64 + 1024 + 4 * 16
+    assert [(t.buffer, t.rows, t.cols, t.box_rows, t.box_cols) for t in p.tensor_maps] == \
+        [("A", 300, 1000, 128, 64), ("B", 1000, 520, 64, 64)]
+    clustered = op.plan(op.kernel(op.schedule(**dict(WGMMA, cluster=2)), target("sm_90a"), F16),
+                        op.problem({"M": 300, "N": 520, "K": 1000}))
+    assert clustered.launches[0].grid == (3, 4, 1)              # whole clusters of 2 along M
+    for sizes, dim in (({"M": 64, "N": 64, "K": 37}, "K=37"), ({"M": 64, "N": 63, "K": 64}, "N=63")):
+        with pytest.raises(UsageError, match=f"{dim} is not a multiple of 8, and TMA"):
+            op.plan(kernel, op.problem(sizes))
+
+
+def test_schedule_for_takes_wgmma_on_sm_90a_where_rows_are_aligned():
+    h100 = target("sm_90a")
+    big = op.knobs_from_schedule(op.schedule_for(op.problem({"M": 4096, "N": 4096, "K": 4096}), h100))
+    assert (big["instr"], big["bm"], big["bn"]) == ("wgmma", 128, 256)
+    ragged = op.knobs_from_schedule(op.schedule_for(op.problem({"M": 4096, "N": 4096, "K": 4095}), h100))
+    assert ragged["instr"] == "mma"
+    assert op.knobs_from_schedule(op.schedule_for(op.problem({"M": 4096, "N": 4096, "K": 4096})))["instr"] == "mma"
+
+
+@pytest.mark.emulate
+def test_the_emulator_refuses_wgmma_by_name():
+    with pytest.raises(CompileError, match="the CPU emulator does not support .*proven on the GPU"):
+        validate(op, HOPPER[0].schedule, op.problem({"M": 64, "N": 64, "K": 64}), backend="emulate", arch="sm_90a")
+
+
+@pytest.mark.nvrtc
+@pytest.mark.parametrize("dtype,out", TYPES)
+@pytest.mark.parametrize("step", range(len(HOPPER)), ids=lambda i: f"step{len(STEPS) + i + 1}")
+def test_hopper_steps_compile_to_hgmma_and_tma(step, dtype, out):
+    kernel = op.kernel(HOPPER[step].schedule, target("sm_90a"), op.types(dtype, out))
+    (f, ops), = sass_facts(kernel).values()
+    assert f.spill_bytes == 0 and f.local_ops == 0 and f.registers <= 168, f
+    assert f.hgmma > 0 and f.tma > 0 and f.hmma == 0 and f.ldg == 0, f
+    assert f.hgmma == 4    # the k-tile of 64 is four unrolled m64n256k16 steps
 
 
 def test_legal_on_the_archs_that_have_the_instructions():
@@ -105,7 +196,7 @@ def test_legal_on_the_archs_that_have_the_instructions():
 
 
 def test_the_tuning_space_is_mostly_legal():
-    space = list(op.space(op.problem(), target()))
+    space = list(op.space(op.problem(), target()))     # sm_90: no wgmma in the space
     legal = 0
     for k in space:
         try:
@@ -266,6 +357,36 @@ def test_ladder_on_the_gpu(step, dtype, out):
 
 
 @pytest.mark.gpu
+@pytest.mark.parametrize("dtype,out", TYPES)
+@pytest.mark.parametrize("step", range(len(HOPPER)), ids=lambda i: f"step{len(STEPS) + i + 1}")
+def test_hopper_steps_on_the_gpu(step, dtype, out):
+    from kernelgen import gpu
+    if not gpu.device().has("wgmma"):
+        pytest.skip(f"{gpu.device().arch} has no wgmma")
+    sched = HOPPER[step].schedule
+    for sizes in op.test_problems_for(sched) + ({"M": 1000, "N": 1032, "K": 1000}, {"M": 2048, "N": 2048, "K": 2048}):
+        v = validate(op, sched, op.problem(sizes, dtype=dtype, out_dtype=out), backend="gpu")
+        assert v.ok, (sizes, v.summary())
+
+
+@pytest.mark.gpu
+def test_wgmma_space_samples_on_the_gpu():
+    from kernelgen import gpu
+    t = gpu.device()
+    if not t.has("wgmma"):
+        pytest.skip(f"{t.arch} has no wgmma")
+    problem = op.problem({"M": 520, "N": 776, "K": 1096})
+    for k in itertools.islice((k for k in op.space(problem, t) if k["instr"] == "wgmma"), 0, None, 11):
+        try:
+            sched = op.schedule_from_knobs(**k)
+            op.kernel(sched, t, F16)
+        except ScheduleError:
+            continue
+        v = validate(op, sched, problem, backend="gpu")
+        assert v.ok, (sched.to_python(), v.summary())
+
+
+@pytest.mark.gpu
 def test_heuristic_and_space_samples_on_the_gpu():
     problem = op.problem({"M": 1024, "N": 1024, "K": 1024})
     scheds = [op.schedule_for(problem)]
@@ -285,6 +406,6 @@ def test_the_example_ladder_is_the_ops_ladder():
     spec = importlib.util.spec_from_file_location("ex", "examples/gemm_ladder.py")
     ex = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(ex)
-    assert len(ex.LADDER) == len(STEPS)
-    for sched, step in zip(ex.LADDER.values(), STEPS):
+    assert len(ex.LADDER) == len(LADDER)
+    for sched, step in zip(ex.LADDER.values(), LADDER):
         assert op.knobs_from_schedule(sched) == op.knobs_from_schedule(step.schedule)

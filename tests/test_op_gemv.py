@@ -50,15 +50,15 @@ def test_ladder_follows_the_seed_notes():
 
 
 @pytest.mark.parametrize("change,message", [
-    (dict(lanes=3), "lanes per row .* must be 32"),
-    (dict(threads=48), "whole warps per block"),
-    (dict(threads=2048), "warps per block"),
-    (dict(unroll=32), "loads in flight"),
-    (dict(lanes=48, threads=256),
-     r"split\(j.2\): 48 .*whole warps and divide the block's 256 threads.*allowed: 64, 128, 256"),
+    (dict(lanes=3), r"knob lanes=3 is not one of its choices \(allowed: 1, 2, 4, 8, 16, 32, 64"),
+    (dict(threads=48), r"knob threads=48 is not one of its choices \(allowed: 32, 64, 128"),
+    (dict(threads=96), r"knob threads=96 is not one of its choices"),
+    (dict(threads=2048), r"knob threads=2048 .*allowed: .*512, 1024\)"),
+    (dict(unroll=32), r"knob unroll=32 is outside its range \(allowed: an integer in 1..16\)"),
+    (dict(lanes=48, threads=256), r"knob lanes=48 is not one of its choices"),
     (dict(lanes=512, threads=256), r"split\(j.2\): 512 .*divide the block's 256 threads"),
-    (dict(lanes=96, threads=192), r"split\(j.2\): 96 .*power of two"),
-    (dict(lanes=1024, threads=2048), "warps per block"),
+    (dict(lanes=64, threads=32), r"split\(j.2\): 64 .*divide the block's 32 threads"),
+    (dict(lanes=96, threads=192), r"knob lanes=96 is not one of its choices"),
 ])
 def test_illegal_knobs_say_why(change, message):
     with pytest.raises(ScheduleError, match=message):
@@ -76,6 +76,8 @@ def test_illegal_steps_are_rejected():
         op.kernel(schedule("gemv").split("j", 256, 256, 8).vectorize("j.3", 8).reduction("j", "shuffle"))
     with pytest.raises(ScheduleError, match="must be 32"):
         op.kernel(schedule("gemv").split("i", 8, 2).split("j", 32, 32, 1).reduction("j", "shuffle"))
+    with pytest.raises(ScheduleError, match=r"split\(i\): 96 is illegal \(limit: knob threads of gemv"):
+        op.kernel(schedule("gemv").split("i", 3, 1).split("j", 32, 32, 1).reduction("j", "shuffle"))
     with pytest.raises(ScheduleError, match="no use for this step"):
         op.kernel(op.default_schedule().cache_read("x", "shared"))
 

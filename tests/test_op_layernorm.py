@@ -28,7 +28,8 @@ def test_ladder_goes_naive_warp_welford_registers():
 
 
 @pytest.mark.parametrize("change,message", [
-    (dict(threads=96), "power of two"),
+    (dict(threads=96), r"knob threads=96 is not one of its choices \(allowed: 1, 2, 4, 8"),
+    (dict(items=33), r"knob items=33 is outside its range \(allowed: an integer in 1..32\)"),
     (dict(threads=64, rows_per_block=2), "one row per block"),
     (dict(threads=1, rows_per_block=64, reduction="shuffle"), "allowed: serial"),
     (dict(threads=512, items=32), "floats per thread in registers with 512 threads"),

@@ -38,7 +38,8 @@ def test_ladder_follows_the_seed_notes():
 
 
 @pytest.mark.parametrize("change,message", [
-    (dict(threads=48), "power of two"),
+    (dict(threads=48), r"knob threads=48 is not one of its choices \(allowed: 1, 2, 4, 8"),
+    (dict(items=33), r"knob items=33 is outside its range \(allowed: an integer in 1..32\)"),
     (dict(threads=256, rows_per_block=2), "one row per block"),
     (dict(threads=8, rows_per_block=2), "whole warps"),
     (dict(threads=256, reduction="serial"), "allowed: shared, shuffle"),
@@ -51,8 +52,10 @@ def test_illegal_knobs_say_why(change, message):
 
 
 def test_illegal_steps_are_rejected():
-    with pytest.raises(ScheduleError, match="only with bind"):
+    with pytest.raises(ScheduleError, match=r"annotate\(l2_batch_mb\): 8 .*applies only with algo split, not algo=online"):
         op.kernel(op.schedule(algo="online").annotate("l2_batch_mb", 8))
+    with pytest.raises(ScheduleError, match=r"annotate\(l2_batch_mb\): 12 .*knob l2_batch_mb of softmax; allowed: 0, 8, 16, 32"):
+        op.kernel(op.schedule(algo="split").annotate("l2_batch_mb", 12))
     with pytest.raises(ScheduleError, match="reads x once"):
         op.kernel(op.schedule(algo="registers").annotate("softmax", "online"))
     with pytest.raises(ScheduleError, match="allowed: 1, 4"):

@@ -39,7 +39,8 @@ def test_example_ladder_is_the_ops_ladder():
     (dict(vec=4, staged=False, pad=0), "needs cache_read"),
     (dict(tile=64, rows=32, vec=1), "threads > 1024"),
     (dict(tile=32, rows=64), "dividing the tile"),
-    (dict(tile=128), "16..64"),
+    (dict(tile=128), r"knob tile=128 is not one of its choices \(allowed: 16, 32, 64\)"),
+    (dict(staged=False, pad=1), r"knob pad=1 has no effect with staged=False \(it applies with staged True\)"),
 ])
 def test_illegal_knobs_say_why(change, message):
     with pytest.raises(ScheduleError, match=message):
@@ -47,7 +48,7 @@ def test_illegal_knobs_say_why(change, message):
 
 
 def test_illegal_steps_are_rejected():
-    with pytest.raises(ScheduleError, match="padding needs cache_read"):
+    with pytest.raises(ScheduleError, match=r"storage_align\(x\): 1 .*knob pad applies only with staged True"):
         op.kernel(op.schedule(staged=False, vec=1, pad=0).storage_align("x", 1))
     with pytest.raises(ScheduleError, match="square tiles"):
         op.kernel(schedule("transpose").split("i", 32, 8).split("j", 64).fuse("i.0", "j.0"))

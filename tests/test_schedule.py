@@ -43,10 +43,13 @@ def test_reader_rejects_steps_the_op_does_not_use():
 def test_reader_rejects_duplicates_and_bad_values():
     r = ScheduleReader(schedule("x").vectorize("A", 4).vectorize("A", 2), ("i",), ("A",))
     with pytest.raises(ScheduleError, match="given twice"):
-        r.vectorize("A")
+        r.read("vectorize", "A")
     r = ScheduleReader(schedule("x").vectorize("A", 8), ("i",), ("A",))
-    with pytest.raises(ScheduleError, match=r"vectorize\(A\): 8 is illegal \(limit: 16 bytes per access"):
-        r.vectorize("A")
+    with pytest.raises(ScheduleError, match=r"vectorize\(A\): 8 is illegal \(allowed: 1, 2, 4\)"):
+        r.read("vectorize", "A", 1, (1, 2, 4))
+    r = ScheduleReader(schedule("x").annotate("k", True), ("i",), ("A",))
+    with pytest.raises(ScheduleError, match=r"annotate\(k\): True is illegal \(allowed: 0, 1\)"):
+        r.read("annotate", "k", 0, (0, 1))       # a bool is not the int 1
 
 
 def test_schedule_for_another_op_is_rejected():

@@ -192,6 +192,19 @@ def _scan_asm(raw: str, symbol: str, source: str, line: int) -> None:
 def scan_unsupported(preprocessed: str, filename: str, symbol: str, source: str) -> None:
     """Raise CompileError for the first unsupported construct on a line of `filename` in g++ -E output."""
     patterns = [(re.compile(p), what) for p, what in UNSUPPORTED]
+    own = list(_own_lines(preprocessed, filename))
+    for line, raw in own:   # a GPU-only instruction anywhere is named first: it is the real reason
+        _scan_asm(raw, symbol, source, line)
+    for line, raw in own:
+        code = re.sub(r'"(?:\\.|[^"\\])*"', '""', raw)
+        code = re.sub(r"'(?:\\.|[^'\\])*'", "''", code)
+        for pat, what in patterns:
+            if pat.search(code):
+                raise unsupported_error(symbol, source, line, what, raw)
+
+
+def _own_lines(preprocessed: str, filename: str):
+    """(line number, text) of the g++ -E output lines that come from `filename` itself."""
     current, line = None, 0
     for raw in preprocessed.splitlines():
         marker = re.match(r'^#\s*(\d+)\s+"([^"]*)"', raw)
@@ -199,10 +212,5 @@ def scan_unsupported(preprocessed: str, filename: str, symbol: str, source: str)
             line, current = int(marker.group(1)), marker.group(2)
             continue
         if current is not None and current.endswith(filename):
-            _scan_asm(raw, symbol, source, line)
-            code = re.sub(r'"(?:\\.|[^"\\])*"', '""', raw)
-            code = re.sub(r"'(?:\\.|[^'\\])*'", "''", code)
-            for pat, what in patterns:
-                if pat.search(code):
-                    raise unsupported_error(symbol, source, line, what, raw)
+            yield line, raw
         line += 1

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import itertools
 import math
-import re
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator
 
@@ -23,8 +22,14 @@ import numpy as np
 
 from ..dtypes import FLOAT32, Types, dtype
 from ..errors import KnobError, ScheduleError, UsageError, check
+from ..frozen import hash_once
 from ..schedule import Schedule, ScheduleReader
+from .knobs import Knob, Prim, Range
 from ..target import DEFAULT_ARCH, Target, default_target
+
+
+INT_MAX = 2**31 - 1               # the largest size a kernel's `int` arithmetic holds
+LLONG_MAX = 2**63 - 1
 
 
 @dataclass(frozen=True)
@@ -33,66 +38,11 @@ class Dim:
     default: int          # the benchmark size
     small: int            # an awkward small size for the emulator and quick checks
     minimum: int = 1
+    maximum: int = INT_MAX  # the largest size every schedule of the op handles
+    why: str = "kernels index with 32-bit int"   # what sets `maximum`
 
 
-@dataclass(frozen=True)
-class Knob:
-    name: str
-    default: Any
-    choices: tuple
-    help: str
-    abbr: str = ""
-
-    def encode(self, value) -> str:
-        v = {True: "1", False: "0"}.get(value, value) if isinstance(value, bool) else value
-        return f"{self.abbr or self.name}{re.sub(r'[^A-Za-z0-9]', '', str(v))}"
-
-    def kind(self) -> type:
-        """The type of the knob's values: bool, int, float or str (from its default)."""
-        for t in (bool, int, float, str):
-            if isinstance(self.default, t):
-                return t
-        return type(self.default)
-
-    def describe_choices(self) -> str:
-        return ", ".join(("true" if c else "false") if isinstance(c, bool) else str(c) for c in self.choices)
-
-    def parse(self, text: str, op: str = ""):
-        """A value from the command line's text (`-k NAME=TEXT`), checked by `check`."""
-        text, kind = text.strip(), self.kind()
-        value: Any = text
-        if kind is bool:
-            if text.lower() not in ("1", "0", "true", "false"):
-                raise KnobError(f"{op + ': ' if op else ''}knob {self.name}={text!r} must be true or false")
-            value = text.lower() in ("1", "true")
-        elif kind in (int, float):
-            try:
-                value = int(text) if kind is int else float(text)
-            except ValueError:
-                raise KnobError(f"{op + ': ' if op else ''}knob {self.name}={text!r} is not "
-                                 f"{'an integer' if kind is int else 'a number'}; choices: {self.describe_choices()}") from None
-        return self.check(value, op)
-
-    def check(self, value, op: str = ""):
-        """`value` if it has the knob's type, and for a named (str) or bool knob is one of its choices;
-        else a UsageError naming both. A number outside the choices (the tuner's space) is passed on:
-        Op.schedule lets it through when the schedule it makes is legal, and names the knob when not."""
-        kind, where = self.kind(), f"{op + ': ' if op else ''}knob {self.name}={value!r}"
-        if kind is bool and not isinstance(value, (bool, np.bool_)):
-            raise KnobError(f"{where} is a {type(value).__name__}; it must be true or false")
-        if kind is int and (isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer))):
-            raise KnobError(f"{where} is a {type(value).__name__}; it must be an integer (choices: "
-                             f"{self.describe_choices()})")
-        if kind is float and (isinstance(value, bool) or not isinstance(value, (int, float, np.number))):
-            raise KnobError(f"{where} is a {type(value).__name__}; it must be a number (choices: "
-                             f"{self.describe_choices()})")
-        if kind is str and not isinstance(value, str):
-            raise KnobError(f"{where} is a {type(value).__name__}; it must be one of {self.describe_choices()}")
-        if kind in (str, bool) and value not in self.choices:
-            raise KnobError(f"{where} is not one of its choices (allowed: {self.describe_choices()})")
-        return kind(value) if kind in (bool, int, float) else value
-
-
+@hash_once
 @dataclass(frozen=True)
 class Problem:
     """Concrete sizes and element types, e.g. Problem((("M", 127), ("N", 1000), ("K", 1))).
@@ -138,8 +88,17 @@ class Workspace:
     fill: float | None = None      # value to set before the first launch (atomics need 0)
 
 
-INT_MAX = 2**31 - 1               # the largest size a kernel's `int` arithmetic holds
-LLONG_MAX = 2**63 - 1
+@dataclass(frozen=True)
+class TensorMap:
+    """A TMA descriptor argument (CUtensorMap, 128 bytes by value): `buffer` seen as a row-major
+    rows x cols tensor of its element type, copied in boxes of box_rows x box_cols, 128-byte swizzled.
+    Encoded on the host from the buffer's address at launch (again only when the address changes)."""
+    name: str
+    buffer: str
+    rows: int
+    cols: int
+    box_rows: int
+    box_cols: int
 
 
 @dataclass(frozen=True)
@@ -184,6 +143,7 @@ class Plan:
     workspaces: tuple[Workspace, ...] = ()
     scalars: tuple[Scalar, ...] = ()
     alignment: tuple[tuple[str, int], ...] = ()   # buffer -> bytes its pointer must be aligned to
+    tensor_maps: tuple[TensorMap, ...] = ()       # TMA descriptors the launches take by name
 
 
 @dataclass(frozen=True)
@@ -204,8 +164,8 @@ class Op:
     inputs: tuple[str, ...] = ()
     outputs: tuple[str, ...] = ()
     dtypes: tuple[str, ...] = ("float32",)   # input element types the op accepts
-    knobs: tuple[Knob, ...] = ()
-    primitives_help: str = ""      # what each primitive means for this op, for `kernelgen list OP`
+    knobs: tuple[Knob, ...] = ()   # the knob menu, stated once (see ops/knobs.py)
+    structure_help: str = ""       # how the op's splits, binds and fuses lay out the loops (no knob values)
     rel_tolerance: float = 1e-5    # ||out - ref|| / ||ref|| for float32 arithmetic
     error_measure: str = "relative L2 error"   # what `error()` computes, printed beside the tolerance
 
@@ -239,10 +199,10 @@ class Op:
             v = sizes.get(d.name, d.small if small else d.default)
             if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer)):
                 raise UsageError(f"{self.name}: size {d.name}={v!r} is a {type(v).__name__}; sizes are integers "
-                                 f"{d.minimum}..{INT_MAX}")
-            if not d.minimum <= v <= INT_MAX:
-                raise UsageError(f"{self.name}: size {d.name}={v} is illegal (must be an integer {d.minimum}..{INT_MAX}; "
-                                 f"kernels index with 32-bit int)" if v > INT_MAX else
+                                 f"{d.minimum}..{d.maximum}")
+            if not d.minimum <= v <= d.maximum:
+                raise UsageError(f"{self.name}: size {d.name}={v} is illegal (must be an integer {d.minimum}..{d.maximum}; "
+                                 f"{d.why})" if v > d.maximum else
                                  f"{self.name}: size {d.name}={v} is illegal (must be an integer >= {d.minimum})")
             out.append((d.name, int(v)))
         problem = Problem(tuple(out), types)
@@ -252,6 +212,11 @@ class Op:
     def test_problems(self) -> tuple[dict, ...]:
         """Awkward sizes every schedule must get right (not multiples of any tile); the small one by default."""
         return ({d.name: d.small for d in self.dims},)
+
+    def test_problems_for(self, sched: Schedule) -> tuple[dict, ...]:
+        """The awkward sizes a schedule is tested on: test_problems(), unless the schedule's variant
+        takes only some sizes (TMA's aligned rows) and says so by name for the rest."""
+        return self.test_problems()
 
     def check_problem(self, problem: Problem) -> None:
         """Op-specific checks of sizes (e.g. a convolution with an empty output)."""
@@ -276,12 +241,48 @@ class Op:
         return knob.name, knob.parse(value, self.name)
 
     def schedule_from_knobs(self, **knobs) -> Schedule:
-        """The canonical chain of primitives for a knob setting (the inverse of knobs_from_schedule)."""
+        """The canonical chain of primitives for a knob setting (the inverse of knobs_from_schedule);
+        knobs left out take their defaults. No values are checked here (`schedule` checks them)."""
+        for name in knobs:
+            self.knob(name)               # an unknown knob is a UsageError naming the knobs
+        return self.build(dict(self.default_knobs(), **knobs))
+
+    def build(self, k: dict) -> Schedule:
+        """The op's splits, fuses and binds for knobs `k`, with `put` placing the declared steps."""
         raise NotImplementedError
 
     def read_knobs(self, r: ScheduleReader) -> dict:
-        """Read every knob out of a schedule through `r`; unread steps are rejected by the caller."""
+        """The knobs the op reads itself (those carried by splits, fuses and binds, and any that decide
+        how to read the rest); every other knob is read from its declared step by knobs_from_schedule."""
         raise NotImplementedError
+
+    def put(self, s: Schedule, k: dict, *names: str) -> Schedule:
+        """`s` with the declared steps of knobs `names`, in that order (skipping knobs that do not apply)."""
+        for name in names:
+            knob = self.knob(name)
+            if knob.applies(k):
+                s = knob.step.build(s, k[name])
+        return s
+
+    def take(self, r: ScheduleReader, name: str):
+        """One knob read from its declared step, for an op whose reading depends on it."""
+        knob = self.knob(name)
+        return knob.step.read(r, knob, self.name)
+
+    @property
+    def primitives_help(self) -> str:
+        """Every primitive the op reads, from the knob table (with the knobs' values) and from its
+        default and ladder schedules (the steps no knob changes), for `kernelgen list OP`."""
+        carrier = {(k.step.prim, t): k for k in reversed(self.knobs) if k.step for t in k.step.targets}
+        seen: dict[str, None] = {}        # an ordered set
+        for sched in (self.default_schedule(), *(s.schedule for s in self.ladder())):
+            for step in sched.steps:
+                knob = carrier.get((step.prim, step.target))
+                seen.setdefault(knob.step.describe(knob) if knob else _plain(step))
+        for k in self.knobs:
+            if k.step:
+                seen.setdefault(k.step.describe(k))
+        return "; ".join(seen) + (f". {self.structure_help}" if self.structure_help else "")
 
     def default_schedule(self) -> Schedule:
         return self.schedule_from_knobs(**self.default_knobs())
@@ -291,38 +292,59 @@ class Op:
         expression, which decides the inputs and the reference); `self` for every other op."""
         return self
 
-    def schedule_for(self, problem: Problem) -> Schedule:
-        """The op's heuristic choice for one problem (what `run` and `bench` use when no schedule is
-        given), like a vendor library's heuristic; the default schedule unless the op knows better."""
+    def schedule_for(self, problem: Problem, target: Target | None = None) -> Schedule:
+        """The op's heuristic choice for one problem on `target` (default: the default target; `run`,
+        `bench` and `tune` pass the GPU they run on), like a vendor library's heuristic; the default
+        schedule unless the op knows better."""
         return self.default_schedule()
 
     def knobs_from_schedule(self, sched: Schedule) -> dict:
+        """Every knob of `sched`, in the table's order: those the op reads itself (read_knobs), then
+        each other knob from its declared step; every value is checked against the knob's choices
+        and a step nobody read is refused."""
         if sched.op != self.name:
             raise ScheduleError("schedule", "op", sched.op, allowed=self.name)
         r = ScheduleReader(sched, self.all_loops(), self.inputs + self.outputs)
-        knobs = self.read_knobs(r)
+        k = self.read_knobs(r)
+        for knob in self.knobs:
+            if knob.name in k:
+                continue
+            if not knob.applies(k):
+                k[knob.name] = knob.off_value()
+                self._refuse_inapplicable(sched, knob, k)
+            elif knob.step is not None and knob.step.generic:
+                k[knob.name] = knob.step.read(r, knob, self.name)
+            else:
+                raise NotImplementedError(f"{self.name}.read_knobs must read knob {knob.name}")
         r.finish()
-        return knobs
+        return {knob.name: knob.checked(k[knob.name], self.name) for knob in self.knobs}
+
+    def _refuse_inapplicable(self, sched: Schedule, knob: Knob, k: dict) -> None:
+        """A step of a knob that does not apply (`when`) is refused, naming the knob it needs."""
+        if knob.step is None or not knob.step.generic:
+            return
+        on = knob.when[0]
+        for step in sched.steps:
+            if step.prim == knob.step.prim and step.target in knob.step.targets:
+                raise ScheduleError(step.prim, step.target, step.setting,
+                                    limit=f"knob {knob.name} applies only {knob.condition()}, not {on}={k[on]}")
 
     def all_loops(self) -> tuple[str, ...]:
         return self.loops + tuple(f"{l}.{i}" for l in self.loops for i in range(4))
 
     def schedule(self, **overrides) -> Schedule:
-        """The default knobs with `overrides` applied, as a schedule (unknown knobs are an error)."""
+        """The default knobs with `overrides` applied, as a schedule. An unknown knob, a value outside
+        the knob's choices, or a knob that does not apply with the others (`when`) is a KnobError."""
         knobs = self.default_knobs()
         for k, v in overrides.items():
             knobs[k] = self.knob(k).check(v, self.name)
-        sched = self.schedule_from_knobs(**knobs)
-        off = [(k, knobs[k]) for k in overrides if knobs[k] not in self.knob(k).choices]
-        if off:     # a number outside the choices: fine if legal, else the knob is named, not what it derives
-            try:
-                self.for_schedule(sched).kernel(sched)
-            except ScheduleError as e:
-                name, value = off[0]
-                raise KnobError(f"{self.name}: knob {name}={value!r} is not one of its choices "
-                                f"({self.knob(name).describe_choices()}) and the schedule it makes is illegal: {e}",
-                                name, value) from None
-        return sched
+        for k in overrides:
+            knob = self.knob(k)
+            if not knob.applies(knobs) and knobs[k] != knob.off_value():
+                on = knob.when[0]
+                raise KnobError(f"{self.name}: knob {k}={knobs[k]!r} has no effect with {on}={knobs[on]!r} "
+                                f"(it applies {knob.condition()})", k, knobs[k])
+        return self.schedule_from_knobs(**knobs)
 
     def check_knobs(self, knobs: dict, target: Target) -> None:
         """Legality beyond what the reader checks: divisibility, threads, shared memory, registers."""
@@ -404,10 +426,25 @@ class Op:
         return ()
 
     def space(self, problem: Problem, target: Target) -> Iterator[dict]:
-        """Every combination of knob choices; illegal ones are pruned by the tuner through ScheduleError."""
+        """Every combination of the knobs' tuning values (`Knob.tune`, else all their choices), the
+        values `space_pins(problem)` fixes taken as given; illegal points are pruned by the tuner
+        through ScheduleError."""
+        pins = self.space_pins(problem)
         names = [k.name for k in self.knobs]
-        for combo in itertools.product(*(k.choices for k in self.knobs)):
+        for combo in itertools.product(*(pins.get(k.name, k.tune_values()) for k in self.knobs)):
             yield dict(zip(names, combo))
+
+    def space_pins(self, problem: Problem) -> dict[str, tuple]:
+        """Knobs whose tuning values depend on the problem (e.g. 16-byte accesses: vec from the type)."""
+        return {}
+
+
+def _plain(step) -> str:
+    """A step as `kernelgen list` shows it: bind(i.0, blockIdx.x), unroll(i.1), fuse(n, p, q)."""
+    args = step.args()
+    if step.prim == "unroll" and args[-1] == 0:
+        args = args[:-1]
+    return f"{step.prim}({', '.join(map(str, args))})"
 
 
 def cdiv(a: int, b: int) -> int:

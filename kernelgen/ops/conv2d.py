@@ -30,12 +30,14 @@ import numpy as np
 
 from ..errors import UsageError, check
 from ..schedule import Schedule, ScheduleReader, schedule
-from .base import Dim, Kernel, Knob, LadderStep, Launch, Op, Plan, Problem, Scalar, Workspace, cdiv
+from .base import INT_MAX, Dim, Kernel, Knob, LadderStep, Launch, Op, Plan, Problem, Scalar, Workspace, cdiv
+from .knobs import Prim
 from ..dtypes import Types
 from ..target import Target
 
 ALGOS = ("direct", "im2col", "implicit")
-INT_MAX = 2**31 - 1
+REACH = 1024            # how far past a tensor's end the kernels' int indexes run (a block of threads, a tile)
+GEMM = ("algo", ("im2col", "implicit"))          # the knobs of the GEMM algorithms apply with these
 IM2COL_THREADS = 256
 # Run-time scalars of the GEMM kernels, in parameter order.
 GEMM_SCALARS = ("N", "C", "H", "W", "K", "R", "S", "P", "Q", "stride_h", "stride_w", "pad_h", "pad_w",
@@ -79,25 +81,31 @@ class Conv2d(Op):
     inputs = ("x", "w")
     outputs = ("y",)
     knobs = (
-        Knob("algo", "implicit", ALGOS, "direct | im2col + GEMM | implicit GEMM", "a"),
-        Knob("threads", 256, (64, 128, 256, 512), "direct: threads per block", "t"),
-        Knob("bm", 24, (24, 32, 64, 128), "GEMM: output channels per block (k.0)", "m"),
-        Knob("bn", 256, (64, 128, 256), "GEMM: output pixels per block (npq.0)", "n"),
-        Knob("bk", 12, (4, 8, 12, 16), "GEMM: c*r*s depth of a shared-memory tile (crs.0)", "k"),
-        Knob("tm", 4, (4, 8), "GEMM: channels per thread (k.2)", "tm"),
-        Knob("tn", 8, (4, 8), "GEMM: pixels per thread (npq.2)", "tn"),
-        Knob("stages", 2, (1, 2), "GEMM: shared tiles in flight (double_buffer)", "st"),
-        Knob("pad", 4, (0, 4), "GEMM: padding of the transposed filter tile's rows (storage_align)", "p"),
-        Knob("vec", 4, (1, 4), "GEMM: 128-bit filter loads and output stores where aligned", "v"),
+        Knob("algo", "implicit", ALGOS, "direct | im2col + GEMM | implicit GEMM", "a",
+             Prim("annotate", "algo", absent="implicit", always=True)),
+        Knob("threads", 256, (32, 64, 128, 256, 512, 1024), "direct: threads per block", "t",
+             Prim("split", "nkpq", args="threads"), when=("algo", ("direct",))),
+        Knob("bm", 24, (24, 32, 64, 128), "GEMM: output channels per block (k.0)", "m",
+             Prim("split", "k", args="BM, TM"), when=GEMM),
+        Knob("bn", 256, (64, 128, 256), "GEMM: output pixels per block (npq.0)", "n",
+             Prim("split", "npq", args="BN, TN"), when=GEMM),
+        Knob("bk", 12, (4, 8, 12, 16), "GEMM: c*r*s depth of a shared-memory tile (crs.0)", "k",
+             Prim("split", "crs", args="BK"), when=GEMM),
+        Knob("tm", 4, (4, 8), "GEMM: channels per thread (k.2), read as float4s", "tm",
+             Prim("split", "k", args="BM, TM"), when=GEMM),
+        Knob("tn", 8, (4, 8), "GEMM: pixels per thread (npq.2), read as float4s", "tn",
+             Prim("split", "npq", args="BN, TN"), when=GEMM),
+        Knob("stages", 2, (1, 2), "GEMM: shared tiles in flight", "st",
+             Prim("double_buffer", ("w", "x"), absent=1), when=GEMM),
+        Knob("pad", 4, (0, 4), "GEMM: padding of the transposed filter tile's rows", "p",
+             Prim("storage_align", "w", absent=0, always=True), when=GEMM),
+        Knob("vec", 4, (1, 4), "GEMM: 128-bit filter loads and output stores where aligned", "v",
+             Prim("vectorize", "w", absent=1, always=True), when=GEMM),
         Knob("min_blocks", 0, (0, 1, 2, 3, 4), "GEMM: blocks per SM promised to __launch_bounds__ "
-             "(caps registers at 64K / (threads * n)); 0 = no promise", "o"),
+             "(caps registers at 64K / (threads * n)); 0 = no promise", "o",
+             Prim("annotate", "min_blocks", absent=0), when=GEMM, tune=(0, 2)),
     )
-    primitives_help = (
-        "annotate(algo, direct|im2col|implicit); direct: fuse(n,k,p,q), split(nkpq, threads), "
-        "bind(nkpq.0, blockIdx.x), bind(nkpq.1, threadIdx.x); GEMM: fuse(n,p,q), fuse(c,r,s), "
-        "split(k, BM, TM), split(npq, BN, TN), split(crs, BK), bind(k.0, blockIdx.y), bind(npq.0, blockIdx.x), "
-        "bind(k.1, threadIdx.y), bind(npq.1, threadIdx.x), cache_read(w|x, shared), storage_align(w, 0|4), "
-        "double_buffer(w|x, 1|2), vectorize(w, 1|4)")
+    structure_help = "algo direct uses fuse(n, k, p, q) and split(nkpq, threads); the GEMMs (im2col, implicit) the rest"
 
     # -- problems ----------------------------------------------------------------------------------
     @staticmethod
@@ -113,46 +121,39 @@ class Conv2d(Op):
         P, Q = self.out_hw(problem)
         for what, count in (("x", d["N"] * d["C"] * d["H"] * d["W"]), ("y", d["N"] * d["K"] * P * Q),
                             ("w", d["K"] * d["C"] * d["R"] * d["S"])):
-            if count > INT_MAX:
-                raise UsageError(f"conv2d: {what} has {count} elements; kernels index with 32-bit ints (< 2^31)")
+            if count > INT_MAX - REACH:
+                raise UsageError(f"conv2d: {what} has {count} elements; kernels index with 32-bit ints that run up to "
+                                 f"{REACH} past its end: at most {INT_MAX - REACH}")
 
     # -- schedule <-> knobs ------------------------------------------------------------------------
-    def schedule_from_knobs(self, algo, threads, bm, bn, bk, tm, tn, stages, pad, vec, min_blocks) -> Schedule:
-        s = schedule(self.name).annotate("algo", algo)
-        if algo == "direct":
-            return (s.fuse("n", "k", "p", "q").split("nkpq", threads)
+    def build(self, k: dict) -> Schedule:
+        s = self.put(schedule(self.name), k, "algo")
+        if k["algo"] == "direct":
+            return (s.fuse("n", "k", "p", "q").split("nkpq", k["threads"])
                     .bind("nkpq.0", "blockIdx.x").bind("nkpq.1", "threadIdx.x"))
-        s = (s.fuse("n", "p", "q").fuse("c", "r", "s").split("k", bm, tm).split("npq", bn, tn).split("crs", bk)
-             .bind("k.0", "blockIdx.y").bind("npq.0", "blockIdx.x").bind("k.1", "threadIdx.y").bind("npq.1", "threadIdx.x")
-             .cache_read("w", "shared").cache_read("x", "shared").storage_align("w", pad))
-        if stages > 1:
-            s = s.double_buffer("w", stages).double_buffer("x", stages)
-        s = s.vectorize("w", vec)
-        return s.annotate("min_blocks", min_blocks) if min_blocks else s
+        s = (s.fuse("n", "p", "q").fuse("c", "r", "s").split("k", k["bm"], k["tm"]).split("npq", k["bn"], k["tn"])
+             .split("crs", k["bk"]).bind("k.0", "blockIdx.y").bind("npq.0", "blockIdx.x").bind("k.1", "threadIdx.y")
+             .bind("npq.1", "threadIdx.x").cache_read("w", "shared").cache_read("x", "shared"))
+        return self.put(s, k, "pad", "stages", "vec", "min_blocks")
 
     def read_knobs(self, r: ScheduleReader) -> dict:
-        k = self.default_knobs()
-        k["algo"] = r.annotate("algo", "implicit", ALGOS)
+        k = {"algo": self.take(r, "algo")}
         if k["algo"] == "direct":
             check(r.fuse(("n", "k", "p", "q")), "fuse", "n,k,p,q", "missing", limit="direct needs fuse(n, k, p, q)")
             (k["threads"],) = r.split("nkpq", 1, (256,))
-            r.bind("nkpq.0", "blockIdx.x", allowed=("blockIdx.x",))
-            r.bind("nkpq.1", "threadIdx.x", allowed=("threadIdx.x",))
+            r.expect("bind", "nkpq.0", "blockIdx.x")
+            r.expect("bind", "nkpq.1", "threadIdx.x")
             return k
         for loops in (("n", "p", "q"), ("c", "r", "s")):
             check(r.fuse(loops), "fuse", ",".join(loops), "missing", limit=f"{k['algo']} needs fuse({', '.join(loops)})")
-        k["bm"], k["tm"] = r.split("k", 2, (k["bm"], k["tm"]))
-        k["bn"], k["tn"] = r.split("npq", 2, (k["bn"], k["tn"]))
-        (k["bk"],) = r.split("crs", 1, (k["bk"],))
+        default = self.default_knobs()
+        k["bm"], k["tm"] = r.split("k", 2, (default["bm"], default["tm"]))
+        k["bn"], k["tn"] = r.split("npq", 2, (default["bn"], default["tn"]))
+        (k["bk"],) = r.split("crs", 1, (default["bk"],))
         for loop, axis in (("k.0", "blockIdx.y"), ("npq.0", "blockIdx.x"), ("k.1", "threadIdx.y"), ("npq.1", "threadIdx.x")):
-            r.bind(loop, axis, allowed=(axis,))
+            r.expect("bind", loop, axis)
         for buf in ("w", "x"):
-            r.cache_read(buf, "shared", allowed=("shared",))
-        k["pad"] = r.storage_align("w", 0)
-        k["stages"] = r.double_buffer("w", 1)
-        check(r.double_buffer("x", 1) == k["stages"], "double_buffer", "x", "", limit=f"same stages as w ({k['stages']})")
-        k["vec"] = r.vectorize("w", 1, allowed=(1, 4))
-        k["min_blocks"] = r.annotate("min_blocks", 0, self.knob("min_blocks").choices)
+            r.expect("cache_read", buf, "shared")
         return k
 
     def check_knobs(self, k: dict, target: Target) -> None:
@@ -160,8 +161,6 @@ class Conv2d(Op):
             check(32 <= k["threads"] <= target.max_threads and k["threads"] % 32 == 0, "split", "nkpq", k["threads"],
                   limit=f"a multiple of 32 threads up to {target.max_threads}")
             return
-        check(k["tm"] in (4, 8), "split", "k", k["tm"], limit="register tile rows are read as float4", allowed="4, 8")
-        check(k["tn"] in (4, 8), "split", "npq", k["tn"], limit="register tile columns are read as float4", allowed="4, 8")
         check(k["bm"] % k["tm"] == 0, "split", "k", (k["bm"], k["tm"]), limit="TM must divide BM")
         check(k["bn"] % k["tn"] == 0, "split", "npq", (k["bn"], k["tn"]), limit="TN must divide BN")
         check(k["bk"] % 4 == 0, "split", "crs", k["bk"], limit="filter tiles are loaded in groups of 4", allowed="4, 8, 12, 16")

@@ -36,8 +36,9 @@ import numpy as np
 
 from ..errors import ScheduleError, UsageError, check
 from ..schedule import Schedule, ScheduleReader, schedule
-from .base import Dim, Kernel, Knob, LadderStep, Launch, Op, Plan, Problem, Scalar, Workspace, cdiv
+from .base import INT_MAX, Dim, Kernel, Knob, LadderStep, Launch, Op, Plan, Problem, Scalar, Workspace, cdiv
 from ..dtypes import FLOAT32, Types
+from .knobs import Prim, Range
 from .io import element_io, torch_tensor, vector_widths
 from ..target import Target, default_target
 
@@ -60,6 +61,7 @@ FUNCS = {
 _BINOPS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/"}
 _BINOP_FNS = {"+": operator.add, "-": operator.sub, "*": operator.mul, "/": operator.truediv}
 _RESERVED = ("out", "n", "cols")
+SPLIT = Prim("split", "i", args="items*threads*vec, threads*vec, vec")
 
 
 def _erf(x):
@@ -202,6 +204,13 @@ class ExprKnob(Knob):
     def encode(self, value) -> str:
         return "e" + hashlib.sha1(str(value).encode()).hexdigest()[:8]
 
+    def allows(self, value) -> bool:
+        return isinstance(value, str)
+
+    def checked(self, value, op: str, step=None):
+        """The canonical form of any expression (its parse checks it, naming what is not allowed)."""
+        return canonical(value)
+
     def check(self, value, op: str = ""):
         """Any expression (its parse checks it), not only the current one."""
         if not isinstance(value, str):
@@ -215,26 +224,29 @@ class Elementwise(Op):
     summary = ("out[M, N] = expr(inputs), one fused pass (bias* names are per-column vectors); float32, float16 "
                "or bfloat16 in and out, fp32 math")
     dtypes = ("float32", "float16", "bfloat16")
-    dims = (Dim("M", 1 << 14, 37), Dim("N", 1 << 12, 1001))
+    dims = (Dim("M", 1 << 14, 37), Dim("N", 1 << 12, 1001, maximum=INT_MAX - 8,
+                                       why="a vector's int bias column runs up to 8 past N"))
     loops = ("i",)
     outputs = ("out",)
-    primitives_help = ("annotate(expr, \"relu(a * b + c)\"); split(i, items*threads*vec, threads*vec, vec); "
-                       "bind(i.0, blockIdx.x); bind(i.2, threadIdx.x); unroll(i.1); vectorize(i.3, 1|2|4; 16-bit: 1|2|4|8); "
-                       "annotate(fusion, full|none); annotate(grid_stride, blocks per SM); functions: "
-                       + ", ".join(FUNCS))
+    structure_help = "expressions use the functions " + ", ".join(FUNCS)
 
     def __init__(self, expr: str = DEFAULT_EXPR):
         self.expr = canonical(expr)
         self.tree = parse(self.expr)
         self.inputs = names(self.tree)
         self.knobs = (
-            ExprKnob("expr", self.expr, (self.expr,), "the expression: names are inputs (annotate(expr, ...))", "e"),
-            Knob("fusion", "full", FUSIONS, "full: one kernel; none: one kernel per operator", "f"),
-            Knob("threads", 256, (128, 256, 512, 1024), "threads per block (i.2)", "t"),
-            Knob("items", 1, (1, 2, 4), "vectors per thread per chunk, loaded before any is used (i.1)", "i"),
-            Knob("vec", 4, (1, 2, 4, 8), "elements per access (vectorize i.3): float32 1|2|4, 16-bit types "
-                 "1|2|4|8 (16 bytes)", "v"),
-            Knob("grid_stride", 0, (0, 1, 2, 4, 8, 16), "blocks per SM striding over chunks; 0 = one block per chunk", "g"),
+            ExprKnob("expr", self.expr, (self.expr,), "the expression: names are inputs", "e",
+                     Prim("annotate", "expr", always=True, args="EXPRESSION")),
+            Knob("fusion", "full", FUSIONS, "full: one kernel; none: one kernel per operator", "f",
+                 Prim("annotate", "fusion", absent="full"), tune=("full",)),
+            Knob("threads", 256, (32, 64, 128, 256, 512, 1024), "threads per block (i.2)", "t", SPLIT,
+                 tune=(128, 256, 512)),
+            Knob("items", 1, Range(1, 8), "vectors per thread per chunk, loaded before any is used (i.1)", "i", SPLIT,
+                 tune=(1, 2, 4)),
+            Knob("vec", 4, (1, 2, 4, 8), "elements per access (i.3): float32 1|2|4, 16-bit types 1|2|4|8 (16 bytes)",
+                 "v", Prim("vectorize", "i.3", always=True)),
+            Knob("grid_stride", 0, (0, 1, 2, 4, 8, 16, 32), "blocks per SM striding over chunks; 0 = one block per "
+                 "chunk", "g", Prim("annotate", "grid_stride", absent=0), tune=(0, 4, 8, 16)),
         )
 
     def with_expr(self, expr: str) -> "Elementwise":
@@ -263,28 +275,23 @@ class Elementwise(Op):
         return float(np.max(np.abs(out - ref) / (1.0 + np.abs(ref)))) if out.size else 0.0
 
     # -- schedule <-> knobs ------------------------------------------------------------------------
-    def schedule_from_knobs(self, expr, fusion, threads, items, vec, grid_stride) -> Schedule:
-        s = (schedule(self.name).annotate("expr", expr).split("i", items * threads * vec, threads * vec, vec)
-             .bind("i.0", "blockIdx.x").bind("i.2", "threadIdx.x").unroll("i.1").vectorize("i.3", vec))
-        if fusion != "full":
-            s = s.annotate("fusion", fusion)
-        if grid_stride:
-            s = s.annotate("grid_stride", grid_stride)
-        return s
+    def build(self, k: dict) -> Schedule:
+        s = (schedule(self.name).annotate("expr", k["expr"])
+             .split("i", k["items"] * k["threads"] * k["vec"], k["threads"] * k["vec"], k["vec"])
+             .bind("i.0", "blockIdx.x").bind("i.2", "threadIdx.x").unroll("i.1"))
+        return self.put(s, k, "vec", "fusion", "grid_stride")
 
     def read_knobs(self, r: ScheduleReader) -> dict:
-        expr = canonical(r.annotate("expr", self.expr))
-        items, threads, vec = r.vector_split("i", (256, 256, 1), allowed_widths=(1, 2, 4, 8))
-        r.bind("i.0", "blockIdx.x", allowed=("blockIdx.x",))
-        r.bind("i.2", "threadIdx.x", allowed=("threadIdx.x",))
-        r.unroll("i.1")
-        return {"expr": expr, "fusion": r.annotate("fusion", "full", FUSIONS), "threads": threads,
-                "items": items, "vec": vec, "grid_stride": r.annotate("grid_stride", 0, (0, 1, 2, 4, 8, 16, 32))}
+        expr = canonical(r.read("annotate", "expr", self.expr))
+        items, threads, vec = r.vector_split("i", (256, 256, 1))
+        r.expect("bind", "i.0", "blockIdx.x")
+        r.expect("bind", "i.2", "threadIdx.x")
+        r.expect("unroll", "i.1", 0)
+        return {"expr": expr, "threads": threads, "items": items, "vec": vec}
 
     def check_knobs(self, k: dict, target: Target) -> None:
-        check(k["threads"] % 32 == 0 and 32 <= k["threads"] <= target.max_threads, "split", "i.2", k["threads"],
-              limit=f"threads per block is a multiple of 32 in 32..{target.max_threads}")
-        check(1 <= k["items"] <= 8, "split", "i.1", k["items"], limit="1..8 vectors per thread per chunk")
+        check(k["threads"] <= target.max_threads, "split", "i.2", k["threads"],
+              limit=f"{target.max_threads} threads per block on {target.arch}")
         n_in = len(names(parse(k["expr"])))
         check(n_in <= 16, "annotate", "expr", k["expr"], limit=f"{n_in} inputs > 16")
 
@@ -418,18 +425,14 @@ class Elementwise(Op):
         ]
         return tuple(LadderStep(t, self.schedule_from_knobs(**kn), n) for t, kn, n in steps)
 
-    def schedule_for(self, problem: Problem) -> Schedule:
+    def schedule_for(self, problem: Problem, target: Target | None = None) -> Schedule:
         """The default layout, whose accesses are 16 bytes: float4, or 8 elements of a 16-bit type."""
         vec = 16 // problem.dtype("out").itemsize
         return self.default_schedule() if vec == 4 else self.schedule(vec=vec)
 
-    def space(self, problem: Problem, target: Target):
-        vec = 16 // problem.dtype("out").itemsize       # 16-byte accesses
-        for threads in (128, 256, 512):
-            for items in (1, 2, 4):
-                for grid_stride in (0, 4, 8, 16):
-                    yield dict(expr=self.expr, fusion="full", threads=threads, items=items, vec=vec,
-                               grid_stride=grid_stride)
+    def space_pins(self, problem: Problem) -> dict[str, tuple]:
+        """This instance's expression; 16-byte accesses."""
+        return {"expr": (self.expr,), "vec": (16 // problem.dtype("out").itemsize,)}
 
 
 def _show(node: Node, temp: dict) -> str:

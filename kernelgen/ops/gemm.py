@@ -39,12 +39,17 @@ from ..dtypes import Types, dtype
 from ..errors import UsageError, check
 from ..schedule import Schedule, ScheduleReader, schedule
 from ..target import Target, default_target
-from .base import Dim, Kernel, Knob, LadderStep, Launch, Op, Plan, Problem, Scalar, cdiv
+from .base import INT_MAX, Dim, Kernel, Knob, LadderStep, Launch, Op, Plan, Problem, Scalar, TensorMap, cdiv
+from .knobs import Prim, Range
 from .io import torch_tensor
+from .sgemm import MAX_GRID_Y, check_grid
 
-INTRINSICS = {"mma": "mma.m16n8k16", "wmma": "wmma.m16n16k16"}
-SHAPES = {"mma": (16, 8, 16), "wmma": (16, 16, 16)}      # (m, n, k) of one instruction
-MAX_GRID_Y = 65535
+INTRINSICS = {"mma": "mma.m16n8k16", "wmma": "wmma.m16n16k16", "wgmma": "wgmma.m64nNk16"}
+SHAPES = {"mma": (16, 8, 16), "wmma": (16, 16, 16), "wgmma": (64, 64, 16)}   # (m, n, k) of one instruction
+# (wgmma's n is the block's whole width, any multiple of 8 up to 256; B arrives in TMA boxes of 64
+# columns, hence 64 here.) wgmma reads K in steps of 64: one 128-byte swizzle atom of 16-bit values.
+WGMMA_BK = 64
+PRODUCER_REGS, CONSUMER_REGS = 40, 232   # setmaxnreg: 128 * 40 + 256 * 232 <= 65536 registers per SM
 # schedule_for's candidates: (block and warp tile, speed relative to the default tile). The speeds are
 # estimates (a 64x64 warp tile reads 1/64 of a byte of shared memory per flop, a 32x64 one 1.5x that;
 # smaller blocks also reload more of A and B from L2), to be replaced by H100 measurements.
@@ -53,7 +58,13 @@ TILE_CHOICES = ((dict(bm=128, bn=256, wm=64, wn=64), 1.0),
                 (dict(bm=128, bn=64, wm=64, wn=32), 0.8),
                 (dict(bm=64, bn=128, wm=32, wn=64), 0.8),
                 (dict(bm=64, bn=64, wm=32, wn=32), 0.6))
+WGMMA_TILE_CHOICES = ((dict(bm=128, bn=256, wm=64, wn=256), 1.0),      # speeds: estimates, as above
+                      (dict(bm=128, bn=128, wm=64, wn=128), 0.85),
+                      (dict(bm=64, bn=128, wm=64, wn=128), 0.6))
 SM_FLOPS = 0.6 * 989.4e12 / 132   # dense fp16 flop/s of one H100 SM at the default tile (an estimate)
+# The sm_90a tile: 128x256 blocks, two consumer warpgroups of 64x256, K by 64 in 4 TMA stages.
+WGMMA_KNOBS = dict(instr="wgmma", bm=128, bn=256, bk=64, wm=64, wn=256, stages=4, copy="tma", pad=0, smem="xor",
+                   ldmatrix=False, swizzle=8, ws=False)
 
 
 def smem_tile(rows: int, cols: int, pad: int, xor: bool, threads: int) -> dict:
@@ -74,78 +85,83 @@ def smem_tile(rows: int, cols: int, pad: int, xor: bool, threads: int) -> dict:
 class Gemm(Op):
     name = "gemm"
     summary = "C[M,N] = A[M,K] @ B[K,N], fp16/bf16 on tensor cores, fp32 accumulation, row-major"
-    dims = (Dim("M", 4096, 70), Dim("N", 4096, 130), Dim("K", 4096, 37))
+    dims = (Dim("M", 4096, 70, maximum=MAX_GRID_Y * 256, why=f"gridDim.y holds {MAX_GRID_Y} block rows of at most 256; "
+                f"a schedule's own limit is {MAX_GRID_Y} x its bm"),
+            Dim("N", 4096, 130, maximum=INT_MAX - 256, why="the kernel's int column index runs up to a block tile (256) past N"),
+            Dim("K", 4096, 37, maximum=INT_MAX - 256, why="the int K offset runs up to the pipeline's tiles (256) past K"))
     loops = ("i", "j", "k")
     inputs = ("A", "B")
     outputs = ("C",)
     dtypes = ("float16", "bfloat16")
     knobs = (
-        Knob("instr", "mma", ("mma", "wmma"), "tensor-core instruction: tensorize(k.1, mma.m16n8k16 | wmma.m16n16k16)", "i"),
-        Knob("bm", 128, (64, 128, 256), "rows of C per block (split i)", "bm"),
-        Knob("bn", 256, (64, 128, 256), "columns of C per block (split j)", "bn"),
-        Knob("bk", 32, (16, 32, 64), "K per shared tile (split k)", "bk"),
-        Knob("wm", 64, (16, 32, 64, 128), "rows of C per warp (split i)", "wm"),
-        Knob("wn", 64, (8, 16, 32, 64, 128), "columns of C per warp (split j)", "wn"),
-        Knob("stages", 4, (1, 2, 3, 4), "shared tiles in flight (double_buffer)", "st"),
-        Knob("copy", "cp_async", ("sync", "cp_async"), "global->shared copy through registers, or cp.async", "c"),
-        Knob("pad", 0, (0, 8, 16), "halves of padding per shared row of A and B (storage_align)", "p"),
-        Knob("smem", "xor", ("pad", "xor"), "shared rows padded, or 16-byte chunks XOR-swizzled (annotate shared_layout)", "s"),
-        Knob("ldmatrix", True, (False, True), "mma fragments through ldmatrix (annotate ldmatrix)", "ld"),
-        Knob("swizzle", 8, (1, 2, 4, 8, 16), "block rows per group when walking the blocks (L2 reuse)", "sw"),
+        Knob("instr", "mma", ("mma", "wmma", "wgmma"),
+             "tensor-core instruction (mma.sync, sm_80+; nvcuda::wmma, sm_70+; wgmma fed by TMA, sm_90a)", "i",
+             Prim("tensorize", "k.1", absent="mma", always=True, values=tuple(INTRINSICS.items()))),
+        # Tiles are any multiple of the instructions' shapes (m16, n8, k16; wmma n16 and wgmma's m64,
+        # n64 and k64 are checked with instr).
+        Knob("bm", 128, Range(16, 256, 16), "rows of C per block", "bm", Prim("split", "i", args="BM, WM")),
+        Knob("bn", 256, Range(8, 256, 8), "columns of C per block", "bn", Prim("split", "j", args="BN, WN")),
+        Knob("bk", 32, Range(16, 64, 16), "K per shared tile", "bk", Prim("split", "k", args="BK")),
+        Knob("wm", 64, Range(16, 128, 16), "rows of C per warp (per warpgroup for wgmma)", "wm",
+             Prim("split", "i", args="BM, WM")),
+        Knob("wn", 64, Range(8, 256, 8), "columns of C per warp (wgmma: the block's width)", "wn",
+             Prim("split", "j", args="BN, WN")),
+        Knob("stages", 4, (1, 2, 3, 4), "shared tiles in flight", "st", Prim("double_buffer", ("A", "B"), absent=1)),
+        Knob("copy", "cp_async", ("sync", "cp_async", "tma"),
+             "global->shared copy through registers, by cp.async, or by the TMA unit (wgmma)", "c",
+             Prim("annotate", "copy", absent="sync", always=True)),
+        Knob("pad", 0, (0, 8, 16), "halves of padding per shared row of A and B", "p",
+             Prim("storage_align", ("A", "B"), absent=0)),
+        Knob("smem", "xor", ("pad", "xor"), "shared rows padded, or 16-byte chunks XOR-swizzled", "s",
+             Prim("annotate", "shared_layout", absent="pad")),
+        Knob("ldmatrix", True, (False, True), "mma fragments through ldmatrix", "ld",
+             Prim("annotate", "ldmatrix", absent=False, values=((True, 1), (False, 0)))),
+        Knob("ws", False, (False, True), "warp specialisation: a producer warpgroup issues the TMA copies", "ws",
+             Prim("annotate", "warp_specialize", absent=False, values=((True, 1), (False, 0))),
+             when=("instr", ("wgmma",)), unused=False),
+        Knob("epilogue", "direct", ("direct", "smem"), "C stored from the accumulators, or staged through shared "
+             "memory and stored in 16-byte row chunks", "e",
+             Prim("cache_write", "C", absent="direct", values=(("smem", "shared"),)),
+             when=("instr", ("wgmma",)), unused="direct"),
+        Knob("cluster", 1, (1, 2), "blocks per thread-block cluster along i, sharing B's tiles by TMA multicast", "cl",
+             Prim("annotate", "cluster", absent=1), when=("instr", ("wgmma",)), unused=1),
+        Knob("swizzle", 8, (1, 2, 4, 8, 16), "block rows per group when walking the blocks (L2 reuse)", "sw",
+             Prim("swizzle", absent=1)),
     )
-    primitives_help = (
-        "split(i, BM, WM) with bind(i.0, blockIdx.y), bind(i.1, warp); split(j, BN, WN) with bind(j.0, blockIdx.x), "
-        "bind(j.1, warp); split(k, BK); tensorize(k.1, mma.m16n8k16 | wmma.m16n16k16); double_buffer(A|B, 1..4); "
-        "annotate(copy, sync|cp_async); storage_align(A|B, 0|8|16); annotate(shared_layout, xor); "
-        "annotate(ldmatrix, 1); swizzle(g)")
 
     # -- problems ----------------------------------------------------------------------------------
     def out_dtypes(self, dtype_name: str) -> tuple[str, ...]:
         return (dtype_name, "float32")
 
-    def check_problem(self, problem: Problem) -> None:
-        for d in ("M", "N", "K"):
-            if problem[d] >= 2 ** 31:
-                raise UsageError(f"gemm: {d}={problem[d]} does not fit the kernel's int sizes")
-
     # -- schedule <-> knobs ------------------------------------------------------------------------
-    def schedule_from_knobs(self, instr, bm, bn, bk, wm, wn, stages, copy, pad, smem, ldmatrix, swizzle) -> Schedule:
-        s = (schedule(self.name).split("i", bm, wm).bind("i.0", "blockIdx.y").bind("i.1", "warp")
-             .split("j", bn, wn).bind("j.0", "blockIdx.x").bind("j.1", "warp")
-             .split("k", bk).tensorize("k.1", INTRINSICS[instr]))
-        if stages != 1:
-            s = s.double_buffer("A", stages).double_buffer("B", stages)
-        s = s.annotate("copy", copy)
-        if pad:
-            s = s.storage_align("A", pad).storage_align("B", pad)
-        if smem == "xor":
-            s = s.annotate("shared_layout", "xor")
-        if ldmatrix:
-            s = s.annotate("ldmatrix", 1)
-        return s.swizzle(swizzle) if swizzle != 1 else s
+    def build(self, k: dict) -> Schedule:
+        unit = "warpgroup" if k["instr"] == "wgmma" else "warp"    # who issues the instruction
+        s = (schedule(self.name).split("i", k["bm"], k["wm"]).bind("i.0", "blockIdx.y").bind("i.1", unit)
+             .split("j", k["bn"], k["wn"]).bind("j.0", "blockIdx.x").bind("j.1", unit).split("k", k["bk"]))
+        return self.put(s, k, "instr", "stages", "copy", "pad", "smem", "ldmatrix", "ws", "epilogue", "cluster",
+                        "swizzle")
 
     def read_knobs(self, r: ScheduleReader) -> dict:
-        dims = {}
+        dims, units = {}, set()
         for loop, axis in (("i", "y"), ("j", "x")):
             dims[loop] = r.split(loop, 2, (128, 64))
-            r.bind(f"{loop}.0", f"blockIdx.{axis}", allowed=(f"blockIdx.{axis}",))
-            r.bind(f"{loop}.1", "warp", allowed=("warp",))
+            r.expect("bind", f"{loop}.0", f"blockIdx.{axis}")
+            units.add(r.read("bind", f"{loop}.1", "warp", ("warp", "warpgroup")))
         (bk,) = r.split("k", 1, (32,))
-        intrinsic = r.tensorize("k.1", INTRINSICS["mma"], tuple(INTRINSICS.values()))
-        st_a, st_b = r.double_buffer("A", 1, (1, 2, 3, 4)), r.double_buffer("B", 1, (1, 2, 3, 4))
-        check(st_a == st_b, "double_buffer", "B", st_b, limit="A and B have the same number of stages", allowed=str(st_a))
-        pad_a, pad_b = r.storage_align("A", 0), r.storage_align("B", 0)
-        check(pad_a == pad_b, "storage_align", "B", pad_b, limit="A and B rows have the same padding", allowed=str(pad_a))
-        return dict(instr=next(k for k, v in INTRINSICS.items() if v == intrinsic),
-                    bm=dims["i"][0], bn=dims["j"][0], bk=bk, wm=dims["i"][1], wn=dims["j"][1], stages=st_a,
-                    copy=r.annotate("copy", "sync", ("sync", "cp_async")), pad=pad_a,
-                    smem=r.annotate("shared_layout", "pad", ("pad", "xor")),
-                    ldmatrix=bool(r.annotate("ldmatrix", 0, (0, 1))), swizzle=r.swizzle(1))
+        instr = self.take(r, "instr")
+        unit = "warpgroup" if instr == "wgmma" else "warp"
+        check(units == {unit}, "bind", "i.1", "/".join(sorted(units)),
+              limit=f"{INTRINSICS[instr]} is issued by a {unit}: bind i.1 and j.1 to {unit}", allowed=unit)
+        return dict(instr=instr, bm=dims["i"][0], bn=dims["j"][0], bk=bk, wm=dims["i"][1], wn=dims["j"][1])
 
     # -- legality ----------------------------------------------------------------------------------
     def check_knobs(self, k: dict, target: Target) -> None:
         instr, (sm, sn, sk) = k["instr"], SHAPES[k["instr"]]
         intrinsic = INTRINSICS[instr]
+        if instr == "wgmma":
+            return self._check_wgmma(k, target)
+        check(k["copy"] != "tma", "annotate", "copy", "tma", limit=f"TMA copies feed wgmma; {intrinsic} takes "
+              "its tiles by cp.async or through registers", allowed="sync, cp_async")
         if instr == "mma":
             target.require("mma_m16n8k16_f16", "tensorize", "k.1", intrinsic)
         else:
@@ -178,22 +194,71 @@ class Gemm(Op):
         check(smem <= target.max_smem, "double_buffer", "A", k["stages"],
               limit=f"{smem} bytes of shared memory > {target.max_smem} on {target.arch}")
 
+    def _check_wgmma(self, k: dict, target: Target) -> None:
+        """wgmma.m64nNk16 with TMA copies: each consumer warpgroup computes wm rows (m64 tiles) by the
+        block's whole width bn; K goes through shared memory 64 at a time (the 128-byte swizzle)."""
+        target.require("wgmma", "tensorize", "k.1", INTRINSICS["wgmma"])
+        target.require("tma", "annotate", "copy", "tma")
+        check(k["copy"] == "tma", "annotate", "copy", k["copy"], limit="wgmma's tiles arrive by TMA", allowed="tma")
+        check(k["wm"] % 64 == 0 and k["bm"] % k["wm"] == 0, "split", "i", (k["bm"], k["wm"]),
+              limit="a warpgroup's rows are whole m64 tiles (wm % 64 == 0) and divide the block's (bm % wm == 0)")
+        consumers = k["bm"] // k["wm"]
+        check(consumers <= 2, "split", "i", (k["bm"], k["wm"]),
+              limit=f"{consumers} consumer warpgroups > 2 (the register file holds two of {CONSUMER_REGS} registers)")
+        check(k["wn"] == k["bn"], "split", "j", (k["bn"], k["wn"]),
+              limit="a warpgroup's wgmma spans the block's whole width: wn == bn", allowed=str(k["bn"]))
+        check(k["bn"] % 64 == 0 and k["bn"] <= 256, "split", "j", k["bn"],
+              limit="B arrives in TMA boxes of 64 columns and wgmma's n is at most 256", allowed="64, 128, 192, 256")
+        check(k["bk"] == WGMMA_BK, "split", "k", k["bk"],
+              limit="K is read 64 at a time: one 128-byte swizzle row of 16-bit values", allowed=str(WGMMA_BK))
+        check(2 <= k["stages"], "double_buffer", "A", k["stages"], limit="a TMA pipeline keeps 2..4 stages",
+              allowed="2, 3, 4")
+        check(k["smem"] == "xor" and k["pad"] == 0, "storage_align", "A", k["pad"],
+              limit="TMA writes 128-byte XOR-swizzled rows without padding", allowed="0 with shared_layout xor")
+        check(not k["ldmatrix"], "annotate", "ldmatrix", 1, limit="wgmma reads its operands from shared memory itself",
+              allowed="0")
+        if k["ws"]:
+            target.require("setmaxnreg", "annotate", "warp_specialize", 1)
+        if k["cluster"] > 1:
+            target.require("clusters", "annotate", "cluster", k["cluster"])
+        threads = self.threads(k)
+        check(threads <= target.max_threads, "split", "i", f"{threads} threads",
+              limit=f"{target.max_threads} threads per block on {target.arch}")
+        smem = self.shared_bytes(k)
+        check(smem <= target.max_smem, "double_buffer", "A", k["stages"],
+              limit=f"{smem} bytes of shared memory > {target.max_smem} on {target.arch}")
+
+    @staticmethod
+    def _c_ld(k: dict, itemsize: int) -> int:
+        """Bytes per staged row of C: 16 bytes of padding put the 8 rows a warp writes in other banks."""
+        return k["bn"] * itemsize + 16
+
     # -- derived sizes -----------------------------------------------------------------------------
     @staticmethod
     def threads(k: dict) -> int:
+        if k["instr"] == "wgmma":
+            return 128 * (k["bm"] // max(k["wm"], 1)) + (128 if k["ws"] else 0)
         return 32 * (k["bm"] // max(k["wm"], 1)) * (k["bn"] // max(k["wn"], 1))
+
+    @staticmethod
+    def _wgmma_stage_bytes(k: dict) -> int:
+        return 2 * (k["bm"] + k["bn"]) * k["bk"]
 
     def _tiles(self, k: dict) -> tuple[dict, dict]:
         xor, nt = k["smem"] == "xor", self.threads(k)
         return smem_tile(k["bm"], k["bk"], k["pad"], xor, nt), smem_tile(k["bk"], k["bn"], k["pad"], xor, nt)
 
     def shared_bytes(self, k: dict) -> int:
+        if k["instr"] == "wgmma":   # the stages, 1024 bytes to align them, a full and an empty barrier each
+            return k["stages"] * self._wgmma_stage_bytes(k) + 1024 + 16 * k["stages"]
         ta, tb = self._tiles(k)
         pipeline = 2 * k["stages"] * (k["bm"] * ta["ld"] + k["bk"] * tb["ld"])
         return pipeline + (self.threads(k) // 32 * 16 * 16 * 4 if k["instr"] == "wmma" else 0)
 
     def registers(self, k: dict) -> int:
         """A rough count: accumulators, one step's fragments, staged copies, ~40 for addresses."""
+        if k["instr"] == "wgmma":
+            return k["wm"] // 64 * k["bn"] // 2 + 40
         ta, tb = self._tiles(k)
         staged = 4 * (ta["iters"] + tb["iters"]) if k["copy"] == "sync" and k["stages"] == 2 else 0
         if k["instr"] == "wmma":
@@ -204,7 +269,13 @@ class Gemm(Op):
 
     # -- lowering ----------------------------------------------------------------------------------
     def template(self, knobs: dict) -> str:
-        return "gemm.cu.j2"
+        return "gemm_wgmma.cu.j2" if knobs["instr"] == "wgmma" else "gemm.cu.j2"
+
+    def name_knobs(self, k: dict) -> dict:
+        """wgmma kernels are named by the knobs they use; the others as before warp specialisation."""
+        if k["instr"] == "wgmma":
+            return {n: v for n, v in k.items() if n not in ("pad", "smem", "ldmatrix")}
+        return {n: v for n, v in k.items() if n not in ("ws", "epilogue", "cluster")}
 
     def template_params(self, k: dict, types: Types, target: Target) -> tuple[dict, int, int]:
         d, o = types.input, types.output
@@ -214,6 +285,8 @@ class Gemm(Op):
             target.require("bf16", "tensorize", "k.1", f"{INTRINSICS[k['instr']]} on bfloat16")
             if k["instr"] == "mma":
                 target.require("mma_m16n8k16_bf16", "tensorize", "k.1", INTRINSICS["mma"])
+        if k["instr"] == "wgmma":
+            return self._wgmma_params(k, types), self.shared_bytes(k), self.registers(k)
         ta, tb = self._tiles(k)
         sm, sn, _ = SHAPES[k["instr"]]
         pipeline = 2 * k["stages"] * (k["bm"] * ta["ld"] + k["bk"] * tb["ld"])
@@ -225,12 +298,26 @@ class Gemm(Op):
                  wtype=d.ctype, mma_fn=f"kg_mma_m16n8k16_{d.short}")
         return p, self.shared_bytes(k), self.registers(k)
 
+    def _wgmma_params(self, k: dict, types: Types) -> dict:
+        d, o = types.input, types.output
+        if k["epilogue"] == "smem":
+            staged, stages = k["bm"] * self._c_ld(k, o.itemsize), k["stages"] * self._wgmma_stage_bytes(k)
+            check(staged <= stages, "cache_write", "C", "shared",
+                  limit=f"the staged C tile ({staged} bytes of {o.name}) reuses the {stages} bytes of the stages")
+        return dict(bm=k["bm"], bn=k["bn"], bk=k["bk"], wm=k["wm"], stages=k["stages"], swizzle=k["swizzle"],
+                    ws=k["ws"], threads=self.threads(k), consumers=k["bm"] // k["wm"], mi=k["wm"] // 64,
+                    stage_bytes=self._wgmma_stage_bytes(k), a_bytes=2 * k["bm"] * k["bk"], b_box_bytes=2 * 64 * k["bk"],
+                    producer_regs=PRODUCER_REGS, consumer_regs=CONSUMER_REGS, ab=d.short,
+                    epilogue=k["epilogue"], c_ld=self._c_ld(k, o.itemsize), cluster=k["cluster"],
+                    in_ctype=d.ctype, in_header=d.header, out_header=o.header, out=o)
+
     def plan(self, kernel: Kernel, problem: Problem, target: Target | None = None) -> Plan:
         k = dict(kernel.knobs)
         M, N, K = problem["M"], problem["N"], problem["K"]
         grid = (cdiv(N, k["bn"]), cdiv(M, k["bm"]), 1)
-        if grid[1] > MAX_GRID_Y:
-            raise UsageError(f"gemm: M={M} needs {grid[1]} block rows of {k['bm']}; the grid holds {MAX_GRID_Y}")
+        check_grid(self.name, problem, grid, k["bm"], k["swizzle"])
+        if k["instr"] == "wgmma":
+            return self._wgmma_plan(kernel, problem, grid)
         # Rows start 16-byte aligned only when K and N are multiples of 8 halves; otherwise the kernel
         # with element-wise global accesses.
         aligned = K % 8 == 0 and N % 8 == 0
@@ -242,12 +329,29 @@ class Gemm(Op):
         align = (("A", 16), ("B", 16), ("C", 2 * out)) if aligned else ()
         return Plan(kernel, problem, launches, (), scalars, align)
 
-    def schedule_for(self, problem: Problem) -> Schedule:
+    def _wgmma_plan(self, kernel: Kernel, problem: Problem, grid: tuple[int, int, int]) -> Plan:
+        """TMA reads A and B through descriptors encoded at launch from their addresses (rows of A are
+        K elements long, rows of B N): TMA needs rows to start 16-byte aligned."""
+        k = dict(kernel.knobs)
+        M, N, K = problem["M"], problem["N"], problem["K"]
+        grid = (grid[0], cdiv(grid[1], k["cluster"]) * k["cluster"], 1)   # whole clusters; extra rows store nothing
+        for dim in ("K", "N"):
+            if problem[dim] % 8:
+                raise UsageError(f"gemm: {dim}={problem[dim]} is not a multiple of 8, and TMA (copy=tma, wgmma) needs "
+                                 f"rows of A and B to start 16-byte aligned; use tensorize(k.1, mma.m16n8k16) there")
+        maps = (TensorMap("tmA", "A", rows=M, cols=K, box_rows=k["bm"], box_cols=k["bk"]),
+                TensorMap("tmB", "B", rows=K, cols=N, box_rows=k["bk"], box_cols=64))
+        launch = Launch(kernel.name, grid, (self.threads(k), 1, 1), ("tmA", "tmB", "C", "M", "N", "K"), kernel.static_smem)
+        scalars = tuple(Scalar(n, "int", v) for n, v in (("M", M), ("N", N), ("K", K)))
+        align = (("A", 16), ("B", 16), ("C", 2 * problem.dtype("C").itemsize))
+        return Plan(kernel, problem, (launch,), (), scalars, align, maps)
+
+    def schedule_for(self, problem: Problem, target: Target | None = None) -> Schedule:
         """The tile that wastes least on the last, partly filled wave (as sgemm.schedule_for): a wave is
         one block per slot (SMs x blocks per SM, from shared memory, threads and registers); a last wave
         of r blocks takes about ceil(r / SMs) / (blocks per SM) of a full one. Smaller tiles win where
         M or N is small (less of the tile is zeros) or the grid is too small to fill the SMs."""
-        t = default_target()
+        t = target or default_target()
         M, N, K = problem["M"], problem["N"], problem["K"]
         base = self.default_knobs()
 
@@ -263,7 +367,11 @@ class Gemm(Op):
             wave = slots * 2 * k["bm"] * k["bn"] * K / (SM_FLOPS * speed)
             return (full + cdiv(rest, t.sms) / slots) * wave
 
-        over, _ = min(TILE_CHOICES, key=lambda c: cost(*c))
+        choices = TILE_CHOICES
+        if t.has("wgmma") and K % 8 == 0 and N % 8 == 0:   # TMA's aligned rows
+            base = dict(WGMMA_KNOBS, ws=True)
+            choices = WGMMA_TILE_CHOICES
+        over, _ = min(choices, key=lambda c: cost(*c))
         return self.schedule_from_knobs(**dict(base, **over))
 
     # -- numbers -----------------------------------------------------------------------------------
@@ -360,7 +468,27 @@ class Gemm(Op):
             ("tuned: 128x256 blocks of 8 warps (2x4 of 64x64), 4 cp.async stages, grouped block order",
              self.default_knobs(), "the default schedule"),
         ]
-        return tuple(LadderStep(t, self.schedule_from_knobs(**k), n) for t, k, n in steps)
+        hopper = [
+            ("wgmma m64n256k16 + TMA: 128x256 blocks, 2 warpgroups of 64 rows, 4 stages, thread 0 issues the copies",
+             WGMMA_KNOBS, "sm_90a: A and B by TMA (128-byte swizzle), mbarrier pipeline, wgmma from shared memory"),
+            ("warp specialisation: a producer warpgroup (40 registers) feeds 2 consumer warpgroups (232)",
+             dict(WGMMA_KNOBS, ws=True), "setmaxnreg; the producer waits on the consumers' empty barriers"),
+            ("C staged through shared memory, stored in 16-byte row chunks", dict(WGMMA_KNOBS, ws=True, epilogue="smem"),
+             "cache_write(C, shared): the stages' memory holds the tile, padded rows, coalesced stores"),
+            ("clusters of 2 blocks along M: each loads half of B's tile into both (TMA multicast)",
+             dict(WGMMA_KNOBS, ws=True, epilogue="smem", cluster=2),
+             "a third less L2-to-SM traffic; a stage is free when both blocks' consumers released it"),
+        ]
+        return tuple([LadderStep(t, self.schedule_from_knobs(**k), n) for t, k, n in steps] +
+                     [LadderStep(t, self.schedule_from_knobs(**k), n, arch="sm_90a") for t, k, n in hopper])
+
+    def test_problems_for(self, sched: Schedule) -> tuple[dict, ...]:
+        """TMA needs K and N multiples of 8 (16-byte rows): wgmma schedules are tested on such sizes,
+        none a multiple of a tile, M = 1 among them; the plan refuses the others by name."""
+        if self.knobs_from_schedule(sched)["instr"] != "wgmma":
+            return self.test_problems()
+        return ({"M": 1, "N": 8, "K": 8}, {"M": 33, "N": 72, "K": 40}, {"M": 136, "N": 264, "K": 64},
+                {"M": 300, "N": 520, "K": 1000}, {"M": 256, "N": 512, "K": 512})
 
     def space(self, problem: Problem, target: Target):
         base = self.default_knobs()
@@ -377,3 +505,17 @@ class Gemm(Op):
         for bm, bn, wm, wn in ((64, 64, 32, 32), (128, 128, 64, 64), (128, 128, 32, 32)):
             yield dict(base, instr="wmma", bm=bm, bn=bn, wm=wm, wn=wn, stages=2, copy="cp_async", smem="pad",
                        pad=8, ldmatrix=False, swizzle=8)
+        if target.has("wgmma") and problem["K"] % 8 == 0 and problem["N"] % 8 == 0:
+            for bm, wm in ((128, 64), (128, 128), (64, 64), (256, 128)):
+                for bn in (64, 128, 256):
+                    for stages in (2, 3, 4):
+                        for swizzle in (1, 8, 16):
+                            for ws in (False, True):
+                                yield dict(WGMMA_KNOBS, bm=bm, wm=wm, bn=bn, wn=bn, stages=stages, swizzle=swizzle, ws=ws)
+            for bm, wm, bn in ((128, 64, 256), (128, 64, 128), (256, 128, 128)):   # epilogues and clusters
+                for stages in (3, 4):
+                    for swizzle in (8, 16):
+                        for ws in (False, True):
+                            for epilogue, cluster in (("smem", 1), ("direct", 2), ("smem", 2)):
+                                yield dict(WGMMA_KNOBS, bm=bm, wm=wm, bn=bn, wn=bn, stages=stages, swizzle=swizzle,
+                                           ws=ws, epilogue=epilogue, cluster=cluster)

@@ -1,4 +1,5 @@
-"""Matrix-vector product y = A x in float32, A row-major M x N, any M, N >= 1.
+"""Matrix-vector product y = A x, A row-major M x N, any M, N >= 1: float32, or float16/bfloat16 A and x
+with fp32 accumulation (y in their type or float32).
 
 >>> from kernelgen.ops import get_op
 >>> op = get_op("gemv")
@@ -34,6 +35,15 @@ takes 92.7 us at 8192 x 8192 on the H100 against 100.7 us for the best warp-per-
 
 Rows are 16-byte aligned only when N % 4 == 0: otherwise each row starts with up to 3 scalar
 products up to its first aligned element, and x (then misaligned with the row) is read as scalars.
+
+16-bit A and x: `vec` counts elements, so a 16-byte load is `vectorize("j.3", 8)` (rows are then
+vector-aligned when N % 8 == 0); each product is formed in fp32 from the converted elements (exact:
+two 16-bit significands fit in fp32's) and summed in fp32. `schedule_for` keeps the float32 rule in
+bytes: two 16-byte loads per thread cover about the row.
+
+>>> p = op.problem({"M": 8192, "N": 8192}, dtype="bf16")
+>>> op.kernel(op.schedule_for(p), types=p.types).name
+'gemv_bf16_sm90_t512_l512_v8_u2_g0'
 """
 from __future__ import annotations
 
@@ -43,39 +53,47 @@ import numpy as np
 
 from ..errors import check
 from ..schedule import Schedule, ScheduleReader, schedule
-from .base import Dim, Kernel, Knob, LadderStep, Launch, Op, Plan, Problem, Scalar, cdiv, pow2
+from .base import INT_MAX, Dim, Kernel, Knob, LadderStep, Launch, Op, Plan, Problem, Scalar, cdiv, pow2
+from .knobs import Prim, Range
 from ..dtypes import Types
+from .io import element_io, torch_tensor, vector_widths
 from ..target import Target, default_target
 
 VEC_TYPES = {1: "float", 2: "float2", 4: "float4"}
+SPLIT_I = Prim("split", "i", args="rows_per_block, rows_per_warp")
+SPLIT_J = Prim("split", "j", args="unroll*lanes*vec, lanes*vec, vec")
 
 
 class Gemv(Op):
     name = "gemv"
-    summary = "y[M] = A[M,N] @ x[N], float32, A row-major"
-    dims = (Dim("M", 8192, 133), Dim("N", 8192, 1001))
+    summary = "y[M] = A[M,N] @ x[N], A row-major; float32, float16 or bfloat16 (y in their type or float32), fp32 sums"
+    dtypes = ("float32", "float16", "bfloat16")
+    dims = (Dim("M", 8192, 133, maximum=INT_MAX - 1024, why="the int row index runs up to a block of rows (1024) past M"),
+            Dim("N", 8192, 1001, maximum=INT_MAX - 16 * 1024 * 4,
+                why="int column indexes run up to unroll*lanes*vec (at most 65536) past the row"))
     loops = ("i", "j")
     inputs = ("A", "x")
     outputs = ("y",)
     knobs = (
-        Knob("threads", 1024, (64, 128, 256, 512, 1024), "threads per block (warps x 32)", "t"),
+        Knob("threads", 1024, (32, 64, 128, 256, 512, 1024), "threads per block (warps x 32)", "t", SPLIT_I,
+             tune=(64, 128, 256, 512, 1024)),
         Knob("lanes", 1024, (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024),
-             "threads sharing one row (j.2); 1 = a thread per row; > 32: several warps, a block reduction", "l"),
-        Knob("vec", 4, (1, 2, 4), "floats per load of A and x (vectorize j.3)", "v"),
-        Knob("unroll", 2, (1, 2, 4, 8), "vector loads per lane in flight before the first multiply (j.1)", "u"),
-        Knob("grid_stride", 0, (0, 1, 2, 4, 8), "blocks per SM looping over row groups; 0 = one block per group "
-             "(fewer rows streaming from DRAM at once)", "g"),
+             "threads sharing one row (j.2); 1 = a thread per row; > 32: several warps, a block reduction", "l",
+             SPLIT_J),
+        Knob("vec", 4, (1, 2, 4, 8), "elements per load of A and x (j.3): float32 1|2|4, 16-bit types 1|2|4|8", "v",
+             Prim("vectorize", "j.3", always=True)),
+        Knob("unroll", 2, Range(1, 16), "vector loads per lane in flight before the first multiply (j.1)", "u",
+             SPLIT_J, tune=(1, 2, 4, 8)),
+        Knob("grid_stride", 0, (0, 1, 2, 4, 8, 16), "blocks per SM looping over row groups; 0 = one block per group "
+             "(fewer rows streaming from DRAM at once)", "g", Prim("annotate", "grid_stride", absent=0)),
     )
-    primitives_help = ("split(i, rows_per_block, rows_per_warp); bind(i.0, blockIdx.x); bind(i.1, warp); "
-                       "bind(i.2, lane); split(j, unroll*lanes*vec, lanes*vec, vec); bind(j.2, lane); "
-                       "unroll(j.1); vectorize(j.3, 1|2|4); reduction(j, shuffle) when lanes > 1; "
-                       "annotate(grid_stride, blocks per SM). Rows of 64..1024 threads (several warps): "
-                       "split(i, rows_per_block); bind(i.0, blockIdx.x); bind(i.1, threadIdx.y); "
-                       "bind(j.2, threadIdx.x); reduction(j, shuffle) = warp shuffles, then the warps' sums "
-                       "through shared memory")
+    structure_help = ("lanes 64..1024 (several warps per row): split(i, rows_per_block) with bind(i.1, threadIdx.y) "
+                      "and bind(j.2, threadIdx.x), and reduction(j, shuffle) adds warp shuffles, then the warps' sums "
+                      "through shared memory; one lane per row has no reduction step")
 
     # -- schedule <-> knobs ------------------------------------------------------------------------
-    def schedule_from_knobs(self, threads, lanes, vec, unroll, grid_stride=0) -> Schedule:
+    def build(self, k: dict) -> Schedule:
+        threads, lanes, vec, unroll = k["threads"], k["lanes"], k["vec"], k["unroll"]
         check(threads % 32 == 0 and threads >= 32, "split", "i.1", threads, limit="whole warps per block")
         if lanes > 32:   # several warps per row: a 2-D block of lanes x rows_per_block threads
             check(lanes % 32 == 0 and threads % lanes == 0, "split", "j.2", lanes,
@@ -89,42 +107,37 @@ class Gemv(Op):
             s = (schedule(self.name).split("i", threads // 32 * rows_per_warp, rows_per_warp)
                  .bind("i.0", "blockIdx.x").bind("i.1", "warp").bind("i.2", "lane")
                  .split("j", unroll * lanes * vec, lanes * vec, vec).bind("j.2", "lane"))
-        s = s.unroll("j.1").vectorize("j.3", vec)
+        s = self.put(s.unroll("j.1"), k, "vec")
         if lanes > 1:
             s = s.reduction("j", "shuffle")
-        if grid_stride:
-            s = s.annotate("grid_stride", grid_stride)
-        return s
+        return self.put(s, k, "grid_stride")
 
     def read_knobs(self, r: ScheduleReader) -> dict:
-        unroll, lanes, vec = r.vector_split("j", (32, 32, 1))
-        block_rows = r.bind("j.2", "lane", allowed=("lane", "threadIdx.x")) == "threadIdx.x"
-        r.bind("i.0", "blockIdx.x", allowed=("blockIdx.x",))
-        r.unroll("j.1")
-        strategy = r.reduction("j", "serial", ("serial", "shuffle"))
+        unroll, lanes, vec = r.vector_split("j", (32, 32, 1))   # widths per type: template_params
+        block_rows = r.read("bind", "j.2", "lane", ("lane", "threadIdx.x")) == "threadIdx.x"
+        r.expect("bind", "i.0", "blockIdx.x")
+        r.expect("unroll", "j.1", 0)
+        strategy = r.read("reduction", "j", "serial", ("serial", "shuffle"))
         check((strategy == "shuffle") == (lanes > 1), "reduction", "j", strategy,
               limit=f"{lanes} lane(s) per row", allowed="shuffle" if lanes > 1 else "serial (omit the step)")
-        grid_stride = r.annotate("grid_stride", 0, (0, 1, 2, 4, 8, 16))
         if block_rows:
             check(lanes > 32 and lanes % 32 == 0, "bind", "j.2", f"threadIdx.x with {lanes} threads per row",
                   limit="threadIdx.x spreads a row over several whole warps",
                   allowed="64, 128, 256, 512, 1024 threads per row; bind(j.2, lane) for <= 32")
             (rows_per_block,) = r.split("i", 1, (1,))
-            r.bind("i.1", "threadIdx.y", allowed=("threadIdx.y",))
-            return {"threads": rows_per_block * lanes, "lanes": lanes, "vec": vec, "unroll": unroll,
-                    "grid_stride": grid_stride}
+            r.expect("bind", "i.1", "threadIdx.y")
+            return {"threads": rows_per_block * lanes, "lanes": lanes, "vec": vec, "unroll": unroll}
         rows_per_block, rows_per_warp = r.split("i", 2, (8, 1))
         check(rows_per_block % rows_per_warp == 0, "split", "i", (rows_per_block, rows_per_warp),
               limit="rows per warp must divide rows per block")
-        r.bind("i.1", "warp", allowed=("warp",))
-        r.bind("i.2", "lane", allowed=("lane",))
+        r.expect("bind", "i.1", "warp")
+        r.expect("bind", "i.2", "lane")
         check(lanes <= 32, "bind", "j.2", f"lane with {lanes} threads per row",
               limit=f"{lanes} threads per row span {lanes // 32} warps",
               allowed="threadIdx.x, with split(i, rows_per_block) and bind(i.1, threadIdx.y)")
         check(lanes * rows_per_warp == 32, "split", "i.2", rows_per_warp,
               limit=f"rows per warp x lanes per row (j.2 = {lanes}) must be 32")
-        return {"threads": rows_per_block // rows_per_warp * 32, "lanes": lanes, "vec": vec,
-                "unroll": unroll, "grid_stride": grid_stride}
+        return {"threads": rows_per_block // rows_per_warp * 32, "lanes": lanes, "vec": vec, "unroll": unroll}
 
     def check_knobs(self, k: dict, target: Target) -> None:
         check(k["threads"] % 32 == 0 and 32 <= k["threads"] <= target.max_threads, "split", "i.1",
@@ -132,22 +145,32 @@ class Gemv(Op):
         check(pow2(k["lanes"]) and k["lanes"] <= k["threads"], "split", "j.2", k["lanes"],
               limit=f"threads per row is a power of two <= the block's {k['threads']} threads",
               allowed="1, 2, 4, 8, 16, 32 (lanes of a warp); 64, 128, 256, 512, 1024 (warps, bind(j.2, threadIdx.x))")
-        check(k["vec"] in VEC_TYPES, "vectorize", "j.3", k["vec"], limit="16 bytes per load", allowed="1, 2, 4")
         check(1 <= k["unroll"] <= 16, "split", "j.1", k["unroll"], limit="1..16 loads in flight per lane")
 
     # -- lowering ----------------------------------------------------------------------------------
     def template_params(self, k: dict, types: Types, target: Target) -> tuple[dict, int, int]:
+        d, o = types.input, types.output
+        widths = vector_widths(d, (1, 2, 4))
+        check(k["vec"] in widths, "vectorize", "j.3", k["vec"], limit=f"16 bytes per load of {d.name}",
+              allowed=", ".join(map(str, widths)))
         lanes, block_rows = k["lanes"], k["lanes"] > 32
         warps_per_row = lanes // 32 if block_rows else 1
+        io, out_io = element_io(d, k["vec"]), element_io(o, 1)
         params = dict(k, rows_per_warp=max(1, 32 // lanes), rows_per_block=k["threads"] // lanes,
                       block_rows=block_rows, warps_per_row=warps_per_row,
-                      vec_type=VEC_TYPES[k["vec"]],
-                      comps=("x", "y", "z", "w")[:k["vec"]],
+                      vec_type=io["vtype"], comps=io["lanes"], io=io, itemsize=d.itemsize,
+                      access_bytes=k["vec"] * d.itemsize,
+                      out_ctype=out_io["ctype"], out_from_float=out_io["from_float"],
+                      headers=tuple(dict.fromkeys(h for h in (d.header, o.header) if h)),
                       warps=k["threads"] // 32)
         # Rows over several warps: one partial sum per warp in shared memory.
         shared = 4 * (k["threads"] // 32) if block_rows else 0
-        # Registers: one accumulator and 2 vectors per unrolled load, plus pointers and indices.
-        return params, shared, 24 + k["unroll"] * (2 * k["vec"] + 1)
+        # Registers: one accumulator and 2 vectors (of 4-byte registers) per unrolled load, plus pointers and indices.
+        return params, shared, 24 + k["unroll"] * (2 * k["vec"] * d.itemsize // 4 + 1)
+
+    def out_dtypes(self, dtype_name: str) -> tuple[str, ...]:
+        """y in A's type, or float32 for 16-bit A and x (the fp32 sum stored without rounding it to 16 bits)."""
+        return (dtype_name,) if dtype_name == "float32" else (dtype_name, "float32")
 
     def plan(self, kernel: Kernel, problem: Problem, target: Target | None = None) -> Plan:
         k = dict(kernel.knobs)
@@ -157,11 +180,15 @@ class Gemv(Op):
         symbol = kernel.name if n % k["vec"] == 0 else kernel.name + "_unaligned"
         groups = cdiv(m, rows_per_block)
         blocks = min(groups, (target or default_target()).sms * k["grid_stride"]) if k["grid_stride"] else groups
+        most = INT_MAX - (blocks - 1) * rows_per_block
+        check(m <= most, "annotate", "grid_stride", k["grid_stride"],
+              limit=f"M={m}: the int row index steps {blocks} blocks x {rows_per_block} rows past M; M <= {most}")
         # Rows over several warps: a 2-D block, threadIdx.x along the row (j.2), threadIdx.y the row (i.1).
         block = (k["lanes"], rows_per_block, 1) if k["lanes"] > 32 else (k["threads"], 1, 1)
         launch = Launch(symbol, (blocks, 1, 1), block, ("A", "x", "y", "M", "N"))
+        access = problem.dtype("A").itemsize * k["vec"]
         return Plan(kernel, problem, (launch,), (), (Scalar("M", "int", m), Scalar("N", "int", n)),
-                    (("A", 4 * k["vec"]), ("x", 4 * k["vec"])))
+                    (("A", access), ("x", access)))
 
     # -- numbers -----------------------------------------------------------------------------------
     def test_problems(self) -> tuple[dict, ...]:
@@ -171,9 +198,9 @@ class Gemv(Op):
                 {"M": 5, "N": 4099}, {"M": 9, "N": 3}, {"M": 40, "N": 2048})
 
     def make_inputs(self, problem: Problem, rng: np.random.Generator) -> dict[str, np.ndarray]:
-        m, n = problem["M"], problem["N"]
-        return {"A": rng.uniform(-1, 1, size=(m, n)).astype(np.float32),
-                "x": rng.uniform(-1, 1, size=n).astype(np.float32)}
+        m, n, d = problem["M"], problem["N"], problem.dtype("A")
+        return {"A": d.encode(rng.uniform(-1, 1, size=(m, n)).astype(np.float32)),
+                "x": d.encode(rng.uniform(-1, 1, size=n).astype(np.float32))}
 
     def output_shapes(self, problem: Problem) -> dict[str, tuple[int, ...]]:
         return {"y": (problem["M"],)}
@@ -182,37 +209,71 @@ class Gemv(Op):
         return {"A": (problem["M"], problem["N"]), "x": (problem["N"],)}
 
     def reference(self, inputs, problem):
-        return {"y": inputs["A"].astype(np.float64) @ inputs["x"].astype(np.float64)}
+        d = problem.dtype("A")
+        return {"y": d.decode(inputs["A"]) @ d.decode(inputs["x"])}
+
+    def sum_error(self, n: int) -> float:
+        """The fp32 sum's error relative to the size of the sum (float32 sums of N random-signed
+        products: it grows like eps * sqrt(N) when one thread adds a whole row, lanes = 1)."""
+        return max(self.rel_tolerance, 4e-7 * math.sqrt(n))
+
+    def half_output(self, problem: Problem) -> bool:
+        return problem.dtype("y").itemsize == 2
+
+    def measure(self, problem: Problem) -> str:
+        if not self.half_output(problem):
+            return self.error_measure
+        return "max |y - ref| / (|ref| + the row's fp32 sum error / y's unit roundoff), per element"
+
+    def error(self, name, out, ref, inputs, problem) -> float:
+        """float32 y: the relative L2 error. 16-bit y: the worst element's relative error, with the size
+        below which the fp32 sum's own error (sum_error x the row's ||a * x||) outweighs y's rounding
+        added to |ref| (a row whose products cancel is only as exact as its sum)."""
+        if not self.half_output(problem):
+            return super().error(name, out, ref, inputs, problem)
+        out = np.asarray(out, dtype=np.float64)
+        if not np.all(np.isfinite(out)):
+            return float("inf")
+        d = problem.dtype("A")
+        size = np.sqrt(((d.decode(inputs["A"]) * d.decode(inputs["x"])) ** 2).sum(axis=1))
+        scale = self.sum_error(problem["N"]) / problem.dtype("y").unit_roundoff * size
+        return float(np.max(np.abs(out - ref) / (np.abs(ref) + scale)))
 
     def tolerance(self, problem: Problem) -> float:
-        # float32 sums of N random-signed products: the relative error grows like eps * sqrt(N)
-        # when one thread adds a whole row (lanes = 1).
-        return max(self.rel_tolerance, 4e-7 * math.sqrt(problem["N"]))
+        """float32 y (any inputs): the fp32 sum's error. 16-bit y: twice its unit roundoff (the rounding
+        of y is one), so an element off by an ulp of y's type more than rounding fails."""
+        return 2 * problem.dtype("y").unit_roundoff if self.half_output(problem) else self.sum_error(problem["N"])
 
     def bytes_moved(self, problem: Problem) -> int:
         m, n = problem["M"], problem["N"]
-        return 4 * (m * n + n + m)
+        return problem.dtype("A").itemsize * (m * n + n) + problem.dtype("y").itemsize * m
 
     def flops(self, problem: Problem) -> int:
         return 2 * problem["M"] * problem["N"]
 
     def vendor(self, dev_inputs, problem):
-        a, x = dev_inputs["A"], dev_inputs["x"]
+        a, x, d = dev_inputs["A"], dev_inputs["x"], problem.dtype("A")
         try:
             import torch
-            ta, tx = torch.as_tensor(a, device="cuda"), torch.as_tensor(x, device="cuda")
+            ta, tx = torch_tensor(a, d), torch_tensor(x, d)
+            # torch.mv writes y in A's type: with a float32 y that is M elements fewer bytes than ours.
             return "torch.mv", lambda: torch.mv(ta, tx)
         except ImportError:
+            if d.name == "bfloat16":
+                return None           # cupy has no bfloat16
             return "cupy matmul (cuBLAS)", lambda: a @ x
 
-    def schedule_for(self, problem: Problem) -> Schedule:
+    def schedule_for(self, problem: Problem, target: Target | None = None) -> Schedule:
         """Threads per row so that one trip of 2 float4 loads per thread covers about the row: the
         power of two <= N / 8, 1 .. 1024 (1024 from N = 8192 on: the default), at least 256 threads
         per block. Measured on the H100 (bench_results/gemv_multiwarp_h100.txt) within 5% of the
         tuned best at N = 128, 1024, 4096, 8192 and 32768; the default (1024 threads per row) is
-        2.9x slower at N = 1024 and 19x at N = 128, where most of its threads idle."""
-        lanes = min(1024, 1 << max(0, (problem["N"] // 8).bit_length() - 1))
-        return self.schedule_from_knobs(threads=max(lanes, 256), lanes=lanes, vec=4, unroll=2, grid_stride=0)
+        2.9x slower at N = 1024 and 19x at N = 128, where most of its threads idle.
+        16-bit types: the same rule in bytes, 2 loads of 16 bytes (8 elements) per thread, so the
+        power of two <= N / 16 (512 threads per row at N = 8192; not yet timed on a GPU)."""
+        vec = 16 // problem.dtype("A").itemsize
+        lanes = min(1024, 1 << max(0, (problem["N"] // (2 * vec)).bit_length() - 1))
+        return self.schedule_from_knobs(threads=max(lanes, 256), lanes=lanes, vec=vec, unroll=2, grid_stride=0)
 
     def ladder(self) -> tuple[LadderStep, ...]:
         steps = [
@@ -235,27 +296,29 @@ class Gemv(Op):
 
     def space(self, problem: Problem, target: Target):
         n = problem["N"]
+        vec = 16 // problem.dtype("A").itemsize          # 16-byte loads: float4, or 8 elements of a 16-bit type
         # A warp (or part of one) per row: the best of the earlier searches (bench_results/gemv_tune*.txt,
         # where 128..512 threads, 4..32 lanes, float2 and grid_stride never won at 8192x8192).
         for threads in (128, 256):
             for lanes in (8, 16, 32):
-                if lanes * 4 > 2 * n:     # most lanes of a group would idle
+                if lanes * vec > 2 * n:     # most lanes of a group would idle
                     continue
                 for unroll in (4, 8):
-                    yield dict(threads=threads, lanes=lanes, vec=4, unroll=unroll, grid_stride=0)
+                    yield dict(threads=threads, lanes=lanes, vec=vec, unroll=unroll, grid_stride=0)
         # Several warps per row, a block reduction: short blocks the block scheduler balances.
         for lanes in (64, 128, 256, 512, 1024):
-            if lanes * 4 > 2 * n:
+            if lanes * vec > 2 * n:
                 continue
             for rows_per_block in (1, 2, 4):
                 if lanes * rows_per_block > target.max_threads:
                     continue
                 for unroll in (1, 2, 4, 8):
-                    if unroll > 1 and unroll * lanes * 4 > n:   # past the row: the loads would not batch
+                    if unroll > 1 and unroll * lanes * vec > n:   # past the row: the loads would not batch
                         continue
-                    yield dict(threads=lanes * rows_per_block, lanes=lanes, vec=4, unroll=unroll, grid_stride=0)
-        # The same, with 1 or 2 blocks per SM looping over the rows (no block launches after the first wave).
-        for lanes, unroll in ((1024, 2), (512, 4)):
-            if lanes * 4 * unroll <= max(n, 4096):
+                    yield dict(threads=lanes * rows_per_block, lanes=lanes, vec=vec, unroll=unroll, grid_stride=0)
+        # The same, with 1 or 2 blocks per SM looping over the rows (no block launches after the first wave):
+        # each trip covers 8192 elements of a row.
+        for lanes, unroll in ((1024 * 4 // vec, 2), (512 * 4 // vec, 4)):
+            if lanes * vec * unroll <= max(n, 4096):
                 for grid_stride in (1, 2):
-                    yield dict(threads=lanes, lanes=lanes, vec=4, unroll=unroll, grid_stride=grid_stride)
+                    yield dict(threads=lanes, lanes=lanes, vec=vec, unroll=unroll, grid_stride=grid_stride)

@@ -9,7 +9,7 @@
 (32, 4, 1)
 
 The loops and primitives are softmax's (see kernelgen/ops/softmax.py): `split("i", rows_per_block)`,
-`split("j", items*threads*vec, threads*vec, vec)`, `reduction("j", serial|shared|shuffle)`. The
+`split("j", items*threads*vec, threads*vec, vec)`, `reduction("j", ...)` (`kernelgen list layernorm`). The
 algorithm is one of
 - `annotate("layernorm", "two_pass")`: the mean, then the variance around it, then y: three reads of x.
 - `annotate("layernorm", "welford")`: mean and variance in one pass (Welford, merged per chunk of
@@ -24,13 +24,15 @@ import numpy as np
 
 from ..errors import UsageError, check
 from ..schedule import Schedule, ScheduleReader
-from .base import Dim, Kernel, Knob, LadderStep, Launch, Op, Plan, Problem, Scalar, cdiv
+from .base import INT_MAX, Dim, Kernel, Knob, LadderStep, Launch, Op, Plan, Problem, Scalar, cdiv
 from ..dtypes import Types
 from ..target import Target
 from .io import torch_tensor
-from .rows import REDUCTIONS, HalfRowNumbers, RowSchedule
+from .knobs import Prim
+from .rows import MAX_CHUNK, ROW_KNOBS, HalfRowNumbers, RowSchedule
 
-ALGOS = ("two_pass", "welford", "registers")
+PASSES = ("two_pass", "welford")                 # the algorithms annotate(layernorm, ...) names
+ALGOS = PASSES + ("registers",)
 EPS = 1e-5
 
 
@@ -38,34 +40,27 @@ class LayerNorm(HalfRowNumbers, RowSchedule, Op):
     name = "layernorm"
     summary = ("y = (x - mean) / sqrt(var + 1e-5) * gamma + beta over each row of x; float32, float16 or "
                "bfloat16, fp32 math")
-    dims = (Dim("rows", 8192, 37), Dim("cols", 4096, 1000))
+    dims = (Dim("rows", 8192, 37), Dim("cols", 4096, 1000, maximum=INT_MAX - MAX_CHUNK, why=f"int column indexes run up to a chunk of a row (items*threads*vec, "
+                                                             f"at most {MAX_CHUNK}) past its end"))
     loops = ("i", "j")
     inputs = ("x", "gamma", "beta")
     outputs = ("y",)
     dtypes = ("float32", "float16", "bfloat16")
-    knobs = (
-        Knob("threads", 256, (1, 4, 8, 16, 32, 64, 128, 256, 512, 1024), "threads per row (j.2)", "t"),
-        Knob("rows_per_block", 1, (1, 2, 4, 8, 16, 32, 64, 128, 256), "rows per block (i.1)", "r"),
-        Knob("items", 4, (1, 2, 4, 8, 16), "vectors per thread per chunk, loaded at once (j.1)", "i"),
-        Knob("vec", 4, (1, 2, 4, 8), "elements per access (vectorize j.3): float32 1|4, 16-bit types 1|2|4|8; "
-             "cols % vec != 0 runs a scalar twin kernel", "v"),
-        Knob("reduction", "shuffle", REDUCTIONS, "how a row's threads combine: reduction(j, ...)", "s"),
-        Knob("algo", "registers", ALGOS, "two_pass | welford | registers (cache_read x)", "a"),
+    knobs = ROW_KNOBS + (
+        Knob("algo", "registers", ALGOS, "two_pass | welford | registers (the row in registers)", "a",
+             Prim("annotate", "layernorm", args="two_pass|welford")),
     )
-    primitives_help = ("split(i, rows_per_block); bind(i.0, blockIdx.x); bind(i.1, threadIdx.y); "
-                       "split(j, items*threads*vec, threads*vec, vec); bind(j.2, threadIdx.x); unroll(j.1); "
-                       "vectorize(j.3, 1|4; 16-bit: 1|2|4|8); reduction(j, serial|shared|shuffle); then "
-                       "annotate(layernorm, two_pass|welford) or cache_read(x, register)")
+    structure_help = "algo registers is cache_read(x, register) instead of annotate(layernorm, ...)"
 
     # -- schedule <-> knobs ------------------------------------------------------------------------
-    def schedule_from_knobs(self, threads, rows_per_block, items, vec, reduction, algo) -> Schedule:
-        s = self.row_steps(threads, rows_per_block, items, vec, reduction)
-        return s.cache_read("x", "register") if algo == "registers" else s.annotate("layernorm", algo)
+    def build(self, k: dict) -> Schedule:
+        s = self.row_steps(k)
+        return s.cache_read("x", "register") if k["algo"] == "registers" else s.annotate("layernorm", k["algo"])
 
     def read_knobs(self, r: ScheduleReader) -> dict:
         k = self.read_row_steps(r)
-        cached = r.cache_read("x", None, allowed=("register",))
-        annotated = r.annotate("layernorm", None, ("two_pass", "welford"))
+        cached = r.read("cache_read", "x", None, ("register",))
+        annotated = r.read("annotate", "layernorm", None, PASSES)
         check(not (cached and annotated), "annotate", "layernorm", annotated,
               limit="cache_read(x, register) already reads x once")
         return dict(k, algo="registers" if cached else annotated or "welford")
@@ -193,7 +188,7 @@ class LayerNorm(HalfRowNumbers, RowSchedule, Op):
         ]
         return tuple(LadderStep(t, self.schedule_from_knobs(**k), n) for t, k, n in steps)
 
-    def schedule_for(self, problem: Problem) -> Schedule:
+    def schedule_for(self, problem: Problem, target: Target | None = None) -> Schedule:
         """The default layout, whose accesses are 16 bytes: float4, or for 16-bit types 8 elements
         (and half as many vectors per thread, so a thread holds the same 16 elements)."""
         if problem.dtype("x").itemsize == 4:

@@ -19,13 +19,15 @@ import numpy as np
 
 from ..errors import check
 from ..schedule import Schedule, ScheduleReader, schedule
-from .base import Dim, Kernel, Knob, LadderStep, Launch, Op, Plan, Problem, Scalar, Workspace, cdiv, pow2
+from .base import Dim, Kernel, Knob, LadderStep, Launch, Op, Plan, Problem, Scalar, Workspace, cdiv
+from .knobs import Prim, Range
 from ..dtypes import Types
 from .io import element_io, torch_tensor, vector_widths
 from ..target import Target, default_target
 
 STRATEGIES = ("divergent", "strided", "sequential", "last_warp", "unrolled", "shuffle")
 FINISHES = ("two_pass", "atomic")
+SPLIT = Prim("split", "i", args="items*threads*vec, threads*vec, vec")
 FINAL_THREADS = 1024  # the second pass: one block of 1024 threads over the per-block partials
 
 
@@ -38,51 +40,42 @@ class ReduceSum(Op):
     inputs = ("x",)
     outputs = ("out",)
     knobs = (
-        Knob("threads", 512, (128, 256, 512, 1024), "threads per block (i.2)", "t"),
-        Knob("items", 4, (1, 2, 4, 8), "vectors each thread adds per chunk while loading (i.1)", "i"),
-        Knob("vec", 4, (1, 2, 4, 8), "elements per load (vectorize i.3): float32 1|2|4, 16-bit types 1|2|4|8", "v"),
-        Knob("strategy", "shuffle", STRATEGIES, "block-level tree: reduction(i, ...)", "s"),
-        Knob("grid_stride", 4, (0, 1, 2, 4, 8), "blocks per SM striding over chunks; 0 = one block per chunk", "g"),
-        Knob("finish", "two_pass", FINISHES, "combine block sums by a second pass or by atomics", "f"),
+        Knob("threads", 512, (32, 64, 128, 256, 512, 1024), "threads per block (i.2)", "t",
+             SPLIT, tune=(256, 512, 1024)),
+        Knob("items", 4, Range(1, 16), "vectors each thread adds per chunk while loading (i.1)", "i",
+             SPLIT, tune=(1, 2, 4, 8)),
+        Knob("vec", 4, (1, 2, 4, 8), "elements per load (i.3): float32 1|2|4, 16-bit types 1|2|4|8", "v",
+             Prim("vectorize", "i.3", always=True)),
+        Knob("strategy", "shuffle", STRATEGIES, "the block-level tree", "s",
+             Prim("reduction", "i", absent="sequential", always=True), tune=("shuffle",)),
+        Knob("grid_stride", 4, (0, 1, 2, 4, 8, 16, 32), "blocks per SM striding over chunks; 0 = one block per chunk",
+             "g", Prim("annotate", "grid_stride", absent=0), tune=(1, 2, 4, 8)),
+        Knob("finish", "two_pass", FINISHES, "combine block sums by a second pass or by atomics", "f",
+             Prim("annotate", "finish", absent="two_pass")),
     )
-    primitives_help = ("split(i, items*threads*vec, threads*vec, vec); bind(i.0, blockIdx.x); bind(i.2, threadIdx.x); "
-                       "unroll(i.1); vectorize(i.3, 1|2|4; 16-bit: 1|2|4|8); reduction(i, " + "|".join(STRATEGIES) + "); "
-                       "annotate(grid_stride, blocks per SM); annotate(finish, two_pass|atomic)")
+    structure_help = "i.0 is the chunk a block adds, i.2 a thread of it, i.3 the vector lane"
 
     # -- schedule <-> knobs ------------------------------------------------------------------------
-    def schedule_from_knobs(self, threads, items, vec, strategy, grid_stride, finish) -> Schedule:
-        s = (schedule(self.name).split("i", items * threads * vec, threads * vec, vec)
-             .bind("i.0", "blockIdx.x").bind("i.2", "threadIdx.x").unroll("i.1")
-             .vectorize("i.3", vec).reduction("i", strategy))
-        if grid_stride:
-            s = s.annotate("grid_stride", grid_stride)
-        if finish != "two_pass":
-            s = s.annotate("finish", finish)
-        return s
+    def build(self, k: dict) -> Schedule:
+        s = (schedule(self.name).split("i", k["items"] * k["threads"] * k["vec"], k["threads"] * k["vec"], k["vec"])
+             .bind("i.0", "blockIdx.x").bind("i.2", "threadIdx.x").unroll("i.1"))
+        return self.put(s, k, "vec", "strategy", "grid_stride", "finish")
 
     def read_knobs(self, r: ScheduleReader) -> dict:
-        items, threads, vec = r.vector_split("i", (256, 256, 1), allowed_widths=(1, 2, 4, 8))
-        r.bind("i.0", "blockIdx.x", allowed=("blockIdx.x",))
-        r.bind("i.2", "threadIdx.x", allowed=("threadIdx.x",))
-        r.unroll("i.1")
-        return {
-            "threads": threads,
-            "items": items,
-            "vec": vec,
-            "strategy": r.reduction("i", "sequential", STRATEGIES),
-            "grid_stride": r.annotate("grid_stride", 0, (0, 1, 2, 4, 8, 16, 32)),
-            "finish": r.annotate("finish", "two_pass", FINISHES),
-        }
+        items, threads, vec = r.vector_split("i", (256, 256, 1))
+        r.expect("bind", "i.0", "blockIdx.x")
+        r.expect("bind", "i.2", "threadIdx.x")
+        r.expect("unroll", "i.1", 0)
+        return {"threads": threads, "items": items, "vec": vec}
 
     def test_problems(self) -> tuple[dict, ...]:
         return ({"n": 1}, {"n": 3}, {"n": 4097}, {"n": 1000003})
 
     def check_knobs(self, k: dict, target: Target) -> None:
-        check(pow2(k["threads"]) and 32 <= k["threads"] <= target.max_threads, "split", "i.2", k["threads"],
-              limit=f"threads per block is a power of two in 32..{target.max_threads} (the tree halves it)")
+        check(k["threads"] <= target.max_threads, "split", "i.2", k["threads"],
+              limit=f"{target.max_threads} threads per block on {target.arch}")
         check(k["threads"] >= 64 or k["strategy"] not in ("last_warp", "unrolled"), "split", "i.2", k["threads"],
               limit=f"strategy {k['strategy']} unrolls a last warp that reads 64 words: at least 64 threads")
-        check(1 <= k["items"] <= 16, "split", "i.1", k["items"], limit="1..16 items per thread per chunk")
 
     # -- lowering ----------------------------------------------------------------------------------
     def template_params(self, k: dict, types: Types, target: Target) -> tuple[dict, int, int]:
@@ -200,19 +193,14 @@ class ReduceSum(Op):
         ]
         return tuple(LadderStep(t, self.schedule_from_knobs(**k), n) for t, k, n in steps)
 
-    def schedule_for(self, problem: Problem) -> Schedule:
+    def schedule_for(self, problem: Problem, target: Target | None = None) -> Schedule:
         """The default layout, with 16-byte loads: float4, or 8 elements of a 16-bit type (half as
         many per thread per chunk); a 16-bit out is finished by the second pass, not by atomics."""
         if problem.dtype("x").itemsize == 4:
             return self.default_schedule()
         return self.schedule(vec=8, items=2)
 
-    def space(self, problem: Problem, target: Target):
-        vec = 16 // problem.dtype("x").itemsize            # 16-byte loads
-        atomic_ok = problem.dtype("out").itemsize == 4
-        for threads in (256, 512, 1024):
-            for items in (1, 2, 4, 8):
-                for grid_stride in (1, 2, 4, 8):
-                    for finish in FINISHES if atomic_ok else ("two_pass",):
-                        yield dict(threads=threads, items=items, vec=vec, strategy="shuffle",
-                                   grid_stride=grid_stride, finish=finish)
+    def space_pins(self, problem: Problem) -> dict[str, tuple]:
+        """16-byte loads; atomics only into a 4-byte out."""
+        pins = {"vec": (16 // problem.dtype("x").itemsize,)}
+        return pins if problem.dtype("out").itemsize == 4 else dict(pins, finish=("two_pass",))

@@ -16,11 +16,25 @@ import numpy as np
 from ..dtypes import Types
 from ..errors import check
 from ..schedule import Schedule, ScheduleReader, schedule
-from .base import pow2
+from .knobs import Knob, Prim, Range
 from .io import element_io, vector_widths
 from ..target import Target
 
 REDUCTIONS = ("serial", "shared", "shuffle")
+SPLIT_I = Prim("split", "i", args="rows_per_block")
+SPLIT_J = Prim("split", "j", args="items*threads*vec, threads*vec, vec")
+MAX_CHUNK = 32 * 1024 * 8         # columns of a row a block's threads load at once: items*threads*vec at most
+# The knobs softmax and layer norm share: a group of threads per row, several rows per block.
+ROW_KNOBS = (
+    Knob("threads", 256, (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024), "threads per row (j.2)", "t", SPLIT_J),
+    Knob("rows_per_block", 1, (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024), "rows per block (i.1)", "r", SPLIT_I),
+    Knob("items", 4, Range(1, 32), "vectors per thread per chunk, loaded at once (j.1)", "i", SPLIT_J,
+         tune=(1, 2, 4, 8, 16)),
+    Knob("vec", 4, (1, 2, 4, 8), "elements per access (j.3): float32 1|4, 16-bit types 1|2|4|8; "
+         "cols % vec != 0 runs a scalar twin kernel", "v", Prim("vectorize", "j.3", always=True)),
+    Knob("reduction", "shuffle", REDUCTIONS, "how a row's threads combine", "s",
+         Prim("reduction", "j", absent="shuffle", always=True)),
+)
 
 
 class RowSchedule:
@@ -34,30 +48,26 @@ class RowSchedule:
         scalar = k["vec"] > 1 and problem["cols"] % k["vec"] != 0
         return tuple((b, size if scalar else size * k["vec"]) for b in buffers), scalar
 
-    def row_steps(self, threads, rows_per_block, items, vec, reduction) -> Schedule:
-        return (schedule(self.name).split("i", rows_per_block).bind("i.0", "blockIdx.x").bind("i.1", "threadIdx.y")
-                .split("j", items * threads * vec, threads * vec, vec).bind("j.2", "threadIdx.x")
-                .unroll("j.1").vectorize("j.3", vec).reduction("j", reduction))
+    def row_steps(self, k: dict) -> Schedule:
+        return self.put(schedule(self.name).split("i", k["rows_per_block"]).bind("i.0", "blockIdx.x")
+                        .bind("i.1", "threadIdx.y")
+                        .split("j", k["items"] * k["threads"] * k["vec"], k["threads"] * k["vec"], k["vec"])
+                        .bind("j.2", "threadIdx.x").unroll("j.1"), k, "vec", "reduction")
 
     def read_row_steps(self, r: ScheduleReader) -> dict:
         (rpb,) = r.split("i", 1, (1,))
-        items, threads, vec = r.vector_split("j", (256, 256, 1), allowed_widths=(1, 2, 4, 8))
-        r.bind("i.0", "blockIdx.x", allowed=("blockIdx.x",))
-        r.bind("i.1", "threadIdx.y", allowed=("threadIdx.y",))
-        r.bind("j.2", "threadIdx.x", allowed=("threadIdx.x",))
-        r.unroll("j.1")
-        return {"threads": threads, "rows_per_block": rpb, "items": items, "vec": vec,
-                "reduction": r.reduction("j", "shuffle", REDUCTIONS)}
+        items, threads, vec = r.vector_split("j", (256, 256, 1))
+        r.expect("bind", "i.0", "blockIdx.x")
+        r.expect("bind", "i.1", "threadIdx.y")
+        r.expect("bind", "j.2", "threadIdx.x")
+        r.expect("unroll", "j.1", 0)
+        return {"threads": threads, "rows_per_block": rpb, "items": items, "vec": vec}
 
     def check_row_knobs(self, k: dict, target: Target) -> None:
         t, rpb = k["threads"], k["rows_per_block"]
-        check(pow2(t) and t <= target.max_threads, "split", "j.2", t,
-              limit=f"threads per row is a power of two up to {target.max_threads}")
-        check(pow2(rpb), "split", "i", rpb, limit="rows per block is a power of two")
         check(32 <= t * rpb <= target.max_threads, "split", "i", f"{rpb} rows x {t} threads = {t * rpb} threads",
               limit=f"a block has 32..{target.max_threads} threads (whole warps: the shuffles use full masks)")
         check(t <= 32 or rpb == 1, "split", "i", rpb, limit=f"{t} threads per row span warps: one row per block")
-        check(1 <= k["items"] <= 32, "split", "j.1", k["items"], limit="1..32 vectors per thread per chunk")
         check((t == 1) == (k["reduction"] == "serial"), "reduction", "j", k["reduction"],
               limit=f"{t} thread(s) per row", allowed="serial" if t == 1 else "shared, shuffle")
 

@@ -39,13 +39,27 @@ import numpy as np
 
 from ..errors import UsageError, check
 from ..schedule import Schedule, ScheduleReader, schedule
-from .base import Dim, Kernel, Knob, LadderStep, Launch, Op, Plan, Problem, Scalar, cdiv
+from .base import INT_MAX, Dim, Kernel, Knob, LadderStep, Launch, Op, Plan, Problem, Scalar, cdiv
+from .knobs import Prim
 from ..dtypes import Types
 from ..target import Target, default_target
 
 LAYOUTS = ("contiguous", "strided", "warp")
+TILES = Prim("split", ("i", "j"), args="BM | BM, TM | BM, S, 4 | BM, WM, S, 4 (j alike: BN, TN, WN)")
+SHARED = ("shared", (True,))      # the knobs of the shared-memory kernel apply with these
 RUN = 4                  # rows (columns) per run in the strided and warp layouts: one 128-bit shared load
 MAX_GRID_Y = 65535
+
+
+def check_grid(op: str, problem: Problem, grid: tuple[int, int, int], bm: int, swizzle: int) -> None:
+    """The block rows fit gridDim.y; with grouped block order (swizzle > 1) the blocks' linear number,
+    blockIdx.y * gridDim.x + blockIdx.x, fits the kernel's int (sgemm and gemm)."""
+    if grid[1] > MAX_GRID_Y:
+        raise UsageError(f"{op}: M={problem['M']} needs {grid[1]} block rows of {bm}; the grid holds {MAX_GRID_Y} "
+                         f"(M <= {MAX_GRID_Y * bm} with bm={bm})")
+    if swizzle > 1 and grid[0] * grid[1] > INT_MAX:
+        raise UsageError(f"{op}: M={problem['M']}, N={problem['N']} make {grid[0] * grid[1]} blocks; with swizzle "
+                         f"{swizzle} their number is an int: at most {INT_MAX} (use swizzle 1)")
 # schedule_for's cost model (H100 measurements, see schedule_for).
 SPLITS = (1, 2, 3, 4)            # K slices schedule_for considers
 SM_FLOPS = 0.73 * 66.9e12 / 132  # fp32 flop/s of one H100 SM running the default tile (73% of peak)
@@ -63,72 +77,80 @@ TILE_CHOICES = ((dict(), 1, 1.0),
 class Sgemm(Op):
     name = "sgemm"
     summary = "C[M,N] = A[M,K] @ B[K,N], float32, row-major"
-    dims = (Dim("M", 2048, 131), Dim("N", 2048, 67), Dim("K", 1024, 37))
+    dims = (Dim("M", 2048, 131, maximum=MAX_GRID_Y * 256, why=f"gridDim.y holds {MAX_GRID_Y} block rows of at most 256; "
+                f"a schedule's own limit is {MAX_GRID_Y} x its bm"),
+            Dim("N", 2048, 67, maximum=INT_MAX - 256, why="the kernel's int column index runs up to a block tile (256) past N"),
+            Dim("K", 1024, 37, maximum=INT_MAX - 256, why="K is rounded up to whole K tiles (up to 256) in int"))
     loops = ("i", "j", "k")
     inputs = ("A", "B")
     outputs = ("C",)
     knobs = (
-        Knob("shared", True, (False, True), "stage A and B tiles in shared memory: cache_read(A|B, shared)", "s"),
-        Knob("bm", 256, (16, 32, 64, 128, 256), "rows of C per block (split i)", "bm"),
-        Knob("bn", 128, (16, 32, 64, 128, 256), "columns of C per block (split j)", "bn"),
-        Knob("bk", 8, (0, 8, 16, 32), "K per shared tile (split k); 0: k is not split (naive)", "bk"),
-        Knob("tm", 16, (1, 2, 4, 8, 16), "rows of C per thread", "tm"),
-        Knob("tn", 8, (1, 2, 4, 8, 16), "columns of C per thread", "tn"),
-        Knob("layout", "warp", LAYOUTS, "how thread tiles sit in the block tile (see the module doc)", "l"),
-        Knob("wm", 64, (0, 16, 32, 64, 128), "rows per warp tile (layout warp; else 0)", "wm"),
-        Knob("wn", 64, (0, 16, 32, 64, 128), "columns per warp tile (layout warp; else 0)", "wn"),
-        Knob("a_layout", "km", ("mk", "km"), "A's shared tile: mk as in memory, km transposed", "a"),
-        Knob("pad_a", 4, (0, 1, 2, 4, 8), "floats of padding per shared row of A (storage_align)", "pa"),
-        Knob("pad_b", 0, (0, 1, 2, 4, 8), "floats of padding per shared row of B (storage_align)", "pb"),
-        Knob("vec_a", 4, (1, 2, 4), "floats per global load of A (vectorize)", "va"),
-        Knob("vec_b", 4, (1, 2, 4), "floats per global load of B (vectorize)", "vb"),
-        Knob("vec_c", 4, (1, 2, 4), "floats per global store of C (vectorize)", "vc"),
-        Knob("stages", 2, (1, 2, 3, 4), "shared tiles in flight (double_buffer)", "st"),
-        Knob("copy", "sync", ("sync", "cp_async"), "global->shared copy through registers, or cp.async", "c"),
-        Knob("unroll_k", 0, (0, 1, 2, 4), "unroll the K loop inside a tile: 0 fully", "u"),
-        Knob("min_blocks", 1, (1, 2, 3, 4), "blocks per SM the registers must allow (> 1: a __maxnreg__ budget)", "mb"),
-        Knob("swizzle", 8, (1, 2, 4, 8, 16), "block rows per group when walking the blocks (L2 reuse)", "sw"),
+        Knob("shared", True, (False, True), "stage A and B tiles in shared memory (else: the naive kernel)", "s",
+             Prim("cache_read", ("A", "B"), absent=False, values=((True, "shared"),))),
+        Knob("bm", 256, (16, 32, 64, 128, 256), "rows of C per block", "bm", TILES),
+        Knob("bn", 128, (16, 32, 64, 128, 256), "columns of C per block", "bn", TILES),
+        Knob("tm", 16, (1, 2, 4, 8, 16), "rows of C per thread", "tm", TILES),
+        Knob("tn", 8, (1, 2, 4, 8, 16), "columns of C per thread", "tn", TILES),
+        Knob("layout", "warp", LAYOUTS, "how thread tiles sit in the block tile: the split's form and the loop bound "
+             "to threads (see the module doc)", "l", TILES),
+        Knob("wm", 64, (0, 16, 32, 64, 128), "rows per warp tile (layout warp; else 0)", "wm", TILES),
+        Knob("wn", 64, (0, 16, 32, 64, 128), "columns per warp tile (layout warp; else 0)", "wn", TILES),
+        Knob("bk", 8, (0, 8, 16, 32), "K per shared tile; 0 (without shared) k is not split", "bk",
+             Prim("split", "k", args="BK"), when=SHARED, unused=0),
+        Knob("a_layout", "km", ("mk", "km"), "A's shared tile: mk as in memory, km transposed", "a",
+             Prim("annotate", "A.shared", absent="mk", always=True), when=SHARED, unused="mk"),
+        Knob("pad_a", 4, (0, 1, 2, 4, 8), "floats of padding per shared row of A", "pa",
+             Prim("storage_align", "A", absent=0, always=True), when=SHARED, unused=0),
+        Knob("pad_b", 0, (0, 1, 2, 4, 8), "floats of padding per shared row of B", "pb",
+             Prim("storage_align", "B", absent=0, always=True), when=SHARED, unused=0),
+        Knob("vec_a", 4, (1, 2, 4), "floats per global load of A", "va",
+             Prim("vectorize", "A", absent=1, always=True), when=SHARED, unused=1),
+        Knob("vec_b", 4, (1, 2, 4), "floats per global load of B", "vb",
+             Prim("vectorize", "B", absent=1, always=True), when=SHARED, unused=1),
+        Knob("vec_c", 4, (1, 2, 4), "floats per global store of C", "vc",
+             Prim("vectorize", "C", absent=1, always=True), when=SHARED, unused=1),
+        Knob("stages", 2, (1, 2, 3, 4), "shared tiles in flight", "st",
+             Prim("double_buffer", ("A", "B"), absent=1, always=True), when=SHARED, unused=1),
+        Knob("copy", "sync", ("sync", "cp_async"), "global->shared copy through registers, or cp.async", "c",
+             Prim("annotate", "copy", absent="sync", always=True), when=SHARED, unused="sync"),
+        Knob("unroll_k", 0, (0, 1, 2, 4), "unroll the K loop inside a tile: 0 fully (naive: unroll(k, n))", "u",
+             Prim("unroll", "k.1", absent=0, always=True)),
+        Knob("min_blocks", 1, (1, 2, 3, 4), "blocks per SM the registers must allow (> 1: a __maxnreg__ budget)", "mb",
+             Prim("annotate", "min_blocks", absent=1)),
+        Knob("swizzle", 8, (1, 2, 4, 8, 16), "block rows per group when walking the blocks (L2 reuse)", "sw",
+             Prim("swizzle", absent=1)),
         Knob("split_k", 1, (1, 2, 3, 4, 8), "slices of K, one per blockIdx.z, added into C with atomics (C is "
-             "zeroed first): more, shorter blocks for a ragged last wave", "sk"),
+             "zeroed first): more, shorter blocks for a ragged last wave", "sk",
+             Prim("annotate", "split_k", absent=1), when=SHARED, unused=1),
     )
-    primitives_help = (
-        "split(i, BM | BM,TM | BM,S,4 | BM,WM,S,4) and split(j, ...): the loop bound to threadIdx.y|x, or to warp "
-        "and lane, picks the layout (adjacent elements, runs of 4 spaced S apart, warp tiles); bind(i.0, blockIdx.y); "
-        "bind(j.0, blockIdx.x); cache_read(A|B, shared) with split(k, BK) (neither: the naive kernel); "
-        "annotate(A.shared, mk|km); storage_align(A|B, pad); vectorize(A|B|C, 1|2|4); double_buffer(A|B, 1..4); "
-        "annotate(copy, sync|cp_async); unroll(k.1, n) (naive: unroll(k, n)); annotate(min_blocks, n); swizzle(g); "
-        "annotate(split_k, 1|2|3|4|8)")
+    structure_help = ("split(i, BM) and bind(i.1, threadIdx.y): one row a thread; split(i, BM, TM): TM adjacent rows; "
+                      "split(i, BM, S, 4) with bind(i.2, threadIdx.y): runs of 4 rows spaced S apart; "
+                      "split(i, BM, WM, S, 4) with bind(i.1, warp), bind(i.3, lane): warp tiles; j likewise "
+                      "(blockIdx.x, threadIdx.x)")
 
     def all_loops(self) -> tuple[str, ...]:
         return self.loops + tuple(f"{l}.{i}" for l in self.loops for i in range(5))
 
     # -- schedule <-> knobs ------------------------------------------------------------------------
-    def schedule_from_knobs(self, shared, bm, bn, bk, tm, tn, layout, wm, wn, a_layout, pad_a, pad_b,
-                            vec_a, vec_b, vec_c, stages, copy, unroll_k, min_blocks, swizzle, split_k=1) -> Schedule:
+    def build(self, k: dict) -> Schedule:
         s = schedule(self.name)
-        for loop, b, t, w, thread_axis in (("i", bm, tm, wm, "y"), ("j", bn, tn, wn, "x")):
-            if layout == "warp":
+        for loop, b, t, w, thread_axis in (("i", k["bm"], k["tm"], k["wm"], "y"), ("j", k["bn"], k["tn"], k["wn"], "x")):
+            if k["layout"] == "warp":
                 s = (s.split(loop, b, w, w * RUN // max(t, 1), RUN).bind(f"{loop}.0", f"blockIdx.{thread_axis}")
                      .bind(f"{loop}.1", "warp").bind(f"{loop}.3", "lane"))
-            elif layout == "strided":
+            elif k["layout"] == "strided":
                 s = (s.split(loop, b, b * RUN // max(t, 1), RUN).bind(f"{loop}.0", f"blockIdx.{thread_axis}")
                      .bind(f"{loop}.2", f"threadIdx.{thread_axis}"))
             else:
                 s = (s.split(loop, b, t) if t > 1 else s.split(loop, b))
                 s = s.bind(f"{loop}.0", f"blockIdx.{thread_axis}").bind(f"{loop}.1", f"threadIdx.{thread_axis}")
-        if not shared:
-            s = s.unroll("k", unroll_k) if unroll_k != 0 else s
-            s = s.annotate("min_blocks", min_blocks) if min_blocks != 1 else s
-            return s.swizzle(swizzle) if swizzle != 1 else s
-        s = s.split("k", bk).cache_read("A", "shared").cache_read("B", "shared").annotate("A.shared", a_layout)
-        s = s.storage_align("A", pad_a).storage_align("B", pad_b)
-        s = s.vectorize("A", vec_a).vectorize("B", vec_b).vectorize("C", vec_c)
-        s = s.double_buffer("A", stages).double_buffer("B", stages).annotate("copy", copy).unroll("k.1", unroll_k)
-        s = s.annotate("min_blocks", min_blocks) if min_blocks != 1 else s
-        s = s.annotate("split_k", split_k) if split_k != 1 else s
-        return s.swizzle(swizzle) if swizzle != 1 else s
+        if not k["shared"]:
+            s = s.unroll("k", k["unroll_k"]) if k["unroll_k"] != 0 else s
+            return self.put(s, k, "min_blocks", "swizzle")
+        return self.put(s.split("k", k["bk"]), k, "shared", "a_layout", "pad_a", "pad_b", "vec_a", "vec_b", "vec_c",
+                        "stages", "copy", "unroll_k", "min_blocks", "split_k", "swizzle")
 
-    def schedule_for(self, problem: Problem) -> Schedule:
+    def schedule_for(self, problem: Problem, target: Target | None = None) -> Schedule:
         """The tile and number of K slices that waste least on the last, partly filled wave.
 
         A wave is one block per slot (SMs x blocks per SM); a last wave of r blocks takes about
@@ -139,7 +161,7 @@ class Sgemm(Op):
         runs at SM_FLOPS; predicted 2900/177/362/181 us, measured 2802/192/395/180 us for 4096^3,
         1000^3, 2047x2049x1023 and 2048x2048x1024 (bench_results/sgemm_split_probe_h100.txt).
         """
-        sms = default_target().sms
+        sms = (target or default_target()).sms
         M, N, K = problem["M"], problem["N"], problem["K"]
 
         def cost(over: dict, per_sm: int, speed: float, slices: int) -> float:
@@ -155,19 +177,19 @@ class Sgemm(Op):
     def _read_dim(self, r: ScheduleReader, loop: str, axis: str, default: tuple) -> tuple[str, int, int, int]:
         """(layout, block extent, thread extent, warp extent) of loop i or j."""
         f = r.split(loop, (1, 2, 3, 4), default)
-        r.bind(f"{loop}.0", f"blockIdx.{axis}", allowed=(f"blockIdx.{axis}",))
+        r.expect("bind", f"{loop}.0", f"blockIdx.{axis}")
         if len(f) <= 2:
-            r.bind(f"{loop}.1", f"threadIdx.{axis}", allowed=(f"threadIdx.{axis}",))
+            r.expect("bind", f"{loop}.1", f"threadIdx.{axis}")
             return "contiguous", f[0], f[1] if len(f) == 2 else 1, 0
         check(f[-1] == RUN, "split", loop, f, limit=f"the innermost factor is a run of {RUN} (one 128-bit load)")
         if len(f) == 3:
             check(f[1] > 0 and f[0] % f[1] == 0, "split", loop, f, limit="the run stride S divides the block extent")
-            r.bind(f"{loop}.2", f"threadIdx.{axis}", allowed=(f"threadIdx.{axis}",))
+            r.expect("bind", f"{loop}.2", f"threadIdx.{axis}")
             return "strided", f[0], f[0] // f[1] * RUN, 0
         check(f[0] % f[1] == 0 and f[1] % f[2] == 0, "split", loop, f,
               limit="each factor divides the one before it (block, warp, run stride)")
-        r.bind(f"{loop}.1", "warp", allowed=("warp",))
-        r.bind(f"{loop}.3", "lane", allowed=("lane",))
+        r.expect("bind", f"{loop}.1", "warp")
+        r.expect("bind", f"{loop}.3", "lane")
         return "warp", f[0], f[1] // f[2] * RUN, f[1]
 
     def read_knobs(self, r: ScheduleReader) -> dict:
@@ -175,23 +197,11 @@ class Sgemm(Op):
         lj, bn, tn, wn = self._read_dim(r, "j", "x", (128, 8))
         layouts = {li, lj}
         check(len(layouts) == 1, "split", "j", lj, limit=f"i and j use the same layout; split(i) gives {li}")
-        shared_a, shared_b = r.cache_read("A", None, ("shared",)), r.cache_read("B", None, ("shared",))
-        check(shared_a == shared_b, "cache_read", "B", shared_b, limit="A and B are both staged in shared memory or neither",
-              allowed=str(shared_a))
-        k = dict(shared=shared_a == "shared", bm=bm, bn=bn, tm=tm, tn=tn, layout=li, wm=wm, wn=wn)
+        k = dict(shared=self.take(r, "shared"), bm=bm, bn=bn, tm=tm, tn=tn, layout=li, wm=wm, wn=wn)
         if not k["shared"]:
-            return dict(k, bk=0, a_layout="mk", pad_a=0, pad_b=0, vec_a=1, vec_b=1, vec_c=1, stages=1,
-                        copy="sync", unroll_k=r.unroll("k", 0), min_blocks=r.annotate("min_blocks", 1, (1, 2, 3, 4)),
-                        swizzle=r.swizzle(1), split_k=1)
+            return dict(k, unroll_k=r.read("unroll", "k", 0))
         (bk,) = r.split("k", 1, (8,))
-        st_a, st_b = r.double_buffer("A", 1, (1, 2, 3, 4)), r.double_buffer("B", 1, (1, 2, 3, 4))
-        check(st_a == st_b, "double_buffer", "B", st_b, limit="A and B have the same number of stages", allowed=str(st_a))
-        return dict(k, bk=bk, a_layout=r.annotate("A.shared", "mk", ("mk", "km")),
-                    pad_a=r.storage_align("A", 0), pad_b=r.storage_align("B", 0),
-                    vec_a=r.vectorize("A"), vec_b=r.vectorize("B"), vec_c=r.vectorize("C"), stages=st_a,
-                    copy=r.annotate("copy", "sync", ("sync", "cp_async")), unroll_k=r.unroll("k.1", 0),
-                    min_blocks=r.annotate("min_blocks", 1, (1, 2, 3, 4)), swizzle=r.swizzle(1),
-                    split_k=r.annotate("split_k", 1, (1, 2, 3, 4, 8)))
+        return dict(k, bk=bk)
 
     # -- legality ----------------------------------------------------------------------------------
     def check_knobs(self, k: dict, target: Target) -> None:
@@ -316,8 +326,7 @@ class Sgemm(Op):
         k, p = dict(kernel.knobs), dict(kernel.params)
         M, N, K = problem["M"], problem["N"], problem["K"]
         grid = (cdiv(N, k["bn"]), cdiv(M, k["bm"]), k["split_k"])
-        if grid[1] > MAX_GRID_Y:
-            raise UsageError(f"sgemm: M={M} needs {grid[1]} block rows of {k['bm']}; the grid holds {MAX_GRID_Y}")
+        check_grid(self.name, problem, grid, k["bm"], k["swizzle"])
         # Rows all start vector-aligned only when K and N are multiples of the widths; otherwise the
         # kernel with element-wise global accesses.
         aligned = K % k["vec_a"] == 0 and N % max(k["vec_b"], k["vec_c"]) == 0
@@ -336,11 +345,6 @@ class Sgemm(Op):
         # last two have blocks wholly inside C (no bounds tests) beside ragged ones, rows aligned and not.
         return ({"M": 1, "N": 1, "K": 1}, {"M": 131, "N": 67, "K": 37}, {"M": 130, "N": 260, "K": 20},
                 {"M": 260, "N": 516, "K": 32}, {"M": 260, "N": 515, "K": 32})
-
-    def check_problem(self, problem: Problem) -> None:
-        for d in ("M", "N", "K"):
-            if problem[d] >= 2 ** 31:
-                raise UsageError(f"sgemm: {d}={problem[d]} does not fit the kernel's int sizes")
 
     def make_inputs(self, problem: Problem, rng: np.random.Generator) -> dict[str, np.ndarray]:
         # Small integers make every product and partial sum exact in float32 (|partial| <= 9K < 2^24),

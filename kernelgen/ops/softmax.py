@@ -13,8 +13,8 @@ Loops: i over rows, j over the columns of one row.
 `split("i", rows_per_block)` gives i.0 (blockIdx.x) and i.1 (the rows of one block, threadIdx.y);
 `split("j", items*threads*vec, threads*vec, vec)` gives j.0 (chunks of a row), j.1 (the `items`
 vectors a thread loads at once, unrolled), j.2 (the threads of one row, threadIdx.x) and j.3 (the
-lane of a vector: float4 for float32; 2, 4 or 8 elements, up to 16 bytes, for 16-bit types). `reduction("j", serial|shared|shuffle)` is how the threads of a row combine their max
-and sum. The algorithm:
+lane of a vector: float4 for float32; 2, 4 or 8 elements, up to 16 bytes, for 16-bit types). `reduction("j", ...)` is how the threads of a row combine their max
+and sum (the values of every knob: `kernelgen list softmax`). The algorithm:
 - `annotate("softmax", "three_pass")`: the seed notes' kernel, three passes in global memory
   (max of x; y = exp(x - max) and its sum; y /= sum): reads 3 and writes 2 floats per element.
   A 16-bit y is not a staging buffer (it would round exp(x - max) before the division): the second
@@ -33,13 +33,15 @@ import numpy as np
 
 from ..errors import UsageError, check
 from ..schedule import Schedule, ScheduleReader
-from .base import Dim, Kernel, Knob, LadderStep, Launch, Op, Plan, Problem, Scalar, Workspace, cdiv
+from .base import INT_MAX, Dim, Kernel, Knob, LadderStep, Launch, Op, Plan, Problem, Scalar, Workspace, cdiv
 from ..dtypes import Types
 from ..target import Target, default_target
 from .io import torch_tensor
-from .rows import REDUCTIONS, HalfRowNumbers, RowSchedule
+from .knobs import Prim
+from .rows import MAX_CHUNK, ROW_KNOBS, HalfRowNumbers, RowSchedule
 
-ALGOS = ("three_pass", "online", "registers", "split")
+PASSES = ("three_pass", "online")                 # the algorithms annotate(softmax, ...) names
+ALGOS = PASSES + ("registers", "split")
 BATCH_MB = (0, 8, 16, 32)
 
 
@@ -47,43 +49,35 @@ class Softmax(HalfRowNumbers, RowSchedule, Op):
     name = "softmax"
     summary = ("y[r, :] = softmax(x[r, :]) over each row, numerically stable (max subtracted); "
                "float32, float16 or bfloat16 in and out, fp32 math")
-    dims = (Dim("rows", 4096, 37), Dim("cols", 4096, 1000))
+    dims = (Dim("rows", 4096, 37), Dim("cols", 4096, 1000, maximum=INT_MAX - MAX_CHUNK, why=f"int column indexes run up to a chunk of a row (items*threads*vec, "
+                                                             f"at most {MAX_CHUNK}) past its end"))
     loops = ("i", "j")
     inputs = ("x",)
     outputs = ("y",)
     dtypes = ("float32", "float16", "bfloat16")
-    knobs = (
-        Knob("threads", 256, (1, 4, 8, 16, 32, 64, 128, 256, 512, 1024), "threads per row (j.2)", "t"),
-        Knob("rows_per_block", 1, (1, 2, 4, 8, 16, 32, 64, 128, 256), "rows per block (i.1)", "r"),
-        Knob("items", 4, (1, 2, 4, 8, 16), "vectors per thread per chunk, loaded at once (j.1)", "i"),
-        Knob("vec", 4, (1, 2, 4, 8), "elements per access (vectorize j.3): float32 1|4, 16-bit types 1|2|4|8; "
-             "cols % vec != 0 runs a scalar twin kernel", "v"),
-        Knob("reduction", "shuffle", REDUCTIONS, "how a row's threads combine: reduction(j, ...)", "s"),
-        Knob("algo", "registers", ALGOS, "three_pass | online | registers (cache_read x) | split (j.0 on blocks)", "a"),
-        Knob("l2_batch_mb", 16, BATCH_MB, "split: MB of rows per stats+write launch pair (0: all rows)", "b"),
+    knobs = ROW_KNOBS + (
+        Knob("algo", "registers", ALGOS, "three_pass | online | registers (the row in registers) | split (j.0 on "
+             "blocks)", "a", Prim("annotate", "softmax", args="three_pass|online")),
+        Knob("l2_batch_mb", 16, BATCH_MB, "MB of rows per stats+write launch pair (0: all rows)", "b",
+             Prim("annotate", "l2_batch_mb", absent=16), when=("algo", ("split",))),
     )
-    primitives_help = ("split(i, rows_per_block); bind(i.0, blockIdx.x); bind(i.1, threadIdx.y); "
-                       "split(j, items*threads*vec, threads*vec, vec); bind(j.2, threadIdx.x); unroll(j.1); "
-                       "vectorize(j.3, 1|4; 16-bit: 1|2|4|8); reduction(j, serial|shared|shuffle); then one of "
-                       "annotate(softmax, three_pass|online), cache_read(x, register), "
-                       "bind(j.0, blockIdx.y) [+ annotate(l2_batch_mb, 0|8|16|32)]")
+    structure_help = ("algo registers is cache_read(x, register) instead of annotate(softmax, ...); algo split is "
+                      "bind(j.0, blockIdx.y)")
 
     # -- schedule <-> knobs ------------------------------------------------------------------------
-    def schedule_from_knobs(self, threads, rows_per_block, items, vec, reduction, algo, l2_batch_mb) -> Schedule:
-        s = self.row_steps(threads, rows_per_block, items, vec, reduction)
-        if algo == "registers":
+    def build(self, k: dict) -> Schedule:
+        s = self.row_steps(k)
+        if k["algo"] == "registers":
             return s.cache_read("x", "register")
-        if algo == "split":
-            s = s.bind("j.0", "blockIdx.y")
-            return s if l2_batch_mb == 16 else s.annotate("l2_batch_mb", l2_batch_mb)
-        return s.annotate("softmax", algo)
+        if k["algo"] == "split":
+            return self.put(s.bind("j.0", "blockIdx.y"), k, "l2_batch_mb")
+        return s.annotate("softmax", k["algo"])
 
     def read_knobs(self, r: ScheduleReader) -> dict:
         k = self.read_row_steps(r)
-        j0 = r.bind("j.0", "serial", allowed=("serial", "blockIdx.y"))
-        cached = r.cache_read("x", None, allowed=("register",))
-        annotated = r.annotate("softmax", None, ("three_pass", "online"))
-        batch = r.annotate("l2_batch_mb", 16, BATCH_MB)
+        j0 = r.read("bind", "j.0", "serial", ("serial", "blockIdx.y"))
+        cached = r.read("cache_read", "x", None, ("register",))
+        annotated = r.read("annotate", "softmax", None, PASSES)
         if j0 == "blockIdx.y":
             check(cached is None and annotated is None, "bind", "j.0", j0,
                   limit="several blocks per row: the stats pass is online and nothing stays in registers")
@@ -93,8 +87,7 @@ class Softmax(HalfRowNumbers, RowSchedule, Op):
             algo = "registers"
         else:
             algo = annotated or "online"
-        check(algo == "split" or batch == 16, "annotate", "l2_batch_mb", batch, limit="only with bind(j.0, blockIdx.y)")
-        return dict(k, algo=algo, l2_batch_mb=batch)
+        return dict(k, algo=algo)
 
     def check_knobs(self, k: dict, target: Target) -> None:
         self.check_row_knobs(k, target)
@@ -236,7 +229,7 @@ class Softmax(HalfRowNumbers, RowSchedule, Op):
         ]
         return tuple(LadderStep(t, self.schedule_from_knobs(**k), n) for t, k, n in steps)
 
-    def schedule_for(self, problem: Problem) -> Schedule:
+    def schedule_for(self, problem: Problem, target: Target | None = None) -> Schedule:
         """The row in registers, 16 floats a thread up to 16384 columns and 32 up to 32768 (a block of
         1024 threads), whole blocks of 256 threads for short rows; longer rows split over blocks.
         Accesses are 16 bytes: float4, or 8 elements of a 16-bit type."""

@@ -24,7 +24,8 @@ import numpy as np
 
 from ..errors import check
 from ..schedule import Schedule, ScheduleReader, schedule
-from .base import Dim, Kernel, Knob, LadderStep, Launch, Op, Plan, Problem, Scalar, cdiv, pow2
+from .base import Dim, Kernel, Knob, LadderStep, Launch, Op, Plan, Problem, Scalar, cdiv
+from .knobs import Prim
 from ..dtypes import Types
 from ..target import Target
 
@@ -39,53 +40,47 @@ class StagedLoad(Op):
     inputs = ("x",)
     outputs = ("out",)
     knobs = (
-        Knob("rows", 1024, (256, 512, 1024), "rows of x per tile / block (split j)", "r"),
-        Knob("pad", 1, (0, 1), "floats of padding per shared row: storage_align(x, pad)", "p"),
-        Knob("fused", True, (False, True), "one loop over the tile: fuse(i, j.1)", "f"),
-        Knob("vec", 4, (1, 4), "floats per global read: vectorize(ij.2, vec)", "v"),
-        Knob("threads", 256, (1, 128, 256, 512, 1024), "threads per block: bind(ij.1, threadIdx.x); 1 = unbound", "t"),
+        Knob("rows", 1024, (32, 64, 128, 256, 512, 1024, 2048, 4096), "rows of x per tile / block", "r",
+             Prim("split", "j", args="rows"), tune=(256, 512, 1024)),
+        Knob("pad", 1, (0, 1), "floats of padding per shared row", "p", Prim("storage_align", "x", absent=0), tune=(1,)),
+        Knob("fused", True, (False, True), "one loop over the tile: fuse(i, j.1) -> ij", "f",
+             Prim("fuse", ("i", "j.1")), tune=(True,)),
+        Knob("vec", 4, (1, 4), "floats per global read (ij.2)", "v", Prim("vectorize", "ij.2", absent=1), tune=(4,)),
+        Knob("threads", 256, (1, 32, 64, 128, 256, 512, 1024), "threads per block: bind(ij.1, threadIdx.x); 1 = "
+             "unbound", "t", Prim("split", "ij", args="threads*vec, vec"), tune=(128, 256, 512, 1024)),
     )
-    primitives_help = ("split(j, rows); bind(j.0, blockIdx.x); cache_read(x, shared); storage_align(x, 0|1); "
-                       "fuse(i, j.1) -> ij; split(ij, threads*vec, vec); vectorize(ij.2, 1|4); "
-                       "bind(ij.1, threadIdx.x)")
 
     # -- schedule <-> knobs ------------------------------------------------------------------------
-    def schedule_from_knobs(self, rows, pad, fused, vec, threads) -> Schedule:
-        s = schedule(self.name).split("j", rows).bind("j.0", "blockIdx.x").cache_read("x", "shared")
-        if pad:
-            s = s.storage_align("x", pad)
-        if fused:
+    def build(self, k: dict) -> Schedule:
+        s = self.put(schedule(self.name).split("j", k["rows"]).bind("j.0", "blockIdx.x").cache_read("x", "shared"),
+                     k, "pad")
+        vec, threads = k["vec"], k["threads"]
+        if k["fused"]:
             s = s.fuse("i", "j.1")
         if vec > 1 or threads > 1:
             s = s.split("ij", threads * vec, vec)
-        if vec > 1:
-            s = s.vectorize("ij.2", vec)
-        if threads > 1:
-            s = s.bind("ij.1", "threadIdx.x")
-        return s
+        s = self.put(s, k, "vec")
+        return s.bind("ij.1", "threadIdx.x") if threads > 1 else s
 
     def read_knobs(self, r: ScheduleReader) -> dict:
         (rows,) = r.split("j", 1, (1024,))
-        r.bind("j.0", "blockIdx.x", allowed=("blockIdx.x",))
-        r.cache_read("x", "shared", allowed=("shared",))
+        r.expect("bind", "j.0", "blockIdx.x")
+        r.expect("cache_read", "x", "shared")
         fused = r.fuse(("i", "j.1"))
         step, vec = r.split("ij", 2, (1, 1))
         check(step % vec == 0, "split", "ij", (step, vec), limit="the vector width must divide the outer factor")
         check(fused or (step, vec) == (1, 1), "split", "ij", (step, vec), limit="loop ij exists after fuse(i, j.1)")
-        width = r.vectorize("ij.2", default=1, allowed=(1, 4))
+        width = self.take(r, "vec")
         check(width == vec, "vectorize", "ij.2", width, limit=f"split(ij)'s innermost factor is {vec}")
-        bound = r.bind("ij.1", None, allowed=("threadIdx.x",)) is not None
+        bound = r.read("bind", "ij.1", None, ("threadIdx.x",)) is not None
         threads = step // vec
         check(bound or threads == 1, "split", "ij", (step, vec),
               limit=f"{threads} threads per block need bind(ij.1, threadIdx.x)")
-        return {"rows": rows, "pad": r.storage_align("x", 0), "fused": fused, "vec": vec, "threads": threads}
+        return {"rows": rows, "fused": fused, "vec": vec, "threads": threads}
 
     def check_knobs(self, k: dict, target: Target) -> None:
-        check(pow2(k["rows"]) and 32 <= k["rows"] <= 4096, "split", "j", k["rows"],
-              limit="rows per tile is a power of two in 32..4096")
-        check(k["vec"] in (1, 4), "vectorize", "ij.2", k["vec"], limit="a row of x is 8 float4s", allowed="1, 4")
-        check(k["threads"] == 1 or (pow2(k["threads"]) and 32 <= k["threads"] <= target.max_threads),
-              "bind", "ij.1", k["threads"], limit=f"1, or a power of two in 32..{target.max_threads}")
+        check(k["threads"] <= target.max_threads, "bind", "ij.1", k["threads"],
+              limit=f"{target.max_threads} threads per block on {target.arch}")
         smem = self._smem(k)
         check(smem <= target.max_smem, "split", "j", k["rows"],
               limit=f"the tile needs {smem} bytes of shared memory > {target.max_smem} on {target.arch}")
@@ -154,8 +149,3 @@ class StagedLoad(Op):
              "256 threads; with the padding, a warp's 32 shared stores hit 32 banks"),
         ]
         return tuple(LadderStep(t, self.schedule_from_knobs(**k), n) for t, k, n in steps)
-
-    def space(self, problem: Problem, target: Target):
-        for rows in (256, 512, 1024):
-            for threads in (128, 256, 512, 1024):
-                yield dict(rows=rows, pad=1, fused=True, vec=4, threads=threads)

@@ -1,4 +1,4 @@
-"""Out-of-place transpose of a float32 matrix, out[N, M] = x[M, N]^T, any M x N, with its ladder.
+"""Out-of-place transpose of a float32, float16 or bfloat16 matrix, out[N, M] = x[M, N]^T, any M x N, with its ladder.
 
 >>> from kernelgen.ops import get_op
 >>> op = get_op("transpose")
@@ -20,110 +20,127 @@ over the tiles (fewer, longer-lived blocks); `vectorize("j.2", 4)` moves float4s
 and rows of out are written as float4, the 4x4 turn happening through the padded tile (scalar
 shared accesses, which a 32-wide padded tile serves without bank conflicts). Tiles that are partial
 or rows that are not 16-byte aligned (M or N not a multiple of vec) take a guarded scalar path.
+
+16-bit types (float16, bfloat16) are copied as they are (out has x's type). `vec` counts elements,
+so a 16-byte access is `vectorize("j.2", 8)`, and `storage_align("x", pad)` pads by `pad` elements:
+two 16-bit elements share a 4-byte bank, so the padding that keeps a column read conflict-free is 2
+(one bank), not 1 (`shared_conflicts` counts the ways for any layout):
+
+>>> op.kernel(op.schedule_for(op.problem(dtype="float16")), types=op.types("float16")).name
+'transpose_f16_sm90_t64_r16_v8_s1_p2_orow_g0'
+>>> shared_conflicts(32, 8, 1, 2, 2), shared_conflicts(32, 8, 1, 1, 2)
+((1, 1), (1, 2))
 """
 from __future__ import annotations
+
+from functools import lru_cache
 
 import numpy as np
 
 from ..errors import check
 from ..schedule import Schedule, ScheduleReader, schedule
-from .base import Dim, Kernel, Knob, LadderStep, Launch, Op, Plan, Problem, Scalar, cdiv, pow2
+from .base import INT_MAX, Dim, Kernel, Knob, LadderStep, Launch, Op, Plan, Problem, Scalar, cdiv, pow2
+from .knobs import Prim
 from ..dtypes import Types
+from .io import element_io, torch_tensor, vector_widths
 from ..target import Target, default_target
 
 ORDERS = ("row", "diagonal")
+SPLITS = Prim("split", ("i", "j"), args="tile, rows (i) | tile[, vec] (j)")
 
 
 class Transpose(Op):
     name = "transpose"
-    summary = "out[N, M] = x[M, N]^T, float32, out of place"
-    dims = (Dim("M", 8192, 67), Dim("N", 8192, 1001))
+    summary = "out[N, M] = x[M, N]^T, float32, float16 or bfloat16, out of place"
+    dtypes = ("float32", "float16", "bfloat16")
+    dims = tuple(Dim(d, 8192, small, maximum=INT_MAX - 64, why="the int row and column indexes run up to a tile (64) "
+                                                                 "past the matrix") for d, small in (("M", 67), ("N", 1001)))
     loops = ("i", "j")
     inputs = ("x",)
     outputs = ("out",)
     knobs = (
-        Knob("tile", 32, (16, 32, 64), "square tile side a block moves (split i and j)", "t"),
-        Knob("rows", 8, (4, 8, 16, 32), "thread rows per block (i.2); each thread moves tile/rows items", "r"),
-        Knob("vec", 4, (1, 2, 4), "floats per global access (vectorize j.2)", "v"),
-        Knob("staged", True, (False, True), "stage the tile in shared memory: cache_read(x, shared)", "s"),
-        Knob("pad", 1, (0, 1), "floats of padding per shared tile row: storage_align(x, pad)", "p"),
-        Knob("order", "row", ORDERS, "block order over tiles: annotate(block_order, ...)", "o"),
-        Knob("grid_stride", 0, (0, 8, 16, 32), "blocks per SM looping over tiles; 0 = one block per tile", "g"),
+        Knob("tile", 32, (16, 32, 64), "square tile side a block moves (split i and j)", "t",
+             SPLITS),
+        Knob("rows", 8, (1, 2, 4, 8, 16, 32, 64), "thread rows per block (i.2); each thread moves tile/rows items",
+             "r", SPLITS),
+        Knob("vec", 4, (1, 2, 4, 8), "elements per global access (j.2): float32 1|2|4, 16-bit types 1|2|4|8", "v",
+             Prim("vectorize", "j.2", absent=1)),
+        Knob("staged", True, (False, True), "stage the tile in shared memory", "s",
+             Prim("cache_read", "x", absent=False, values=((True, "shared"),))),
+        Knob("pad", 1, (0, 1, 2), "elements of padding per shared tile row (16-bit types want 2: a bank)", "p",
+             Prim("storage_align", "x", absent=0), when=("staged", (True,)), unused=0),
+        Knob("order", "row", ORDERS, "block order over tiles", "o", Prim("annotate", "block_order", absent="row")),
+        Knob("grid_stride", 0, (0, 1, 2, 4, 8, 16, 32), "blocks per SM looping over tiles; 0 = one block per tile",
+             "g", Prim("annotate", "grid_stride", absent=0)),
     )
-    primitives_help = ("split(i, tile, rows); split(j, tile[, vec]); fuse(i.0, j.0); bind(i.0.j.0, blockIdx.x); "
-                       "bind(j.1, threadIdx.x); bind(i.2, threadIdx.y); unroll(i.1); cache_read(x, shared); "
-                       "storage_align(x, 0|1); vectorize(j.2, 1|2|4); annotate(block_order, row|diagonal); "
-                       "annotate(grid_stride, blocks per SM)")
+    structure_help = "i.0 and j.0 (tiles) are fused and bound to blockIdx.x; j.1 is threadIdx.x, i.2 threadIdx.y"
 
     # -- schedule <-> knobs ------------------------------------------------------------------------
-    def schedule_from_knobs(self, tile, rows, vec, staged, pad, order, grid_stride) -> Schedule:
-        s = schedule(self.name).split("i", tile, rows)
+    def build(self, k: dict) -> Schedule:
+        tile, vec = k["tile"], k["vec"]
+        s = schedule(self.name).split("i", tile, k["rows"])
         s = s.split("j", tile, vec) if vec > 1 else s.split("j", tile)
         s = (s.fuse("i.0", "j.0").bind("i.0.j.0", "blockIdx.x")
              .bind("j.1", "threadIdx.x").bind("i.2", "threadIdx.y").unroll("i.1"))
-        if staged:
-            s = s.cache_read("x", "shared")
-            if pad:
-                s = s.storage_align("x", pad)
-        if vec > 1:
-            s = s.vectorize("j.2", vec)
-        if order != "row":
-            s = s.annotate("block_order", order)
-        if grid_stride:
-            s = s.annotate("grid_stride", grid_stride)
-        return s
+        return self.put(s, k, "staged", "pad", "vec", "order", "grid_stride")
 
     def read_knobs(self, r: ScheduleReader) -> dict:
         tile, rows = r.split("i", 2, (32, 8))
         jf = r.split("j", (1, 2), (tile,))
         check(jf[0] == tile, "split", "j", jf, limit=f"square tiles: split(i)'s tile is {tile}")
         vec = jf[1] if len(jf) == 2 else 1
-        width = r.vectorize("j.2", default=1)
+        width = self.take(r, "vec")
         check(width == vec, "vectorize", "j.2", width, limit=f"split(j)'s innermost factor is {vec}")
         check(r.fuse(("i.0", "j.0")), "fuse", "i.0, j.0", "missing",
               limit="the tile grid is one-dimensional: fuse(i.0, j.0) then bind(i.0.j.0, blockIdx.x)")
-        r.bind("i.0.j.0", "blockIdx.x", allowed=("blockIdx.x",))
-        r.bind("j.1", "threadIdx.x", allowed=("threadIdx.x",))
-        r.bind("i.2", "threadIdx.y", allowed=("threadIdx.y",))
-        r.unroll("i.1")
-        staged = r.cache_read("x", None, allowed=("shared",)) == "shared"
-        pad = r.storage_align("x", 0)
-        check(staged or pad == 0, "storage_align", "x", pad, limit="padding needs cache_read(x, shared) first")
-        return {"tile": tile, "rows": rows, "vec": vec, "staged": staged, "pad": pad,
-                "order": r.annotate("block_order", "row", ORDERS),
-                "grid_stride": r.annotate("grid_stride", 0, (0, 1, 2, 4, 8, 16, 32))}
+        r.expect("bind", "i.0.j.0", "blockIdx.x")
+        r.expect("bind", "j.1", "threadIdx.x")
+        r.expect("bind", "i.2", "threadIdx.y")
+        r.expect("unroll", "i.1", 0)
+        return {"tile": tile, "rows": rows, "vec": vec}
 
     def check_knobs(self, k: dict, target: Target) -> None:
         tile, rows, vec = k["tile"], k["rows"], k["vec"]
         check(pow2(tile) and 16 <= tile <= 64, "split", "i", tile, limit="tile side is a power of two in 16..64")
         check(pow2(rows) and rows <= tile, "split", "i.2", rows, limit=f"a power of two dividing the tile ({tile})")
-        check(vec in (1, 2, 4), "vectorize", "j.2", vec, limit="16 bytes per access", allowed="1, 2, 4")
         check(vec == 1 or k["staged"], "vectorize", "j.2", vec,
               limit="float4 rows of out are assembled from a shared tile: needs cache_read(x, shared)")
         threads = tile // vec * rows
         check(threads <= target.max_threads, "split", "i.2", rows,
               limit=f"{tile // vec} x {rows} = {threads} threads > {target.max_threads} per block")
         check(threads >= 32, "split", "i.2", rows, limit=f"{tile // vec} x {rows} = {threads} threads: at least a warp")
-        check(k["pad"] in (0, 1), "storage_align", "x", k["pad"], limit="0 or 1 float per row", allowed="0, 1")
+        check(k["pad"] in (0, 1, 2), "storage_align", "x", k["pad"], limit="0, 1 or 2 elements per row",
+              allowed="0, 1, 2")
 
     # -- lowering ----------------------------------------------------------------------------------
     def template_params(self, k: dict, types: Types, target: Target) -> tuple[dict, int, int]:
-        params = dict(k, ld=k["tile"] + k["pad"], lanes=k["tile"] // k["vec"], items=k["tile"] // k["rows"],
-                      vec_type={1: "float", 2: "float2", 4: "float4"}[k["vec"]],
-                      comps=("x", "y", "z", "w")[:k["vec"]])
-        smem = 4 * k["tile"] * (k["tile"] + k["pad"]) if k["staged"] else 0
-        return params, smem, 16 + 2 * (k["tile"] // k["rows"]) * k["vec"]
+        d = types.input
+        widths = vector_widths(d, (1, 2, 4))
+        check(k["vec"] in widths, "vectorize", "j.2", k["vec"], limit=f"16 bytes per access of {d.name}",
+              allowed=", ".join(map(str, widths)))
+        io = element_io(d, k["vec"])
+        items = k["tile"] // k["rows"]
+        params = dict(k, ld=k["tile"] + k["pad"], lanes=k["tile"] // k["vec"], items=items,
+                      vec_type=io["vtype"], comps=io["lanes"], io=io, unit=d.ctype if d.itemsize == 4 else d.name,
+                      conflicts=shared_conflicts(k["tile"], k["rows"], k["vec"], k["pad"], d.itemsize))
+        smem = d.itemsize * k["tile"] * (k["tile"] + k["pad"]) if k["staged"] else 0
+        # `items` vectors in flight per thread, twice (loaded, then gathered for the store), in 4-byte registers.
+        return params, smem, 16 + 2 * items * k["vec"] * d.itemsize // 4
 
     def plan(self, kernel: Kernel, problem: Problem, target: Target | None = None) -> Plan:
         target = target or default_target()
         k = dict(kernel.knobs)
         m, n = problem["M"], problem["N"]
         tiles = cdiv(m, k["tile"]) * cdiv(n, k["tile"])
-        check(tiles < 2 ** 31, "split", "i", k["tile"], limit=f"{tiles} tiles exceed gridDim.x")
         blocks = min(tiles, target.sms * k["grid_stride"]) if k["grid_stride"] else tiles
+        most = INT_MAX - (blocks - 1 if k["grid_stride"] else 0)    # a block's int tile number steps by the grid
+        check(tiles <= most, "split", "i", k["tile"],
+              limit=f"M={m}, N={n} make {tiles} tiles of {k['tile']}x{k['tile']}; gridDim.x and the kernel's int "
+                    f"tile number hold at most {most}")
         launch = Launch(kernel.name, (blocks, 1, 1), (k["tile"] // k["vec"], k["rows"], 1), ("x", "out", "M", "N"))
+        access = problem.dtype("x").itemsize * k["vec"]
         return Plan(kernel, problem, (launch,), (), (Scalar("M", "int", m), Scalar("N", "int", n)),
-                    (("x", 4 * k["vec"]), ("out", 4 * k["vec"])))
+                    (("x", access), ("out", access)))
 
     # -- numbers -----------------------------------------------------------------------------------
     def test_problems(self) -> tuple[dict, ...]:
@@ -134,27 +151,29 @@ class Transpose(Op):
         return {"x": (problem["M"], problem["N"])}
 
     def make_inputs(self, problem: Problem, rng: np.random.Generator) -> dict[str, np.ndarray]:
-        return {"x": rng.standard_normal((problem["M"], problem["N"]), dtype=np.float32)}
+        return {"x": problem.dtype("x").encode(rng.standard_normal((problem["M"], problem["N"]), dtype=np.float32))}
 
     def output_shapes(self, problem: Problem) -> dict[str, tuple[int, ...]]:
         return {"out": (problem["N"], problem["M"])}
 
     def reference(self, inputs, problem):
-        return {"out": np.ascontiguousarray(inputs["x"].astype(np.float64).T)}
+        return {"out": np.ascontiguousarray(problem.dtype("x").decode(inputs["x"]).T)}
 
     def tolerance(self, problem: Problem) -> float:
         return 0.0  # a copy: every element exact
 
     def bytes_moved(self, problem: Problem) -> int:
-        return 8 * problem["M"] * problem["N"]
+        return 2 * problem.dtype("x").itemsize * problem["M"] * problem["N"]
 
     def vendor(self, dev_inputs, problem):
-        x = dev_inputs["x"]
+        x, d = dev_inputs["x"], problem.dtype("x")
         try:
             import torch
-            t = torch.as_tensor(x, device="cuda").reshape(problem["M"], problem["N"])
+            t = torch_tensor(x, d).reshape(problem["M"], problem["N"])
             return "torch .t().contiguous()", lambda: t.t().contiguous()
         except ImportError:
+            if d.name == "bfloat16":
+                return None           # cupy has no bfloat16
             import cupy
             x2 = x.reshape(problem["M"], problem["N"])
             return "cupy.ascontiguousarray(x.T)", lambda: cupy.ascontiguousarray(x2.T)
@@ -173,10 +192,57 @@ class Transpose(Op):
         ]
         return tuple(LadderStep(t, self.schedule_from_knobs(**k), n) for t, k, n in steps)
 
+    def schedule_for(self, problem: Problem) -> Schedule:
+        """float32: the default (32x32 tiles, float4). 16-bit types: 16-byte accesses too (8 elements),
+        on 64x64 tiles so that a tile row is 128 bytes, a whole cache line, as the float32 tile's is;
+        8 lanes x 16 rows (4 loads in flight each) keep it at 32 registers like the float32 default
+        (2048 threads per SM; 8 rows take 40 on sm_90), and rows are padded by one 4-byte bank (2
+        elements: the row store is conflict-free and the column gather 2-way; 1 element swaps them).
+        Not yet timed on a GPU: the float32 choice carried over in bytes."""
+        if problem.dtype("x").itemsize == 4:
+            return self.default_schedule()
+        return self.schedule(tile=64, rows=16, vec=8, pad=2)
+
     def space(self, problem: Problem, target: Target):
-        for rows in (4, 8, 16, 32):
-            for grid_stride in (0, 8, 16, 32):
-                for order in ORDERS:
-                    yield dict(tile=32, rows=rows, vec=4, staged=True, pad=1, order=order, grid_stride=grid_stride)
+        # 16-byte accesses; float32 keeps its 32x32 tiles and 1-float padding, 16-bit types also try 64x64
+        # tiles (128-byte rows) and both paddings (1 and 2 elements trade which side conflicts).
+        vec, tiles, pads = (4, (32,), (1,)) if problem.dtype("x").itemsize == 4 else (8, (32, 64), (1, 2))
+        for tile in tiles:
+            for pad in pads:
+                for rows in (4, 8, 16, 32):
+                    if not 32 <= tile // vec * rows <= target.max_threads:
+                        continue
+                    for grid_stride in (0, 8, 16, 32):
+                        for order in ORDERS:
+                            yield dict(tile=tile, rows=rows, vec=vec, staged=True, pad=pad, order=order,
+                                       grid_stride=grid_stride)
         for tile, rows in ((32, 8), (64, 8), (64, 16)):
-            yield dict(tile=tile, rows=rows, vec=1, staged=True, pad=1, order="row", grid_stride=0)
+            yield dict(tile=tile, rows=rows, vec=1, staged=True, pad=pads[-1], order="row", grid_stride=0)
+
+
+@lru_cache(maxsize=None)
+def shared_conflicts(tile: int, rows: int, vec: int, pad: int, itemsize: int) -> tuple[int, int]:
+    """(ways of the worst bank conflict when a warp stores a row of the staged tile, ways when it reads
+    a column), for the template's thread layout: 32 banks of 4 bytes, a conflict being distinct
+    4-byte words in one bank (2-byte elements of one word are served together).
+
+    >>> shared_conflicts(32, 8, 1, 0, 4), shared_conflicts(32, 8, 4, 1, 4), shared_conflicts(64, 8, 8, 2, 2)
+    ((1, 32), (1, 1), (1, 2))
+    """
+    lanes, ld = tile // vec, tile + pad
+    threads = lanes * rows
+
+    def ways(element_of) -> int:
+        worst = 1
+        for warp in range(0, threads, 32):
+            for it in range(0, tile, rows):
+                for c in range(vec):
+                    banks: dict[int, set] = {}
+                    for t in range(warp, min(warp + 32, threads)):
+                        word = element_of(t % lanes, t // lanes + it, c) * itemsize // 4
+                        banks.setdefault(word % 32, set()).add(word)
+                    worst = max(worst, max(len(w) for w in banks.values()))
+        return worst
+
+    # vec 1: thread (tx, row) stores tile[row][tx] and reads tile[tx][row]; vec > 1: element c of its vector.
+    return (ways(lambda tx, row, c: row * ld + vec * tx + c), ways(lambda tx, row, c: (vec * tx + c) * ld + row))

@@ -19,7 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Protocol
 
-from ..errors import CompileError, LaunchError, ScheduleError
+from ..errors import CompileError, LaunchError, ScheduleError, UsageError
 from ..ops.base import Op, Problem
 from ..schedule import Schedule
 from ..target import Target, target
@@ -78,12 +78,12 @@ def validation_problems(op: Op, sched: Schedule, problem: Problem, limits: Targe
     kernel = op.kernel(sched, limits, problem.types)
     types = problem.types or op.types()
     out = []
-    for sizes in op.test_problems():
+    for sizes in op.test_problems_for(sched):
         try:
             p = op.problem(sizes, dtype=types.input.name, out_dtype=types.output.name)
             op.plan(kernel, p, limits)
             out.append(p)
-        except ScheduleError:
+        except (ScheduleError, UsageError):   # sizes this variant cannot take, refused by name
             continue
     return out or [problem]
 
