@@ -51,8 +51,7 @@ LADDER = {
     "2 mma.sync m16n8k16 + ldmatrix": padded(MMA.annotate("copy", "sync")).annotate("ldmatrix", 1),
     "3 XOR-swizzled shared memory": MMA.annotate("copy", "sync").annotate("shared_layout", "xor").annotate("ldmatrix", 1),
     "4 3-stage cp.async pipeline": pipelined(MMA, 3).annotate("shared_layout", "xor").annotate("ldmatrix", 1),
-    "5 tuned (the default schedule)": pipelined(tiles(128, 256, 32, 64, 64, "mma.m16n8k16"), 4)
-                                      .annotate("shared_layout", "xor").annotate("ldmatrix", 1).swizzle(8),
+    "5 tuned (the default schedule)": pipelined(MMA, 4).annotate("shared_layout", "xor").annotate("ldmatrix", 1),
     "6 wgmma + TMA (sm_90a)": hopper(WGMMA),
     "7 warp-specialised (sm_90a)": hopper(WGMMA).annotate("warp_specialize", 1),
     "8 C staged through shared memory (sm_90a)": hopper(WGMMA).annotate("warp_specialize", 1).cache_write("C", "shared"),

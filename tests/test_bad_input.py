@@ -171,7 +171,7 @@ CASES = [
      ["l2_batch_mb=12", "0, 8, 16, 32"]),
     ("range knob above", ["emit", "softmax", "-k", "items=33"], 2, ["items=33", "outside its range", "an integer in 1..32"]),
     ("range knob below", ["emit", "reduce_sum", "-k", "items=0"], 2, ["items=0", "outside its range", "1..16"]),
-    ("range knob off step", ["emit", "gemm", "-k", "wn=12"], 2, ["wn=12", "a multiple of 8 in 8..128"]),
+    ("range knob off step", ["emit", "gemm", "-k", "wn=12"], 2, ["wn=12", "a multiple of 8 in 8..256"]),
     ("knob that does not apply", ["emit", "sgemm", "-k", "shared=false", "-k", "stages=3"], 2,
      ["stages=3", "no effect with shared=False", "applies with shared True"]),
     ("schedule off-choice split", ["emit", "reduce_sum", "--schedule", "{reduce_threads_96}"], 2,

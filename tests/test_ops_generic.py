@@ -123,6 +123,16 @@ def test_default_schedule_is_correct_on_the_emulator_at_awkward_sizes(name):
         assert v.ok, (sizes, v.summary())
 
 
+@pytest.mark.parametrize("name", OP_NAMES)
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90a"])
+def test_heuristics_plan_for_the_target_they_are_given(name, arch):
+    # `run` and `bench` pass the GPU's own target; every heuristic takes it and picks a legal schedule.
+    op = OPS[name]
+    for sizes in op.test_problems():
+        problem = op.problem(sizes)
+        op.kernel(op.schedule_for(problem, target(arch)), target(arch))
+
+
 @pytest.mark.emulate
 @pytest.mark.parametrize("name", OP_NAMES)
 def test_heuristic_schedules_are_correct_on_the_emulator(name):

@@ -5,10 +5,10 @@ inputs, fp32 accumulation, output in the input type or float32.
 >>> op = get_op("gemm")
 >>> s = op.default_schedule()
 >>> print(s.to_python()[:128])
-schedule("gemm").split("i", 128, 64).bind("i.0", "blockIdx.y").bind("i.1", "warp").split("j", 256, 64).bind("j.0", "blockIdx.x")
+schedule("gemm").split("i", 128, 64).bind("i.0", "blockIdx.y").bind("i.1", "warp").split("j", 128, 64).bind("j.0", "blockIdx.x")
 >>> k = op.kernel(s, types=op.types("float16"))
 >>> k.name.startswith("gemm_f16_sm90_"), op.threads(op.knobs_from_schedule(s))
-(True, 256)
+(True, 128)
 
 Loops are i (rows of C), j (columns of C) and k (the sum):
 
@@ -50,21 +50,25 @@ SHAPES = {"mma": (16, 8, 16), "wmma": (16, 16, 16), "wgmma": (64, 64, 16)}   # (
 # columns, hence 64 here.) wgmma reads K in steps of 64: one 128-byte swizzle atom of 16-bit values.
 WGMMA_BK = 64
 PRODUCER_REGS, CONSUMER_REGS = 40, 232   # setmaxnreg: 128 * 40 + 256 * 232 <= 65536 registers per SM
-# schedule_for's candidates: (block and warp tile, speed relative to the default tile). The speeds are
-# estimates (a 64x64 warp tile reads 1/64 of a byte of shared memory per flop, a 32x64 one 1.5x that;
-# smaller blocks also reload more of A and B from L2), to be replaced by H100 measurements.
-TILE_CHOICES = ((dict(bm=128, bn=256, wm=64, wn=64), 1.0),
-                (dict(bm=128, bn=128, wm=64, wn=64), 0.95),
-                (dict(bm=128, bn=64, wm=64, wn=32), 0.8),
-                (dict(bm=64, bn=128, wm=32, wn=64), 0.8),
-                (dict(bm=64, bn=64, wm=32, wn=32), 0.6))
-WGMMA_TILE_CHOICES = ((dict(bm=128, bn=256, wm=64, wn=256), 1.0),      # speeds: estimates, as above
-                      (dict(bm=128, bn=128, wm=64, wn=128), 0.85),
-                      (dict(bm=64, bn=128, wm=64, wn=128), 0.6))
-SM_FLOPS = 0.6 * 989.4e12 / 132   # dense fp16 flop/s of one H100 SM at the default tile (an estimate)
+# schedule_for's candidates: (block and warp tile, speed relative to the first). Measured on the H100
+# at 4096^3 (bench_results/tuning_gemm_f16_h100.jsonl, gemm_ladders_h100_staged.md): mma.sync
+# 128x128 blocks of 4 warps 324.5 us, 128x256 of 8 warps 416 us, 64x128 418 us, 128x64 418 us,
+# 64x64 436 us; wgmma 128x256 staged 171.4 us. The rest (wgmma 128x128, 64x128) are estimates.
+TILE_CHOICES = ((dict(bm=128, bn=128, wm=64, wn=64), 1.0),
+                (dict(bm=128, bn=256, wm=64, wn=64), 0.78),
+                (dict(bm=128, bn=64, wm=64, wn=32), 0.78),
+                (dict(bm=64, bn=128, wm=32, wn=64), 0.78),
+                (dict(bm=64, bn=64, wm=32, wn=32), 0.74))
+WGMMA_TILE_CHOICES = ((dict(bm=128, bn=256, wm=64, wn=256), 2.2),      # 171.4 us against 324.5
+                      (dict(bm=128, bn=128, wm=64, wn=128), 1.9),
+                      (dict(bm=64, bn=128, wm=64, wn=128), 1.3))
+SM_FLOPS = 0.43 * 989.4e12 / 132  # dense fp16 flop/s of one H100 SM at the first tile (measured, 423 TFLOP/s)
 # The sm_90a tile: 128x256 blocks, two consumer warpgroups of 64x256, K by 64 in 4 TMA stages.
 WGMMA_KNOBS = dict(instr="wgmma", bm=128, bn=256, bk=64, wm=64, wn=256, stages=4, copy="tma", pad=0, smem="xor",
                    ldmatrix=False, swizzle=8, ws=False)
+# What schedule_for takes on sm_90a: warp-specialised, C staged through shared memory (the fastest
+# measured: 0.96x cuBLAS at 4096^3, 1.01x at 8192^3). Clusters of 2 measured 0.56x and are left out.
+WGMMA_HEURISTIC = dict(WGMMA_KNOBS, ws=True, epilogue="smem")
 
 
 def smem_tile(rows: int, cols: int, pad: int, xor: bool, threads: int) -> dict:
@@ -100,7 +104,7 @@ class Gemm(Op):
         # Tiles are any multiple of the instructions' shapes (m16, n8, k16; wmma n16 and wgmma's m64,
         # n64 and k64 are checked with instr).
         Knob("bm", 128, Range(16, 256, 16), "rows of C per block", "bm", Prim("split", "i", args="BM, WM")),
-        Knob("bn", 256, Range(8, 256, 8), "columns of C per block", "bn", Prim("split", "j", args="BN, WN")),
+        Knob("bn", 128, Range(8, 256, 8), "columns of C per block", "bn", Prim("split", "j", args="BN, WN")),
         Knob("bk", 32, Range(16, 64, 16), "K per shared tile", "bk", Prim("split", "k", args="BK")),
         Knob("wm", 64, Range(16, 128, 16), "rows of C per warp (per warpgroup for wgmma)", "wm",
              Prim("split", "i", args="BM, WM")),
@@ -125,7 +129,7 @@ class Gemm(Op):
              when=("instr", ("wgmma",)), unused="direct"),
         Knob("cluster", 1, (1, 2), "blocks per thread-block cluster along i, sharing B's tiles by TMA multicast", "cl",
              Prim("annotate", "cluster", absent=1), when=("instr", ("wgmma",)), unused=1),
-        Knob("swizzle", 8, (1, 2, 4, 8, 16), "block rows per group when walking the blocks (L2 reuse)", "sw",
+        Knob("swizzle", 1, (1, 2, 4, 8, 16), "block rows per group when walking the blocks (L2 reuse)", "sw",
              Prim("swizzle", absent=1)),
     )
 
@@ -369,8 +373,7 @@ class Gemm(Op):
 
         choices = TILE_CHOICES
         if t.has("wgmma") and K % 8 == 0 and N % 8 == 0:   # TMA's aligned rows
-            base = dict(WGMMA_KNOBS, ws=True)
-            choices = WGMMA_TILE_CHOICES
+            base, choices = WGMMA_HEURISTIC, WGMMA_TILE_CHOICES
         over, _ = min(choices, key=lambda c: cost(*c))
         return self.schedule_from_knobs(**dict(base, **over))
 
@@ -465,7 +468,7 @@ class Gemm(Op):
             ("XOR-swizzled shared memory instead of padding", xor,
              "16-byte chunks XOR the row: ldmatrix and the 16-byte stores are conflict-free, no padding"),
             ("multi-stage cp.async pipeline (3 stages)", pipe, "two tiles in flight while one is used"),
-            ("tuned: 128x256 blocks of 8 warps (2x4 of 64x64), 4 cp.async stages, grouped block order",
+            ("tuned: 4 cp.async stages (the best of 40 random schedules on the H100; 8-warp 128x256 blocks ran slower)",
              self.default_knobs(), "the default schedule"),
         ]
         hopper = [
@@ -475,9 +478,10 @@ class Gemm(Op):
              dict(WGMMA_KNOBS, ws=True), "setmaxnreg; the producer waits on the consumers' empty barriers"),
             ("C staged through shared memory, stored in 16-byte row chunks", dict(WGMMA_KNOBS, ws=True, epilogue="smem"),
              "cache_write(C, shared): the stages' memory holds the tile, padded rows, coalesced stores"),
-            ("clusters of 2 blocks along M: each loads half of B's tile into both (TMA multicast)",
-             dict(WGMMA_KNOBS, ws=True, epilogue="smem", cluster=2),
-             "a third less L2-to-SM traffic; a stage is free when both blocks' consumers released it"),
+            ("clusters of 2 blocks along M: each loads half of B's tile into both (TMA multicast); slower here",
+             dict(WGMMA_HEURISTIC, cluster=2),
+             "a third less L2-to-SM traffic, but a stage is free only when both blocks' consumers released it: "
+             "the blocks wait on each other (0.56x cuBLAS against step 8's 0.96x on the H100)"),
         ]
         return tuple([LadderStep(t, self.schedule_from_knobs(**k), n) for t, k, n in steps] +
                      [LadderStep(t, self.schedule_from_knobs(**k), n, arch="sm_90a") for t, k, n in hopper])

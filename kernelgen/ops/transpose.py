@@ -192,7 +192,7 @@ class Transpose(Op):
         ]
         return tuple(LadderStep(t, self.schedule_from_knobs(**k), n) for t, k, n in steps)
 
-    def schedule_for(self, problem: Problem) -> Schedule:
+    def schedule_for(self, problem: Problem, target: Target | None = None) -> Schedule:
         """float32: the default (32x32 tiles, float4). 16-bit types: 16-byte accesses too (8 elements),
         on 64x64 tiles so that a tile row is 128 bytes, a whole cache line, as the float32 tile's is;
         8 lanes x 16 rows (4 loads in flight each) keep it at 32 registers like the float32 default
