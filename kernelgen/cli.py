@@ -1,10 +1,12 @@
-"""The `kernelgen` command: list, emit, inspect, run, tune, bench.
+"""The `kernelgen` command: list, emit, inspect, run, tune, tune-db, bench.
 
     kernelgen list sgemm                      # knobs and primitives of an op
     kernelgen emit sgemm -k bm=64 -o out/     # write the .cu of a schedule
     kernelgen inspect sgemm --ladder          # registers, spills, 128-bit loads per ladder step
     kernelgen run sgemm                       # compile + inspect + validate (+ time on a GPU)
     kernelgen tune sgemm --size 4096,4096,4096
+    kernelgen tune sgemm --replay sweep.jsonl --compare random,model   # no GPU: a recorded sweep
+    kernelgen tune-db export sgemm --format kerneltuner -o sgemm.json
     kernelgen bench reduce_sum --ladder       # ladder table against the vendor library
     kernelgen bench softmax --size 8192x128 --timing graph   # CUDA-graph replays: small problems
 
@@ -458,13 +460,26 @@ from .tune import STRATEGIES  # noqa: E402  (here, beside the one command that r
 
 @main.command()
 @click.argument("op_name")
-@click.option("--size", help="Problem size (default: the op's benchmark size).")
-@click.option("--strategy", type=click.Choice(list(STRATEGIES)), default="exhaustive", show_default=True)
+@click.option("--size", help="Problem size (default: the op's benchmark size; with --replay, the file's only one).")
+@click.option("--strategy", type=click.Choice(list(STRATEGIES)), default="exhaustive", show_default=True,
+              help="model needs scikit-learn: pip install 'kernelgen[model]'.")
 @click.option("--budget", type=click.IntRange(min=1), help="Measure at most this many schedules.")
 @click.option("--seed", type=click.IntRange(0, 2**31 - 1), default=0, show_default=True,
-              help="Seed of the random and anneal strategies (0..2^31-1).")
-@click.option("--db", metavar="PATH", help=f"Tuning database (default {config.tuning_db()}).")
+              help="Seed of the strategies that draw at random (0..2^31-1).")
+@click.option("--db", metavar="PATH", help=f"Tuning database (default {config.tuning_db()}); with --replay, "
+                                            "only read, for the records of other problems.")
 @click.option("--resume", is_flag=True, help="Skip schedules the database already holds for this problem and GPU.")
+@click.option("--jobs", type=click.IntRange(min=0), help="Processes that compile candidates ahead of the GPU "
+                                                         "(default: every core; 0: the runner compiles each itself).")
+@click.option("--batch", type=click.IntRange(min=1), help="Candidates asked of the strategy at a time "
+                                                          "(default: --jobs, at least 4; 4 with --replay).")
+@click.option("--transfer/--no-transfer", default=True, show_default=True,
+              help="A strategy that learns (model) starts from the database's records of the op on other problems.")
+@click.option("--replay", "replay_file", metavar="FILE", help="No GPU: run the strategy against a recorded sweep "
+              "(a tuning database or a Kernel Tuner cache) and print the evaluations it needed to reach 95% of "
+              "the best there.")
+@click.option("--compare", metavar="A,B,..", help="With --replay: these strategies, each over --seeds seeds.")
+@click.option("--seeds", type=click.IntRange(1, 1000), default=5, show_default=True, help="Seeds of --compare.")
 @click.option("--reps", type=click.IntRange(1, 100000), default=20, show_default=True)
 @click.option("--max-ms", type=click.FloatRange(0, 3.6e6, min_open=True), default=1000.0, show_default=True,
               help="A schedule whose single run takes longer is recorded as 'timeout' and not repeated.")
@@ -473,19 +488,33 @@ from .tune import STRATEGIES  # noqa: E402  (here, beside the one command that r
                    "seconds and record it as 'timeout'.")
 @timing_option
 @dtype_options
-def tune(op_name, size, strategy, budget, seed, db, resume, reps, max_ms, limit_s, timing, dtype, out_dtype):
+def tune(op_name, size, strategy, budget, seed, db, resume, jobs, batch, transfer, replay_file, compare, seeds, reps,
+         max_ms, limit_s, timing, dtype, out_dtype):
     """Search the op's schedule space on the GPU; every measurement goes to the tuning database."""
-    from .tune import GpuRunner, tune as run_tune
-    from .tune.db import TuningDB
-    from .tune.worker import ProcessRunner
     op = get_op(op_name)
+    if replay_file:
+        if resume:
+            raise UsageError("--resume resumes a GPU tune; a --replay records nothing")
+        return _replay(op, replay_file, size and str(parse_size(op, size, False, dtype, out_dtype)), strategy,
+                       compare, seeds, seed, budget, batch or 4, transfer, db)
+    if compare:
+        raise UsageError("--compare compares strategies on a recorded sweep: give it with --replay FILE")
+    from .tune import GpuRunner, tune as run_tune
+    from .tune.builder import Builders, default_jobs
+    from .tune.worker import ProcessRunner
     problem = parse_size(op, size, False, dtype, out_dtype)
     database = open_db(db, writable=True)
+    if strategy == "model":
+        from .tune import model
+        model.require()                           # the missing extra is said now, not after the GPU started
     from . import gpu
     gpu.require()
-    with ProcessRunner(functools.partial(GpuRunner, reps, max_ms, timing), limit_s) as runner:
-        result = run_tune(op, problem, runner=runner, strategy=strategy, budget=budget, seed=seed,
-                          db=database, resume=resume)
+    jobs = default_jobs() if jobs is None else jobs
+    with ProcessRunner(functools.partial(GpuRunner, reps, max_ms, timing), limit_s) as runner, \
+            Builders(jobs) as builders:
+        result = run_tune(op, problem, runner=runner, strategy=strategy, budget=budget, seed=seed, db=database,
+                          resume=resume, batch=batch or max(4, jobs), builders=builders if jobs else None,
+                          history=None if transfer else [])
     fails = ", ".join(f"{n} {k}" for k, n in sorted(result.failures.items())) or "none"
     click.echo(f"measured {result.measured}, skipped {result.skipped} (already measured), "
                f"pruned {result.pruned} illegal; failures: {fails}")
@@ -494,6 +523,86 @@ def tune(op_name, size, strategy, budget, seed, db, resume, reps, max_ms, limit_
     click.echo(f"best {result.best.time_us:.2f} us  {result.best.kernel}\n"
                f"     {Schedule.from_dict(result.best.schedule)}\n"
                f"emit it with: kernelgen emit {op.name} --best --size {problem}")
+
+
+def _replay(op, path, problem, strategy, compare, seeds, seed, budget, batch, transfer, db):
+    from .tune import replay as rp
+    extra = open_db(db).records() if db else []
+    sweep = rp.load_sweep(op, rp.read_records(path, op), problem)
+    n = len(sweep.space)
+    if not n:
+        raise UsageError(f"{path}: none of its {sweep.left_out} records of {op.name} is a schedule the op accepts now")
+    left = f" ({sweep.left_out} records left out: schedules the op no longer accepts)" if sweep.left_out else ""
+    click.echo(f"replaying {op.name} {sweep.problem} from {path}: {n} candidates on {sweep.gpu} ({sweep.arch}){left}; "
+               f"best {sweep.best_us:.2f} us, 95% of it is <= {sweep.best_us / rp.GOAL:.2f} us")
+    names = [s.strip() for s in compare.split(",")] if compare else [strategy]
+    unknown = [s for s in names if s not in STRATEGIES]
+    if unknown:
+        raise UsageError(f"--compare: strategy {unknown[0]!r} is unknown; choose among {', '.join(STRATEGIES)}")
+    runs = {s: [rp.replay(sweep, s, seed + k, batch=batch, budget=budget, transfer=transfer, extra_history=extra)
+                for k in range(seeds if compare else 1)] for s in names}
+    rows = []
+    for s, rs in runs.items():
+        med = rp.median_evaluations(rs)
+        rows.append({"strategy": s, "evaluations to 95%": "never" if med == float("inf") else f"{med:g}",
+                     "of the sweep": "-" if med == float("inf") else f"{med / n:.1%}",
+                     "per seed": ",".join("-" if r.evaluations is None else str(r.evaluations) for r in rs)})
+    click.echo(table(rows, ["strategy", "evaluations to 95%", "of the sweep", "per seed"]))
+    if compare:
+        click.echo(f"(median over seeds {seed}..{seed + seeds - 1}; '-': not reached within "
+                   f"{budget or 'the sweep'}; history: {'on' if transfer else 'off'})")
+
+
+@main.group("tune-db")
+def tune_db():
+    """Export the tuning database to other tools' formats, and import theirs."""
+
+
+@tune_db.command("export")
+@click.argument("op_name")
+@click.option("--format", "fmt", type=click.Choice(["kerneltuner"]), default="kerneltuner", show_default=True)
+@click.option("--size", help="The problem whose records to export (default: the only one in the database).")
+@click.option("--gpu", help="The GPU whose records to export, where the database holds several.")
+@click.option("--db", metavar="PATH", help=f"Tuning database (default {config.tuning_db()}).")
+@click.option("--out", "-o", "out_file", required=True, metavar="FILE", help="The cache file to write.")
+@dtype_options
+def tune_db_export(op_name, fmt, size, gpu, db, out_file, dtype, out_dtype):
+    """Write one op's records on one problem and GPU as a Kernel Tuner cache file."""
+    from .tune.kerneltuner import write_cache
+    op = get_op(op_name)
+    problem = str(parse_size(op, size, False, dtype, out_dtype)) if size else None
+    records = [r for r in open_db(db).records() if r.op == op.name and (problem is None or r.problem == problem)
+               and (gpu is None or r.gpu == gpu)]
+    if not records:
+        raise UsageError(f"no records of {op.name}{' on ' + problem if problem else ''}{' on ' + gpu if gpu else ''} "
+                         f"in {db or config.tuning_db()}")
+    write_cache(records, out_file)
+    click.echo(f"wrote {len(records)} records of {op.name} {records[0].problem} on {records[0].gpu} to {out_file}")
+
+
+@tune_db.command("import")
+@click.argument("cache_file")
+@click.option("--format", "fmt", type=click.Choice(["kerneltuner"]), default="kerneltuner", show_default=True)
+@click.option("--op", "op_name", help="The op the cache tunes (read from the file where kernelgen wrote it).")
+@click.option("--size", help="Its problem (where the file's problem_size does not give every size of the op).")
+@click.option("--arch", default=DEFAULT_ARCH, show_default=True, callback=lambda c, p, v: parse_arch(v),
+              help="The arch it was measured on (where the file does not say).")
+@click.option("--db", metavar="PATH", help=f"Tuning database to append to (default {config.tuning_db()}).")
+@dtype_options
+def tune_db_import(cache_file, fmt, op_name, size, arch, db, dtype, out_dtype):
+    """Append the records of a Kernel Tuner cache file to the tuning database (those it lacks)."""
+    from .tune.kerneltuner import read_cache
+    op = get_op(op_name) if op_name else None
+    if size and op is None:
+        raise UsageError("--size needs --op")
+    problem = str(parse_size(op, size, False, dtype, out_dtype)) if size else None
+    database = open_db(db, writable=True)
+    have = database.measured_keys()
+    records = read_cache(cache_file, op, problem, arch)
+    new = [r for r in records if r.key() not in have]
+    for r in new:
+        database.append(r)
+    click.echo(f"imported {len(new)} records into {database.path} ({len(records) - len(new)} were there already)")
 
 
 # -- bench ---------------------------------------------------------------------------------------

@@ -7,7 +7,10 @@ True
 
 NVRTC (through cuda-bindings, which returns the whole cubin) needs no GPU when the arch is given.
 The cache key is a hash of the source, the options and the NVRTC version; entries are written to a
-temporary name and renamed, so a crash never leaves a half-written cubin behind.
+temporary name and renamed, so a crash never leaves a half-written cubin behind, and processes that
+compile the same source at once (the tuner's builders) each rename a whole file over the same name:
+a reader sees the old file or the new one, never part of one. An entry missing its log or cubin
+(an age-based cleaner took one) is compiled again.
 """
 from __future__ import annotations
 
@@ -86,8 +89,11 @@ def compile_cuda(source: str, arch: str, symbol: str = "kernel", options: tuple[
     parse_arch(arch)
     opts = BASE_OPTIONS + tuple(options)
     path = _cache_path(source, arch, opts)
-    if config.cache_enabled() and path.with_suffix(".cubin").exists():
-        return Compiled(path.with_suffix(".cubin").read_bytes(), path.with_suffix(".log").read_text(), arch, True)
+    if config.cache_enabled():
+        try:   # the log is written before the cubin, so a cubin found has its log (unless a cleaner took it)
+            return Compiled(path.with_suffix(".cubin").read_bytes(), path.with_suffix(".log").read_text(), arch, True)
+        except FileNotFoundError:
+            pass
     cubin, log = interruptible(_nvrtc_compile, source, arch, symbol, opts)   # Ctrl-C need not wait for NVRTC
     if config.cache_enabled():
         _atomic_write(path.with_suffix(".log"), log.encode())

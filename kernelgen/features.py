@@ -24,6 +24,10 @@ The keys, in this order (every value a float):
   cubin          (when facts are given) `cubin.registers`, `cubin.spill_bytes`, `cubin.ldg128`, ...
                  of the main kernel; its registers then replace the estimate in blocks_per_sm.regs.
 
+`ptxas_features(log, symbol)` reads the cheaper subset that every compile already prints (ptxas -v:
+registers, spills, stack, shared memory) without cuobjdump or nvdisasm; the tuner's builders add it
+to each record as `ptxas.registers`, `ptxas.spill_bytes`, `ptxas.stack_bytes`, `ptxas.smem_bytes`.
+
 Threads per block and dynamic shared memory are the plan's (its main launch: the one with the most
 threads in all); without a plan they come from the template params where the op states them.
 """
@@ -123,6 +127,37 @@ def target_features(target: Target) -> dict[str, float]:
 def main_launch(plan: Plan) -> Launch:
     """The launch doing the work: the most threads in all (a reduction's partial pass, not its final one)."""
     return max(plan.launches, key=lambda l: (l.grid[0] * l.grid[1] * l.grid[2] * l.threads, l.threads))
+
+
+_ENTRY = re.compile(r"Compiling entry function '([^']+)'")
+
+
+def ptxas_features(log: str, symbol: str | None = None) -> dict[str, float]:
+    """Registers, spills, stack and shared bytes of one entry of a ptxas -v log (the named one, or
+    the one with the most registers); {} when the log reports no entry (a cached compile always has it).
+
+    >>> log = ("ptxas info : Compiling entry function 'k' for 'sm_90'\\n"
+    ...        "ptxas info : Function properties for k\\n"
+    ...        "ptxas . 8 bytes stack frame, 4 bytes spill stores, 4 bytes spill loads\\n"
+    ...        "ptxas info : Used 40 registers, used 1 barriers, 2048 bytes smem")
+    >>> ptxas_features(log)
+    {'ptxas.registers': 40.0, 'ptxas.spill_bytes': 8.0, 'ptxas.stack_bytes': 8.0, 'ptxas.smem_bytes': 2048.0}
+    """
+    parts = _ENTRY.split(log)
+    entries = {}
+    for name, body in zip(parts[1::2], parts[2::2]):
+        regs = re.search(r"Used (\d+) registers", body)
+        spill = re.search(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads", body)
+        smem = re.search(r"(\d+) bytes smem", body)
+        entries[name] = {"ptxas.registers": float(regs.group(1)) if regs else 0.0,
+                         "ptxas.spill_bytes": float(int(spill.group(2)) + int(spill.group(3))) if spill else 0.0,
+                         "ptxas.stack_bytes": float(spill.group(1)) if spill else 0.0,
+                         "ptxas.smem_bytes": float(smem.group(1)) if smem else 0.0}
+    if not entries:
+        return {}
+    if symbol in entries:
+        return entries[symbol]
+    return max(entries.values(), key=lambda e: e["ptxas.registers"])
 
 
 def _main_facts(facts, main: Launch | None) -> KernelFacts | None:

@@ -75,8 +75,8 @@ def test_best_without_records_is_a_clear_error(op, tmp_path):
 
 
 def test_unknown_strategy(op, tmp_path):
-    with pytest.raises(UsageError, match="choose one of exhaustive, random"):
-        tune(op, op.problem(), runner=ReplayRunner({}), strategy="genetic", db=TuningDB(tmp_path / "x"))
+    with pytest.raises(UsageError, match="choose one of exhaustive, random, anneal, genetic, pattern, model"):
+        tune(op, op.problem(), runner=ReplayRunner({}), strategy="bayes", db=TuningDB(tmp_path / "x"))
 
 
 def test_schedules_specialised_for_the_size_are_validated_where_they_apply():
@@ -150,3 +150,39 @@ def test_timeouts_are_records_like_any_failure_and_resume_skips_them(op, tmp_pat
     second = tune(op, problem, runner=runner, budget=5, db=db, resume=True, progress=False)
     assert second.skipped == 5 and second.measured == 5 and len(set(runner.calls)) == 5
     assert len(db.records()) == 10
+
+
+def test_the_progress_line_counts_measured_failed_resumed_best_and_time_left(op, tmp_path):
+    import io
+    problem = op.problem({"n": 1 << 20})
+    db = TuningDB(tmp_path / "t.jsonl")
+    tune(op, problem, runner=ReplayRunner(recorded(op, problem)), strategy="random", budget=30, db=db, progress=False)
+    log = io.StringIO()                                    # not a terminal: a line now and then, and the last
+    res = tune(op, problem, runner=ReplayRunner(recorded(op, problem)), db=db, resume=True, progress=log)
+    last = log.getvalue().splitlines()[-1]
+    assert last.startswith(f"tuning reduce_sum {problem} [####################] 66/66 measured, 66 built, ")
+    assert f"{sum(res.failures.values())} failed, 30 from the database, best " in last and last.endswith("0m00s left")
+    assert len(log.getvalue().splitlines()) < 10
+
+
+def test_the_progress_line_redraws_in_place_on_a_terminal():
+    from kernelgen.tune.progress import Progress
+
+    class Terminal(list):
+        def write(self, s):
+            self.append(s)
+
+        def flush(self):
+            pass
+
+        def isatty(self):
+            return True
+
+    out = Terminal()
+    p = Progress(4, "t", out, clock=iter(range(100)).__next__)
+    for n in range(1, 5):
+        p.measured = n
+        p.show()
+    p.show(final=True)
+    assert len(out) == 5 and all(s.startswith("\r\x1b[K") for s in out) and out[-1].endswith("\n")
+    assert "4/4 measured" in out[-1] and "no best yet" in out[-1]

@@ -11,6 +11,12 @@ from kernelgen.tune.db import TuningDB
 from kernelgen.tune.space import Candidate, legal_space
 
 
+def needs(name):
+    """The model strategy needs the optional scikit-learn; the others nothing."""
+    if name == "model":
+        pytest.importorskip("sklearn", reason="the model strategy needs scikit-learn (kernelgen[model])")
+
+
 def bowl(x, y):
     """A synthetic landscape on a 20 x 20 grid: fastest at (13, 5); y = 17 fails to compile."""
     if y == 17:
@@ -42,6 +48,7 @@ def time_of(c):
 @pytest.mark.parametrize("name", sorted(STRATEGIES))
 @pytest.mark.parametrize("batch", [1, 7])
 def test_every_strategy_asks_each_point_once_then_nothing(name, batch):
+    needs(name)
     space = grid()
     search = STRATEGIES[name].Search(space, 3)
     asked = drive(search, bowl, batch)
@@ -52,6 +59,7 @@ def test_every_strategy_asks_each_point_once_then_nothing(name, batch):
 
 @pytest.mark.parametrize("name", sorted(STRATEGIES))
 def test_every_strategy_is_reproducible_by_seed(name):
+    needs(name)
     def knobs(seed):
         return [c.knobs for c in drive(STRATEGIES[name].Search(grid(), seed), bowl, 4, budget=60)]
     assert knobs(5) == knobs(5)
@@ -61,6 +69,7 @@ def test_every_strategy_is_reproducible_by_seed(name):
 
 @pytest.mark.parametrize("name", sorted(STRATEGIES))
 def test_tune_measures_exactly_the_budget(name, tmp_path):
+    needs(name)
     op = get_op("reduce_sum")
     problem = op.problem({"n": 1 << 20})
     runner = ReplayRunner({})
@@ -129,3 +138,86 @@ def test_resume_retells_recorded_outcomes_so_the_walk_continues(tmp_path):
     keys = [json.dumps(r.schedule, sort_keys=True) for r in db.records()]
     assert len(keys) == len(set(keys)) == 24
     assert second.best.time_us <= first.best.time_us
+
+
+@pytest.mark.parametrize("name", ["pattern", "genetic", "model"])
+def test_the_searches_that_learn_find_the_bottom_of_the_bowl_in_a_tenth_of_it(name):
+    needs(name)
+    space = grid()                                       # 800 points
+    found = [min(time_of(c) for c in drive(STRATEGIES[name].Search(space, seed), bowl, 4, budget=80))
+             for seed in range(5)]
+    assert sorted(found)[2] == 10.0                      # the median run reaches the bottom in 80
+    sampled = [min(time_of(c) for c in drive(STRATEGIES["random"].Search(space, seed), bowl, 4, budget=80))
+               for seed in range(5)]
+    assert sorted(sampled)[2] > 10.0
+
+
+def test_pattern_search_polls_one_knob_moves_first_and_restarts_when_converged():
+    space = grid()
+    search = STRATEGIES["pattern"].Search(space, 0, init=1)
+    (first,) = search.ask(1)
+    search.tell([(first, Outcome("ok", 50.0))])
+    ring = search.ask(3)
+    assert all(sum(a != b for a, b in zip(c.knobs.values(), first.knobs.values())) == 1 for c in ring)
+    # on a flat landscape no move is better: once every point within two knobs is asked, a new run starts
+    flat = STRATEGIES["pattern"].Search(space, 0, init=1)
+    asked = drive(flat, lambda x, y: Outcome("ok", 1.0), 4, budget=500)    # 438 points within two knobs of one
+    assert flat.runs == 2 and len({id(c) for c in asked}) == 500
+
+
+def test_pattern_search_crosses_between_islands_of_one_knob_moves():
+    """bm and wm must change together: one-knob moves from (64, 32) reach nothing, two-knob moves reach (128, 64)."""
+    space = [Candidate({"bm": 64, "wm": 32}), Candidate({"bm": 128, "wm": 64}), Candidate({"bm": 256, "wm": 128})]
+    s = STRATEGIES["pattern"].Search(space, 0, init=1)
+    (start,) = s.ask(1)
+    s.tell([(start, Outcome("ok", 5.0))])
+    (step,) = s.ask(1)
+    assert s.runs == 1 and step is not start       # a move of the same run, not a restart
+
+
+def test_genetic_breeds_from_told_members_and_replaces_a_parent_only_when_faster():
+    from kernelgen.tune import genetic
+    space = grid()
+    search = genetic.Search(space, 0, population=6)
+    start = search.ask(6)                                   # the random start-up population
+    search.tell([(c, bowl(c.knobs["x"], c.knobs["y"])) for c in start])
+    assert sorted(search.population) == sorted(search.where[id(c)] for c in start)
+    (trial,) = search.ask(1)
+    slot = search.parent[search.where[id(trial)]]
+    parent = search.population[slot]
+    search.tell([(trial, Outcome("ok", 1e9))])                     # slower than anything: the parent stays
+    assert search.population[slot] == parent
+    (trial,) = search.ask(1)
+    slot = search.parent[search.where[id(trial)]]
+    search.tell([(trial, Outcome("ok", 0.5))])                     # faster than anything: it takes the slot
+    assert search.population[slot] == search.where[id(trial)]
+
+
+def test_the_model_refuses_in_one_line_naming_the_extra_without_scikit_learn(monkeypatch):
+    import sys
+    from kernelgen.errors import UsageError
+    from kernelgen.tune import model
+    monkeypatch.setitem(sys.modules, "sklearn", None)
+    monkeypatch.setitem(sys.modules, "sklearn.ensemble", None)
+    assert not model.available()
+    with pytest.raises(UsageError) as e:
+        model.Search(grid(), 0)
+    assert str(e.value) == "the model strategy needs scikit-learn: pip install 'kernelgen[model]'"
+
+
+def test_the_model_learns_from_other_problems_before_measuring_anything():
+    needs("model")
+    from kernelgen.tune import model
+    from kernelgen.tune.space import Observation
+
+    def feats(c, size):
+        return {"x": float(c.knobs["x"]), "y": float(c.knobs["y"]), "size": size}
+
+    space = [Candidate(c.knobs, features=feats(c, 1.0)) for c in grid() if not c.knobs["flag"]]
+    history = [Observation(feats(c, 2.0), 3 * time_of(c) if time_of(c) < math.inf else None, "other size")
+               for c in space[::3]]
+    warm = model.Search(space, 0, history=history)
+    first = warm.ask(4)                                     # no random start-up: the history's best region
+    assert min(time_of(c) for c in first) <= 12.0
+    cold = model.Search(space, 0)
+    assert cold.init > 0 and min(time_of(c) for c in cold.ask(4)) > 12.0

@@ -18,25 +18,38 @@ timeouts become records with a status code, never a crash of the search, and the
 them like any result. Each measurement is appended to the tuning database; with `resume=True` what
 it already holds is not run again, but its recorded outcome is told to the strategy, so a
 strategy that learns picks up where the last run stopped.
+
+With `builders` (builder.Builders, a process pool) every candidate is rendered and compiled as soon
+as it is asked for, and the next batch is asked for while the runner measures the last one
+(`ahead` batches may be outstanding, 2 by default), so the GPU measures cubins already on disk; a
+compile error is recorded without the runner being asked. Strategies that learn across problems
+(the model) are given the database's records of the op on other problems (history.py). A replay
+(replay.py) passes the recorded sweep's own candidates as `space`.
 """
 from __future__ import annotations
 
-import contextlib
+import concurrent.futures
+import inspect
+from collections import deque
 from dataclasses import dataclass, field
+from typing import Callable
 
 from ..errors import UsageError
 from ..features import features
 from ..ops.base import Op, Problem
 from ..schedule import Schedule
-from . import anneal, exhaustive, random_search
-from .db import Record, TuningDB
+from . import anneal, exhaustive, genetic, model, pattern, random_search
+from .builder import Builders, Built, Job
+from .db import Record, TuningDB, dtype_of
+from .progress import Progress, stream_of
 from .runners import GpuRunner, Outcome, ReplayRunner, Runner, validation_problems
-from .space import Candidate, Strategy, legal_space
+from .space import Candidate, Observation, Strategy, legal_space
 
-STRATEGIES = {"exhaustive": exhaustive, "random": random_search, "anneal": anneal}
+STRATEGIES = {"exhaustive": exhaustive, "random": random_search, "anneal": anneal, "genetic": genetic,
+              "pattern": pattern, "model": model}
 
-__all__ = ["STRATEGIES", "Candidate", "GpuRunner", "Outcome", "ReplayRunner", "Runner", "Strategy", "TuneResult",
-           "best_schedule", "dtype_of", "legal_space", "tune", "validation_problems"]
+__all__ = ["STRATEGIES", "Builders", "Candidate", "GpuRunner", "Observation", "Outcome", "ReplayRunner", "Runner",
+           "Strategy", "TuneResult", "best_schedule", "dtype_of", "legal_space", "tune", "validation_problems"]
 
 
 @dataclass
@@ -47,41 +60,68 @@ class TuneResult:
     pruned: int = 0
     failures: dict = field(default_factory=dict)
     records: list[Record] = field(default_factory=list)   # this run's, in the order measured
-
-
-def dtype_of(problem: Problem) -> str:
-    """A record's dtype: the input type's name, `->output` appended where the outputs differ."""
-    if problem.types is None:
-        return "float32"
-    t = problem.types
-    return t.input.name if t.output == t.input else f"{t.input.name}->{t.output.name}"
+    build_seconds: float = 0.0                            # summed over the builders' compiles
 
 
 def tune(op: Op, problem: Problem, *, runner: Runner, strategy: str = "exhaustive", budget: int | None = None,
-         seed: int = 0, db: TuningDB | None = None, resume: bool = False, progress: bool = True,
-         batch: int = 4) -> TuneResult:
+         seed: int = 0, db: TuningDB | None = None, resume: bool = False, progress=True, batch: int = 4,
+         builders: Builders | None = None, ahead: int | None = None, space: list[Candidate] | None = None,
+         history: list[Observation] | None = None,
+         stop: Callable[[TuneResult], bool] | None = None) -> TuneResult:
     """Measure at most `budget` schedules (None: until the strategy has nothing more), asking the
-    strategy for `batch` at a time; what `resume` finds in the database does not count."""
+    strategy for `batch` at a time; what `resume` finds in the database does not count.
+
+    builders: compile ahead of the runner in this pool (None: the runner compiles as it goes).
+    ahead:    batches asked before the oldest is told (default 2 with builders, else 1).
+    space:    the candidates (default: the op's legal space for `problem` on the runner's limits).
+    history:  observations of other problems for a strategy that learns (default: from `db`).
+    progress: True for a progress line on stderr, False for none, or a stream to write it to.
+    stop:     asked after each told batch; True ends the search (a replay stops at its goal)."""
     if strategy not in STRATEGIES:
         raise UsageError(f"strategy {strategy!r} is unknown; choose one of {', '.join(STRATEGIES)}")
     db = db or TuningDB()
-    space, pruned = legal_space(op, problem, runner.limits)
-    search: Strategy = STRATEGIES[strategy].Search(space, seed)
+    pruned = 0
+    if space is None:
+        space, pruned = legal_space(op, problem, runner.limits)
+    module = STRATEGIES[strategy]
+    extra = {}
+    if "history" in inspect.signature(module.Search).parameters:
+        if history is None:
+            from .history import observations
+            history = observations(op, problem, db.records(), runner.gpu)
+        extra["history"] = history
+    search: Strategy = module.Search(space, seed, **extra)
     prior = {r.key(): r for r in db.records()} if resume else {}
     result = TuneResult(best=None, pruned=pruned)
+    ahead = ahead or (2 if builders else 1)
 
-    def record_of(cand: Candidate, out: Outcome, with_features: bool = False) -> Record:
-        feats = features(cand.kernel, runner.limits, plan=cand.plan) if with_features else None
+    def record_of(cand: Candidate, out: Outcome, feats: dict | None = None) -> Record:
         return Record.make(op.name, str(problem), runner.arch, runner.gpu, cand.schedule.to_dict(), cand.knobs,
                            out.status, out.time_us, out.detail, cand.name, dtype_of(problem), feats)
 
-    def step(cand: Candidate, bar) -> Outcome:
-        old = prior.get(record_of(cand, Outcome("ok")).key())
-        if old is not None:
-            result.skipped += 1
-            return Outcome(old.status, old.time_us, old.detail)
-        out = runner(op, cand.schedule, problem)
-        rec = record_of(cand, out, with_features=True)  # what a model of this GPU will learn from
+    to_measure = len(space) - (sum(record_of(c, Outcome("ok")).key() in prior for c in space) if prior else 0)
+    bar = Progress(to_measure if budget is None else min(budget, to_measure), f"tuning {op.name} {problem}",
+                   stream_of(progress))
+
+    def wait(job: Job) -> Built:
+        while True:   # redraw the line while a build is still running
+            try:
+                return job.result(timeout=0.5)
+            except concurrent.futures.TimeoutError:
+                bar.built = builders.built
+                bar.show()
+
+    def measure(cand: Candidate, job: Job | None) -> Outcome:
+        built = wait(job) if job is not None else None
+        if built is not None and built.status != "ok":
+            out = Outcome(built.status, None, built.detail)   # the runner is not asked
+        else:
+            out = runner(op, cand.schedule, problem)
+        feats = dict(cand.features or features(cand.kernel, runner.limits, plan=cand.plan))
+        if built is not None:
+            feats.update(built.features)   # ptxas' registers and spills, what a model of this GPU learns from
+            result.build_seconds += built.seconds
+        rec = record_of(cand, out, feats)
         db.append(rec)
         result.records.append(rec)
         result.measured += 1
@@ -89,16 +129,49 @@ def tune(op: Op, problem: Problem, *, runner: Runner, strategy: str = "exhaustiv
             result.failures[out.status] = result.failures.get(out.status, 0) + 1
         elif result.best is None or out.time_us < result.best.time_us:
             result.best = rec
-        bar.update(1)
+        bar.measured, bar.failed = result.measured, _failed(result)
+        bar.built = builders.built if builders else result.measured
+        bar.best_us = result.best.time_us if result.best else None
+        bar.show()
         return out
 
-    total = len(space) if budget is None else min(budget, len(space))
-    with _progress(progress, total, f"tuning {op.name} {problem}", result) as bar:
-        while budget is None or result.measured < budget:
-            asked = search.ask(batch if budget is None else min(batch, budget - result.measured))
+    groups: deque = deque()        # asked batches not yet told: [(candidate, recorded Outcome or None, build)]
+    asked_to_measure, exhausted = 0, False
+
+    def ask_ahead() -> None:
+        nonlocal asked_to_measure, exhausted
+        while not exhausted and len(groups) < ahead and (budget is None or asked_to_measure < budget):
+            asked = search.ask(batch if budget is None else min(batch, budget - asked_to_measure))
             if not asked:
+                exhausted = True
                 break
-            search.tell([(cand, step(cand, bar)) for cand in asked])
+            group = []
+            for cand in asked:
+                old = prior.get(record_of(cand, Outcome("ok")).key())
+                if old is not None:
+                    group.append((cand, Outcome(old.status, old.time_us, old.detail), None))
+                    continue
+                asked_to_measure += 1
+                job = builders.submit(op, cand.schedule, problem, runner.limits) if builders else None
+                group.append((cand, None, job))
+            groups.append(group)
+
+    while True:
+        ask_ahead()
+        if not groups:
+            break
+        told = []
+        for cand, old, job in groups.popleft():
+            if old is not None:
+                result.skipped += 1
+                bar.skipped = result.skipped
+                told.append((cand, old))
+            else:
+                told.append((cand, measure(cand, job)))
+        search.tell(told)
+        if stop is not None and stop(result):
+            break
+    bar.show(final=True)
     if resume:  # the best may have been measured by an earlier run
         best = db.best(op.name, str(problem), runner.arch, runner.gpu)
         if best and (result.best is None or best.time_us < result.best.time_us):
@@ -106,17 +179,8 @@ def tune(op: Op, problem: Problem, *, runner: Runner, strategy: str = "exhaustiv
     return result
 
 
-class _Quiet:
-    def update(self, n: int) -> None:
-        pass
-
-
-def _progress(show: bool, total: int, label: str, result: TuneResult):
-    if not show:
-        return contextlib.nullcontext(_Quiet())
-    import click
-    return click.progressbar(length=total, label=label, file=None,
-                             item_show_func=lambda _: f"best {result.best.time_us:.1f} us" if result.best else "")
+def _failed(result: TuneResult) -> int:
+    return sum(result.failures.values())
 
 
 def best_schedule(op: Op, problem: Problem | None, db: TuningDB | None = None, arch: str | None = None) -> Schedule:

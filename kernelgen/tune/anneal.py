@@ -40,8 +40,11 @@ import math
 import random
 from typing import Iterator
 
+from .neighbours import Neighbours
 from .runners import Outcome
 from .space import Candidate
+
+__all__ = ["Neighbours", "Search"]
 
 T0 = 0.05
 COOLING = 0.9
@@ -114,41 +117,3 @@ class Search:
         xs = [i for i in xs if i not in self.asked]
         self.rng.shuffle(xs)
         return xs
-
-
-class Neighbours:
-    """For each point, the points one knob step away (see the module's docstring), found through one
-    index per knob: the points grouped by the values of every other knob."""
-
-    def __init__(self, points: list[dict]):
-        self.points = points
-        names = list(points[0]) if points else []
-        self.numeric = {k: all(_is_number(p.get(k)) for p in points) for k in names}
-        self.groups: dict[str, dict[tuple, list[int]]] = {}
-        for k in names:
-            groups: dict[tuple, list[int]] = {}
-            for i, p in enumerate(points):
-                groups.setdefault(self._rest(p, k), []).append(i)
-            if self.numeric[k]:
-                for members in groups.values():
-                    members.sort(key=lambda i: (points[i][k], i))
-            self.groups[k] = groups
-
-    def _rest(self, p: dict, knob: str) -> tuple:
-        return tuple((k, v) for k, v in p.items() if k != knob)
-
-    def of(self, i: int) -> list[int]:
-        p, out = self.points[i], []
-        for k, groups in self.groups.items():
-            members = groups[self._rest(p, k)]
-            if not self.numeric[k]:
-                out += [j for j in members if self.points[j][k] != p[k]]
-                continue
-            lower = [j for j in members if self.points[j][k] < p[k]]
-            higher = [j for j in members if self.points[j][k] > p[k]]
-            out += lower[-1:] + higher[:1]
-        return out
-
-
-def _is_number(v) -> bool:
-    return isinstance(v, (int, float)) and not isinstance(v, bool)

@@ -13,7 +13,8 @@ Anything else that is not a record (a directory, bytes that are not UTF-8, a lin
 record, a field of the wrong type) is a UsageError naming the file and line, raised by `check()`
 before any work starts and by `records()`.
 Records are keyed by op, problem, dtype, arch, GPU name, kernelgen version and schedule. Fields
-added later have defaults (`features`), so the lines of older versions still load.
+added later have defaults (`features`), so the lines of older versions still load. A MemoryDB
+holds records in a list instead (a replay records nothing on disk).
 """
 from __future__ import annotations
 
@@ -83,6 +84,14 @@ class Record:
 _FIELD_TYPES = {"op": str, "problem": str, "dtype": str, "arch": str, "gpu": str, "version": str, "schedule": dict,
                 "knobs": dict, "status": str, "time_us": (int, float), "detail": str, "kernel": str,
                 "timestamp": (int, float), "features": dict}
+
+
+def dtype_of(problem) -> str:
+    """A record's dtype: the input type's name, `->output` appended where the outputs differ."""
+    if problem.types is None:
+        return "float32"
+    t = problem.types
+    return t.input.name if t.output == t.input else f"{t.input.name}->{t.output.name}"
 
 
 class TuningDB:
@@ -155,3 +164,20 @@ class TuningDB:
               and (problem is None or r.problem == problem) and (arch is None or r.arch == arch)
               and (gpu is None or r.gpu == gpu)]
         return min(ok, key=lambda r: r.time_us) if ok else None
+
+
+class MemoryDB(TuningDB):
+    """A tuning database in memory: what a replay or a test records, gone when it ends."""
+
+    def __init__(self, records: list[Record] | None = None):
+        self.path = Path("<memory>")
+        self._records = list(records or [])
+
+    def check(self, writable: bool = False) -> None:
+        pass
+
+    def append(self, rec: Record) -> None:
+        self._records.append(rec)
+
+    def records(self) -> list[Record]:
+        return list(self._records)

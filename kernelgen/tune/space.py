@@ -8,9 +8,10 @@
 >>> len(space), pruned, space[0].knobs["threads"]
 (96, 0, 256)
 
-A Candidate is one legal point: its knobs, the schedule they make, the checked kernel and its plan
-for the tuned problem (so a model can read features without compiling). Candidates compare by
-identity: a strategy is handed one list and answers with members of it.
+A Candidate is one legal point: its knobs, the schedule they make, the checked kernel, its plan
+for the tuned problem and its feature vector (kernelgen.features, so a model learns without
+compiling). Candidates compare by identity: a strategy is handed one list and answers with members
+of it.
 
 A strategy is made from (space, seed) and driven in a closed loop:
 
@@ -18,14 +19,23 @@ A strategy is made from (space, seed) and driven in a closed loop:
     tell(pairs)  [(candidate, Outcome)] for what was asked, failures included (time_us None)
 
 The loop asks in batches, runs, tells and records, and stops at the budget or on an empty ask.
-A strategy may return fewer than n (one that waits for results before moving); it must not repeat.
+A strategy may return fewer than n (one that waits for results before moving); it must not repeat,
+and it may be asked again before it was told all of an earlier ask: with builders, the next batch
+is asked for while the GPU measures the last one, so it compiles in the meantime. Batches are told
+in the order they were asked, and when they are asked depends only on counts, never on how fast
+anything ran, so a seed replays the same search.
+
+A strategy module whose Search takes a `history` keyword is handed what other runs measured of the
+same op on other problems (and GPUs): a list of Observation, to learn from before measuring
+anything (the model strategy does; the others take no such keyword and are not given it).
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 from ..errors import ScheduleError
+from ..features import features
 from ..ops.base import Kernel, Op, Plan, Problem
 from ..schedule import Schedule
 from ..target import Target
@@ -38,10 +48,18 @@ class Candidate:
     schedule: Schedule | None = None
     kernel: Kernel | None = None
     plan: Plan | None = None      # the kernel's launches on the tuned problem
+    features: dict | None = None  # kernelgen.features of kernel and plan on the tuner's target
 
     @property
     def name(self) -> str:
         return self.kernel.name if self.kernel else ""
+
+
+class Observation(NamedTuple):
+    """One measurement of another problem: its features, its time (None: it failed), its problem."""
+    features: dict
+    time_us: float | None
+    group: str
 
 
 class Strategy(Protocol):
@@ -62,5 +80,5 @@ def legal_space(op: Op, problem: Problem, limits: Target) -> tuple[list[Candidat
         except ScheduleError:
             pruned += 1
             continue
-        legal.append(Candidate(knobs, sched, kernel, plan))
+        legal.append(Candidate(knobs, sched, kernel, plan, features(kernel, limits, plan=plan)))
     return legal, pruned

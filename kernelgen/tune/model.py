@@ -1,0 +1,178 @@
+"""Model-guided search: a random forest learns time from features and asks for the predicted fastest.
+
+>>> from kernelgen.tune import model
+>>> from kernelgen.tune.runners import Outcome
+>>> from kernelgen.tune.space import Candidate
+>>> space = [Candidate({"x": x, "y": y}) for x in range(30) for y in range(30)]
+>>> def time_of(k):
+...     return 1.0 + (k["x"] - 21) ** 2 + 3 * (k["y"] - 8) ** 2
+>>> def search():
+...     s, n = model.Search(space, seed=0), 0
+...     while n < 60 and (asked := s.ask(4)):
+...         s.tell([(c, Outcome("ok", time_of(c.knobs))) for c in asked])
+...         n += len(asked)
+...     return min(time_of(c.knobs) for c, _ in s.told.values()) <= 2.0   # within 2x of the best of 900, in 60
+>>> search() if model.available() else True              # scikit-learn is the optional extra kernelgen[model]
+True
+
+The model is scikit-learn's RandomForestRegressor (`pip install 'kernelgen[model]'`); without it,
+making a Search is a UsageError naming the extra. It learns, over each candidate's feature vector
+(kernelgen.features: knobs, threads, shared bytes, the register estimate, occupancy, waves, sizes,
+the target's figures; the knobs alone for a bare Candidate):
+  - what this search was told, and
+  - `history`: what the tuning database holds of the same op on other problems and GPUs
+    (history.py). That is the transfer: a new size starts from what other sizes taught.
+The target is log(time) minus the median log(time) of the same problem, so sizes that differ a
+thousandfold in time share one scale of "how much slower than usual"; a failure counts as twice
+the slowest of its problem, so the model learns where kernels fail, too.
+
+ask(n): with nothing to learn from yet (no history, fewer than `init` points told) random points;
+then, for each of the n slots, with probability `explore` a random unasked point, else the unasked
+point of lowest predicted time minus `kappa` standard deviations of the trees' predictions (an
+optimistic bound: a point the trees disagree on is worth measuring). (Tried and not kept, on the
+synthetic sweeps of tests/test_tune_replay.py: a first sample covering every value of every knob,
+Thompson sampling from one tree per slot, kappa 0, 0.5 and 2, explore 0.2: all within the spread
+of the seeds, none better.) The forest is refitted when
+enough was told since the last fit (every tell at first, then every ~1/8 more), not on every ask.
+Everything random comes from `seed`; ask returns [] only when every point has been asked.
+"""
+from __future__ import annotations
+
+import math
+import random
+from collections import defaultdict
+
+import numpy as np
+
+from ..errors import UsageError
+from .runners import Outcome
+from .space import Candidate, Observation
+
+INIT = 8            # random points before the first fit, when there is no history
+EXPLORE = 0.1
+KAPPA = 1.0
+TREES = 32
+SAMPLES = 512      # rows each tree is grown on at most (a bootstrap sample): fits stay fast with a big history
+HISTORY_CAP = 3000  # observations of other problems kept (a seeded sample beyond that)
+FAILED = math.log(2.0)
+
+
+def available() -> bool:
+    try:
+        import sklearn.ensemble  # noqa: F401
+        return True
+    except ImportError:
+        return False
+
+
+def require():
+    """The forest class; a UsageError naming the extra where scikit-learn is missing."""
+    try:
+        from sklearn.ensemble import RandomForestRegressor
+    except ImportError:
+        raise UsageError("the model strategy needs scikit-learn: pip install 'kernelgen[model]'") from None
+    return RandomForestRegressor
+
+
+class Search:
+    def __init__(self, space: list[Candidate], seed: int = 0, history: list[Observation] = (), init: int | None = None,
+                 explore: float = EXPLORE, kappa: float = KAPPA, trees: int = TREES):
+        self.forest = require()
+        self.space = list(space)
+        self.seed, self.rng = seed, random.Random(seed)
+        self.where = {id(c): i for i, c in enumerate(self.space)}
+        vectors = [c.features if c.features is not None else knob_vector(c.knobs) for c in self.space]
+        self.keys = list(dict.fromkeys(k for v in vectors for k in v))
+        self.X = _matrix(vectors, self.keys)
+        history = list(history)
+        if len(history) > HISTORY_CAP:
+            history = random.Random(seed).sample(history, HISTORY_CAP)
+        self.hX = _matrix([o.features for o in history], self.keys)
+        self.hy = _targets([(o.time_us, o.group) for o in history])
+        self.init = (0 if history else min(INIT, max(3, len(self.space) // 20))) if init is None else init
+        self.explore, self.kappa, self.trees = explore, kappa, trees
+        self.unasked = np.ones(len(self.space), dtype=bool)
+        self.order = list(range(len(self.space)))
+        self.rng.shuffle(self.order)
+        self.told: dict[int, tuple[Candidate, Outcome]] = {}
+        self.ranking: list[int] | None = None    # unasked and asked points, best predicted first
+        self.fitted_on = -1                        # points told at the last fit
+
+    def ask(self, n: int) -> list[Candidate]:
+        if n <= 0:
+            return []
+        self._refit()
+        out: list[int] = []
+        while len(out) < n and self.unasked.any():
+            if self.ranking is None or self.rng.random() < self.explore:
+                i = self._random()
+            else:
+                i = self._predicted_best()
+            self.unasked[i] = False
+            out.append(i)
+        return [self.space[i] for i in out]
+
+    def tell(self, results: list[tuple[Candidate, Outcome]]) -> None:
+        for cand, out in results:
+            self.told[self.where[id(cand)]] = (cand, out)
+
+    def _refit(self) -> None:
+        told = len(self.told)
+        if not len(self.hy) and told < min(self.init, len(self.space)):
+            return
+        if told - self.fitted_on < max(1, self.fitted_on // 8):
+            return
+        idx = list(self.told)
+        X = np.vstack([self.hX, self.X[idx]]) if idx else self.hX
+        y = np.concatenate([self.hy, _targets([(self._time(i), "") for i in idx])])
+        forest = self.forest(n_estimators=self.trees, max_features=0.6, max_samples=min(len(y), SAMPLES),
+                             random_state=self.seed, n_jobs=1)
+        forest.fit(X, y)
+        per_tree = np.stack([t.predict(self.X) for t in forest.estimators_])
+        score = per_tree.mean(axis=0) - self.kappa * per_tree.std(axis=0)
+        self.ranking = [int(i) for i in np.argsort(score, kind="stable")]
+        self.ranking.reverse()   # popped from the end: best last
+        self.fitted_on = told
+
+    def _time(self, i: int) -> float | None:
+        out = self.told[i][1]
+        return out.time_us if out.status == "ok" and out.time_us is not None else None
+
+    def _predicted_best(self) -> int:
+        while not self.unasked[self.ranking[-1]]:
+            self.ranking.pop()
+        return self.ranking.pop()
+
+    def _random(self) -> int:
+        while not self.unasked[self.order[-1]]:
+            self.order.pop()
+        return self.order.pop()
+
+
+def knob_vector(knobs: dict) -> dict[str, float]:
+    """Knobs as numbers where no features are given: numbers as they are, booleans 0/1, others one-hot."""
+    out = {}
+    for k, v in knobs.items():
+        if isinstance(v, bool) or isinstance(v, (int, float)):
+            out[k] = float(v)
+        else:
+            out[f"{k}={v}"] = 1.0
+    return out
+
+
+def _matrix(vectors: list[dict], keys: list[str]) -> np.ndarray:
+    """Rows in `keys` order; a key a vector lacks is 0 (a one-hot knob value it does not take)."""
+    return np.array([[float(v.get(k, 0.0)) for k in keys] for v in vectors], dtype=np.float64).reshape(len(vectors),
+                                                                                                        len(keys))
+
+
+def _targets(rows: list[tuple[float | None, str]]) -> np.ndarray:
+    """log(time) minus the median log(time) of its group; a failure: the group's slowest + log 2."""
+    logs: dict[str, list[float]] = defaultdict(list)
+    for t, g in rows:
+        if t is not None and t > 0:
+            logs[g].append(math.log(t))
+    median = {g: float(np.median(v)) for g, v in logs.items()}
+    worst = {g: max(v) - median[g] for g, v in logs.items()}
+    return np.array([math.log(t) - median[g] if t is not None and t > 0 else worst.get(g, 0.0) + FAILED
+                     for t, g in rows], dtype=np.float64)

@@ -1,0 +1,276 @@
+"""Replay: strategies against recorded sweeps instead of a GPU; random against model-guided, median of 5 seeds.
+
+No sweep of 2000 or more candidates has been recorded on a GPU yet, so the comparisons at that scale
+run on synthetic sweeps: a smooth function of the knobs (replay.synthetic_records) over the legal
+spaces of real ops (sgemm 392 points, conv2d 222, gemm 319 on sm_90), and over a GEMM-shaped knob
+space of 8342 points built here. They test the search logic, not a claim about real kernels; the
+H100 records in bench_results/ are replayed too, where a sweep has enough records.
+"""
+import itertools
+import json
+import math
+import statistics
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from kernelgen import get_op
+from kernelgen.cli import main
+from kernelgen.errors import UsageError
+from kernelgen.tune import STRATEGIES
+from kernelgen.tune.db import TuningDB
+from kernelgen.tune.replay import (compare, load_sweep, median_evaluations, read_records, replay,
+                                   synthetic_records)
+from kernelgen.tune.runners import Outcome
+from kernelgen.tune.space import Candidate
+
+RESULTS = Path(__file__).resolve().parent.parent / "bench_results"
+sklearn = pytest.importorskip  # noqa: E731  (called inside the tests that need the model)
+
+
+def needs_model():
+    pytest.importorskip("sklearn", reason="the model strategy needs scikit-learn (kernelgen[model])")
+
+
+def test_a_sweep_is_the_recorded_schedules_with_their_median_time():
+    op = get_op("gemv")
+    sweep = load_sweep(op, read_records(RESULTS / "tuning_h100_run3.jsonl"), "M=8192,N=8192")
+    assert len(sweep.space) == 84 and sweep.left_out == 0          # 146 records, some schedules measured twice
+    assert sweep.gpu == "H100 80GB HBM3" and sweep.arch == "sm_90"
+    assert {r.problem for r in sweep.others} == {"M=16384,N=4096", "M=2048,N=32768", "M=65536,N=1024",
+                                                 "M=262144,N=128"}
+    times = {}
+    for r in read_records(RESULTS / "tuning_h100_run3.jsonl"):
+        if r.op == "gemv" and r.problem == "M=8192,N=8192":
+            times.setdefault(json.dumps(r.schedule, sort_keys=True), []).append(r.time_us)
+    twice = next(k for k, v in times.items() if len(v) == 2)
+    cand = next(c for c in sweep.space if json.dumps(c.schedule.to_dict(), sort_keys=True) == twice)
+    assert sweep.outcomes[cand.schedule.to_json()].time_us == statistics.median(times[twice])
+
+
+def test_several_sweeps_in_a_file_ask_which_and_a_missing_one_lists_them():
+    op = get_op("gemv")
+    records = read_records(RESULTS / "tuning_h100_run3.jsonl")
+    with pytest.raises(UsageError, match=r"hold 5 sweeps of gemv; choose one with --size: M=8192,N=8192 .*146 records"):
+        load_sweep(op, records)
+    with pytest.raises(UsageError, match="no records of gemv on M=1,N=1 to replay"):
+        load_sweep(op, records, "M=1,N=1")
+
+
+def test_replay_counts_evaluations_until_one_within_95_percent_of_the_best():
+    op = get_op("softmax")
+    sweep = load_sweep(op, synthetic_records(op, op.problem(), seed=3))
+    every = replay(sweep, "exhaustive", until_goal=False)
+    assert every.measured == len(sweep.space) and every.best_us == sweep.best_us
+    order = [c.schedule.to_json() for c in sweep.space]       # exhaustive asks in the space's order
+    limit = sweep.best_us / 0.95
+    first = next(n for n, k in enumerate(order, 1) if sweep.outcomes[k].status == "ok" and sweep.outcomes[k].time_us <= limit)
+    assert every.evaluations == first
+    stopped = replay(sweep, "exhaustive", batch=1)
+    assert stopped.evaluations == first == stopped.measured     # it stops at the goal
+
+
+def test_synthetic_sweeps_are_smooth_flat_as_real_ones_and_marked_as_not_measurements():
+    op = get_op("sgemm")
+    records = synthetic_records(op, op.problem(), seed=0)
+    assert len(records) == 392 and {r.gpu for r in records} == {"synthetic"}
+    assert all("not a measurement" in r.detail for r in records)
+    times = sorted(r.time_us for r in records if r.status == "ok")
+    assert 1.25 < times[len(times) // 2] / times[0] < 1.35            # the H100 sweeps: 1.05x to 1.6x
+    assert sum(r.status != "ok" for r in records) == int(0.05 * 392)
+    again = synthetic_records(op, op.problem(), seed=0)
+    assert [r.time_us for r in again] == [r.time_us for r in records]
+
+
+@pytest.mark.parametrize("op_name", ["sgemm", "conv2d", "gemm"])
+def test_every_strategy_reaches_the_goal_on_a_synthetic_sweep_of_a_real_op_space(op_name):
+    op = get_op(op_name)
+    sweep = load_sweep(op, synthetic_records(op, op.problem(), seed=0))
+    names = [s for s in STRATEGIES if s != "model" or __import__("kernelgen.tune.model").tune.model.available()]
+    for name in names:
+        r = replay(sweep, name, 0)
+        assert r.evaluations is not None and r.evaluations <= len(sweep.space), name
+
+
+def geomean(xs):
+    return math.exp(statistics.mean(math.log(x) for x in xs))
+
+
+def test_model_guided_needs_under_a_tenth_of_real_op_spaces():
+    """Median over 5 seeds of evaluations to 95% of the best on 9 synthetic sweeps (3 landscapes of
+    sgemm, conv2d and gemm): their geometric mean. One landscape alone is not a verdict: where the
+    best point is one of the 3 wmma points of gemm's 319, no strategy finds it in a tenth. Nor is
+    "fewer than random" asserted here: in spaces this small, with 2-5% of the points within 95%,
+    random's 5 seeds are often lucky (these 9 sweeps: geometric means 20.9 model, 20.4 random; the
+    next 3 landscapes: 15.4 and 33.7). The 8342-point test below compares the two."""
+    needs_model()
+    medians, sizes = [], []
+    for op_name in ("sgemm", "conv2d", "gemm"):
+        op = get_op(op_name)
+        for landscape in range(3):
+            sweep = load_sweep(op, synthetic_records(op, op.problem(), seed=landscape))
+            sizes.append(len(sweep.space))
+            medians.append(median_evaluations([replay(sweep, "model", s) for s in range(5)]))
+    assert geomean(medians) <= 0.10 * geomean(sizes), medians
+
+
+def test_records_of_another_size_halve_the_evaluations_the_model_needs():
+    needs_model()
+    op = get_op("sgemm")
+    here, there = op.problem({"M": 2048, "N": 2048, "K": 1024}), op.problem({"M": 4096, "N": 4096, "K": 4096})
+    sweep = load_sweep(op, synthetic_records(op, here, seed=0) + synthetic_records(op, there, seed=0), str(here))
+    assert len(sweep.others) == 392
+    cold = median_evaluations([replay(sweep, "model", s, transfer=False) for s in range(5)])
+    warm = median_evaluations([replay(sweep, "model", s, transfer=True) for s in range(5)])
+    assert warm <= cold / 2, (warm, cold)
+
+
+def gemm_like_space():
+    """A GEMM-shaped knob space with GEMM-shaped legality (threads, shared memory, registers): 8342 points."""
+    out = []
+    for bm, bn, bk, tm, tn, stages, copy, swizzle in itertools.product(
+            (32, 64, 128, 256), (32, 64, 128, 256), (8, 16, 32, 64), (2, 4, 8, 16), (2, 4, 8, 16), (1, 2, 3, 4),
+            ("sync", "cp_async"), (1, 8)):
+        threads, smem, regs = (bm // tm) * (bn // tn), (bm + bn) * bk * 4 * stages, tm * tn + 2 * (tm + tn) + 24
+        if not (64 <= threads <= 1024 and smem <= 227 * 1024 and regs <= 255) or (copy == "sync" and stages > 2):
+            continue
+        knobs = dict(bm=bm, bn=bn, bk=bk, tm=tm, tn=tn, stages=stages, copy=copy, swizzle=swizzle)
+        blocks = min(2048 // threads, 233472 // smem, 65536 // (regs * threads))
+        feats = {**{k: float(v) for k, v in knobs.items() if k != "copy"}, "copy=sync": float(copy == "sync"),
+                 "threads": float(threads), "smem": float(smem), "regs": float(regs), "occupancy": blocks * threads / 2048}
+        out.append(Candidate(knobs, features=feats))
+    return out
+
+
+def gemm_like_times(space, seed):
+    """A smooth bowl in the log-knobs (median 1.3x the best) with an occupancy cliff; 5% fail."""
+    import numpy as np
+    rng = np.random.default_rng(seed)
+    names = list(space[0].knobs)
+    x = np.array([[math.log2(v) if isinstance(v, int) else float(v == "cp_async") for v in c.knobs.values()]
+                  for c in space])
+    x = (x - x.min(0)) / np.where(x.max(0) > x.min(0), x.max(0) - x.min(0), 1)
+    b = rng.normal(0, 0.4, (len(names), len(names)))
+    q = np.diag(rng.uniform(0.3, 2.0, len(names))) + (b + b.T) / 4
+    q += np.eye(len(names)) * max(0, 0.05 - np.linalg.eigvalsh(q).min())
+    z = x - rng.uniform(0, 1, len(names))
+    cost = np.einsum("ij,jk,ik->i", z, q, z)
+    cost = (cost - cost.min()) * math.log(1.3) / np.median(cost - cost.min())
+    occupancy = np.array([c.features["occupancy"] for c in space])
+    t = 100 * np.exp(cost) * (1 + 0.3 * (occupancy < 0.25)) * np.exp(rng.normal(0, 0.01, len(space)))
+    fail = set(rng.choice(len(space), len(space) // 20, replace=False).tolist())
+    return {id(c): Outcome("launch_error") if i in fail else Outcome("ok", float(t[i])) for i, c in enumerate(space)}
+
+
+def evaluations_to_goal(name, space, times, seed, batch=4):
+    best = min(o.time_us for o in times.values() if o.time_us)
+    search, n = STRATEGIES[name].Search(space, seed), 0
+    while asked := search.ask(batch):
+        search.tell([(c, times[id(c)]) for c in asked])
+        for c in asked:
+            n += 1
+            if times[id(c)].time_us and times[id(c)].time_us <= best / 0.95:
+                return n
+    return math.inf
+
+
+def test_on_a_synthetic_space_of_8342_points_the_model_needs_under_a_hundredth_of_it():
+    needs_model()
+    space = gemm_like_space()
+    assert len(space) == 8342
+    medians = {"model": [], "random": []}
+    for landscape in range(3):
+        times = gemm_like_times(space, landscape)
+        for name in medians:
+            medians[name].append(statistics.median(evaluations_to_goal(name, space, times, s) for s in range(5)))
+    assert max(medians["model"]) <= 0.01 * len(space), medians
+    assert sum(medians["model"]) < sum(medians["random"]), medians
+
+
+def test_the_h100_records_replay_and_every_strategy_reaches_95_percent():
+    op = get_op("gemv")
+    sweep = load_sweep(op, read_records(RESULTS / "tuning_h100_run3.jsonl"), "M=8192,N=8192")
+    for name in STRATEGIES:
+        if name == "model" and not __import__("kernelgen.tune.model").tune.model.available():
+            continue
+        runs = [replay(sweep, name, s) for s in range(5)]
+        assert all(r.evaluations is not None for r in runs), name
+
+
+def test_on_the_h100_softmax_sweep_with_one_point_within_95_percent_the_model_beats_random():
+    """softmax rows=1024,cols=32768 on the H100: 30 schedules, one within 95% of the best (9.3x spread)."""
+    needs_model()
+    op = get_op("softmax")
+    sweep = load_sweep(op, read_records(RESULTS / "tuning_h100_run3.jsonl"), "rows=1024,cols=32768")
+    assert len(sweep.space) == 30
+    runs = compare(sweep, ["random", "model"], seeds=5)
+    assert median_evaluations(runs["model"]) < median_evaluations(runs["random"])
+
+
+# -- the command line ----------------------------------------------------------------------------------
+def test_cli_replay_compares_strategies_over_seeds():
+    path = RESULTS / "tuning_h100_run3.jsonl"
+    res = CliRunner().invoke(main, ["tune", "gemv", "--replay", str(path), "--size", "M=8192,N=8192",
+                                    "--compare", "random,pattern", "--seeds", "3"])
+    assert res.exit_code == 0, res.output
+    assert "84 candidates on H100 80GB HBM3 (sm_90)" in res.output and "95% of it is <= " in res.output
+    rows = {line.split()[0]: line.split() for line in res.output.splitlines() if line.startswith(("random", "pattern"))}
+    assert set(rows) == {"random", "pattern"} and len(rows["random"][3].split(",")) == 3
+    assert "median over seeds 0..2" in res.output
+
+
+def test_cli_replay_of_one_strategy_and_its_mistakes(tmp_path):
+    path = str(RESULTS / "tuning_softmax_h100_run3.jsonl")
+    ok = CliRunner().invoke(main, ["tune", "softmax", "--replay", path, "--size", "rows=8192,cols=128",
+                                   "--strategy", "genetic", "--seed", "4"])
+    assert ok.exit_code == 0, ok.output
+    assert "51 candidates" in ok.output and ok.output.splitlines()[-1].startswith("genetic ")
+    for args, message in [
+        ([], "hold 2 sweeps of softmax; choose one with --size"),
+        (["--size", "rows=8192,cols=128", "--resume"], "a --replay records nothing"),
+        (["--size", "rows=8192,cols=128", "--compare", "random,bayes"], "strategy 'bayes' is unknown"),
+    ]:
+        res = CliRunner().invoke(main, ["tune", "softmax", "--replay", path, *args])
+        assert res.exit_code == 2 and message in res.output, res.output
+    res = CliRunner().invoke(main, ["tune", "softmax", "--compare", "random,model"])
+    assert res.exit_code == 2 and "give it with --replay FILE" in res.output
+    res = CliRunner().invoke(main, ["tune", "softmax", "--replay", str(tmp_path)])
+    assert res.exit_code == 2 and "is a folder" in res.output
+
+
+def test_cli_model_without_scikit_learn_is_one_line_naming_the_extra(monkeypatch):
+    import sys
+    monkeypatch.setitem(sys.modules, "sklearn", None)
+    monkeypatch.setitem(sys.modules, "sklearn.ensemble", None)
+    path = str(RESULTS / "tuning_softmax_h100_run3.jsonl")
+    res = CliRunner().invoke(main, ["tune", "softmax", "--replay", path, "--size", "rows=8192,cols=128",
+                                    "--strategy", "model"])
+    assert res.exit_code == 2
+    assert res.output.strip().splitlines()[-1] == \
+        "error: the model strategy needs scikit-learn: pip install 'kernelgen[model]'"
+    gpu = CliRunner().invoke(main, ["tune", "softmax", "--strategy", "model"])   # said before any GPU is looked for
+    assert gpu.exit_code == 2 and "pip install 'kernelgen[model]'" in gpu.output
+
+
+def test_cli_replay_takes_history_from_db_and_records_nothing_there(tmp_path):
+    needs_model()
+    op = get_op("sgemm")
+    here, there = op.problem(), op.problem({"M": 4096, "N": 4096, "K": 4096})
+    sweep_file = tmp_path / "sweep.jsonl"
+    sweep_db = TuningDB(sweep_file)
+    for r in synthetic_records(op, here, seed=0):
+        sweep_db.append(r)
+    other = TuningDB(tmp_path / "other.jsonl")
+    for r in synthetic_records(op, there, seed=0):
+        other.append(r)
+    before = other.path.read_bytes()
+    runs = {}
+    for flag in ("--transfer", "--no-transfer"):
+        res = CliRunner().invoke(main, ["tune", "sgemm", "--replay", str(sweep_file), "--db", str(other.path),
+                                        "--compare", "model", "--seeds", "3", flag])
+        assert res.exit_code == 0, res.output
+        row = next(line for line in res.output.splitlines() if line.startswith("model"))
+        runs[flag] = float(row.split()[1])
+    assert runs["--transfer"] < runs["--no-transfer"]
+    assert other.path.read_bytes() == before and len(sweep_db.records()) == 392
