@@ -121,6 +121,10 @@ class ReduceSum(Op):
             launches = (Launch(f"{kernel.name}_init", (1, 1, 1), (1, 1, 1), ("out",)),
                         Launch(f"{kernel.name}_partial", (blocks, 1, 1), block, ("x", "out", "n")))
             return Plan(kernel, problem, launches, (), scalars, (("x", problem.dtype("x").itemsize * k["vec"]),))
+        if blocks == 1 and problem.dtype("out").name == "float32":
+            # One block's partial sum is the sum: it goes straight to out, one launch instead of two.
+            launches = (Launch(f"{kernel.name}_partial", (1, 1, 1), block, ("x", "out", "n")),)
+            return Plan(kernel, problem, launches, (), scalars, (("x", problem.dtype("x").itemsize * k["vec"]),))
         launches = (Launch(f"{kernel.name}_partial", (blocks, 1, 1), block, ("x", "partials", "n")),
                     Launch(f"{kernel.name}_final", (1, 1, 1), (FINAL_THREADS, 1, 1), ("partials", "out", "blocks")))
         return Plan(kernel, problem, launches, (Workspace("partials", "float32", blocks),), scalars,
