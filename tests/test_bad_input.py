@@ -447,9 +447,12 @@ def test_a_torn_line_stays_torn_and_later_records_are_read(tmp_path):
 @pytest.mark.emulate
 def test_ctrl_c_stops_an_emulator_run_within_a_second_and_cleans_up(tmp_path):
     env = dict(os.environ, TMPDIR=str(tmp_path), PYTHONPATH=str(ROOT), KERNELGEN_NO_GPU="1")
+    # SIGINT as an interactive shell leaves it: a background job of a non-interactive shell (a CI script
+    # run with `&`) inherits it ignored, and Python then keeps ignoring it.
     p = subprocess.Popen([sys.executable, "-m", "kernelgen.cli", "run", "sgemm", "--backend", "emulate",
                           "--size", "1536x1536x1536"], cwd=ROOT, env=env, stdout=subprocess.PIPE,
-                         stderr=subprocess.PIPE, text=True)
+                         stderr=subprocess.PIPE, text=True,
+                         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     try:
         for line in p.stdout:               # wait until the work has started
             if line.startswith("problem"):
