@@ -77,6 +77,8 @@ def roofline(doc: dict, runs: list[dict] | None = None):
         ax.scatter(*zip(*vendor), s=60, marker="*", color="tab:red", zorder=4, gid="vendor", label="vendor library")
     if len(runs) <= 8:
         for r, x in zip(runs, xs):
+            if not r["rows"]:
+                continue
             best = max(achieved_flops(r, row) for row in r["rows"]) / 1e12
             ax.annotate(f"{r['op']} {r['problem']}", (x, best), textcoords="offset points", xytext=(4, 6), fontsize=7)
     ax.set_xscale("log")

@@ -110,16 +110,44 @@ def check(doc, where: str) -> dict:
         raise UsageError(f"{where}: \"kind\" is {doc.get('kind')!r}, not one of {', '.join(KINDS)}")
     if not isinstance(doc.get("device"), dict) or not isinstance(doc.get("runs"), list):
         raise UsageError(f"{where}: a results file needs a \"device\" object and a \"runs\" list")
+    for key in ("gpu", "arch"):
+        if not isinstance(doc["device"].get(key), str):
+            raise UsageError(f"{where}: device.{key} is {doc['device'].get(key)!r}, not a string")
     for i, run in enumerate(doc["runs"]):
         if not isinstance(run, dict) or not isinstance(run.get("rows"), list):
             raise UsageError(f"{where}: run {i} has no \"rows\" list")
+        _fields(where, f"run {i}", run, {"op": str, "problem": str, "math": str, "flops": _NUM, "bytes": _NUM})
+        roofs = run.get("roofs")
+        if not isinstance(roofs, dict):
+            raise UsageError(f"{where}: run {i} has no \"roofs\" object")
+        _fields(where, f"run {i} roofs", roofs, {"bytes_per_s": _NUM, "flops_per_s": _NUM})
         for j, row in enumerate(run["rows"]):
-            missing = [k for k in ROW_KEYS if not isinstance(row, dict) or k not in row]
+            if not isinstance(row, dict):
+                raise UsageError(f"{where}: run {i} row {j} is not an object")
+            missing = [k for k in ROW_KEYS if k not in row]
             if missing:
                 raise UsageError(f"{where}: run {i} row {j} lacks {', '.join(missing)}")
-            if not isinstance(row["time_us"], (int, float)) or row["time_us"] <= 0:
+            _fields(where, f"run {i} row {j}", row, {"step": str, "kernel": str, "time_us": _NUM})
+            if row["time_us"] <= 0:
                 raise UsageError(f"{where}: run {i} row {j}: time_us {row['time_us']!r} is not a positive number")
+        tune = run.get("tune")
+        if tune is not None and not (isinstance(tune, dict) and isinstance(tune.get("measured"), list) and all(
+                isinstance(m, list) and len(m) >= 3 and isinstance(m[0], _NUM) and all(
+                    x is None or isinstance(x, _NUM) for x in m[1:3]) for m in tune["measured"])):
+            raise UsageError(f"{where}: run {i}: \"tune\" needs a \"measured\" list of [n, time_us, best_us]")
     return doc
+
+
+_NUM = (int, float)
+
+
+def _fields(where: str, what: str, d: dict, types: dict) -> None:
+    for k, t in types.items():
+        v = d.get(k)
+        ok = isinstance(v, t) and not isinstance(v, bool) and (t is str or (math.isfinite(v) and v >= 0))
+        if not ok:
+            kind = "a string" if t is str else "a number >= 0"
+            raise UsageError(f"{where}: {what}: {k} is {v!r}, not {kind}")
 
 
 def load(path: str | os.PathLike) -> dict:

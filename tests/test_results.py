@@ -101,8 +101,10 @@ def test_bench_document_round_trips_with_schedules_and_roofs(tmp_path):
     ('{"runs": []}', "no \"schema\""),
     ('{"schema": "kernelgen-results/0", "kind": "bench", "device": {}, "runs": []}',
      "schema 'kernelgen-results/0' is not 'kernelgen-results/1'"),
-    ('{"schema": "kernelgen-results/1", "kind": "bench", "device": {}, "runs": [{"rows": [{"step": "a"}]}]}',
-     "run 0 row 0 lacks kernel, time_us"),
+    ('{"schema": "kernelgen-results/1", "kind": "bench", "device": {}, "runs": []}', "device.gpu is None"),
+    ('{"schema": "kernelgen-results/1", "kind": "tune", "device": {"gpu": "H100", "arch": "sm_90a"}, "runs": '
+     '[{"op": "gemm", "problem": "M=1", "math": "fp32", "flops": 1, "bytes": 1, "roofs": {"bytes_per_s": 1, '
+     '"flops_per_s": 1}, "rows": [{"step": "a"}]}]}', "run 0 row 0 lacks kernel, time_us"),
 ])
 @pytest.mark.parametrize("command", ["plot", "report"])
 def test_malformed_or_older_file_is_one_line_and_exit_2(tmp_path, text, needle, command):
@@ -110,6 +112,39 @@ def test_malformed_or_older_file_is_one_line_and_exit_2(tmp_path, text, needle, 
     bad.write_text(text)
     one_line_error(invoke(command, bad, "-o", tmp_path / "out.png" if command == "plot" else tmp_path / "r.html"),
                    needle)
+
+
+def _mutations(doc):
+    """The document with one field at a time removed or replaced by a wrong type."""
+    run = doc["runs"][0]
+    for where in (doc, doc["device"], run, run["roofs"], run["rows"][0]):
+        for key in list(where):
+            for bad in (None, "x", -1, []):
+                if key == "schema" or where.get(key) == bad:
+                    continue
+                old = where[key]
+                where[key] = bad
+                yield f"{key}={bad!r}", json.dumps(doc)
+                where[key] = old
+            old = where.pop(key)
+            yield f"no {key}", json.dumps(doc)
+            where[key] = old
+
+
+@pytest.mark.parametrize("command", ["plot", "report"])
+def test_any_field_wrong_or_missing_is_never_a_traceback(tmp_path, command, monkeypatch):
+    pytest.importorskip("matplotlib")
+    from kernelgen import plot
+    monkeypatch.setattr(plot, "render", lambda fig, fmt="png": b"")   # drawing is what the tests above check
+    doc = results.load(GEMM)
+    doc["runs"] = doc["runs"][:1]
+    out = tmp_path / ("c.png" if command == "plot" else "r.html")
+    for what, text in _mutations(doc):
+        (tmp_path / "m.json").write_text(text)
+        r = invoke(command, tmp_path / "m.json", "-o", out)
+        assert r.exit_code in (0, 2), (what, r.output)
+        if r.exit_code == 2:
+            one_line_error(r)
 
 
 def test_missing_file_and_bad_output_are_one_line(tmp_path):
