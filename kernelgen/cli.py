@@ -642,14 +642,21 @@ def tune_db_import(cache_file, fmt, op_name, size, arch, db, dtype, out_dtype):
 @click.option("--markdown", is_flag=True, help="Print a Markdown table for BENCHMARKS.md.")
 @click.option("--json", "json_file", metavar="FILE", help="Also write the results as JSON (kernelgen-results/1) for "
               "`kernelgen plot` and `kernelgen report`.")
+@click.option("--plot", "plot_file", metavar="FILE.png|FILE.svg", help="Also draw the results: the ladder's "
+              "speed-ups with --ladder, else the roofline (needs kernelgen[plot]).")
 @timing_option
 @dtype_options
-def bench(op_name, size, ladder, best, db, reps, markdown, json_file, timing, dtype, out_dtype):
+def bench(op_name, size, ladder, best, db, reps, markdown, json_file, plot_file, timing, dtype, out_dtype):
     """Validate and time schedules against the vendor library in the same run, the same way."""
     from .bench import bench_rows, format_rows
     op = get_op(op_name)
     if json_file:
         check_out_file(json_file, "--json")
+    if plot_file:
+        from . import plot as charts
+        chart_format(plot_file, "--plot")
+        check_out_file(plot_file, "--plot")
+        charts.require()                    # the missing extra is said now, not after the GPU ran
     problem = parse_size(op, size, False, dtype, out_dtype)
     if db and not best:
         raise UsageError("--db is read only with --best")
@@ -658,38 +665,56 @@ def bench(op_name, size, ladder, best, db, reps, markdown, json_file, timing, dt
     rows = bench_rows(op, problem, ladder=ladder, best_db=(db or str(config.tuning_db())) if best else None, reps=reps,
                       timing=timing)
     click.echo(format_rows(op, problem, rows, markdown, timing=timing, reps=reps))
-    if json_file:
+    if json_file or plot_file:
         from . import gpu, results
         from .timing import choose_method, describe
         dev = gpu.device()
         how = describe(choose_method(timing, op.bytes_moved(problem)), op, problem, reps).removeprefix("timing: ")
         run = results.run_dict(op, problem, dev, rows, ladder=ladder, timing=how)
-        results.write(results.document("bench", device=results.device_dict(dev), runs=[run]), json_file)
-        click.echo(f"wrote {json_file}")
+        doc = results.document("bench", device=results.device_dict(dev), runs=[run])
+        if json_file:
+            results.write(doc, json_file)
+            click.echo(f"wrote {json_file}")
+        if plot_file:
+            from . import plot as charts
+            fig = charts.ladder(doc, run) if ladder else charts.roofline(doc)
+            results.write_text(charts.render(fig, chart_format(plot_file, "--plot")), plot_file)
+            click.echo(f"wrote {plot_file}")
     if any(r["valid"] == "WRONG" for r in rows):
         raise ValidationError("a benchmarked kernel gave a wrong answer (see the table)")
+
+
+def chart_format(path: str, option: str) -> str:
+    fmt = Path(path).suffix.lower().lstrip(".")
+    if fmt not in ("png", "svg"):
+        raise UsageError(f"{option} {path!r}: write a .png or a .svg")
+    return fmt
 
 
 # -- plot, report --------------------------------------------------------------------------------
 @main.command()
 @click.argument("results_file", metavar="RESULTS.json")
 @click.option("--out", "-o", "out_file", required=True, metavar="FILE.png|FILE.svg", help="The chart to write.")
-@click.option("--chart", type=click.Choice(["auto", "roofline", "ladder", "tune"]), default="auto", show_default=True,
-              help="auto: a tune's best-so-far for a tune file, else the roofline.")
+@click.option("--chart", type=click.Choice(["auto", "roofline", "ladder", "shapes", "tune"]), default="auto",
+              show_default=True, help="auto: a tune's best-so-far for a tune file, else the roofline; shapes: the best "
+              "kernel against the vendor per problem of one op.")
 @click.option("--run", "run_name", metavar="INDEX|'OP PROBLEM'", help="The run to chart (a ladder or a tune needs "
-              "one where the file holds several; the roofline draws every run without it).")
+              "one where the file holds several; the roofline draws every run without it); for shapes, an op name.")
 def plot(results_file, out_file, chart, run_name):
     """Draw a results file (`bench --json`, `tune --json`): the roofline, a ladder's speed-ups, a tune."""
     from . import plot as charts, results
-    fmt = Path(out_file).suffix.lower().lstrip(".")
-    if fmt not in ("png", "svg"):
-        raise UsageError(f"-o {out_file!r}: write a .png or a .svg")
+    fmt = chart_format(out_file, "-o")
     check_out_file(out_file)
     doc = results.load(results_file)
     charts.require()
     if chart == "auto":
         chart = "tune" if doc["kind"] == "tune" else "roofline"
-    run = (results.select_run(doc, run_name, ladder=chart == "ladder") if chart != "roofline" or run_name else None)
+    if chart == "shapes":
+        run = run_name
+    elif chart != "roofline" or run_name:
+        run = results.select_run(doc, run_name, ladder=chart == "ladder")
+    else:
+        run = None
     fig = charts.chart(doc, chart, run)
     results.write_text(charts.render(fig, fmt), out_file)
     click.echo(f"wrote {out_file} ({chart}: {', '.join(f'{n} {k}' for k, n in charts.points(fig).items())})")

@@ -1,8 +1,9 @@
 """Charts of a results document (kernelgen.results), drawn with matplotlib's Agg backend (no display,
-no GPU): the roofline, a ladder's speed-ups, a tune's best-so-far.
+no GPU): the roofline, a ladder's speed-ups, a shape suite's ratios to the vendor, a tune's best-so-far.
 
     kernelgen plot bench_results/json/gemm_ladders_h100_staged.json -o roofline.png
     kernelgen plot RESULTS.json --chart ladder --run "gemm M=4096,N=4096,K=4096:f16" -o ladder.svg
+    kernelgen plot bench_results/json/sgemm_sizes_h100.json --chart shapes -o sizes.png
 
 >>> import pytest; _ = pytest.importorskip("matplotlib")
 >>> from kernelgen.plot import roofline
@@ -25,7 +26,7 @@ from .results import achieved_flops, intensity, is_ladder_step
 
 SIZE_IN = (8.0, 5.0)   # inches; at DPI, the image is 800 x 500 pixels
 DPI = 100
-CHARTS = ("roofline", "ladder", "tune")
+CHARTS = ("roofline", "ladder", "shapes", "tune")
 
 
 def require():
@@ -113,6 +114,33 @@ def ladder(doc: dict, run: dict):
     return fig
 
 
+def shapes(doc: dict, op: str | None = None):
+    """A shape suite: per problem of one op, the best kernel's speed against the vendor's (vendor time /
+    ours), 1.0 drawn as the vendor line."""
+    ops = sorted({r["op"] for r in doc["runs"]})
+    if op is None and len(ops) > 1:
+        raise UsageError(f"the file holds runs of {', '.join(ops)}; choose one with --run OP")
+    op = op or (ops[0] if ops else None)
+    runs = [r for r in doc["runs"] if r["op"] == op and any(x.get("vendor") for x in r["rows"])
+            and any(not x.get("vendor") for x in r["rows"])]
+    if not runs:
+        raise UsageError(f"no run of {op!r} with a vendor row to compare with" if op in ops else
+                         f"--run {op!r}: the file's ops are {', '.join(ops)}")
+    fig, ax = _figure(f"{op}: best kernelgen kernel against the vendor, per problem ({doc['device'].get('gpu', '?')})")
+    ratios = [min(x["time_us"] for x in r["rows"] if x.get("vendor"))
+              / min(x["time_us"] for x in r["rows"] if not x.get("vendor")) for r in runs]
+    ax.bar([r["problem"] for r in runs], ratios, color="tab:blue", gid="problems")
+    for i, v in enumerate(ratios):
+        ax.annotate(f"{v:.2f}x", (i, v), ha="center", va="bottom", fontsize=7)
+    ax.axhline(1.0, color="tab:red", ls="--", lw=1.2, gid="vendor", label="vendor")
+    ax.set_ylim(0, max(ratios + [1.0]) * 1.15)
+    ax.tick_params(axis="x", labelrotation=20, labelsize=7)
+    ax.set_ylabel("vendor time / best kernelgen time")
+    ax.legend(fontsize=7, loc="upper left")
+    fig.subplots_adjust(bottom=0.22)
+    return fig
+
+
 def tune(doc: dict, run: dict):
     """Best time so far against candidates measured."""
     measured = (run.get("tune") or {}).get("measured") or []
@@ -131,15 +159,16 @@ def tune(doc: dict, run: dict):
 
 
 def points(fig) -> dict[str, int]:
-    """How many points each marked series of a chart holds (scatter points, bars), read from the figure."""
+    """How many points each marked series of a chart holds (scatter points; bars: ladder steps or
+    problems), read from the figure."""
     out: dict[str, int] = {}
     for ax in fig.axes:
         for c in ax.collections:
             if c.get_gid():
                 out[c.get_gid()] = out.get(c.get_gid(), 0) + len(c.get_offsets())
-        bars = sum(p.get_gid() == "steps" for p in ax.patches)
-        if bars:
-            out["steps"] = out.get("steps", 0) + bars
+        for p in ax.patches:                  # bars
+            if p.get_gid():
+                out[p.get_gid()] = out.get(p.get_gid(), 0) + 1
     return out
 
 
@@ -150,9 +179,12 @@ def render(fig, fmt: str = "png") -> bytes:
     return buf.getvalue()
 
 
-def chart(doc: dict, kind: str, run: dict | None):
+def chart(doc: dict, kind: str, run):
+    """`kind` of CHARTS; `run` is a run (an op's name for shapes, None for every run or the only one)."""
     if kind == "roofline":
         return roofline(doc, [run] if run else None)
     if kind == "ladder":
         return ladder(doc, run)
+    if kind == "shapes":
+        return shapes(doc, run)
     return tune(doc, run)

@@ -221,6 +221,25 @@ def test_ladder_needs_a_run_where_there_are_several(charts, tmp_path):
                    "names no run")
 
 
+def test_shape_suite_has_a_bar_per_problem(charts, tmp_path):
+    doc = results.load(JSON / "sgemm_sizes_h100.json")
+    fig = charts.shapes(doc)
+    assert charts.points(fig) == {"problems": len(doc["runs"])} == {"problems": 7}
+    heights = [p.get_height() for p in fig.axes[0].patches if p.get_gid() == "problems"]
+    run = doc["runs"][0]
+    best = min(r["time_us"] for r in run["rows"] if not r["vendor"])
+    assert heights[0] == pytest.approx(min(r["time_us"] for r in run["rows"] if r["vendor"]) / best)
+    r = invoke("plot", ALL, "--chart", "shapes", "--run", "softmax", "-o", tmp_path / "s.png")
+    assert r.exit_code == 0 and "4 problems" in r.output, r.output
+    one_line_error(invoke("plot", ALL, "--chart", "shapes", "-o", tmp_path / "s.png"), "choose one with --run OP")
+
+
+def test_bench_plot_is_checked_before_the_gpu(tmp_path, monkeypatch):
+    one_line_error(invoke("bench", "sgemm", "--plot", tmp_path / "a.jpg"), "write a .png or a .svg")
+    monkeypatch.setitem(sys.modules, "matplotlib", None)
+    one_line_error(invoke("bench", "sgemm", "--plot", tmp_path / "a.png"), "pip install 'kernelgen[plot]'")
+
+
 def tune_doc():
     from kernelgen.tune.db import Record
     op, rows = bench_like_rows()
