@@ -670,7 +670,8 @@ def bench(op_name, size, ladder, best, db, reps, markdown, json_file, plot_file,
         from .timing import choose_method, describe
         dev = gpu.device()
         how = describe(choose_method(timing, op.bytes_moved(problem)), op, problem, reps).removeprefix("timing: ")
-        run = results.run_dict(op, problem, dev, rows, ladder=ladder, timing=how)
+        run = results.run_dict(op, problem, dev, results.add_inspect(op, problem, rows, dev), ladder=ladder,
+                               timing=how)
         doc = results.document("bench", device=results.device_dict(dev), runs=[run])
         if json_file:
             results.write(doc, json_file)

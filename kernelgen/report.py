@@ -1,5 +1,5 @@
 """One self-contained HTML page of a results document: device, date and command, a table per run
-(kernel names, schedules, times, rates, roofline fractions, the vendor's row), the roofline of every
+(kernel names, schedules, inspect facts, times, rates, roofline fractions, the vendor's row), the roofline of every
 run, each ladder's speed-ups and a tune's best-so-far, the charts inline as base64 PNG.
 
     kernelgen report bench_results/json/gemm_ladders_h100_staged.json -o report.html
@@ -21,7 +21,8 @@ from html import escape
 from . import plot
 from .results import is_ladder_step
 
-COLUMNS = ("step", "time_us", "GB/s", "TFLOP/s", "roofline", "speedup", "vs_vendor", "valid", "kernel", "schedule")
+COLUMNS = ("step", "time_us", "GB/s", "TFLOP/s", "roofline", "speedup", "vs_vendor", "valid", "kernel", "schedule",
+           "inspect")
 STYLE = """body{font-family:system-ui,sans-serif;margin:2em;max-width:1200px}
 table{border-collapse:collapse;font-size:12px;margin:1em 0}td,th{border:1px solid #ccc;padding:2px 6px;text-align:left}
 th{background:#eee}tr.vendor{background:#fdecea}code{font-size:11px}img{display:block;margin:1em 0}"""
@@ -32,6 +33,10 @@ def _cell(col: str, v) -> str:
         return "-"
     if col == "schedule":
         return f"<code>{escape(_schedule_text(v))}</code>"
+    if col == "inspect" and isinstance(v, list):
+        return "<br>".join(escape(f"{f.get('registers')} registers, {f.get('spill_bytes')} B spilled, "
+                                  f"{f.get('shared_bytes')} B static shared, {f.get('ldg128')} 128-bit loads")
+                           for f in v if isinstance(f, dict))
     if isinstance(v, float):
         return {"roofline": f"{v:.0%}", "speedup": f"{v:.2f}x", "vs_vendor": f"{v:.2f}x", "GB/s": f"{v:.0f}",
                 "TFLOP/s": f"{v:.2f}", "time_us": f"{v:.1f}"}.get(col, f"{v:g}")

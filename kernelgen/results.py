@@ -6,7 +6,8 @@
      "runs": [{"op", "problem", "ladder", "timing", "math", "flops", "bytes",
                "roofs": {"bytes_per_s", "flops_per_s"},          # the device's roofs for this run's dtype
                "rows": [{"step", "kernel", "schedule" (to_dict, or null), "vendor", "time_us", "GB/s",
-                         "TFLOP/s", "roofline", "speedup", "vs_vendor", "valid", "timing"}],
+                         "TFLOP/s", "roofline", "speedup", "vs_vendor", "valid", "timing",
+                         "inspect": [{"symbol", "registers", "spill_bytes", ...} per kernel] or null}],
                "tune": {"strategy", "measured": [[n, time_us, best_so_far_us], ...]} (tune only)}]}
 
 >>> doc = document("bench", device={"gpu": "H100 80GB HBM3", "arch": "sm_90a"}, runs=[], command="kernelgen bench x")
@@ -60,12 +61,34 @@ def run_dict(op, problem, dev, rows: list[dict], *, ladder: bool, timing: str) -
     """One op on one problem: its rows (bench_rows' dicts) with the roofs they are placed against."""
     m = op.math(problem)
     keep = ("step", "kernel", "schedule", "time_us", "GB/s", "TFLOP/s", "roofline", "speedup", "vs_vendor", "valid",
-            "timing")
+            "timing", "inspect")
     out = [dict({k: _plain(r.get(k)) for k in keep}, vendor=r["step"].startswith("vendor:")) for r in rows]
     return {"op": op.name, "problem": str(problem), "ladder": ladder, "timing": timing, "math": m,
             "flops": op.flops(problem), "bytes": op.bytes_moved(problem),
             "roofs": {"bytes_per_s": dev.peaks.bytes_per_s if dev.peaks else 0.0, "flops_per_s": dev.peak_flops(m)},
             "rows": out}
+
+
+INSPECT_KEYS = ("symbol", "registers", "shared_bytes", "local_bytes", "spill_bytes", "ldg128", "stg128", "instructions")
+
+
+def add_inspect(op, problem, rows: list[dict], on) -> list[dict]:
+    """Each row with a schedule gets "inspect": the facts `kernelgen inspect` prints for its kernels
+    (registers, shared and local bytes, spills, 128-bit loads and stores), compiled for `on`."""
+    from .errors import KernelgenError
+    from .inspect import inspect_kernel
+    from .prepared import prepare
+    from .schedule import Schedule
+    for r in rows:
+        if not r.get("schedule"):
+            continue
+        try:
+            kernel = prepare(op, Schedule.from_dict(r["schedule"]), problem, on).kernel
+            r["inspect"] = [{k: f.row().get(k) for k in INSPECT_KEYS} for f in inspect_kernel(kernel, on.arch)]
+        except (KernelgenError, OSError) as e:   # the table has the row; its facts are a bonus
+            r["inspect"] = None
+            print(f"note: no inspect facts for {r['step']}: {' '.join(str(e).split())}", file=sys.stderr)
+    return rows
 
 
 def _plain(v):

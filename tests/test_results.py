@@ -309,6 +309,21 @@ def test_report_shows_schedules_as_python(charts, tmp_path):
     assert "schedule(&quot;sgemm&quot;)" in (tmp_path / "r.html").read_text()
 
 
+@pytest.mark.nvrtc
+def test_bench_rows_get_inspect_facts_and_the_report_shows_them(charts, tmp_path):
+    op, rows = bench_like_rows()
+    dev = target("sm_90a")
+    results.add_inspect(op, op.problem(), rows[:2] + rows[3:], dev)
+    assert rows[0]["inspect"][0]["symbol"].startswith("sgemm_") and rows[0]["inspect"][0]["spill_bytes"] == 0
+    assert "inspect" not in rows[2] and "inspect" not in rows[3]      # not asked; the vendor has no schedule
+    doc = results.document("bench", device=results.device_dict(dev), command="x",
+                           runs=[results.run_dict(op, op.problem(), dev, rows, ladder=True, timing="events")])
+    results.write(doc, tmp_path / "b.json")
+    assert invoke("report", tmp_path / "b.json", "-o", tmp_path / "r.html").exit_code == 0
+    regs = rows[0]["inspect"][0]["registers"]
+    assert f"{regs} registers, 0 B spilled" in (tmp_path / "r.html").read_text()
+
+
 def _browser():
     return next((b for b in ("chromium", "chromium-browser", "google-chrome") if shutil.which(b)), None)
 
