@@ -52,13 +52,14 @@ def roofline(doc: dict, runs: list[dict] | None = None):
     the compute roof of each math path; the vendor's point beside ours (a star, nudged right).
     Runs without flops (a copy) have no place on a log-log roofline and are left out."""
     runs = [r for r in (runs if runs is not None else doc["runs"]) if r.get("flops") and r.get("bytes")]
-    dev = doc["device"]
-    fig, ax = _figure(f"Roofline: {dev.get('gpu', '?')} ({dev.get('arch', '?')})")
     if not runs:
         raise UsageError("no run of the file does arithmetic (flops > 0): nothing to place on a roofline")
+    dev = doc["device"]
+    fig, ax = _figure(f"Roofline: {dev.get('gpu', '?')} ({dev.get('arch', '?')})")
     xs = [intensity(r) for r in runs]
     bw = max(r["roofs"]["bytes_per_s"] for r in runs)
-    peaks = {m: max(r["roofs"]["flops_per_s"] for r in runs if r["math"] == m) for m in sorted({r["math"] for r in runs})}
+    maths = sorted({r["math"] for r in runs})
+    peaks = {m: max(r["roofs"]["flops_per_s"] for r in runs if r["math"] == m) for m in maths}
     top = max(peaks.values()) or bw * max(xs) * 8
     ridges = [p / bw for p in peaks.values() if p and bw]
     lo, hi = min(xs + ridges) / 4, max(xs + ridges) * 8
@@ -71,7 +72,8 @@ def roofline(doc: dict, runs: list[dict] | None = None):
             ax.plot(grid, [min(peak, bw * x) / 1e12 if bw else peak / 1e12 for x in grid], lw=1.5, gid=f"roof-{m}",
                     label=f"{m} roof {peak / 1e12:.0f} TFLOP/s")
     ours = [(intensity(r), achieved_flops(r, row) / 1e12) for r in runs for row in r["rows"] if not row.get("vendor")]
-    vendor = [(intensity(r) * 1.15, achieved_flops(r, row) / 1e12) for r in runs for row in r["rows"] if row.get("vendor")]
+    vendor = [(intensity(r) * 1.15, achieved_flops(r, row) / 1e12)      # nudged right: beside ours, not on them
+              for r in runs for row in r["rows"] if row.get("vendor")]
     if ours:
         ax.scatter(*zip(*ours), s=18, color="tab:blue", zorder=3, gid="kernels", label="kernelgen kernels")
     if vendor:
