@@ -269,11 +269,14 @@ def test_tune_json_has_best_so_far_and_charts(charts, tmp_path):
 class Page(HTMLParser):
     def __init__(self):
         super().__init__()
-        self.tables, self.images, self.text = 0, [], []
+        self.tables, self.images, self.text, self.external = 0, [], [], []
 
     def handle_starttag(self, tag, attrs):
         a = dict(attrs)
         self.tables += tag == "table"
+        if tag in ("script", "link", "iframe") or any(k in ("src", "href") and not str(v).startswith("data:")
+                                                      for k, v in attrs):
+            self.external.append((tag, attrs))
         if tag == "img":
             self.images.append(a)
 
@@ -300,7 +303,7 @@ def test_report_holds_every_table_and_chart(charts, tmp_path):
         assert f"{run['op']} {run['problem']}" in text
         assert all(row["kernel"] in text for row in run["rows"])
     assert "H100 80GB HBM3" in text and "2026-11-23" in text
-    assert "http" not in html.replace("http-equiv", "")                # self-contained: nothing fetched
+    assert page.external == []                                         # self-contained: nothing fetched
 
 
 def test_report_shows_schedules_as_python(charts, tmp_path):
@@ -331,8 +334,13 @@ def _browser():
 @pytest.mark.skipif(_browser() is None, reason="no headless Chromium on this machine")
 def test_report_in_a_headless_browser(charts, tmp_path):
     assert invoke("report", GEMM, "-o", tmp_path / "r.html").exit_code == 0
-    out = subprocess.run([_browser(), "--headless", "--no-sandbox", "--disable-gpu", "--dump-dom",
-                          (tmp_path / "r.html").as_uri()], capture_output=True, text=True, timeout=60)
+    try:
+        out = subprocess.run([_browser(), "--headless", "--no-sandbox", "--disable-gpu", "--dump-dom",
+                              (tmp_path / "r.html").as_uri()], capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        pytest.skip(f"{_browser()} did not run headless: {e}")
+    if out.returncode != 0 or "<html" not in out.stdout:     # e.g. a snap stub standing in for the browser
+        pytest.skip(f"{_browser()} did not render headless: {out.stderr.strip()[-200:]}")
     page = Page()
     page.feed(out.stdout)
     assert page.tables == 4 and len(page.images) == 4, out.stderr[-2000:]
