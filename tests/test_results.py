@@ -344,3 +344,48 @@ def test_report_in_a_headless_browser(charts, tmp_path):
     page = Page()
     page.feed(out.stdout)
     assert page.tables == 4 and len(page.images) == 4, out.stderr[-2000:]
+
+
+# -- the GPU commands' JSON, their GPU work replaced by recorded values ---------------------------
+@pytest.fixture
+def fake_h100(monkeypatch):
+    from kernelgen import gpu
+    monkeypatch.setattr(gpu, "require", lambda: None)
+    monkeypatch.setattr(gpu, "device", lambda: target("sm_90a"))
+
+
+@pytest.mark.nvrtc
+def test_bench_json_and_plot_from_the_command(fake_h100, monkeypatch, tmp_path, charts):
+    import kernelgen.bench as bench
+    op, rows = bench_like_rows()
+    monkeypatch.setattr(bench, "bench_rows", lambda *a, **k: [dict(r) for r in rows])
+    monkeypatch.setattr(bench, "format_rows", lambda *a, **k: "the table")
+    r = invoke("bench", "sgemm", "--ladder", "--json", tmp_path / "b.json", "--plot", tmp_path / "b.png")
+    assert r.exit_code == 0, r.output
+    doc = results.load(tmp_path / "b.json")
+    assert doc["command"].startswith("kernelgen") and doc["device"]["arch"] == "sm_90a" and doc["kind"] == "bench"
+    run = doc["runs"][0]
+    assert run["timing"].endswith("median of 30 replays") and run["ladder"] is True     # graph: below 64 MB
+    assert [row["step"] for row in run["rows"]] == [row["step"] for row in rows]
+    assert run["rows"][0]["inspect"][0]["registers"] > 0
+    assert png_size(tmp_path / "b.png") == (800, 500)
+
+
+def test_tune_json_from_the_command(fake_h100, monkeypatch, tmp_path):
+    import contextlib
+
+    import kernelgen.tune as tune_pkg
+    import kernelgen.tune.builder as builder
+    import kernelgen.tune.worker as worker
+    from kernelgen.tune import TuneResult
+    from kernelgen.tune.db import Record
+    op, rows = bench_like_rows()
+    recs = [Record.make("sgemm", str(op.problem()), "sm_90a", "H100", r["schedule"], {}, "ok", t, kernel=r["kernel"])
+            for r, t in zip(rows[:3], (5.0, 3.0, 4.0))]
+    monkeypatch.setattr(worker, "ProcessRunner", lambda *a, **k: contextlib.nullcontext())
+    monkeypatch.setattr(builder, "Builders", lambda *a, **k: contextlib.nullcontext())
+    monkeypatch.setattr(tune_pkg, "tune", lambda *a, **k: TuneResult(best=recs[1], measured=3, records=recs))
+    r = invoke("tune", "sgemm", "--db", tmp_path / "db.jsonl", "--json", tmp_path / "t.json", "--jobs", "0")
+    assert r.exit_code == 0, r.output
+    run = results.load(tmp_path / "t.json")["runs"][0]
+    assert [m[2] for m in run["tune"]["measured"]] == [5.0, 3.0, 3.0] and run["rows"][0]["time_us"] == 3.0
