@@ -46,11 +46,12 @@ def bench_rows(op: Op, problem: Problem, *, ladder: bool = False, best_db: str |
         m = measure(op, sched, problem, reps=reps, timing=timing)
         rows.append({"step": label, "time_us": m.time_us, "GB/s": m.gbps, "TFLOP/s": m.tflops,
                      "roofline": m.roofline, "valid": "ok" if v.ok else "WRONG", "kernel": m.kernel,
-                     "timing": m.method})
+                     "timing": m.method, "schedule": sched.to_dict()})
     if vendor:
         label, m = vendor
         rows.append({"step": f"vendor: {label}", "time_us": m.time_us, "GB/s": m.gbps, "TFLOP/s": m.tflops,
-                     "roofline": m.roofline, "valid": "-", "kernel": label, "timing": m.method})
+                     "roofline": m.roofline, "valid": "-", "kernel": label, "timing": m.method,
+                     "schedule": None})
     for note in skipped:
         print(f"note: {note}")
     first = rows[0]["time_us"]

@@ -1,4 +1,4 @@
-"""The `kernelgen` command: list, emit, inspect, run, tune, tune-db, bench.
+"""The `kernelgen` command: list, emit, inspect, run, tune, tune-db, bench, plot, report.
 
     kernelgen list sgemm                      # knobs and primitives of an op
     kernelgen emit sgemm -k bm=64 -o out/     # write the .cu of a schedule
@@ -9,6 +9,9 @@
     kernelgen tune-db export sgemm --format kerneltuner -o sgemm.json
     kernelgen bench reduce_sum --ladder       # ladder table against the vendor library
     kernelgen bench softmax --size 8192x128 --timing graph   # CUDA-graph replays: small problems
+    kernelgen bench sgemm --ladder --json sgemm.json          # results as JSON, for plot and report
+    kernelgen plot sgemm.json -o roofline.png                 # roofline (--chart ladder: the speed-ups)
+    kernelgen report sgemm.json -o report.html                # one self-contained page
 
 Exit codes: 0 success, 1 a kernel gave a wrong answer, 2 a usage or schedule error (one line,
 no traceback), 3 an internal error (a bug: its traceback and how to report it), 130 interrupted.
@@ -183,6 +186,17 @@ def check_out_dir(out_dir: str | os.PathLike, option: str = "--out") -> Path:
         os.unlink(tmp)
     except OSError as e:
         raise UsageError(f"{option} {str(out_dir)!r}: folder {str(probe)!r} is not writable ({e.strerror})") from None
+    return p
+
+
+def check_out_file(path: str | os.PathLike, option: str = "-o") -> Path:
+    """UsageError before any work unless `path` can be written: its folder exists and it is not a folder."""
+    p = Path(path)
+    if p.is_dir():
+        raise UsageError(f"{option} {str(path)!r} is a folder; give a file name")
+    parent = p.parent if str(p.parent) else Path(".")
+    if not parent.is_dir():
+        raise UsageError(f"{option} {str(path)!r}: folder {str(parent)!r} does not exist")
     return p
 
 
@@ -486,12 +500,18 @@ from .tune import STRATEGIES  # noqa: E402  (here, beside the one command that r
 @click.option("--limit-s", type=float, default=120.0, show_default=True,
               help="Stop a schedule's compile, validation and timing (a kernel that hangs) after this many "
                    "seconds and record it as 'timeout'.")
+@click.option("--json", "json_file", metavar="FILE", help="Also write the measured schedules and best-so-far as JSON "
+              "(kernelgen-results/1) for `kernelgen plot` and `kernelgen report`.")
 @timing_option
 @dtype_options
 def tune(op_name, size, strategy, budget, seed, db, resume, jobs, batch, transfer, replay_file, compare, seeds, reps,
-         max_ms, limit_s, timing, dtype, out_dtype):
+         max_ms, limit_s, json_file, timing, dtype, out_dtype):
     """Search the op's schedule space on the GPU; every measurement goes to the tuning database."""
     op = get_op(op_name)
+    if json_file:
+        if replay_file:
+            raise UsageError("--json records a GPU tune; a --replay measures nothing")
+        check_out_file(json_file, "--json")
     if replay_file:
         if resume:
             raise UsageError("--resume resumes a GPU tune; a --replay records nothing")
@@ -515,6 +535,12 @@ def tune(op_name, size, strategy, budget, seed, db, resume, jobs, batch, transfe
         result = run_tune(op, problem, runner=runner, strategy=strategy, budget=budget, seed=seed, db=database,
                           resume=resume, batch=batch or max(4, jobs), builders=builders if jobs else None,
                           history=None if transfer else [])
+    if json_file:
+        from . import results
+        dev = gpu.device()
+        run = results.tune_run(op, problem, dev, result.records, strategy)
+        results.write(results.document("tune", device=results.device_dict(dev), runs=[run]), json_file)
+        click.echo(f"wrote {json_file}")
     fails = ", ".join(f"{n} {k}" for k, n in sorted(result.failures.items())) or "none"
     click.echo(f"measured {result.measured}, skipped {result.skipped} (already measured), "
                f"pruned {result.pruned} illegal; failures: {fails}")
@@ -614,12 +640,23 @@ def tune_db_import(cache_file, fmt, op_name, size, arch, db, dtype, out_dtype):
 @click.option("--db", metavar="PATH", help="Tuning database read by --best.")
 @click.option("--reps", type=click.IntRange(1, 100000), default=30, show_default=True)
 @click.option("--markdown", is_flag=True, help="Print a Markdown table for BENCHMARKS.md.")
+@click.option("--json", "json_file", metavar="FILE", help="Also write the results as JSON (kernelgen-results/1) for "
+              "`kernelgen plot` and `kernelgen report`.")
+@click.option("--plot", "plot_file", metavar="FILE.png|FILE.svg", help="Also draw the results: the ladder's "
+              "speed-ups with --ladder, else the roofline (needs kernelgen[plot]).")
 @timing_option
 @dtype_options
-def bench(op_name, size, ladder, best, db, reps, markdown, timing, dtype, out_dtype):
+def bench(op_name, size, ladder, best, db, reps, markdown, json_file, plot_file, timing, dtype, out_dtype):
     """Validate and time schedules against the vendor library in the same run, the same way."""
     from .bench import bench_rows, format_rows
     op = get_op(op_name)
+    if json_file:
+        check_out_file(json_file, "--json")
+    if plot_file:
+        from . import plot as charts
+        chart_format(plot_file, "--plot")
+        check_out_file(plot_file, "--plot")
+        charts.require()                    # the missing extra is said now, not after the GPU ran
     problem = parse_size(op, size, False, dtype, out_dtype)
     if db and not best:
         raise UsageError("--db is read only with --best")
@@ -628,8 +665,74 @@ def bench(op_name, size, ladder, best, db, reps, markdown, timing, dtype, out_dt
     rows = bench_rows(op, problem, ladder=ladder, best_db=(db or str(config.tuning_db())) if best else None, reps=reps,
                       timing=timing)
     click.echo(format_rows(op, problem, rows, markdown, timing=timing, reps=reps))
+    if json_file or plot_file:
+        from . import gpu, results
+        from .timing import choose_method, describe
+        dev = gpu.device()
+        how = describe(choose_method(timing, op.bytes_moved(problem)), op, problem, reps).removeprefix("timing: ")
+        run = results.run_dict(op, problem, dev, results.add_inspect(op, problem, rows, dev), ladder=ladder,
+                               timing=how)
+        doc = results.document("bench", device=results.device_dict(dev), runs=[run])
+        if json_file:
+            results.write(doc, json_file)
+            click.echo(f"wrote {json_file}")
+        if plot_file:
+            from . import plot as charts
+            fig = charts.ladder(doc, run) if ladder else charts.roofline(doc)
+            results.write_text(charts.render(fig, chart_format(plot_file, "--plot")), plot_file)
+            click.echo(f"wrote {plot_file}")
     if any(r["valid"] == "WRONG" for r in rows):
         raise ValidationError("a benchmarked kernel gave a wrong answer (see the table)")
+
+
+def chart_format(path: str, option: str) -> str:
+    fmt = Path(path).suffix.lower().lstrip(".")
+    if fmt not in ("png", "svg"):
+        raise UsageError(f"{option} {path!r}: write a .png or a .svg")
+    return fmt
+
+
+# -- plot, report --------------------------------------------------------------------------------
+@main.command()
+@click.argument("results_file", metavar="RESULTS.json")
+@click.option("--out", "-o", "out_file", required=True, metavar="FILE.png|FILE.svg", help="The chart to write.")
+@click.option("--chart", type=click.Choice(["auto", "roofline", "ladder", "shapes", "tune"]), default="auto",
+              show_default=True, help="auto: a tune's best-so-far for a tune file, else the roofline; shapes: the best "
+              "kernel against the vendor per problem of one op.")
+@click.option("--run", "run_name", metavar="INDEX|'OP PROBLEM'", help="The run to chart (a ladder or a tune needs "
+              "one where the file holds several; the roofline draws every run without it); for shapes, an op name.")
+def plot(results_file, out_file, chart, run_name):
+    """Draw a results file (`bench --json`, `tune --json`): the roofline, a ladder's speed-ups, a tune."""
+    from . import plot as charts, results
+    fmt = chart_format(out_file, "-o")
+    check_out_file(out_file)
+    doc = results.load(results_file)
+    charts.require()
+    if chart == "auto":
+        chart = "tune" if doc["kind"] == "tune" else "roofline"
+    if chart == "shapes":
+        run = run_name
+    elif chart != "roofline" or run_name:
+        run = results.select_run(doc, run_name, ladder=chart == "ladder")
+    else:
+        run = None
+    fig = charts.chart(doc, chart, run)
+    results.write_text(charts.render(fig, fmt), out_file)
+    click.echo(f"wrote {out_file} ({chart}: {', '.join(f'{n} {k}' for k, n in charts.points(fig).items())})")
+
+
+@main.command()
+@click.argument("results_file", metavar="RESULTS.json")
+@click.option("--out", "-o", "out_file", required=True, metavar="FILE.html", help="The page to write.")
+def report(results_file, out_file):
+    """One self-contained HTML page of a results file: device, date, tables and charts inline."""
+    from . import plot as charts, results
+    from .report import html_page
+    check_out_file(out_file)
+    doc = results.load(results_file)
+    charts.require()
+    results.write_text(html_page(doc), out_file)
+    click.echo(f"wrote {out_file} ({len(doc['runs'])} runs)")
 
 
 if __name__ == "__main__":
