@@ -381,6 +381,17 @@ class Op:
     def plan(self, kernel: Kernel, problem: Problem, target: Target | None = None) -> Plan:
         raise NotImplementedError
 
+    def launch_recipe(self, kernel: Kernel):
+        """`plan` as C expressions of the sizes (a kernelgen.recipe.Recipe): the header's launch recipe
+        and the host launcher; tests evaluate it against `plan` at awkward sizes."""
+        raise NotImplementedError
+
+    def recipe_buffers(self, kernel: Kernel):
+        """The caller's pointers, inputs (const) then outputs, in the kernel's element types."""
+        from ..recipe import Buffer
+        types = kernel.types or self.types()
+        return tuple(Buffer(b, types[b].ctype, b in self.inputs) for b in self.inputs + self.outputs)
+
     # -- numbers ---------------------------------------------------------------------------------
     def make_inputs(self, problem: Problem, rng: np.random.Generator) -> dict[str, np.ndarray]:
         raise NotImplementedError
