@@ -64,6 +64,16 @@ def recipe(kernel: Kernel) -> tuple[str, str]:
     return header_and_launcher(op.launch_recipe(kernel), kernel.name)
 
 
+def declarations(kernel: Kernel) -> str:
+    """The `.h` text declaring the kernel's host launcher (`kernelgen emit --header`)."""
+    from .ops import get_op
+    from .recipe import declarations as decl
+    op = get_op(kernel.op).for_schedule(kernel.schedule)
+    types = kernel.types or op.types()
+    includes = tuple(sorted({d.header for _, d in types.buffers if d.header}))
+    return decl(op.launch_recipe(kernel), kernel.name, config.VERSION, includes)
+
+
 def render(kernel: Kernel) -> str:
     try:
         template = environment().get_template(kernel.template)
