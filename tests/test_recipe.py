@@ -100,7 +100,8 @@ def test_every_generated_file_has_a_recipe_and_a_launcher():
 SAMPLE = ("sgemm/sm_90/sgemm_f32_sm90_s1_bm128_bn128_tm8_tn8_lwarp_wm64_wn32_bk8_akm_pa4_pb0_va4_vb4_vc4_st1_csync_u0_mb2_sw1.cu",
           "reduce_sum/sm_90/reduce_sum_f32_sm90_t512_i4_v4_sshuffle_g4_ftwopass.cu",
           "softmax/sm_90/softmax_f32_sm90_t128_r1_i4_v4_sshuffle_asplit_b16.cu",
-          "conv2d/sm_90/conv2d_f32_sm90_aim2col_t256_m32_n256_k8_tm4_tn8_st2_p4_v4_o0.cu")
+          "conv2d/sm_90/conv2d_f32_sm90_aim2col_t256_m32_n256_k8_tm4_tn8_st2_p4_v4_o0.cu",
+          "gemm/sm_90/gemm_f16_sm90_imma_bm128_bn128_bk32_wm64_wn64_st4_ccpasync_p0_sxor_ld1_sw1.cu")  # > 48 KB shared
 
 
 @pytest.mark.nvcc
@@ -148,3 +149,14 @@ def test_emit_header_writes_the_launcher_declarations(tmp_path):
     assert f"size_t kg_workspace_bytes_{h.stem}(int n);" in text and (tmp_path / f"{h.stem}.cu").is_file()
     r = CliRunner().invoke(main, ["emit", "--all", "--header", "-o", str(tmp_path)])
     assert r.exit_code == 2 and "--header" in r.output
+
+
+@pytest.mark.nvrtc
+def test_device_only_compile_is_unchanged_by_the_launcher():
+    """Without KERNELGEN_HOST_LAUNCHER a file is device code only: NVRTC compiles it as before."""
+    from kernelgen.compile import compile_cuda
+    for rel in SAMPLE[:2]:
+        text = (GENERATED / rel).read_text()
+        device = [ln for ln in text.split("#ifdef KERNELGEN_HOST_LAUNCHER")[0].splitlines() if not ln.startswith("//")]
+        assert not any("cudaStream_t" in ln or "kg_launch_" in ln for ln in device), rel
+        assert compile_cuda(text, "sm_90").cubin
