@@ -7,7 +7,7 @@ written in words into the emitted file's header, and written as a host launcher 
 >>> from kernelgen.recipe import evaluate
 >>> op = get_op("reduce_sum")
 >>> kern = op.kernel(op.default_schedule())
->>> run = evaluate(op.launch_recipe(kern), {"n": 1000003}, sms=132)
+>>> run = evaluate(op.recipe(kern), {"n": 1000003}, sms=132)
 >>> [l.symbol.rsplit("_", 1)[1] for l in run.launches]
 ['partial', 'final']
 
@@ -52,14 +52,15 @@ class Buffer:
 @dataclass(frozen=True)
 class Recipe:
     arch: str
-    sizes: tuple[str, ...]                           # the op's sizes, `int` arguments >= 1 (or >= minimum)
+    sizes: tuple[str, ...]                           # the op's sizes, `int` arguments
     buffers: tuple[Buffer, ...]                      # caller's pointers, inputs then outputs
     steps: tuple[Step, ...]
     lets: tuple[tuple[str, str, str], ...] = ()      # (name, C type, expression), in order
     workspaces: tuple[tuple[str, str, str, float | None], ...] = ()   # (name, C type, count expr, fill)
     alignment: tuple[tuple[str, int, str], ...] = ()  # (buffer, bytes, when)
     requires: tuple[tuple[str, str], ...] = ()       # (condition, what it means) checked before launching
-    minimum: tuple[tuple[str, int], ...] = ()        # sizes whose smallest legal value is not 1
+    minimum: tuple[tuple[str, int], ...] = ()        # each size's smallest legal value (1 where not named)
+    maximum: tuple[tuple[str, int], ...] = ()        # each size's largest (2^31 - 1 where not named)
     tensor_maps: tuple[str, ...] = ()                # TMA descriptor arguments the caller encodes
     launcher: bool = True
     note: str = ""                                   # what the recipe leaves to the caller
@@ -75,6 +76,24 @@ class Recipe:
         for s in self.steps:
             out += list(s.grid) + [s.when] + (list(s.loop[1:]) if s.loop else [])
         return [e for e in out if e]
+
+    def order(self) -> list[tuple[str, tuple]]:
+        """Lets and requirements in evaluation order: each requirement as soon as the lets it names
+        are known, so a later let never sees sizes a requirement refuses."""
+        names = {n for n, _, _ in self.lets}
+        pending, out, known = list(self.requires), [], set()
+        for item in (None,) + self.lets:
+            if item is not None:
+                out.append(("let", item))
+                known.add(item[0])
+            for req in [r for r in pending if set(re.findall(r"[A-Za-z_]\w*", r[0])) & names <= known]:
+                out.append(("require", req))
+                pending.remove(req)
+        return out + [("require", r) for r in pending]
+
+    def limits(self) -> list[tuple[str, int, int]]:
+        lo, hi = dict(self.minimum), dict(self.maximum)
+        return [(s, lo.get(s, 1), hi.get(s, 2**31 - 1)) for s in self.sizes]
 
     @property
     def uses_sms(self) -> bool:
@@ -120,11 +139,14 @@ class Evaluated:
 def evaluate(recipe: Recipe, sizes: dict[str, int], sms: int) -> Evaluated:
     """The launches the recipe makes for `sizes` on a GPU with `sms` multiprocessors."""
     env = dict(sizes, sms=sms)
-    for name, _, expr in recipe.lets:
-        env[name] = py(expr, env)
-    failed = tuple(msg for cond, msg in recipe.requires if not py(cond, env))
-    if failed:
-        return Evaluated(False, failed, env=env)
+    bad = tuple(f"{s} in {lo}..{hi}" for s, lo, hi in recipe.limits() if not lo <= sizes[s] <= hi)
+    if bad:
+        return Evaluated(False, bad, env=env)
+    for kind, item in recipe.order():
+        if kind == "let":
+            env[item[0]] = py(item[2], env)
+        elif not py(item[0], env):
+            return Evaluated(False, (item[1],), env=env)
     pointers = {b.name for b in recipe.buffers} | {w[0] for w in recipe.workspaces} | set(recipe.tensor_maps)
     launches = []
     for group in _groups(recipe.steps):
@@ -156,17 +178,15 @@ def _groups(steps):
 # -- the header, in words ------------------------------------------------------------------------
 def describe(recipe: Recipe, name: str) -> list[str]:
     """The recipe as comment lines (without the leading //)."""
-    sizes = ", ".join(f"{s} >= {dict(recipe.minimum).get(s, 1)}" for s in recipe.sizes)
+    sizes = ", ".join(f"{s} in {lo}..{hi}" for s, lo, hi in recipe.limits())
     lines = ["launch recipe (sizes are runtime ints; expressions are C, kg_cdiv(a, b) = (a + b - 1) / b):",
              f"  target: {recipe.arch}; compile with nvcc -arch={_nvcc_arch(recipe.arch)}",
              f"  buffers: " + ", ".join(f"{'const ' if b.const else ''}{b.ctype}* {b.name}" for b in recipe.buffers),
              f"  sizes: {sizes}"]
     if recipe.uses_sms:
         lines.append("  sms = the device's multiprocessor count (cudaDevAttrMultiProcessorCount)")
-    for n, t, e in recipe.lets:
-        lines.append(f"  {t} {n} = {e}")
-    for cond, msg in recipe.requires:
-        lines.append(f"  requires {cond}  ({msg})")
+    for kind, item in recipe.order():
+        lines.append(f"  {item[1]} {item[0]} = {item[2]}" if kind == "let" else f"  requires {item[0]}  ({item[1]})")
     for b, n, when in recipe.alignment:
         lines.append(f"  {b} must be {n}-byte aligned" + (f" when {when}" if when else ""))
     if recipe.workspaces:
@@ -193,7 +213,7 @@ def describe(recipe: Recipe, name: str) -> list[str]:
         lines.append(f"  note: {recipe.note}")
     if recipe.launcher:
         lines.append("host launcher (build with -DKERNELGEN_HOST_LAUNCHER; returns cudaErrorInvalidValue for a null "
-                     "pointer, a size below its minimum, a broken requirement, a misaligned pointer or a workspace "
+                     "pointer, a size outside its range, a broken requirement, a misaligned pointer or a workspace "
                      "too small):")
         sizes = ", ".join(f"int {s}" for s in recipe.sizes)
         bufs = ", ".join(f"{'const ' if b.const else ''}{b.ctype}* {b.name}" for b in recipe.buffers)
@@ -244,15 +264,18 @@ def launcher_source(recipe: Recipe, name: str) -> str:
            "#ifdef KERNELGEN_HOST_LAUNCHER", HELPERS.rstrip()]
 
     def prologue(fail: str, no_device: str) -> list[str]:
-        body = [f"  if ({s} < {dict(recipe.minimum).get(s, 1)}) return {fail};" for s in recipe.sizes]
+        body = [f"  if ({s} < {lo}{f' || {s} > {hi}' if hi < 2**31 - 1 else ''}) return {fail};"
+                for s, lo, hi in recipe.limits()]
         if recipe.uses_sms:
             body += ["  int sms = 0, device = 0;",
                      "  if (cudaGetDevice(&device) != cudaSuccess || cudaDeviceGetAttribute(&sms, "
                      f"cudaDevAttrMultiProcessorCount, device) != cudaSuccess || sms <= 0) return {no_device};"]
-        for n, t, e in recipe.lets:
-            body.append(f"  const {t} {n} = ({t})({e}); (void){n};")
-        for cond, msg in recipe.requires:
-            body.append(f"  if (!({cond})) return {fail};  // {msg}")
+        for kind, item in recipe.order():
+            if kind == "let":
+                n, t, e = item
+                body.append(f"  const {t} {n} = ({t})({e}); (void){n};")
+            else:
+                body.append(f"  if (!({item[0]})) return {fail};  // {item[1]}")
         return body
 
     # -- workspace bytes (0 for sizes the launcher refuses)

@@ -61,7 +61,7 @@ def recipe(kernel: Kernel) -> tuple[str, str]:
     from .ops import get_op
     from .recipe import header_and_launcher
     op = get_op(kernel.op).for_schedule(kernel.schedule)
-    return header_and_launcher(op.launch_recipe(kernel), kernel.name)
+    return header_and_launcher(op.recipe(kernel), kernel.name)
 
 
 def declarations(kernel: Kernel) -> str:
@@ -71,7 +71,7 @@ def declarations(kernel: Kernel) -> str:
     op = get_op(kernel.op).for_schedule(kernel.schedule)
     types = kernel.types or op.types()
     includes = tuple(sorted({d.header for _, d in types.buffers if d.header}))
-    return decl(op.launch_recipe(kernel), kernel.name, config.VERSION, includes)
+    return decl(op.recipe(kernel), kernel.name, config.VERSION, includes)
 
 
 def render(kernel: Kernel) -> str:

@@ -27,12 +27,21 @@ SIZES = {   # per op: a few awkward problems (all-awkward products would be too 
 
 
 def problems(op):
-    if op.name in SIZES:
-        return SIZES[op.name]
     names = [d.name for d in op.dims]
-    if len(names) == 1:
-        return [{names[0]: v} for v in AWKWARD + (1000003, 1 << 22, 123456789)]
-    return [dict(zip(names, vals)) for vals in itertools.product(AWKWARD, repeat=len(names))][::3]
+    if op.name in SIZES:
+        out = list(SIZES[op.name])
+    elif len(names) == 1:
+        out = [{names[0]: v} for v in AWKWARD + (1000003, 1 << 22, 123456789)]
+    else:
+        out = [dict(zip(names, vals)) for vals in itertools.product(AWKWARD, repeat=len(names))][::3]
+    # each size at its limit and one past it, the others at their smallest (softmax's batches of rows
+    # stay few) and small: the launcher refuses what the plan refuses
+    for d in op.dims:
+        for v in (d.maximum, d.maximum + 1, d.minimum - 1):
+            for others in ("minimum", "small"):
+                if -2**31 <= v < 2**31 and (others == "minimum" or v != d.maximum):
+                    out.append(dict({e.name: max(getattr(e, others), 1) for e in op.dims}, **{d.name: v}))
+    return out
 
 
 EXTRA = {   # schedules generated/ lacks whose plans differ: split-K's zeroing launch, grid-stride loops
@@ -67,7 +76,7 @@ def as_recipe(run):
 @pytest.mark.parametrize("op,kernel", list(kernels()))
 @pytest.mark.parametrize("sms", [132, 7])
 def test_recipe_matches_plan(op, kernel, sms):
-    recipe = op.launch_recipe(kernel)
+    recipe = op.recipe(kernel)
     tgt = dataclasses.replace(target(kernel.arch), sms=sms)
     checked = 0
     for sizes in problems(op):

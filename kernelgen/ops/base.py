@@ -382,9 +382,17 @@ class Op:
         raise NotImplementedError
 
     def launch_recipe(self, kernel: Kernel):
-        """`plan` as C expressions of the sizes (a kernelgen.recipe.Recipe): the header's launch recipe
-        and the host launcher; tests evaluate it against `plan` at awkward sizes."""
+        """`plan` as C expressions of the sizes (a kernelgen.recipe.Recipe), without the sizes' limits
+        (`recipe` adds them from `dims`)."""
         raise NotImplementedError
+
+    def recipe(self, kernel: Kernel):
+        """The launch recipe of the header and the host launcher: launch_recipe with every size's
+        smallest and largest legal value. Tests evaluate it against `plan` at awkward sizes."""
+        import dataclasses
+        return dataclasses.replace(self.launch_recipe(kernel),
+                                   minimum=tuple((d.name, d.minimum) for d in self.dims),
+                                   maximum=tuple((d.name, d.maximum) for d in self.dims))
 
     def recipe_buffers(self, kernel: Kernel):
         """The caller's pointers, inputs (const) then outputs, in the kernel's element types."""

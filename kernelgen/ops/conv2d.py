@@ -228,19 +228,20 @@ class Conv2d(Op):
     def launch_recipe(self, kernel: Kernel):
         from ..recipe import Recipe, Step
         k = dict(kernel.knobs)
-        lets = [("P", "int", "kg_div(H + 2 * pad - R, stride) + 1"), ("Q", "int", "kg_div(W + 2 * pad - S, stride) + 1"),
+        lets = [("P", "int", "kg_div(kg_ll(H) + pad + pad - R, stride) + 1"),
+                ("Q", "int", "kg_div(kg_ll(W) + pad + pad - S, stride) + 1"),
                 ("stride_h", "int", "stride"), ("stride_w", "int", "stride"), ("pad_h", "int", "pad"),
                 ("pad_w", "int", "pad"), ("NPQ", "long long", "kg_ll(N) * P * Q"), ("CRS", "long long", "kg_ll(C) * R * S")]
         for name, div in (("PQ", "kg_ll(P) * Q"), ("Q", "Q"), ("RS", "kg_ll(R) * S"), ("S", "S")):
             lets += [(f"mul_{name}", "long long", f"kg_fast_mul({div})"), (f"shr_{name}", "int", f"kg_fast_shr({div})")]
         reach = INT_MAX - REACH
-        requires = [("H + 2 * pad >= R", "the filter fits in the padded input (else the output is empty)"),
-                    ("W + 2 * pad >= S", "the filter fits in the padded input (else the output is empty)"),
+        requires = [("kg_ll(H) + pad + pad >= R", "the filter fits in the padded input (else the output is empty)"),
+                    ("kg_ll(W) + pad + pad >= S", "the filter fits in the padded input (else the output is empty)"),
                     (f"kg_ll(N) * C * H * W <= {reach}", f"x's int indexes run up to {REACH} past its end"),
                     (f"kg_ll(N) * K * P * Q <= {reach}", f"y's int indexes run up to {REACH} past its end"),
                     (f"kg_ll(K) * C * R * S <= {reach}", f"w's int indexes run up to {REACH} past its end")]
         common = dict(arch=kernel.arch, sizes=tuple(d.name for d in self.dims), buffers=self.recipe_buffers(kernel),
-                      lets=tuple(lets), minimum=(("pad", 0),))
+                      lets=tuple(lets))
         if k["algo"] == "direct":
             names = ("N", "C", "H", "W", "K", "R", "S", "P", "Q", "stride_h", "stride_w", "pad_h", "pad_w")
             step = Step(kernel.name, (f"kg_cdiv(kg_ll(N) * K * P * Q, {k['threads']})", "1", "1"), (k["threads"], 1, 1),

@@ -12,9 +12,15 @@
 // launch recipe (sizes are runtime ints; expressions are C, kg_cdiv(a, b) = (a + b - 1) / b):
 //   target: sm_90; compile with nvcc -arch=sm_90
 //   buffers: const float* x, const float* w, float* y
-//   sizes: N >= 1, C >= 1, H >= 1, W >= 1, K >= 1, R >= 1, S >= 1, stride >= 1, pad >= 0
-//   int P = kg_div(H + 2 * pad - R, stride) + 1
-//   int Q = kg_div(W + 2 * pad - S, stride) + 1
+//   sizes: N in 1..2147483647, C in 1..2147483647, H in 1..2147483647, W in 1..2147483647, K in 1..2147483647, R in 1..2147483647, S in 1..2147483647, stride in 1..2147483647, pad in 0..2147483647
+//   requires kg_ll(H) + pad + pad >= R  (the filter fits in the padded input (else the output is empty))
+//   requires kg_ll(W) + pad + pad >= S  (the filter fits in the padded input (else the output is empty))
+//   requires kg_ll(N) * C * H * W <= 2147482623  (x's int indexes run up to 1024 past its end)
+//   requires kg_ll(K) * C * R * S <= 2147482623  (w's int indexes run up to 1024 past its end)
+//   requires kg_cdiv(K, 128) <= 65535  (gridDim.y holds 65535 blocks of 128 filters)
+//   int P = kg_div(kg_ll(H) + pad + pad - R, stride) + 1
+//   int Q = kg_div(kg_ll(W) + pad + pad - S, stride) + 1
+//   requires kg_ll(N) * K * P * Q <= 2147482623  (y's int indexes run up to 1024 past its end)
 //   int stride_h = stride
 //   int stride_w = stride
 //   int pad_h = pad
@@ -29,12 +35,6 @@
 //   int shr_RS = kg_fast_shr(kg_ll(R) * S)
 //   long long mul_S = kg_fast_mul(S)
 //   int shr_S = kg_fast_shr(S)
-//   requires H + 2 * pad >= R  (the filter fits in the padded input (else the output is empty))
-//   requires W + 2 * pad >= S  (the filter fits in the padded input (else the output is empty))
-//   requires kg_ll(N) * C * H * W <= 2147482623  (x's int indexes run up to 1024 past its end)
-//   requires kg_ll(N) * K * P * Q <= 2147482623  (y's int indexes run up to 1024 past its end)
-//   requires kg_ll(K) * C * R * S <= 2147482623  (w's int indexes run up to 1024 past its end)
-//   requires kg_cdiv(K, 128) <= 65535  (gridDim.y holds 65535 blocks of 128 filters)
 //   w must be 16-byte aligned
 //   y must be 16-byte aligned
 //   workspace: none
@@ -42,7 +42,7 @@
 //     conv2d_f32_sm90_aimplicit_t256_m128_n128_k8_tm8_tn8_st2_p4_v4_o2_gemm
 //       grid (kg_cdiv(NPQ, 128), kg_cdiv(K, 128), 1), block (256, 1, 1), 0 bytes dynamic shared
 //       args (x, w, y, N, C, H, W, K, R, S, P, Q, stride_h, stride_w, pad_h, pad_w, NPQ, CRS, mul_PQ, shr_PQ, mul_Q, shr_Q, mul_RS, shr_RS, mul_S, shr_S)
-// host launcher (build with -DKERNELGEN_HOST_LAUNCHER; returns cudaErrorInvalidValue for a null pointer, a size below its minimum, a broken requirement, a misaligned pointer or a workspace too small):
+// host launcher (build with -DKERNELGEN_HOST_LAUNCHER; returns cudaErrorInvalidValue for a null pointer, a size outside its range, a broken requirement, a misaligned pointer or a workspace too small):
 //   extern "C" size_t kg_workspace_bytes_conv2d_f32_sm90_aimplicit_t256_m128_n128_k8_tm8_tn8_st2_p4_v4_o2(int N, int C, int H, int W, int K, int R, int S, int stride, int pad);
 //   extern "C" cudaError_t kg_launch_conv2d_f32_sm90_aimplicit_t256_m128_n128_k8_tm8_tn8_st2_p4_v4_o2(const float* x, const float* w, float* y, int N, int C, int H, int W, int K, int R, int S, int stride, int pad, void* workspace, size_t workspace_bytes, cudaStream_t stream);
 
@@ -420,8 +420,14 @@ extern "C" cudaError_t kg_launch_conv2d_f32_sm90_aimplicit_t256_m128_n128_k8_tm8
   if (S < 1) return cudaErrorInvalidValue;
   if (stride < 1) return cudaErrorInvalidValue;
   if (pad < 0) return cudaErrorInvalidValue;
-  const int P = (int)(kg_div(H + 2 * pad - R, stride) + 1); (void)P;
-  const int Q = (int)(kg_div(W + 2 * pad - S, stride) + 1); (void)Q;
+  if (!(kg_ll(H) + pad + pad >= R)) return cudaErrorInvalidValue;  // the filter fits in the padded input (else the output is empty)
+  if (!(kg_ll(W) + pad + pad >= S)) return cudaErrorInvalidValue;  // the filter fits in the padded input (else the output is empty)
+  if (!(kg_ll(N) * C * H * W <= 2147482623)) return cudaErrorInvalidValue;  // x's int indexes run up to 1024 past its end
+  if (!(kg_ll(K) * C * R * S <= 2147482623)) return cudaErrorInvalidValue;  // w's int indexes run up to 1024 past its end
+  if (!(kg_cdiv(K, 128) <= 65535)) return cudaErrorInvalidValue;  // gridDim.y holds 65535 blocks of 128 filters
+  const int P = (int)(kg_div(kg_ll(H) + pad + pad - R, stride) + 1); (void)P;
+  const int Q = (int)(kg_div(kg_ll(W) + pad + pad - S, stride) + 1); (void)Q;
+  if (!(kg_ll(N) * K * P * Q <= 2147482623)) return cudaErrorInvalidValue;  // y's int indexes run up to 1024 past its end
   const int stride_h = (int)(stride); (void)stride_h;
   const int stride_w = (int)(stride); (void)stride_w;
   const int pad_h = (int)(pad); (void)pad_h;
@@ -436,12 +442,6 @@ extern "C" cudaError_t kg_launch_conv2d_f32_sm90_aimplicit_t256_m128_n128_k8_tm8
   const int shr_RS = (int)(kg_fast_shr(kg_ll(R) * S)); (void)shr_RS;
   const long long mul_S = (long long)(kg_fast_mul(S)); (void)mul_S;
   const int shr_S = (int)(kg_fast_shr(S)); (void)shr_S;
-  if (!(H + 2 * pad >= R)) return cudaErrorInvalidValue;  // the filter fits in the padded input (else the output is empty)
-  if (!(W + 2 * pad >= S)) return cudaErrorInvalidValue;  // the filter fits in the padded input (else the output is empty)
-  if (!(kg_ll(N) * C * H * W <= 2147482623)) return cudaErrorInvalidValue;  // x's int indexes run up to 1024 past its end
-  if (!(kg_ll(N) * K * P * Q <= 2147482623)) return cudaErrorInvalidValue;  // y's int indexes run up to 1024 past its end
-  if (!(kg_ll(K) * C * R * S <= 2147482623)) return cudaErrorInvalidValue;  // w's int indexes run up to 1024 past its end
-  if (!(kg_cdiv(K, 128) <= 65535)) return cudaErrorInvalidValue;  // gridDim.y holds 65535 blocks of 128 filters
   if (kg_misaligned(w, 16)) return cudaErrorInvalidValue;
   if (kg_misaligned(y, 16)) return cudaErrorInvalidValue;
   (void)workspace; (void)workspace_bytes;

@@ -9,12 +9,12 @@
 // launch recipe (sizes are runtime ints; expressions are C, kg_cdiv(a, b) = (a + b - 1) / b):
 //   target: sm_90; compile with nvcc -arch=sm_90
 //   buffers: const float* a, const float* b, const float* c, float* out
-//   sizes: M >= 1, N >= 1
+//   sizes: M in 1..2147483647, N in 1..2147483639
 //   long long n = kg_ll(M) * N
 //   long long chunks = kg_max(1, kg_cdiv(kg_div(n, 4), 256))
 //   long long blocks = chunks
-//   int cols = N
 //   requires blocks < 2147483648  (gridDim.x holds 2^31 - 1 blocks)
+//   int cols = N
 //   a must be 16-byte aligned
 //   b must be 16-byte aligned
 //   c must be 16-byte aligned
@@ -24,7 +24,7 @@
 //     elementwise_f32_sm90_ece6842f3_ffull_t256_i1_v4_g0
 //       grid (blocks, 1, 1), block (256, 1, 1), 0 bytes dynamic shared
 //       args (a, b, c, out, n)
-// host launcher (build with -DKERNELGEN_HOST_LAUNCHER; returns cudaErrorInvalidValue for a null pointer, a size below its minimum, a broken requirement, a misaligned pointer or a workspace too small):
+// host launcher (build with -DKERNELGEN_HOST_LAUNCHER; returns cudaErrorInvalidValue for a null pointer, a size outside its range, a broken requirement, a misaligned pointer or a workspace too small):
 //   extern "C" size_t kg_workspace_bytes_elementwise_f32_sm90_ece6842f3_ffull_t256_i1_v4_g0(int M, int N);
 //   extern "C" cudaError_t kg_launch_elementwise_f32_sm90_ece6842f3_ffull_t256_i1_v4_g0(const float* a, const float* b, const float* c, float* out, int M, int N, void* workspace, size_t workspace_bytes, cudaStream_t stream);
 
@@ -167,12 +167,12 @@ extern "C" cudaError_t kg_launch_elementwise_f32_sm90_ece6842f3_ffull_t256_i1_v4
   if (c == nullptr) return cudaErrorInvalidValue;
   if (out == nullptr) return cudaErrorInvalidValue;
   if (M < 1) return cudaErrorInvalidValue;
-  if (N < 1) return cudaErrorInvalidValue;
+  if (N < 1 || N > 2147483639) return cudaErrorInvalidValue;
   const long long n = (long long)(kg_ll(M) * N); (void)n;
   const long long chunks = (long long)(kg_max(1, kg_cdiv(kg_div(n, 4), 256))); (void)chunks;
   const long long blocks = (long long)(chunks); (void)blocks;
-  const int cols = (int)(N); (void)cols;
   if (!(blocks < 2147483648)) return cudaErrorInvalidValue;  // gridDim.x holds 2^31 - 1 blocks
+  const int cols = (int)(N); (void)cols;
   if (kg_misaligned(a, 16)) return cudaErrorInvalidValue;
   if (kg_misaligned(b, 16)) return cudaErrorInvalidValue;
   if (kg_misaligned(c, 16)) return cudaErrorInvalidValue;

@@ -10,12 +10,12 @@
 // launch recipe (sizes are runtime ints; expressions are C, kg_cdiv(a, b) = (a + b - 1) / b):
 //   target: sm_90; compile with nvcc -arch=sm_90
 //   buffers: const float* a, const float* b, const float* c, float* out
-//   sizes: M >= 1, N >= 1
+//   sizes: M in 1..2147483647, N in 1..2147483639
 //   long long n = kg_ll(M) * N
 //   long long chunks = kg_max(1, kg_cdiv(kg_div(n, 1), 256))
 //   long long blocks = chunks
-//   int cols = N
 //   requires blocks < 2147483648  (gridDim.x holds 2^31 - 1 blocks)
+//   int cols = N
 //   a must be 4-byte aligned
 //   b must be 4-byte aligned
 //   c must be 4-byte aligned
@@ -33,7 +33,7 @@
 //     elementwise_f32_sm90_ece6842f3_fnone_t256_i1_v1_g0_k2
 //       grid (blocks, 1, 1), block (256, 1, 1), 0 bytes dynamic shared
 //       args (tmp1, out, n)
-// host launcher (build with -DKERNELGEN_HOST_LAUNCHER; returns cudaErrorInvalidValue for a null pointer, a size below its minimum, a broken requirement, a misaligned pointer or a workspace too small):
+// host launcher (build with -DKERNELGEN_HOST_LAUNCHER; returns cudaErrorInvalidValue for a null pointer, a size outside its range, a broken requirement, a misaligned pointer or a workspace too small):
 //   extern "C" size_t kg_workspace_bytes_elementwise_f32_sm90_ece6842f3_fnone_t256_i1_v1_g0(int M, int N);
 //   extern "C" cudaError_t kg_launch_elementwise_f32_sm90_ece6842f3_fnone_t256_i1_v1_g0(const float* a, const float* b, const float* c, float* out, int M, int N, void* workspace, size_t workspace_bytes, cudaStream_t stream);
 
@@ -233,12 +233,12 @@ inline bool kg_misaligned(const void* p, size_t bytes) { return ((uintptr_t)p) %
 #endif
 extern "C" size_t kg_workspace_bytes_elementwise_f32_sm90_ece6842f3_fnone_t256_i1_v1_g0(int M, int N) {
   if (M < 1) return 0;
-  if (N < 1) return 0;
+  if (N < 1 || N > 2147483639) return 0;
   const long long n = (long long)(kg_ll(M) * N); (void)n;
   const long long chunks = (long long)(kg_max(1, kg_cdiv(kg_div(n, 1), 256))); (void)chunks;
   const long long blocks = (long long)(chunks); (void)blocks;
-  const int cols = (int)(N); (void)cols;
   if (!(blocks < 2147483648)) return 0;  // gridDim.x holds 2^31 - 1 blocks
+  const int cols = (int)(N); (void)cols;
   const size_t kg_ws_tmp0 = (0 + 255) / 256 * 256;
   const size_t kg_ws_tmp1 = (kg_ws_tmp0 + (size_t)(n) * sizeof(float) + 255) / 256 * 256;
   const size_t kg_ws_end = kg_ws_tmp1 + (size_t)(n) * sizeof(float);
@@ -250,12 +250,12 @@ extern "C" cudaError_t kg_launch_elementwise_f32_sm90_ece6842f3_fnone_t256_i1_v1
   if (c == nullptr) return cudaErrorInvalidValue;
   if (out == nullptr) return cudaErrorInvalidValue;
   if (M < 1) return cudaErrorInvalidValue;
-  if (N < 1) return cudaErrorInvalidValue;
+  if (N < 1 || N > 2147483639) return cudaErrorInvalidValue;
   const long long n = (long long)(kg_ll(M) * N); (void)n;
   const long long chunks = (long long)(kg_max(1, kg_cdiv(kg_div(n, 1), 256))); (void)chunks;
   const long long blocks = (long long)(chunks); (void)blocks;
-  const int cols = (int)(N); (void)cols;
   if (!(blocks < 2147483648)) return cudaErrorInvalidValue;  // gridDim.x holds 2^31 - 1 blocks
+  const int cols = (int)(N); (void)cols;
   if (kg_misaligned(a, 4)) return cudaErrorInvalidValue;
   if (kg_misaligned(b, 4)) return cudaErrorInvalidValue;
   if (kg_misaligned(c, 4)) return cudaErrorInvalidValue;

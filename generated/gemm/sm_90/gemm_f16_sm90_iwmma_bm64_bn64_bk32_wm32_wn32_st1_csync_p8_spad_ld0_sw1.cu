@@ -10,7 +10,7 @@
 // launch recipe (sizes are runtime ints; expressions are C, kg_cdiv(a, b) = (a + b - 1) / b):
 //   target: sm_90; compile with nvcc -arch=sm_90
 //   buffers: const __half* A, const __half* B, __half* C
-//   sizes: M >= 1, N >= 1, K >= 1
+//   sizes: M in 1..16776960, N in 1..2147483391, K in 1..2147483391
 //   requires kg_cdiv(M, 64) <= 65535  (gridDim.y holds 65535 block rows of 64)
 //   A must be 16-byte aligned when K % 8 == 0 && N % 8 == 0
 //   B must be 16-byte aligned when K % 8 == 0 && N % 8 == 0
@@ -23,7 +23,7 @@
 //     if !(K % 8 == 0 && N % 8 == 0): gemm_f16_sm90_iwmma_bm64_bn64_bk32_wm32_wn32_st1_csync_p8_spad_ld0_sw1_unaligned
 //       grid (kg_cdiv(N, 64), kg_cdiv(M, 64), 1), block (128, 1, 1), 13824 bytes dynamic shared
 //       args (A, B, C, M, N, K)
-// host launcher (build with -DKERNELGEN_HOST_LAUNCHER; returns cudaErrorInvalidValue for a null pointer, a size below its minimum, a broken requirement, a misaligned pointer or a workspace too small):
+// host launcher (build with -DKERNELGEN_HOST_LAUNCHER; returns cudaErrorInvalidValue for a null pointer, a size outside its range, a broken requirement, a misaligned pointer or a workspace too small):
 //   extern "C" size_t kg_workspace_bytes_gemm_f16_sm90_iwmma_bm64_bn64_bk32_wm32_wn32_st1_csync_p8_spad_ld0_sw1(int M, int N, int K);
 //   extern "C" cudaError_t kg_launch_gemm_f16_sm90_iwmma_bm64_bn64_bk32_wm32_wn32_st1_csync_p8_spad_ld0_sw1(const __half* A, const __half* B, __half* C, int M, int N, int K, void* workspace, size_t workspace_bytes, cudaStream_t stream);
 
@@ -262,9 +262,9 @@ extern "C" cudaError_t kg_launch_gemm_f16_sm90_iwmma_bm64_bn64_bk32_wm32_wn32_st
   if (A == nullptr) return cudaErrorInvalidValue;
   if (B == nullptr) return cudaErrorInvalidValue;
   if (C == nullptr) return cudaErrorInvalidValue;
-  if (M < 1) return cudaErrorInvalidValue;
-  if (N < 1) return cudaErrorInvalidValue;
-  if (K < 1) return cudaErrorInvalidValue;
+  if (M < 1 || M > 16776960) return cudaErrorInvalidValue;
+  if (N < 1 || N > 2147483391) return cudaErrorInvalidValue;
+  if (K < 1 || K > 2147483391) return cudaErrorInvalidValue;
   if (!(kg_cdiv(M, 64) <= 65535)) return cudaErrorInvalidValue;  // gridDim.y holds 65535 block rows of 64
   if ((K % 8 == 0 && N % 8 == 0) && kg_misaligned(A, 16)) return cudaErrorInvalidValue;
   if ((K % 8 == 0 && N % 8 == 0) && kg_misaligned(B, 16)) return cudaErrorInvalidValue;

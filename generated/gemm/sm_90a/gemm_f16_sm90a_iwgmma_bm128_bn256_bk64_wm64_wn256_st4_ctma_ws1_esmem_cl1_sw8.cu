@@ -12,7 +12,7 @@
 // launch recipe (sizes are runtime ints; expressions are C, kg_cdiv(a, b) = (a + b - 1) / b):
 //   target: sm_90a; compile with nvcc -arch=sm_90a
 //   buffers: const __half* A, const __half* B, __half* C
-//   sizes: M >= 1, N >= 1, K >= 1
+//   sizes: M in 1..16776960, N in 1..2147483391, K in 1..2147483391
 //   requires kg_cdiv(M, 128) <= 65535  (gridDim.y holds 65535 block rows of 128)
 //   requires kg_ll(kg_cdiv(M, 128)) * kg_cdiv(N, 256) <= 2147483647  (with swizzle the blocks' linear number is an int)
 //   requires K % 8 == 0  (TMA needs rows of A (K halves) to start 16-byte aligned)

@@ -9,7 +9,7 @@
 // launch recipe (sizes are runtime ints; expressions are C, kg_cdiv(a, b) = (a + b - 1) / b):
 //   target: sm_90; compile with nvcc -arch=sm_90
 //   buffers: const float* A, const float* x, float* y
-//   sizes: M >= 1, N >= 1
+//   sizes: M in 1..2147482623, N in 1..2147418111
 //   long long groups = kg_cdiv(M, 256)
 //   long long blocks = groups
 //   requires M <= 2147483647 - (blocks - 1) * 256  (the int row index steps the grid past M)
@@ -20,7 +20,7 @@
 //     gemv_f32_sm90_t256_l1_v1_u1_g0
 //       grid (blocks, 1, 1), block (256, 1, 1), 0 bytes dynamic shared
 //       args (A, x, y, M, N)
-// host launcher (build with -DKERNELGEN_HOST_LAUNCHER; returns cudaErrorInvalidValue for a null pointer, a size below its minimum, a broken requirement, a misaligned pointer or a workspace too small):
+// host launcher (build with -DKERNELGEN_HOST_LAUNCHER; returns cudaErrorInvalidValue for a null pointer, a size outside its range, a broken requirement, a misaligned pointer or a workspace too small):
 //   extern "C" size_t kg_workspace_bytes_gemv_f32_sm90_t256_l1_v1_u1_g0(int M, int N);
 //   extern "C" cudaError_t kg_launch_gemv_f32_sm90_t256_l1_v1_u1_g0(const float* A, const float* x, float* y, int M, int N, void* workspace, size_t workspace_bytes, cudaStream_t stream);
 
@@ -168,8 +168,8 @@ extern "C" cudaError_t kg_launch_gemv_f32_sm90_t256_l1_v1_u1_g0(const float* A, 
   if (A == nullptr) return cudaErrorInvalidValue;
   if (x == nullptr) return cudaErrorInvalidValue;
   if (y == nullptr) return cudaErrorInvalidValue;
-  if (M < 1) return cudaErrorInvalidValue;
-  if (N < 1) return cudaErrorInvalidValue;
+  if (M < 1 || M > 2147482623) return cudaErrorInvalidValue;
+  if (N < 1 || N > 2147418111) return cudaErrorInvalidValue;
   const long long groups = (long long)(kg_cdiv(M, 256)); (void)groups;
   const long long blocks = (long long)(groups); (void)blocks;
   if (!(M <= 2147483647 - (blocks - 1) * 256)) return cudaErrorInvalidValue;  // the int row index steps the grid past M

@@ -10,9 +10,9 @@
 // launch recipe (sizes are runtime ints; expressions are C, kg_cdiv(a, b) = (a + b - 1) / b):
 //   target: sm_90; compile with nvcc -arch=sm_90
 //   buffers: const float* x, const float* gamma, const float* beta, float* y
-//   sizes: rows >= 1, cols >= 1
-//   float eps = 1e-05
+//   sizes: rows in 1..2147483647, cols in 1..2147221503
 //   requires cols <= 4096  (the row must fit in registers: cols <= items*threads*vec)
+//   float eps = 1e-05
 //   x must be 16-byte aligned when cols % 4 == 0
 //   gamma must be 16-byte aligned when cols % 4 == 0
 //   beta must be 16-byte aligned when cols % 4 == 0
@@ -29,7 +29,7 @@
 //     if cols % 4 != 0: layernorm_f32_sm90_t256_r1_i4_v4_sshuffle_aregisters_scalar
 //       grid (kg_cdiv(rows, 1), 1, 1), block (256, 1, 1), 0 bytes dynamic shared
 //       args (x, gamma, beta, y, rows, cols, eps)
-// host launcher (build with -DKERNELGEN_HOST_LAUNCHER; returns cudaErrorInvalidValue for a null pointer, a size below its minimum, a broken requirement, a misaligned pointer or a workspace too small):
+// host launcher (build with -DKERNELGEN_HOST_LAUNCHER; returns cudaErrorInvalidValue for a null pointer, a size outside its range, a broken requirement, a misaligned pointer or a workspace too small):
 //   extern "C" size_t kg_workspace_bytes_layernorm_f32_sm90_t256_r1_i4_v4_sshuffle_aregisters(int rows, int cols);
 //   extern "C" cudaError_t kg_launch_layernorm_f32_sm90_t256_r1_i4_v4_sshuffle_aregisters(const float* x, const float* gamma, const float* beta, float* y, int rows, int cols, void* workspace, size_t workspace_bytes, cudaStream_t stream);
 
@@ -253,9 +253,9 @@ extern "C" cudaError_t kg_launch_layernorm_f32_sm90_t256_r1_i4_v4_sshuffle_aregi
   if (beta == nullptr) return cudaErrorInvalidValue;
   if (y == nullptr) return cudaErrorInvalidValue;
   if (rows < 1) return cudaErrorInvalidValue;
-  if (cols < 1) return cudaErrorInvalidValue;
-  const float eps = (float)(1e-05); (void)eps;
+  if (cols < 1 || cols > 2147221503) return cudaErrorInvalidValue;
   if (!(cols <= 4096)) return cudaErrorInvalidValue;  // the row must fit in registers: cols <= items*threads*vec
+  const float eps = (float)(1e-05); (void)eps;
   if ((cols % 4 == 0) && kg_misaligned(x, 16)) return cudaErrorInvalidValue;
   if ((cols % 4 == 0) && kg_misaligned(gamma, 16)) return cudaErrorInvalidValue;
   if ((cols % 4 == 0) && kg_misaligned(beta, 16)) return cudaErrorInvalidValue;

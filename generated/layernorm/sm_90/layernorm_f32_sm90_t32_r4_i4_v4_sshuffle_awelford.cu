@@ -10,7 +10,7 @@
 // launch recipe (sizes are runtime ints; expressions are C, kg_cdiv(a, b) = (a + b - 1) / b):
 //   target: sm_90; compile with nvcc -arch=sm_90
 //   buffers: const float* x, const float* gamma, const float* beta, float* y
-//   sizes: rows >= 1, cols >= 1
+//   sizes: rows in 1..2147483647, cols in 1..2147221503
 //   float eps = 1e-05
 //   x must be 16-byte aligned when cols % 4 == 0
 //   gamma must be 16-byte aligned when cols % 4 == 0
@@ -28,7 +28,7 @@
 //     if cols % 4 != 0: layernorm_f32_sm90_t32_r4_i4_v4_sshuffle_awelford_scalar
 //       grid (kg_cdiv(rows, 4), 1, 1), block (32, 4, 1), 0 bytes dynamic shared
 //       args (x, gamma, beta, y, rows, cols, eps)
-// host launcher (build with -DKERNELGEN_HOST_LAUNCHER; returns cudaErrorInvalidValue for a null pointer, a size below its minimum, a broken requirement, a misaligned pointer or a workspace too small):
+// host launcher (build with -DKERNELGEN_HOST_LAUNCHER; returns cudaErrorInvalidValue for a null pointer, a size outside its range, a broken requirement, a misaligned pointer or a workspace too small):
 //   extern "C" size_t kg_workspace_bytes_layernorm_f32_sm90_t32_r4_i4_v4_sshuffle_awelford(int rows, int cols);
 //   extern "C" cudaError_t kg_launch_layernorm_f32_sm90_t32_r4_i4_v4_sshuffle_awelford(const float* x, const float* gamma, const float* beta, float* y, int rows, int cols, void* workspace, size_t workspace_bytes, cudaStream_t stream);
 
@@ -304,7 +304,7 @@ extern "C" cudaError_t kg_launch_layernorm_f32_sm90_t32_r4_i4_v4_sshuffle_awelfo
   if (beta == nullptr) return cudaErrorInvalidValue;
   if (y == nullptr) return cudaErrorInvalidValue;
   if (rows < 1) return cudaErrorInvalidValue;
-  if (cols < 1) return cudaErrorInvalidValue;
+  if (cols < 1 || cols > 2147221503) return cudaErrorInvalidValue;
   const float eps = (float)(1e-05); (void)eps;
   if ((cols % 4 == 0) && kg_misaligned(x, 16)) return cudaErrorInvalidValue;
   if ((cols % 4 == 0) && kg_misaligned(gamma, 16)) return cudaErrorInvalidValue;

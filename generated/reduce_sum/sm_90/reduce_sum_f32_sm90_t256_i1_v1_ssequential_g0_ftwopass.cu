@@ -9,7 +9,7 @@
 // launch recipe (sizes are runtime ints; expressions are C, kg_cdiv(a, b) = (a + b - 1) / b):
 //   target: sm_90; compile with nvcc -arch=sm_90
 //   buffers: const float* x, float* out
-//   sizes: n >= 1
+//   sizes: n in 1..2147483647
 //   long long chunks = kg_max(1, kg_cdiv(kg_div(n, 1), 256))
 //   int blocks = chunks
 //   x must be 4-byte aligned
@@ -25,7 +25,7 @@
 //     if blocks > 1: reduce_sum_f32_sm90_t256_i1_v1_ssequential_g0_ftwopass_final
 //       grid (1, 1, 1), block (1024, 1, 1), 0 bytes dynamic shared
 //       args (partials, out, blocks)
-// host launcher (build with -DKERNELGEN_HOST_LAUNCHER; returns cudaErrorInvalidValue for a null pointer, a size below its minimum, a broken requirement, a misaligned pointer or a workspace too small):
+// host launcher (build with -DKERNELGEN_HOST_LAUNCHER; returns cudaErrorInvalidValue for a null pointer, a size outside its range, a broken requirement, a misaligned pointer or a workspace too small):
 //   extern "C" size_t kg_workspace_bytes_reduce_sum_f32_sm90_t256_i1_v1_ssequential_g0_ftwopass(int n);
 //   extern "C" cudaError_t kg_launch_reduce_sum_f32_sm90_t256_i1_v1_ssequential_g0_ftwopass(const float* x, float* out, int n, void* workspace, size_t workspace_bytes, cudaStream_t stream);
 

@@ -13,14 +13,14 @@
 // launch recipe (sizes are runtime ints; expressions are C, kg_cdiv(a, b) = (a + b - 1) / b):
 //   target: sm_90; compile with nvcc -arch=sm_90
 //   buffers: const float* A, const float* B, float* C
-//   sizes: M >= 1, N >= 1, K >= 1
+//   sizes: M in 1..16776960, N in 1..2147483391, K in 1..2147483391
 //   requires kg_cdiv(M, 128) <= 65535  (gridDim.y holds 65535 block rows of 128)
 //   workspace: none
 //   kernels, in order on one stream:
 //     sgemm_f32_sm90_s1_bm128_bn128_tm8_tn8_lcontiguous_wm0_wn0_bk8_amk_pa0_pb0_va1_vb1_vc1_st1_csync_u0_mb1_sw1
 //       grid (kg_cdiv(N, 128), kg_cdiv(M, 128), 1), block (16, 16, 1), 8192 bytes dynamic shared
 //       args (A, B, C, M, N, K)
-// host launcher (build with -DKERNELGEN_HOST_LAUNCHER; returns cudaErrorInvalidValue for a null pointer, a size below its minimum, a broken requirement, a misaligned pointer or a workspace too small):
+// host launcher (build with -DKERNELGEN_HOST_LAUNCHER; returns cudaErrorInvalidValue for a null pointer, a size outside its range, a broken requirement, a misaligned pointer or a workspace too small):
 //   extern "C" size_t kg_workspace_bytes_sgemm_f32_sm90_s1_bm128_bn128_tm8_tn8_lcontiguous_wm0_wn0_bk8_amk_pa0_pb0_va1_vb1_vc1_st1_csync_u0_mb1_sw1(int M, int N, int K);
 //   extern "C" cudaError_t kg_launch_sgemm_f32_sm90_s1_bm128_bn128_tm8_tn8_lcontiguous_wm0_wn0_bk8_amk_pa0_pb0_va1_vb1_vc1_st1_csync_u0_mb1_sw1(const float* A, const float* B, float* C, int M, int N, int K, void* workspace, size_t workspace_bytes, cudaStream_t stream);
 
@@ -239,9 +239,9 @@ extern "C" cudaError_t kg_launch_sgemm_f32_sm90_s1_bm128_bn128_tm8_tn8_lcontiguo
   if (A == nullptr) return cudaErrorInvalidValue;
   if (B == nullptr) return cudaErrorInvalidValue;
   if (C == nullptr) return cudaErrorInvalidValue;
-  if (M < 1) return cudaErrorInvalidValue;
-  if (N < 1) return cudaErrorInvalidValue;
-  if (K < 1) return cudaErrorInvalidValue;
+  if (M < 1 || M > 16776960) return cudaErrorInvalidValue;
+  if (N < 1 || N > 2147483391) return cudaErrorInvalidValue;
+  if (K < 1 || K > 2147483391) return cudaErrorInvalidValue;
   if (!(kg_cdiv(M, 128) <= 65535)) return cudaErrorInvalidValue;  // gridDim.y holds 65535 block rows of 128
   (void)workspace; (void)workspace_bytes;
   {

@@ -10,10 +10,10 @@
 // launch recipe (sizes are runtime ints; expressions are C, kg_cdiv(a, b) = (a + b - 1) / b):
 //   target: sm_90; compile with nvcc -arch=sm_90
 //   buffers: const float* x, float* y
-//   sizes: rows >= 1, cols >= 1
+//   sizes: rows in 1..2147483647, cols in 1..2147221503
 //   int chunks = kg_cdiv(cols, 2048)
-//   int batch = kg_max(1, kg_min(rows, kg_div(16777216, kg_ll(4) * cols)))
 //   requires chunks <= 65535  (gridDim.y holds 65535 chunks of a row: raise items*threads*vec)
+//   int batch = kg_max(1, kg_min(rows, kg_div(16777216, kg_ll(4) * cols)))
 //   x must be 16-byte aligned when cols % 4 == 0
 //   y must be 16-byte aligned when cols % 4 == 0
 //   x must be 4-byte aligned when cols % 4 != 0
@@ -34,7 +34,7 @@
 //       if cols % 4 != 0: softmax_f32_sm90_t128_r1_i4_v4_sshuffle_asplit_b16_write_scalar
 //         grid (kg_min(batch, rows - row0), chunks, 1), block (128, 1, 1), 0 bytes dynamic shared
 //         args (x, stats, y, cols, chunks, row0)
-// host launcher (build with -DKERNELGEN_HOST_LAUNCHER; returns cudaErrorInvalidValue for a null pointer, a size below its minimum, a broken requirement, a misaligned pointer or a workspace too small):
+// host launcher (build with -DKERNELGEN_HOST_LAUNCHER; returns cudaErrorInvalidValue for a null pointer, a size outside its range, a broken requirement, a misaligned pointer or a workspace too small):
 //   extern "C" size_t kg_workspace_bytes_softmax_f32_sm90_t128_r1_i4_v4_sshuffle_asplit_b16(int rows, int cols);
 //   extern "C" cudaError_t kg_launch_softmax_f32_sm90_t128_r1_i4_v4_sshuffle_asplit_b16(const float* x, float* y, int rows, int cols, void* workspace, size_t workspace_bytes, cudaStream_t stream);
 
@@ -314,10 +314,10 @@ inline bool kg_misaligned(const void* p, size_t bytes) { return ((uintptr_t)p) %
 #endif
 extern "C" size_t kg_workspace_bytes_softmax_f32_sm90_t128_r1_i4_v4_sshuffle_asplit_b16(int rows, int cols) {
   if (rows < 1) return 0;
-  if (cols < 1) return 0;
+  if (cols < 1 || cols > 2147221503) return 0;
   const int chunks = (int)(kg_cdiv(cols, 2048)); (void)chunks;
-  const int batch = (int)(kg_max(1, kg_min(rows, kg_div(16777216, kg_ll(4) * cols)))); (void)batch;
   if (!(chunks <= 65535)) return 0;  // gridDim.y holds 65535 chunks of a row: raise items*threads*vec
+  const int batch = (int)(kg_max(1, kg_min(rows, kg_div(16777216, kg_ll(4) * cols)))); (void)batch;
   const size_t kg_ws_stats = (0 + 255) / 256 * 256;
   const size_t kg_ws_end = kg_ws_stats + (size_t)(2 * kg_ll(rows) * chunks) * sizeof(float);
   return kg_ws_end;
@@ -326,10 +326,10 @@ extern "C" cudaError_t kg_launch_softmax_f32_sm90_t128_r1_i4_v4_sshuffle_asplit_
   if (x == nullptr) return cudaErrorInvalidValue;
   if (y == nullptr) return cudaErrorInvalidValue;
   if (rows < 1) return cudaErrorInvalidValue;
-  if (cols < 1) return cudaErrorInvalidValue;
+  if (cols < 1 || cols > 2147221503) return cudaErrorInvalidValue;
   const int chunks = (int)(kg_cdiv(cols, 2048)); (void)chunks;
-  const int batch = (int)(kg_max(1, kg_min(rows, kg_div(16777216, kg_ll(4) * cols)))); (void)batch;
   if (!(chunks <= 65535)) return cudaErrorInvalidValue;  // gridDim.y holds 65535 chunks of a row: raise items*threads*vec
+  const int batch = (int)(kg_max(1, kg_min(rows, kg_div(16777216, kg_ll(4) * cols)))); (void)batch;
   if ((cols % 4 == 0) && kg_misaligned(x, 16)) return cudaErrorInvalidValue;
   if ((cols % 4 == 0) && kg_misaligned(y, 16)) return cudaErrorInvalidValue;
   if ((cols % 4 != 0) && kg_misaligned(x, 4)) return cudaErrorInvalidValue;

@@ -10,7 +10,7 @@
 // launch recipe (sizes are runtime ints; expressions are C, kg_cdiv(a, b) = (a + b - 1) / b):
 //   target: sm_90; compile with nvcc -arch=sm_90
 //   buffers: const float* x, float* y
-//   sizes: rows >= 1, cols >= 1
+//   sizes: rows in 1..2147483647, cols in 1..2147221503
 //   x must be 4-byte aligned
 //   y must be 4-byte aligned
 //   workspace: none
@@ -18,7 +18,7 @@
 //     softmax_f32_sm90_t256_r1_i1_v1_sshuffle_aonline_b16
 //       grid (kg_cdiv(rows, 1), 1, 1), block (256, 1, 1), 0 bytes dynamic shared
 //       args (x, y, rows, cols)
-// host launcher (build with -DKERNELGEN_HOST_LAUNCHER; returns cudaErrorInvalidValue for a null pointer, a size below its minimum, a broken requirement, a misaligned pointer or a workspace too small):
+// host launcher (build with -DKERNELGEN_HOST_LAUNCHER; returns cudaErrorInvalidValue for a null pointer, a size outside its range, a broken requirement, a misaligned pointer or a workspace too small):
 //   extern "C" size_t kg_workspace_bytes_softmax_f32_sm90_t256_r1_i1_v1_sshuffle_aonline_b16(int rows, int cols);
 //   extern "C" cudaError_t kg_launch_softmax_f32_sm90_t256_r1_i1_v1_sshuffle_aonline_b16(const float* x, float* y, int rows, int cols, void* workspace, size_t workspace_bytes, cudaStream_t stream);
 
@@ -202,7 +202,7 @@ extern "C" cudaError_t kg_launch_softmax_f32_sm90_t256_r1_i1_v1_sshuffle_aonline
   if (x == nullptr) return cudaErrorInvalidValue;
   if (y == nullptr) return cudaErrorInvalidValue;
   if (rows < 1) return cudaErrorInvalidValue;
-  if (cols < 1) return cudaErrorInvalidValue;
+  if (cols < 1 || cols > 2147221503) return cudaErrorInvalidValue;
   if (kg_misaligned(x, 4)) return cudaErrorInvalidValue;
   if (kg_misaligned(y, 4)) return cudaErrorInvalidValue;
   (void)workspace; (void)workspace_bytes;

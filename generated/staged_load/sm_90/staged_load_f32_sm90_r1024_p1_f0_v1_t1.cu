@@ -9,7 +9,7 @@
 // launch recipe (sizes are runtime ints; expressions are C, kg_cdiv(a, b) = (a + b - 1) / b):
 //   target: sm_90; compile with nvcc -arch=sm_90
 //   buffers: const float* x, float* out
-//   sizes: n >= 1
+//   sizes: n in 1..2147483647
 //   x must be 4-byte aligned
 //   out must be 4-byte aligned
 //   workspace: none
@@ -17,7 +17,7 @@
 //     staged_load_f32_sm90_r1024_p1_f0_v1_t1
 //       grid (kg_cdiv(n, 1024), 1, 1), block (1, 1, 1), 131200 bytes dynamic shared (needs cudaFuncSetAttribute MaxDynamicSharedMemorySize)
 //       args (x, out, n)
-// host launcher (build with -DKERNELGEN_HOST_LAUNCHER; returns cudaErrorInvalidValue for a null pointer, a size below its minimum, a broken requirement, a misaligned pointer or a workspace too small):
+// host launcher (build with -DKERNELGEN_HOST_LAUNCHER; returns cudaErrorInvalidValue for a null pointer, a size outside its range, a broken requirement, a misaligned pointer or a workspace too small):
 //   extern "C" size_t kg_workspace_bytes_staged_load_f32_sm90_r1024_p1_f0_v1_t1(int n);
 //   extern "C" cudaError_t kg_launch_staged_load_f32_sm90_r1024_p1_f0_v1_t1(const float* x, float* out, int n, void* workspace, size_t workspace_bytes, cudaStream_t stream);
 

@@ -10,10 +10,10 @@
 // launch recipe (sizes are runtime ints; expressions are C, kg_cdiv(a, b) = (a + b - 1) / b):
 //   target: sm_90; compile with nvcc -arch=sm_90
 //   buffers: const float* x, float* out
-//   sizes: M >= 1, N >= 1
+//   sizes: M in 1..2147483583, N in 1..2147483583
 //   long long tiles = kg_ll(kg_cdiv(M, 32)) * kg_cdiv(N, 32)
-//   long long blocks = tiles
 //   requires tiles <= 2147483647  (gridDim.x and the kernel's int tile number)
+//   long long blocks = tiles
 //   x must be 16-byte aligned
 //   out must be 16-byte aligned
 //   workspace: none
@@ -21,7 +21,7 @@
 //     transpose_f32_sm90_t32_r8_v4_s1_p1_orow_g0
 //       grid (blocks, 1, 1), block (8, 8, 1), 0 bytes dynamic shared
 //       args (x, out, M, N)
-// host launcher (build with -DKERNELGEN_HOST_LAUNCHER; returns cudaErrorInvalidValue for a null pointer, a size below its minimum, a broken requirement, a misaligned pointer or a workspace too small):
+// host launcher (build with -DKERNELGEN_HOST_LAUNCHER; returns cudaErrorInvalidValue for a null pointer, a size outside its range, a broken requirement, a misaligned pointer or a workspace too small):
 //   extern "C" size_t kg_workspace_bytes_transpose_f32_sm90_t32_r8_v4_s1_p1_orow_g0(int M, int N);
 //   extern "C" cudaError_t kg_launch_transpose_f32_sm90_t32_r8_v4_s1_p1_orow_g0(const float* x, float* out, int M, int N, void* workspace, size_t workspace_bytes, cudaStream_t stream);
 
@@ -177,11 +177,11 @@ extern "C" size_t kg_workspace_bytes_transpose_f32_sm90_t32_r8_v4_s1_p1_orow_g0(
 extern "C" cudaError_t kg_launch_transpose_f32_sm90_t32_r8_v4_s1_p1_orow_g0(const float* x, float* out, int M, int N, void* workspace, size_t workspace_bytes, cudaStream_t stream) {
   if (x == nullptr) return cudaErrorInvalidValue;
   if (out == nullptr) return cudaErrorInvalidValue;
-  if (M < 1) return cudaErrorInvalidValue;
-  if (N < 1) return cudaErrorInvalidValue;
+  if (M < 1 || M > 2147483583) return cudaErrorInvalidValue;
+  if (N < 1 || N > 2147483583) return cudaErrorInvalidValue;
   const long long tiles = (long long)(kg_ll(kg_cdiv(M, 32)) * kg_cdiv(N, 32)); (void)tiles;
-  const long long blocks = (long long)(tiles); (void)blocks;
   if (!(tiles <= 2147483647)) return cudaErrorInvalidValue;  // gridDim.x and the kernel's int tile number
+  const long long blocks = (long long)(tiles); (void)blocks;
   if (kg_misaligned(x, 16)) return cudaErrorInvalidValue;
   if (kg_misaligned(out, 16)) return cudaErrorInvalidValue;
   (void)workspace; (void)workspace_bytes;
