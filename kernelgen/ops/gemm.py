@@ -369,7 +369,9 @@ class Gemm(Op):
             step = Step(kernel.name, tuple(grid), block, ("tmA", "tmB", "C", "M", "N", "K"), kernel.static_smem)
             note = (f"tmA and tmB are CUtensorMap values (128 bytes, passed by value) encoded on the host by "
                     f"cuTensorMapEncodeTiled: tmA views A as M x K {types['A'].name}, box {k['bm']} x {k['bk']}; "
-                    f"tmB views B as K x N, box {k['bk']} x 64; both 128-byte swizzled. This file has no host "
+                    f"tmB views B as K x N, box {k['bk']} x 64; both 128-byte swizzled. "
+                    + (f"The kernel declares its cluster (__cluster_dims__(1, {k['cluster']}, 1)), so a plain "
+                       "<<<>>> launch forms clusters. " if k["cluster"] > 1 else "") + "This file has no host "
                     "launcher: kernelgen's Python runtime encodes them (kernelgen/gpu.py)")
             return Recipe(steps=(step,), requires=tuple(requires), tensor_maps=("tmA", "tmB"), launcher=False,
                           note=note, alignment=(("A", 16, ""), ("B", 16, ""), ("C", 2 * out, "")), **common)

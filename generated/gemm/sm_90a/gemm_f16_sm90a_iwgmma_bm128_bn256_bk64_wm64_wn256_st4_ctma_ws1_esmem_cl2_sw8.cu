@@ -26,7 +26,7 @@
 //     gemm_f16_sm90a_iwgmma_bm128_bn256_bk64_wm64_wn256_st4_ctma_ws1_esmem_cl2_sw8
 //       grid (kg_cdiv(N, 256), kg_cdiv(kg_cdiv(M, 128), 2) * 2, 1), block (384, 1, 1), 197696 bytes dynamic shared (needs cudaFuncSetAttribute MaxDynamicSharedMemorySize)
 //       args (tmA, tmB, C, M, N, K)
-//   note: tmA and tmB are CUtensorMap values (128 bytes, passed by value) encoded on the host by cuTensorMapEncodeTiled: tmA views A as M x K float16, box 128 x 64; tmB views B as K x N, box 64 x 64; both 128-byte swizzled. This file has no host launcher: kernelgen's Python runtime encodes them (kernelgen/gpu.py)
+//   note: tmA and tmB are CUtensorMap values (128 bytes, passed by value) encoded on the host by cuTensorMapEncodeTiled: tmA views A as M x K float16, box 128 x 64; tmB views B as K x N, box 64 x 64; both 128-byte swizzled. The kernel declares its cluster (__cluster_dims__(1, 2, 1)), so a plain <<<>>> launch forms clusters. This file has no host launcher: kernelgen's Python runtime encodes them (kernelgen/gpu.py)
 // host launcher: none in this file (see the note)
 
 // ---- kernelgen prelude: portable helpers (the CPU emulator defines KERNELGEN_EMULATE) ----
