@@ -337,15 +337,16 @@ def list_cmd(op_name, markdown):
 @click.option("--arch", default=DEFAULT_ARCH, show_default=True, callback=lambda c, p, v: parse_arch(v),
               help="Target arch: its limits and features decide legality; it is in the kernel's name.")
 @click.option("--out", "-o", "out_dir", default="generated", show_default=True, help="Output folder.")
+@click.option("--header", is_flag=True, help="Also write a .h beside each .cu declaring its host launcher.")
 @dtype_options
-def emit(op_name, knobs, schedule_file, step, best, db, size, all_ops, ladder, arch, out_dir, dtype, out_dtype):
+def emit(op_name, knobs, schedule_file, step, best, db, size, all_ops, ladder, arch, out_dir, header, dtype, out_dtype):
     """Write the .cu file(s) of a schedule (only when the content changed)."""
     from .emit import generated_kernels, write_all, write_kernels
     check_out_dir(out_dir)
     if all_ops:
-        if op_name or knobs or schedule_file or step is not None or best or db or size or ladder:
+        if op_name or knobs or schedule_file or step is not None or best or db or size or ladder or header:
             raise UsageError("--all writes every op's default and ladder kernels; it takes no op, knob, schedule, "
-                             "step, --best, --db, --size or --ladder")
+                             "step, --best, --db, --size, --ladder or --header")
         changed, removed = write_all(out_dir, arch)
         click.echo(f"{len(changed)} file(s) written, {len(removed)} stale file(s) removed under {out_dir}/")
         return
@@ -363,7 +364,7 @@ def emit(op_name, knobs, schedule_file, step, best, db, size, all_ops, ladder, a
         if size and not best:
             raise UsageError("--size is read only with --best (which schedule the database holds for that size)")
         kernels = [op.kernel(select(op, knobs, schedule_file, step, best, problem, db), limits, types)]
-    for path, changed in write_kernels(kernels, Path(out_dir)):
+    for path, changed in write_kernels(kernels, Path(out_dir), headers=header):
         click.echo(f"{path}{'' if changed else ' (unchanged)'}")
 
 

@@ -21,7 +21,7 @@ from pathlib import Path
 
 from .ops import OPS
 from .ops.base import Kernel, Op
-from .render import render
+from .render import declarations, render
 from .target import DEFAULT_ARCH, Target, target
 
 
@@ -80,9 +80,12 @@ def write_files(files: dict[Path, str]) -> list[Path]:
     return list(changed)
 
 
-def write_kernels(kernels: list[Kernel], out_dir: str | os.PathLike) -> list[tuple[Path, bool]]:
-    """Write several kernels' files, all or none; (path, changed) for each."""
+def write_kernels(kernels: list[Kernel], out_dir: str | os.PathLike, headers: bool = False) -> list[tuple[Path, bool]]:
+    """Write several kernels' files, all or none; (path, changed) for each. With `headers`, each .cu
+    gets a .h beside it declaring its host launcher."""
     files = {Path(out_dir) / f"{k.name}.cu": render(k) for k in kernels}
+    if headers:
+        files.update({Path(out_dir) / f"{k.name}.h": declarations(k) for k in kernels})
     changed = set(write_files(files))
     return [(p, p in changed) for p in files]
 

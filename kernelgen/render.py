@@ -56,10 +56,29 @@ def header(kernel: Kernel) -> str:
     return "".join(f"// {ln}\n" for ln in lines)
 
 
+def recipe(kernel: Kernel) -> tuple[str, str]:
+    """(the launch recipe as header comment lines, the host launcher behind KERNELGEN_HOST_LAUNCHER)."""
+    from .ops import get_op
+    from .recipe import header_and_launcher
+    op = get_op(kernel.op).for_schedule(kernel.schedule)
+    return header_and_launcher(op.recipe(kernel), kernel.name)
+
+
+def declarations(kernel: Kernel) -> str:
+    """The `.h` text declaring the kernel's host launcher (`kernelgen emit --header`)."""
+    from .ops import get_op
+    from .recipe import declarations as decl
+    op = get_op(kernel.op).for_schedule(kernel.schedule)
+    types = kernel.types or op.types()
+    includes = tuple(sorted({d.header for _, d in types.buffers if d.header}))
+    return decl(op.recipe(kernel), kernel.name, config.VERSION, includes)
+
+
 def render(kernel: Kernel) -> str:
     try:
         template = environment().get_template(kernel.template)
         body = template.render(name=kernel.name, arch=kernel.arch, **dict(kernel.params))
     except jinja2.UndefinedError as e:
         raise RuntimeError(f"template {kernel.template}: {e.message} (params: {sorted(dict(kernel.params))})") from e
-    return header(kernel) + "\n" + body.rstrip() + "\n"
+    words, launcher = recipe(kernel)
+    return header(kernel) + words + "\n" + body.rstrip() + "\n" + launcher

@@ -381,6 +381,25 @@ class Op:
     def plan(self, kernel: Kernel, problem: Problem, target: Target | None = None) -> Plan:
         raise NotImplementedError
 
+    def launch_recipe(self, kernel: Kernel):
+        """`plan` as C expressions of the sizes (a kernelgen.recipe.Recipe), without the sizes' limits
+        (`recipe` adds them from `dims`)."""
+        raise NotImplementedError
+
+    def recipe(self, kernel: Kernel):
+        """The launch recipe of the header and the host launcher: launch_recipe with every size's
+        smallest and largest legal value. Tests evaluate it against `plan` at awkward sizes."""
+        import dataclasses
+        return dataclasses.replace(self.launch_recipe(kernel),
+                                   minimum=tuple((d.name, d.minimum) for d in self.dims),
+                                   maximum=tuple((d.name, d.maximum) for d in self.dims))
+
+    def recipe_buffers(self, kernel: Kernel):
+        """The caller's pointers, inputs (const) then outputs, in the kernel's element types."""
+        from ..recipe import Buffer
+        types = kernel.types or self.types()
+        return tuple(Buffer(b, types[b].ctype, b in self.inputs) for b in self.inputs + self.outputs)
+
     # -- numbers ---------------------------------------------------------------------------------
     def make_inputs(self, problem: Problem, rng: np.random.Generator) -> dict[str, np.ndarray]:
         raise NotImplementedError

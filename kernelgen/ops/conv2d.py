@@ -225,6 +225,42 @@ class Conv2d(Op):
                         (IM2COL_THREADS, 1, 1), ("x", "col") + GEMM_SCALARS)
         return Plan(kernel, problem, (im2col, gemm), (Workspace("col", "float32", crs * npq),), scalars, align)
 
+    def launch_recipe(self, kernel: Kernel):
+        from ..recipe import Recipe, Step
+        k = dict(kernel.knobs)
+        lets = [("P", "int", "kg_div(kg_ll(H) + pad + pad - R, stride) + 1"),
+                ("Q", "int", "kg_div(kg_ll(W) + pad + pad - S, stride) + 1"),
+                ("stride_h", "int", "stride"), ("stride_w", "int", "stride"), ("pad_h", "int", "pad"),
+                ("pad_w", "int", "pad"), ("NPQ", "long long", "kg_ll(N) * P * Q"), ("CRS", "long long", "kg_ll(C) * R * S")]
+        for name, div in (("PQ", "kg_ll(P) * Q"), ("Q", "Q"), ("RS", "kg_ll(R) * S"), ("S", "S")):
+            lets += [(f"mul_{name}", "long long", f"kg_fast_mul({div})"), (f"shr_{name}", "int", f"kg_fast_shr({div})")]
+        reach = INT_MAX - REACH
+        requires = [("kg_ll(H) + pad + pad >= R", "the filter fits in the padded input (else the output is empty)"),
+                    ("kg_ll(W) + pad + pad >= S", "the filter fits in the padded input (else the output is empty)"),
+                    (f"kg_ll(N) * C * H * W <= {reach}", f"x's int indexes run up to {REACH} past its end"),
+                    (f"kg_ll(N) * K * P * Q <= {reach}", f"y's int indexes run up to {REACH} past its end"),
+                    (f"kg_ll(K) * C * R * S <= {reach}", f"w's int indexes run up to {REACH} past its end")]
+        common = dict(arch=kernel.arch, sizes=tuple(d.name for d in self.dims), buffers=self.recipe_buffers(kernel),
+                      lets=tuple(lets))
+        if k["algo"] == "direct":
+            names = ("N", "C", "H", "W", "K", "R", "S", "P", "Q", "stride_h", "stride_w", "pad_h", "pad_w")
+            step = Step(kernel.name, (f"kg_cdiv(kg_ll(N) * K * P * Q, {k['threads']})", "1", "1"), (k["threads"], 1, 1),
+                        ("x", "w", "y") + names)
+            return Recipe(steps=(step,), requires=tuple(requires), **common)
+        threads = k["bm"] // k["tm"] * (k["bn"] // k["tn"])
+        requires.append((f"kg_cdiv(K, {k['bm']}) <= 65535", f"gridDim.y holds 65535 blocks of {k['bm']} filters"))
+        src = "col" if k["algo"] == "im2col" else "x"
+        gemm = Step(f"{kernel.name}_gemm", (f"kg_cdiv(NPQ, {k['bn']})", f"kg_cdiv(K, {k['bm']})", "1"), (threads, 1, 1),
+                    (src, "w", "y") + GEMM_SCALARS)
+        align = (("w", 16, ""), ("y", 16, ""))
+        if k["algo"] == "implicit":
+            return Recipe(steps=(gemm,), requires=tuple(requires), alignment=align, **common)
+        requires.append((f"CRS * NPQ <= {INT_MAX}", "the im2col workspace holds C*R*S*N*P*Q < 2^31 floats"))
+        im2col = Step(f"{kernel.name}_im2col", (f"kg_cdiv(NPQ, {IM2COL_THREADS})", "kg_min(CRS, 65535)", "1"),
+                      (IM2COL_THREADS, 1, 1), ("x", "col") + GEMM_SCALARS)
+        return Recipe(steps=(im2col, gemm), requires=tuple(requires), alignment=align,
+                      workspaces=(("col", "float", "CRS * NPQ", None),), **common)
+
     # -- numbers -----------------------------------------------------------------------------------
     def test_problems(self) -> tuple[dict, ...]:
         small = {d.name: d.small for d in self.dims}

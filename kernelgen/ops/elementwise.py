@@ -370,6 +370,27 @@ class Elementwise(Op):
         return Plan(kernel, problem, tuple(launches), workspaces,
                     (Scalar("n", "long long", n), Scalar("cols", "int", problem["N"])), align)
 
+    def launch_recipe(self, kernel: Kernel):
+        from ..recipe import Recipe, Step
+        k = dict(kernel.knobs)
+        types = kernel.types or self.types()
+        blocks = f"kg_min(chunks, sms * {k['grid_stride']})" if k["grid_stride"] else "chunks"
+        lets = (("n", "long long", "kg_ll(M) * N"),
+                ("chunks", "long long", f"kg_max(1, kg_cdiv(kg_div(n, {k['vec']}), {k['items'] * k['threads']}))"),
+                ("blocks", "long long", blocks), ("cols", "int", "N"))
+        stages = self._stages(k, parse(k["expr"]))
+        steps = []
+        for j, (node, bufs) in enumerate(stages):
+            dst = "out" if j == len(stages) - 1 else f"tmp{j}"
+            args = bufs + (dst, "n") + (("cols",) if any(is_bias(b) for b in bufs) else ())
+            sym = kernel.name if k["fusion"] == "full" else f"{kernel.name}_k{j}"
+            steps.append(Step(sym, ("blocks", "1", "1"), (k["threads"], 1, 1), args))
+        workspaces = tuple((f"tmp{j}", types["out"].ctype, "n", None) for j in range(len(stages) - 1))
+        size = types["out"].itemsize
+        align = tuple((b, size * k["vec"], "") for b in self.inputs + ("out",) if not is_bias(b))
+        return Recipe(kernel.arch, ("M", "N"), self.recipe_buffers(kernel), tuple(steps), lets, workspaces, align,
+                      requires=((f"blocks < {2 ** 31}", "gridDim.x holds 2^31 - 1 blocks"),))
+
     # -- numbers -----------------------------------------------------------------------------------
     def test_problems(self) -> tuple[dict, ...]:
         # odd n (a scalar tail); one element; fewer columns than a float4 (bias wraps); whole chunks

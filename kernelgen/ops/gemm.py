@@ -350,6 +350,38 @@ class Gemm(Op):
         align = (("A", 16), ("B", 16), ("C", 2 * problem.dtype("C").itemsize))
         return Plan(kernel, problem, (launch,), (), scalars, align, maps)
 
+    def launch_recipe(self, kernel: Kernel):
+        from ..recipe import Recipe, Step
+        k = dict(kernel.knobs)
+        types = kernel.types or self.types()
+        grid = [f"kg_cdiv(N, {k['bn']})", f"kg_cdiv(M, {k['bm']})", "1"]
+        requires = [(f"kg_cdiv(M, {k['bm']}) <= {MAX_GRID_Y}", f"gridDim.y holds {MAX_GRID_Y} block rows of {k['bm']}")]
+        if k["swizzle"] > 1:
+            requires.append((f"kg_ll(kg_cdiv(M, {k['bm']})) * kg_cdiv(N, {k['bn']}) <= {INT_MAX}",
+                             "with swizzle the blocks' linear number is an int"))
+        block = (self.threads(k), 1, 1)
+        out = types["C"].itemsize
+        common = dict(arch=kernel.arch, sizes=("M", "N", "K"), buffers=self.recipe_buffers(kernel))
+        if k["instr"] == "wgmma":
+            grid[1] = f"kg_cdiv(kg_cdiv(M, {k['bm']}), {k['cluster']}) * {k['cluster']}"
+            requires += [("K % 8 == 0", "TMA needs rows of A (K halves) to start 16-byte aligned"),
+                         ("N % 8 == 0", "TMA needs rows of B (N halves) to start 16-byte aligned")]
+            step = Step(kernel.name, tuple(grid), block, ("tmA", "tmB", "C", "M", "N", "K"), kernel.static_smem)
+            note = (f"tmA and tmB are CUtensorMap values (128 bytes, passed by value) encoded on the host by "
+                    f"cuTensorMapEncodeTiled: tmA views A as M x K {types['A'].name}, box {k['bm']} x {k['bk']}; "
+                    f"tmB views B as K x N, box {k['bk']} x 64; both 128-byte swizzled. "
+                    + (f"The kernel declares its cluster (__cluster_dims__(1, {k['cluster']}, 1)), so a plain "
+                       "<<<>>> launch forms clusters. " if k["cluster"] > 1 else "") + "This file has no host "
+                    "launcher: kernelgen's Python runtime encodes them (kernelgen/gpu.py)")
+            return Recipe(steps=(step,), requires=tuple(requires), tensor_maps=("tmA", "tmB"), launcher=False,
+                          note=note, alignment=(("A", 16, ""), ("B", 16, ""), ("C", 2 * out, "")), **common)
+        aligned = "K % 8 == 0 && N % 8 == 0"
+        args = ("A", "B", "C", "M", "N", "K")
+        steps = (Step(kernel.name, tuple(grid), block, args, kernel.static_smem, when=aligned),
+                 Step(kernel.name + "_unaligned", tuple(grid), block, args, kernel.static_smem, when=f"!({aligned})"))
+        return Recipe(steps=steps, requires=tuple(requires),
+                      alignment=(("A", 16, aligned), ("B", 16, aligned), ("C", 2 * out, aligned)), **common)
+
     def schedule_for(self, problem: Problem, target: Target | None = None) -> Schedule:
         """The tile that wastes least on the last, partly filled wave (as sgemm.schedule_for): a wave is
         one block per slot (SMs x blocks per SM, from shared memory, threads and registers); a last wave

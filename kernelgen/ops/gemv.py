@@ -190,6 +190,24 @@ class Gemv(Op):
         return Plan(kernel, problem, (launch,), (), (Scalar("M", "int", m), Scalar("N", "int", n)),
                     (("A", access), ("x", access)))
 
+    def launch_recipe(self, kernel: Kernel):
+        from ..recipe import Recipe, Step
+        k = dict(kernel.knobs)
+        rpb = k["threads"] // k["lanes"]
+        lets = (("groups", "long long", f"kg_cdiv(M, {rpb})"),
+                ("blocks", "long long", f"kg_min(groups, sms * {k['grid_stride']})" if k["grid_stride"] else "groups"))
+        block = (k["lanes"], rpb, 1) if k["lanes"] > 32 else (k["threads"], 1, 1)
+        args = ("A", "x", "y", "M", "N")
+        if k["vec"] > 1:
+            steps = (Step(kernel.name, ("blocks", "1", "1"), block, args, when=f"N % {k['vec']} == 0"),
+                     Step(kernel.name + "_unaligned", ("blocks", "1", "1"), block, args, when=f"N % {k['vec']} != 0"))
+        else:
+            steps = (Step(kernel.name, ("blocks", "1", "1"), block, args),)
+        access = (kernel.types or self.types())["A"].itemsize * k["vec"]
+        return Recipe(kernel.arch, ("M", "N"), self.recipe_buffers(kernel), steps, lets,
+                      alignment=(("A", access, ""), ("x", access, "")),
+                      requires=((f"M <= {INT_MAX} - (blocks - 1) * {rpb}", "the int row index steps the grid past M"),))
+
     # -- numbers -----------------------------------------------------------------------------------
     def test_problems(self) -> tuple[dict, ...]:
         # N % 4 == 0 takes the aligned kernel; odd N the unaligned one (heads of 1..3 scalars per row);

@@ -92,6 +92,18 @@ class LayerNorm(HalfRowNumbers, RowSchedule, Op):
         scalars = (Scalar("rows", "int", rows), Scalar("cols", "int", cols), Scalar("eps", "float", EPS))
         return Plan(kernel, problem, (launch,), (), scalars, align)
 
+    def launch_recipe(self, kernel: Kernel):
+        from ..recipe import Recipe, Step
+        k = dict(kernel.knobs)
+        twins, align = self.row_recipe_twins(kernel, k, ("x", "gamma", "beta", "y"))
+        requires = ((f"cols <= {self.max_cols(k)}", "the row must fit in registers: cols <= items*threads*vec"),) \
+            if k["algo"] == "registers" else ()
+        steps = tuple(Step(kernel.name + sfx, (f"kg_cdiv(rows, {k['rows_per_block']})", "1", "1"),
+                           (k["threads"], k["rows_per_block"], 1), ("x", "gamma", "beta", "y", "rows", "cols", "eps"),
+                           when=when) for sfx, when in twins)
+        return Recipe(kernel.arch, ("rows", "cols"), self.recipe_buffers(kernel), steps,
+                      lets=(("eps", "float", repr(EPS)),), alignment=align, requires=requires)
+
     # -- numbers -----------------------------------------------------------------------------------
     def test_problems(self) -> tuple[dict, ...]:
         # Odd column counts take the scalar twin; 4096 columns is the ladder's register-row limit.

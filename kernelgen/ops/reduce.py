@@ -130,6 +130,29 @@ class ReduceSum(Op):
         return Plan(kernel, problem, launches, (Workspace("partials", "float32", blocks),), scalars,
                     (("x", problem.dtype("x").itemsize * k["vec"]),))
 
+    def launch_recipe(self, kernel: Kernel):
+        from ..recipe import Recipe, Step
+        k = dict(kernel.knobs)
+        types = kernel.types or self.types()
+        blocks = f"kg_min(chunks, sms * {k['grid_stride']})" if k["grid_stride"] else "chunks"
+        lets = (("chunks", "long long", f"kg_max(1, kg_cdiv(kg_div(n, {k['vec']}), {k['threads'] * k['items']}))"),
+                ("blocks", "int", blocks))
+        block = (k["threads"], 1, 1)
+        align = (("x", types["x"].itemsize * k["vec"], ""),)
+        common = dict(arch=kernel.arch, sizes=("n",), buffers=self.recipe_buffers(kernel), lets=lets, alignment=align)
+        partial = f"{kernel.name}_partial"
+        if k["finish"] == "atomic":
+            steps = (Step(f"{kernel.name}_init", ("1", "1", "1"), (1, 1, 1), ("out",)),
+                     Step(partial, ("blocks", "1", "1"), block, ("x", "out", "n")))
+            return Recipe(steps=steps, **common)
+        one = types["out"].name == "float32"      # one block's partial is the sum: it goes straight to out
+        steps = ((Step(partial, ("1", "1", "1"), block, ("x", "out", "n"), when="blocks == 1"),) if one else ()) + (
+            Step(partial, ("blocks", "1", "1"), block, ("x", "partials", "n"), when="blocks > 1" if one else ""),
+            Step(f"{kernel.name}_final", ("1", "1", "1"), (FINAL_THREADS, 1, 1), ("partials", "out", "blocks"),
+                 when="blocks > 1" if one else ""))
+        count = "blocks * (blocks > 1)" if one else "blocks"
+        return Recipe(steps=steps, workspaces=(("partials", "float", count, None),), **common)
+
     # -- numbers -----------------------------------------------------------------------------------
     def make_inputs(self, problem: Problem, rng: np.random.Generator) -> dict[str, np.ndarray]:
         # Integer values keep every float32 partial sum exact (|partial| << 2^24), so the check can

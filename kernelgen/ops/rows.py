@@ -48,6 +48,16 @@ class RowSchedule:
         scalar = k["vec"] > 1 and problem["cols"] % k["vec"] != 0
         return tuple((b, size if scalar else size * k["vec"]) for b in buffers), scalar
 
+    def row_recipe_twins(self, kernel, k: dict, buffers) -> tuple[tuple[tuple[str, str], ...], tuple]:
+        """row_alignment as a recipe: ((symbol suffix, when), ...) for the vector kernel and its
+        scalar twin, and the alignment each needs."""
+        size = (kernel.types or self.types())["x"].itemsize
+        if k["vec"] == 1:
+            return (("", ""),), tuple((b, size, "") for b in buffers)
+        vector, scalar = f"cols % {k['vec']} == 0", f"cols % {k['vec']} != 0"
+        return ((("", vector), ("_scalar", scalar)),
+                tuple((b, size * k["vec"], vector) for b in buffers) + tuple((b, size, scalar) for b in buffers))
+
     def row_steps(self, k: dict) -> Schedule:
         return self.put(schedule(self.name).split("i", k["rows_per_block"]).bind("i.0", "blockIdx.x")
                         .bind("i.1", "threadIdx.y")

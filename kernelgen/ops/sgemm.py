@@ -339,6 +339,30 @@ class Sgemm(Op):
         align = tuple((b, 4 * v) for b, v in (("A", k["vec_a"]), ("B", k["vec_b"]), ("C", k["vec_c"])) if v > 1)
         return Plan(kernel, problem, launches, (), scalars, align)
 
+    def launch_recipe(self, kernel: Kernel):
+        from ..recipe import Recipe, Step
+        k, p = dict(kernel.knobs), dict(kernel.params)
+        grid = (f"kg_cdiv(N, {k['bn']})", f"kg_cdiv(M, {k['bm']})", str(k["split_k"]))
+        requires = [(f"kg_cdiv(M, {k['bm']}) <= {MAX_GRID_Y}", f"gridDim.y holds {MAX_GRID_Y} block rows of {k['bm']}")]
+        if k["swizzle"] > 1:
+            requires.append((f"kg_cdiv(M, {k['bm']}) * kg_cdiv(N, {k['bn']}) <= {INT_MAX}",
+                             "with swizzle the blocks' linear number is an int"))
+        args = ("A", "B", "C", "M", "N", "K")
+        aligned = f"K % {k['vec_a']} == 0 && N % {max(k['vec_b'], k['vec_c'])} == 0"
+        if p["vectorised"]:
+            steps = (Step(kernel.name, grid, tuple(p["block"]), args, kernel.static_smem, when=aligned),
+                     Step(kernel.name + "_unaligned", grid, tuple(p["block"]), args, kernel.static_smem,
+                          when=f"!({aligned})"))
+        else:
+            steps = (Step(kernel.name, grid, tuple(p["block"]), args, kernel.static_smem),)
+        lets = ()
+        if k["split_k"] > 1:   # the slices of K add into C: zero it first
+            steps = (Step(kernel.name + "_zero", ("kg_min(kg_cdiv(MN, 256), 4096)", "1", "1"), (256, 1, 1), ("C", "MN")),) + steps
+            lets = (("MN", "long long", "kg_ll(M) * N"),)
+        align = tuple((b, 4 * v, "") for b, v in (("A", k["vec_a"]), ("B", k["vec_b"]), ("C", k["vec_c"])) if v > 1)
+        return Recipe(kernel.arch, ("M", "N", "K"), self.recipe_buffers(kernel), steps, lets, alignment=align,
+                      requires=tuple(requires))
+
     # -- numbers -----------------------------------------------------------------------------------
     def test_problems(self) -> tuple[dict, ...]:
         # Odd K and N take the element-wise kernel; (130, 260, 20) the 128-bit one with ragged tiles. The

@@ -142,6 +142,32 @@ class Softmax(HalfRowNumbers, RowSchedule, Op):
         return Plan(kernel, problem, tuple(launches), (Workspace("stats", "float32", 2 * rows * chunks),),
                     tuple(scalars), align)
 
+    def launch_recipe(self, kernel: Kernel):
+        from ..recipe import Recipe, Step
+        k = dict(kernel.knobs)
+        t, rpb = k["threads"], k["rows_per_block"]
+        twins, align = self.row_recipe_twins(kernel, k, ("x", "y"))
+        common = dict(arch=kernel.arch, sizes=("rows", "cols"), buffers=self.recipe_buffers(kernel), alignment=align)
+        requires = ((f"cols <= {self.max_cols(k)}", "the row must fit in registers: cols <= items*threads*vec"),) \
+            if k["algo"] == "registers" else ()
+        if k["algo"] != "split":
+            steps = tuple(Step(kernel.name + sfx, (f"kg_cdiv(rows, {rpb})", "1", "1"), (t, rpb, 1),
+                               ("x", "y", "rows", "cols"), when=when) for sfx, when in twins)
+            return Recipe(steps=steps, requires=requires, **common)
+        itemsize = (kernel.types or self.types())["x"].itemsize
+        batch = "rows" if not k["l2_batch_mb"] else \
+            f"kg_max(1, kg_min(rows, kg_div({k['l2_batch_mb'] << 20}, kg_ll({itemsize}) * cols)))"
+        lets = (("chunks", "int", f"kg_cdiv(cols, {self.max_cols(k)})"), ("batch", "int", batch))
+        loop = ("row0", "rows", "batch")
+        grid = ("kg_min(batch, rows - row0)", "chunks", "1")
+        steps = tuple(s for sfx, when in twins for s in (
+            Step(f"{kernel.name}_stats{sfx}", grid, (t, 1, 1), ("x", "stats", "cols", "chunks", "row0"), when=when, loop=loop),
+            Step(f"{kernel.name}_write{sfx}", grid, (t, 1, 1), ("x", "stats", "y", "cols", "chunks", "row0"),
+                 when=when, loop=loop)))
+        return Recipe(steps=steps, lets=lets, workspaces=(("stats", "float", "2 * kg_ll(rows) * chunks", None),),
+                      requires=(("chunks <= 65535", "gridDim.y holds 65535 chunks of a row: raise items*threads*vec"),),
+                      **common)
+
     # -- numbers -----------------------------------------------------------------------------------
     def test_problems(self) -> tuple[dict, ...]:
         # Odd column counts take the scalar twin; 4096 columns is the ladder's register-row limit.

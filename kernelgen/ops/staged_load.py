@@ -102,6 +102,14 @@ class StagedLoad(Op):
         return Plan(kernel, problem, (launch,), (), (Scalar("n", "long long", n),),
                     (("x", 4 * k["vec"]), ("out", 4 * k["vec"])))
 
+    def launch_recipe(self, kernel: Kernel):
+        from ..recipe import Recipe, Step
+        k = dict(kernel.knobs)
+        step = Step(kernel.name, (f"kg_cdiv(n, {k['rows']})", "1", "1"), (k["threads"], 1, 1), ("x", "out", "n"),
+                    self._smem(k))
+        return Recipe(kernel.arch, ("n",), self.recipe_buffers(kernel), (step,),
+                      alignment=(("x", 4 * k["vec"], ""), ("out", 4 * k["vec"], "")))
+
     # -- numbers -----------------------------------------------------------------------------------
     def test_problems(self) -> tuple[dict, ...]:
         # two tiles and a short one; one row; exactly one tile; a tail of 5 rows (n % 4 != 0)

@@ -142,6 +142,19 @@ class Transpose(Op):
         return Plan(kernel, problem, (launch,), (), (Scalar("M", "int", m), Scalar("N", "int", n)),
                     (("x", access), ("out", access)))
 
+    def launch_recipe(self, kernel: Kernel):
+        from ..recipe import Recipe, Step
+        k = dict(kernel.knobs)
+        tiles = f"kg_ll(kg_cdiv(M, {k['tile']})) * kg_cdiv(N, {k['tile']})"
+        lets = (("tiles", "long long", tiles),
+                ("blocks", "long long", f"kg_min(tiles, sms * {k['grid_stride']})" if k["grid_stride"] else "tiles"))
+        most = f"{INT_MAX} - (blocks - 1)" if k["grid_stride"] else str(INT_MAX)
+        step = Step(kernel.name, ("blocks", "1", "1"), (k["tile"] // k["vec"], k["rows"], 1), ("x", "out", "M", "N"))
+        access = (kernel.types or self.types())["x"].itemsize * k["vec"]
+        return Recipe(kernel.arch, ("M", "N"), self.recipe_buffers(kernel), (step,), lets,
+                      alignment=(("x", access, ""), ("out", access, "")),
+                      requires=((f"tiles <= {most}", "gridDim.x and the kernel's int tile number"),))
+
     # -- numbers -----------------------------------------------------------------------------------
     def test_problems(self) -> tuple[dict, ...]:
         # partial tiles both ways; one element; whole aligned tiles (the float4 path); a thin matrix

@@ -9,6 +9,42 @@
 //       "blockIdx.y").bind("npq.0", "blockIdx.x").bind("k.1", "threadIdx.y").bind("npq.1",
 //       "threadIdx.x").cache_read("w", "shared").cache_read("x", "shared").storage_align("w",
 //       4).double_buffer("w", 2).double_buffer("x", 2).vectorize("w", 4)
+// launch recipe (sizes are runtime ints; expressions are C, kg_cdiv(a, b) = (a + b - 1) / b):
+//   target: sm_90; compile with nvcc -arch=sm_90
+//   buffers: const float* x, const float* w, float* y
+//   sizes: N in 1..2147483647, C in 1..2147483647, H in 1..2147483647, W in 1..2147483647, K in 1..2147483647, R in 1..2147483647, S in 1..2147483647, stride in 1..2147483647, pad in 0..2147483647
+//   requires kg_ll(H) + pad + pad >= R  (the filter fits in the padded input (else the output is empty))
+//   requires kg_ll(W) + pad + pad >= S  (the filter fits in the padded input (else the output is empty))
+//   requires kg_ll(N) * C * H * W <= 2147482623  (x's int indexes run up to 1024 past its end)
+//   requires kg_ll(K) * C * R * S <= 2147482623  (w's int indexes run up to 1024 past its end)
+//   requires kg_cdiv(K, 32) <= 65535  (gridDim.y holds 65535 blocks of 32 filters)
+//   int P = kg_div(kg_ll(H) + pad + pad - R, stride) + 1
+//   int Q = kg_div(kg_ll(W) + pad + pad - S, stride) + 1
+//   requires kg_ll(N) * K * P * Q <= 2147482623  (y's int indexes run up to 1024 past its end)
+//   int stride_h = stride
+//   int stride_w = stride
+//   int pad_h = pad
+//   int pad_w = pad
+//   long long NPQ = kg_ll(N) * P * Q
+//   long long CRS = kg_ll(C) * R * S
+//   long long mul_PQ = kg_fast_mul(kg_ll(P) * Q)
+//   int shr_PQ = kg_fast_shr(kg_ll(P) * Q)
+//   long long mul_Q = kg_fast_mul(Q)
+//   int shr_Q = kg_fast_shr(Q)
+//   long long mul_RS = kg_fast_mul(kg_ll(R) * S)
+//   int shr_RS = kg_fast_shr(kg_ll(R) * S)
+//   long long mul_S = kg_fast_mul(S)
+//   int shr_S = kg_fast_shr(S)
+//   w must be 16-byte aligned
+//   y must be 16-byte aligned
+//   workspace: none
+//   kernels, in order on one stream:
+//     conv2d_f32_sm90_aimplicit_t256_m32_n256_k8_tm4_tn8_st2_p4_v4_o0_gemm
+//       grid (kg_cdiv(NPQ, 256), kg_cdiv(K, 32), 1), block (256, 1, 1), 0 bytes dynamic shared
+//       args (x, w, y, N, C, H, W, K, R, S, P, Q, stride_h, stride_w, pad_h, pad_w, NPQ, CRS, mul_PQ, shr_PQ, mul_Q, shr_Q, mul_RS, shr_RS, mul_S, shr_S)
+// host launcher (build with -DKERNELGEN_HOST_LAUNCHER; returns cudaErrorInvalidValue for a null pointer, a size outside its range, a broken requirement, a misaligned pointer or a workspace too small):
+//   extern "C" size_t kg_workspace_bytes_conv2d_f32_sm90_aimplicit_t256_m32_n256_k8_tm4_tn8_st2_p4_v4_o0(int N, int C, int H, int W, int K, int R, int S, int stride, int pad);
+//   extern "C" cudaError_t kg_launch_conv2d_f32_sm90_aimplicit_t256_m32_n256_k8_tm4_tn8_st2_p4_v4_o0(const float* x, const float* w, float* y, int N, int C, int H, int W, int K, int R, int S, int stride, int pad, void* workspace, size_t workspace_bytes, cudaStream_t stream);
 
 // ---- kernelgen prelude: portable helpers (the CPU emulator defines KERNELGEN_EMULATE) ----
 #ifndef KERNELGEN_PRELUDE
@@ -308,3 +344,85 @@ conv2d_f32_sm90_aimplicit_t256_m32_n256_k8_tm4_tn8_st2_p4_v4_o0_gemm(const float
     }
   }
 }
+
+// ---- host launcher: the launch recipe above, as C (define KERNELGEN_HOST_LAUNCHER to build it) ----
+#ifdef KERNELGEN_HOST_LAUNCHER
+#ifndef KERNELGEN_HOST_HELPERS
+#define KERNELGEN_HOST_HELPERS
+#include <cstddef>
+#include <cstdint>
+#include <cuda_runtime.h>
+inline long long kg_cdiv(long long a, long long b) { return (a + b - 1) / b; }
+inline long long kg_div(long long a, long long b) { return a / b; }
+inline long long kg_min(long long a, long long b) { return a < b ? a : b; }
+inline long long kg_max(long long a, long long b) { return a > b ? a : b; }
+inline long long kg_ll(long long a) { return a; }
+// x / d == (x * mul) >> shr for 0 <= x < 2^31 (the same search as kernelgen's fast_div)
+inline void kg_fast_div(long long d, long long* mul, long long* shr) {
+  for (int s = 31; s < 64; ++s) {
+    unsigned long long p = 1ull << s, m = (p + (unsigned long long)d - 1) / (unsigned long long)d;
+    if (m < (1ull << 32) && ((m * (unsigned long long)d - p) << 31) <= p) { *mul = (long long)m; *shr = s; return; }
+  }
+  *mul = 0; *shr = 0;
+}
+inline long long kg_fast_mul(long long d) { long long m, s; kg_fast_div(d, &m, &s); return m; }
+inline long long kg_fast_shr(long long d) { long long m, s; kg_fast_div(d, &m, &s); return s; }
+inline bool kg_misaligned(const void* p, size_t bytes) { return ((uintptr_t)p) % bytes != 0; }
+#endif
+extern "C" size_t kg_workspace_bytes_conv2d_f32_sm90_aimplicit_t256_m32_n256_k8_tm4_tn8_st2_p4_v4_o0(int N, int C, int H, int W, int K, int R, int S, int stride, int pad) {
+  (void)N;
+  (void)C;
+  (void)H;
+  (void)W;
+  (void)K;
+  (void)R;
+  (void)S;
+  (void)stride;
+  (void)pad;
+  return 0;
+}
+extern "C" cudaError_t kg_launch_conv2d_f32_sm90_aimplicit_t256_m32_n256_k8_tm4_tn8_st2_p4_v4_o0(const float* x, const float* w, float* y, int N, int C, int H, int W, int K, int R, int S, int stride, int pad, void* workspace, size_t workspace_bytes, cudaStream_t stream) {
+  if (x == nullptr) return cudaErrorInvalidValue;
+  if (w == nullptr) return cudaErrorInvalidValue;
+  if (y == nullptr) return cudaErrorInvalidValue;
+  if (N < 1) return cudaErrorInvalidValue;
+  if (C < 1) return cudaErrorInvalidValue;
+  if (H < 1) return cudaErrorInvalidValue;
+  if (W < 1) return cudaErrorInvalidValue;
+  if (K < 1) return cudaErrorInvalidValue;
+  if (R < 1) return cudaErrorInvalidValue;
+  if (S < 1) return cudaErrorInvalidValue;
+  if (stride < 1) return cudaErrorInvalidValue;
+  if (pad < 0) return cudaErrorInvalidValue;
+  if (!(kg_ll(H) + pad + pad >= R)) return cudaErrorInvalidValue;  // the filter fits in the padded input (else the output is empty)
+  if (!(kg_ll(W) + pad + pad >= S)) return cudaErrorInvalidValue;  // the filter fits in the padded input (else the output is empty)
+  if (!(kg_ll(N) * C * H * W <= 2147482623)) return cudaErrorInvalidValue;  // x's int indexes run up to 1024 past its end
+  if (!(kg_ll(K) * C * R * S <= 2147482623)) return cudaErrorInvalidValue;  // w's int indexes run up to 1024 past its end
+  if (!(kg_cdiv(K, 32) <= 65535)) return cudaErrorInvalidValue;  // gridDim.y holds 65535 blocks of 32 filters
+  const int P = (int)(kg_div(kg_ll(H) + pad + pad - R, stride) + 1); (void)P;
+  const int Q = (int)(kg_div(kg_ll(W) + pad + pad - S, stride) + 1); (void)Q;
+  if (!(kg_ll(N) * K * P * Q <= 2147482623)) return cudaErrorInvalidValue;  // y's int indexes run up to 1024 past its end
+  const int stride_h = (int)(stride); (void)stride_h;
+  const int stride_w = (int)(stride); (void)stride_w;
+  const int pad_h = (int)(pad); (void)pad_h;
+  const int pad_w = (int)(pad); (void)pad_w;
+  const long long NPQ = (long long)(kg_ll(N) * P * Q); (void)NPQ;
+  const long long CRS = (long long)(kg_ll(C) * R * S); (void)CRS;
+  const long long mul_PQ = (long long)(kg_fast_mul(kg_ll(P) * Q)); (void)mul_PQ;
+  const int shr_PQ = (int)(kg_fast_shr(kg_ll(P) * Q)); (void)shr_PQ;
+  const long long mul_Q = (long long)(kg_fast_mul(Q)); (void)mul_Q;
+  const int shr_Q = (int)(kg_fast_shr(Q)); (void)shr_Q;
+  const long long mul_RS = (long long)(kg_fast_mul(kg_ll(R) * S)); (void)mul_RS;
+  const int shr_RS = (int)(kg_fast_shr(kg_ll(R) * S)); (void)shr_RS;
+  const long long mul_S = (long long)(kg_fast_mul(S)); (void)mul_S;
+  const int shr_S = (int)(kg_fast_shr(S)); (void)shr_S;
+  if (kg_misaligned(w, 16)) return cudaErrorInvalidValue;
+  if (kg_misaligned(y, 16)) return cudaErrorInvalidValue;
+  (void)workspace; (void)workspace_bytes;
+  {
+    conv2d_f32_sm90_aimplicit_t256_m32_n256_k8_tm4_tn8_st2_p4_v4_o0_gemm<<<dim3((unsigned)(kg_cdiv(NPQ, 256)), (unsigned)(kg_cdiv(K, 32)), (unsigned)(1)), dim3(256, 1, 1), 0, stream>>>(x, w, y, N, C, H, W, K, R, S, P, Q, stride_h, stride_w, pad_h, pad_w, NPQ, CRS, mul_PQ, shr_PQ, mul_Q, shr_Q, mul_RS, shr_RS, mul_S, shr_S);
+    { cudaError_t e = cudaGetLastError(); if (e != cudaSuccess) return e; }
+  }
+  return cudaSuccess;
+}
+#endif  // KERNELGEN_HOST_LAUNCHER

@@ -6,6 +6,27 @@
 // schedule:
 //   schedule("elementwise").annotate("expr", "relu(a * b + c)").split("i", 1024, 1024,
 //       4).bind("i.0", "blockIdx.x").bind("i.2", "threadIdx.x").unroll("i.1", 0).vectorize("i.3", 4)
+// launch recipe (sizes are runtime ints; expressions are C, kg_cdiv(a, b) = (a + b - 1) / b):
+//   target: sm_90; compile with nvcc -arch=sm_90
+//   buffers: const float* a, const float* b, const float* c, float* out
+//   sizes: M in 1..2147483647, N in 1..2147483639
+//   long long n = kg_ll(M) * N
+//   long long chunks = kg_max(1, kg_cdiv(kg_div(n, 4), 256))
+//   long long blocks = chunks
+//   requires blocks < 2147483648  (gridDim.x holds 2^31 - 1 blocks)
+//   int cols = N
+//   a must be 16-byte aligned
+//   b must be 16-byte aligned
+//   c must be 16-byte aligned
+//   out must be 16-byte aligned
+//   workspace: none
+//   kernels, in order on one stream:
+//     elementwise_f32_sm90_ece6842f3_ffull_t256_i1_v4_g0
+//       grid (blocks, 1, 1), block (256, 1, 1), 0 bytes dynamic shared
+//       args (a, b, c, out, n)
+// host launcher (build with -DKERNELGEN_HOST_LAUNCHER; returns cudaErrorInvalidValue for a null pointer, a size outside its range, a broken requirement, a misaligned pointer or a workspace too small):
+//   extern "C" size_t kg_workspace_bytes_elementwise_f32_sm90_ece6842f3_ffull_t256_i1_v4_g0(int M, int N);
+//   extern "C" cudaError_t kg_launch_elementwise_f32_sm90_ece6842f3_ffull_t256_i1_v4_g0(const float* a, const float* b, const float* c, float* out, int M, int N, void* workspace, size_t workspace_bytes, cudaStream_t stream);
 
 // ---- kernelgen prelude: portable helpers (the CPU emulator defines KERNELGEN_EMULATE) ----
 #ifndef KERNELGEN_PRELUDE
@@ -110,3 +131,57 @@ elementwise_f32_sm90_ece6842f3_ffull_t256_i1_v4_g0(const float* __restrict__ p_a
     out[e] = elementwise_f32_sm90_ece6842f3_ffull_t256_i1_v4_g0_f(p_a[e], p_b[e], p_c[e]);
   }
 }
+
+// ---- host launcher: the launch recipe above, as C (define KERNELGEN_HOST_LAUNCHER to build it) ----
+#ifdef KERNELGEN_HOST_LAUNCHER
+#ifndef KERNELGEN_HOST_HELPERS
+#define KERNELGEN_HOST_HELPERS
+#include <cstddef>
+#include <cstdint>
+#include <cuda_runtime.h>
+inline long long kg_cdiv(long long a, long long b) { return (a + b - 1) / b; }
+inline long long kg_div(long long a, long long b) { return a / b; }
+inline long long kg_min(long long a, long long b) { return a < b ? a : b; }
+inline long long kg_max(long long a, long long b) { return a > b ? a : b; }
+inline long long kg_ll(long long a) { return a; }
+// x / d == (x * mul) >> shr for 0 <= x < 2^31 (the same search as kernelgen's fast_div)
+inline void kg_fast_div(long long d, long long* mul, long long* shr) {
+  for (int s = 31; s < 64; ++s) {
+    unsigned long long p = 1ull << s, m = (p + (unsigned long long)d - 1) / (unsigned long long)d;
+    if (m < (1ull << 32) && ((m * (unsigned long long)d - p) << 31) <= p) { *mul = (long long)m; *shr = s; return; }
+  }
+  *mul = 0; *shr = 0;
+}
+inline long long kg_fast_mul(long long d) { long long m, s; kg_fast_div(d, &m, &s); return m; }
+inline long long kg_fast_shr(long long d) { long long m, s; kg_fast_div(d, &m, &s); return s; }
+inline bool kg_misaligned(const void* p, size_t bytes) { return ((uintptr_t)p) % bytes != 0; }
+#endif
+extern "C" size_t kg_workspace_bytes_elementwise_f32_sm90_ece6842f3_ffull_t256_i1_v4_g0(int M, int N) {
+  (void)M;
+  (void)N;
+  return 0;
+}
+extern "C" cudaError_t kg_launch_elementwise_f32_sm90_ece6842f3_ffull_t256_i1_v4_g0(const float* a, const float* b, const float* c, float* out, int M, int N, void* workspace, size_t workspace_bytes, cudaStream_t stream) {
+  if (a == nullptr) return cudaErrorInvalidValue;
+  if (b == nullptr) return cudaErrorInvalidValue;
+  if (c == nullptr) return cudaErrorInvalidValue;
+  if (out == nullptr) return cudaErrorInvalidValue;
+  if (M < 1) return cudaErrorInvalidValue;
+  if (N < 1 || N > 2147483639) return cudaErrorInvalidValue;
+  const long long n = (long long)(kg_ll(M) * N); (void)n;
+  const long long chunks = (long long)(kg_max(1, kg_cdiv(kg_div(n, 4), 256))); (void)chunks;
+  const long long blocks = (long long)(chunks); (void)blocks;
+  if (!(blocks < 2147483648)) return cudaErrorInvalidValue;  // gridDim.x holds 2^31 - 1 blocks
+  const int cols = (int)(N); (void)cols;
+  if (kg_misaligned(a, 16)) return cudaErrorInvalidValue;
+  if (kg_misaligned(b, 16)) return cudaErrorInvalidValue;
+  if (kg_misaligned(c, 16)) return cudaErrorInvalidValue;
+  if (kg_misaligned(out, 16)) return cudaErrorInvalidValue;
+  (void)workspace; (void)workspace_bytes;
+  {
+    elementwise_f32_sm90_ece6842f3_ffull_t256_i1_v4_g0<<<dim3((unsigned)(blocks), (unsigned)(1), (unsigned)(1)), dim3(256, 1, 1), 0, stream>>>(a, b, c, out, n);
+    { cudaError_t e = cudaGetLastError(); if (e != cudaSuccess) return e; }
+  }
+  return cudaSuccess;
+}
+#endif  // KERNELGEN_HOST_LAUNCHER

@@ -7,6 +7,35 @@
 //   schedule("elementwise").annotate("expr", "relu(a * b + c)").split("i", 256, 256, 1).bind("i.0",
 //       "blockIdx.x").bind("i.2", "threadIdx.x").unroll("i.1", 0).vectorize("i.3",
 //       1).annotate("fusion", "none")
+// launch recipe (sizes are runtime ints; expressions are C, kg_cdiv(a, b) = (a + b - 1) / b):
+//   target: sm_90; compile with nvcc -arch=sm_90
+//   buffers: const float* a, const float* b, const float* c, float* out
+//   sizes: M in 1..2147483647, N in 1..2147483639
+//   long long n = kg_ll(M) * N
+//   long long chunks = kg_max(1, kg_cdiv(kg_div(n, 1), 256))
+//   long long blocks = chunks
+//   requires blocks < 2147483648  (gridDim.x holds 2^31 - 1 blocks)
+//   int cols = N
+//   a must be 4-byte aligned
+//   b must be 4-byte aligned
+//   c must be 4-byte aligned
+//   out must be 4-byte aligned
+//   workspace: one buffer of kg_workspace_bytes_elementwise_f32_sm90_ece6842f3_fnone_t256_i1_v1_g0(sizes) bytes holding, each at a 256-byte boundary:
+//     tmp0: n x float
+//     tmp1: n x float
+//   kernels, in order on one stream:
+//     elementwise_f32_sm90_ece6842f3_fnone_t256_i1_v1_g0_k0
+//       grid (blocks, 1, 1), block (256, 1, 1), 0 bytes dynamic shared
+//       args (a, b, tmp0, n)
+//     elementwise_f32_sm90_ece6842f3_fnone_t256_i1_v1_g0_k1
+//       grid (blocks, 1, 1), block (256, 1, 1), 0 bytes dynamic shared
+//       args (tmp0, c, tmp1, n)
+//     elementwise_f32_sm90_ece6842f3_fnone_t256_i1_v1_g0_k2
+//       grid (blocks, 1, 1), block (256, 1, 1), 0 bytes dynamic shared
+//       args (tmp1, out, n)
+// host launcher (build with -DKERNELGEN_HOST_LAUNCHER; returns cudaErrorInvalidValue for a null pointer, a size outside its range, a broken requirement, a misaligned pointer or a workspace too small):
+//   extern "C" size_t kg_workspace_bytes_elementwise_f32_sm90_ece6842f3_fnone_t256_i1_v1_g0(int M, int N);
+//   extern "C" cudaError_t kg_launch_elementwise_f32_sm90_ece6842f3_fnone_t256_i1_v1_g0(const float* a, const float* b, const float* c, float* out, int M, int N, void* workspace, size_t workspace_bytes, cudaStream_t stream);
 
 // ---- kernelgen prelude: portable helpers (the CPU emulator defines KERNELGEN_EMULATE) ----
 #ifndef KERNELGEN_PRELUDE
@@ -177,3 +206,78 @@ elementwise_f32_sm90_ece6842f3_fnone_t256_i1_v1_g0_k2(const float* __restrict__ 
     }
   }
 }
+
+// ---- host launcher: the launch recipe above, as C (define KERNELGEN_HOST_LAUNCHER to build it) ----
+#ifdef KERNELGEN_HOST_LAUNCHER
+#ifndef KERNELGEN_HOST_HELPERS
+#define KERNELGEN_HOST_HELPERS
+#include <cstddef>
+#include <cstdint>
+#include <cuda_runtime.h>
+inline long long kg_cdiv(long long a, long long b) { return (a + b - 1) / b; }
+inline long long kg_div(long long a, long long b) { return a / b; }
+inline long long kg_min(long long a, long long b) { return a < b ? a : b; }
+inline long long kg_max(long long a, long long b) { return a > b ? a : b; }
+inline long long kg_ll(long long a) { return a; }
+// x / d == (x * mul) >> shr for 0 <= x < 2^31 (the same search as kernelgen's fast_div)
+inline void kg_fast_div(long long d, long long* mul, long long* shr) {
+  for (int s = 31; s < 64; ++s) {
+    unsigned long long p = 1ull << s, m = (p + (unsigned long long)d - 1) / (unsigned long long)d;
+    if (m < (1ull << 32) && ((m * (unsigned long long)d - p) << 31) <= p) { *mul = (long long)m; *shr = s; return; }
+  }
+  *mul = 0; *shr = 0;
+}
+inline long long kg_fast_mul(long long d) { long long m, s; kg_fast_div(d, &m, &s); return m; }
+inline long long kg_fast_shr(long long d) { long long m, s; kg_fast_div(d, &m, &s); return s; }
+inline bool kg_misaligned(const void* p, size_t bytes) { return ((uintptr_t)p) % bytes != 0; }
+#endif
+extern "C" size_t kg_workspace_bytes_elementwise_f32_sm90_ece6842f3_fnone_t256_i1_v1_g0(int M, int N) {
+  if (M < 1) return 0;
+  if (N < 1 || N > 2147483639) return 0;
+  const long long n = (long long)(kg_ll(M) * N); (void)n;
+  const long long chunks = (long long)(kg_max(1, kg_cdiv(kg_div(n, 1), 256))); (void)chunks;
+  const long long blocks = (long long)(chunks); (void)blocks;
+  if (!(blocks < 2147483648)) return 0;  // gridDim.x holds 2^31 - 1 blocks
+  const int cols = (int)(N); (void)cols;
+  const size_t kg_ws_tmp0 = (0 + 255) / 256 * 256;
+  const size_t kg_ws_tmp1 = (kg_ws_tmp0 + (size_t)(n) * sizeof(float) + 255) / 256 * 256;
+  const size_t kg_ws_end = kg_ws_tmp1 + (size_t)(n) * sizeof(float);
+  return kg_ws_end;
+}
+extern "C" cudaError_t kg_launch_elementwise_f32_sm90_ece6842f3_fnone_t256_i1_v1_g0(const float* a, const float* b, const float* c, float* out, int M, int N, void* workspace, size_t workspace_bytes, cudaStream_t stream) {
+  if (a == nullptr) return cudaErrorInvalidValue;
+  if (b == nullptr) return cudaErrorInvalidValue;
+  if (c == nullptr) return cudaErrorInvalidValue;
+  if (out == nullptr) return cudaErrorInvalidValue;
+  if (M < 1) return cudaErrorInvalidValue;
+  if (N < 1 || N > 2147483639) return cudaErrorInvalidValue;
+  const long long n = (long long)(kg_ll(M) * N); (void)n;
+  const long long chunks = (long long)(kg_max(1, kg_cdiv(kg_div(n, 1), 256))); (void)chunks;
+  const long long blocks = (long long)(chunks); (void)blocks;
+  if (!(blocks < 2147483648)) return cudaErrorInvalidValue;  // gridDim.x holds 2^31 - 1 blocks
+  const int cols = (int)(N); (void)cols;
+  if (kg_misaligned(a, 4)) return cudaErrorInvalidValue;
+  if (kg_misaligned(b, 4)) return cudaErrorInvalidValue;
+  if (kg_misaligned(c, 4)) return cudaErrorInvalidValue;
+  if (kg_misaligned(out, 4)) return cudaErrorInvalidValue;
+  const size_t kg_ws_tmp0 = (0 + 255) / 256 * 256;
+  const size_t kg_ws_tmp1 = (kg_ws_tmp0 + (size_t)(n) * sizeof(float) + 255) / 256 * 256;
+  const size_t kg_ws_end = kg_ws_tmp1 + (size_t)(n) * sizeof(float);
+  if (kg_ws_end > 0 && (workspace == nullptr || workspace_bytes < kg_ws_end || kg_misaligned(workspace, 256))) return cudaErrorInvalidValue;
+  float* tmp0 = reinterpret_cast<float*>(static_cast<char*>(workspace) + kg_ws_tmp0);
+  float* tmp1 = reinterpret_cast<float*>(static_cast<char*>(workspace) + kg_ws_tmp1);
+  {
+    elementwise_f32_sm90_ece6842f3_fnone_t256_i1_v1_g0_k0<<<dim3((unsigned)(blocks), (unsigned)(1), (unsigned)(1)), dim3(256, 1, 1), 0, stream>>>(a, b, tmp0, n);
+    { cudaError_t e = cudaGetLastError(); if (e != cudaSuccess) return e; }
+  }
+  {
+    elementwise_f32_sm90_ece6842f3_fnone_t256_i1_v1_g0_k1<<<dim3((unsigned)(blocks), (unsigned)(1), (unsigned)(1)), dim3(256, 1, 1), 0, stream>>>(tmp0, c, tmp1, n);
+    { cudaError_t e = cudaGetLastError(); if (e != cudaSuccess) return e; }
+  }
+  {
+    elementwise_f32_sm90_ece6842f3_fnone_t256_i1_v1_g0_k2<<<dim3((unsigned)(blocks), (unsigned)(1), (unsigned)(1)), dim3(256, 1, 1), 0, stream>>>(tmp1, out, n);
+    { cudaError_t e = cudaGetLastError(); if (e != cudaSuccess) return e; }
+  }
+  return cudaSuccess;
+}
+#endif  // KERNELGEN_HOST_LAUNCHER

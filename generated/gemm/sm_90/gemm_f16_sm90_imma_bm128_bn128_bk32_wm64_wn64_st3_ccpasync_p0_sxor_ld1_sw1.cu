@@ -8,6 +8,25 @@
 //       128, 64).bind("j.0", "blockIdx.x").bind("j.1", "warp").split("k", 32).tensorize("k.1",
 //       "mma.m16n8k16").double_buffer("A", 3).double_buffer("B", 3).annotate("copy",
 //       "cp_async").annotate("shared_layout", "xor").annotate("ldmatrix", 1)
+// launch recipe (sizes are runtime ints; expressions are C, kg_cdiv(a, b) = (a + b - 1) / b):
+//   target: sm_90; compile with nvcc -arch=sm_90
+//   buffers: const __half* A, const __half* B, __half* C
+//   sizes: M in 1..16776960, N in 1..2147483391, K in 1..2147483391
+//   requires kg_cdiv(M, 128) <= 65535  (gridDim.y holds 65535 block rows of 128)
+//   A must be 16-byte aligned when K % 8 == 0 && N % 8 == 0
+//   B must be 16-byte aligned when K % 8 == 0 && N % 8 == 0
+//   C must be 4-byte aligned when K % 8 == 0 && N % 8 == 0
+//   workspace: none
+//   kernels, in order on one stream:
+//     if K % 8 == 0 && N % 8 == 0: gemm_f16_sm90_imma_bm128_bn128_bk32_wm64_wn64_st3_ccpasync_p0_sxor_ld1_sw1
+//       grid (kg_cdiv(N, 128), kg_cdiv(M, 128), 1), block (128, 1, 1), 49152 bytes dynamic shared
+//       args (A, B, C, M, N, K)
+//     if !(K % 8 == 0 && N % 8 == 0): gemm_f16_sm90_imma_bm128_bn128_bk32_wm64_wn64_st3_ccpasync_p0_sxor_ld1_sw1_unaligned
+//       grid (kg_cdiv(N, 128), kg_cdiv(M, 128), 1), block (128, 1, 1), 49152 bytes dynamic shared
+//       args (A, B, C, M, N, K)
+// host launcher (build with -DKERNELGEN_HOST_LAUNCHER; returns cudaErrorInvalidValue for a null pointer, a size outside its range, a broken requirement, a misaligned pointer or a workspace too small):
+//   extern "C" size_t kg_workspace_bytes_gemm_f16_sm90_imma_bm128_bn128_bk32_wm64_wn64_st3_ccpasync_p0_sxor_ld1_sw1(int M, int N, int K);
+//   extern "C" cudaError_t kg_launch_gemm_f16_sm90_imma_bm128_bn128_bk32_wm64_wn64_st3_ccpasync_p0_sxor_ld1_sw1(const __half* A, const __half* B, __half* C, int M, int N, int K, void* workspace, size_t workspace_bytes, cudaStream_t stream);
 
 // ---- kernelgen prelude: portable helpers (the CPU emulator defines KERNELGEN_EMULATE) ----
 #ifndef KERNELGEN_PRELUDE
@@ -413,3 +432,57 @@ gemm_f16_sm90_imma_bm128_bn128_bk32_wm64_wn64_st3_ccpasync_p0_sxor_ld1_sw1_unali
   else
     gemm_f16_sm90_imma_bm128_bn128_bk32_wm64_wn64_st3_ccpasync_p0_sxor_ld1_sw1_tile<true, false>(a, b, C, M, N, K, m0, n0, smem);
 }
+
+// ---- host launcher: the launch recipe above, as C (define KERNELGEN_HOST_LAUNCHER to build it) ----
+#ifdef KERNELGEN_HOST_LAUNCHER
+#ifndef KERNELGEN_HOST_HELPERS
+#define KERNELGEN_HOST_HELPERS
+#include <cstddef>
+#include <cstdint>
+#include <cuda_runtime.h>
+inline long long kg_cdiv(long long a, long long b) { return (a + b - 1) / b; }
+inline long long kg_div(long long a, long long b) { return a / b; }
+inline long long kg_min(long long a, long long b) { return a < b ? a : b; }
+inline long long kg_max(long long a, long long b) { return a > b ? a : b; }
+inline long long kg_ll(long long a) { return a; }
+// x / d == (x * mul) >> shr for 0 <= x < 2^31 (the same search as kernelgen's fast_div)
+inline void kg_fast_div(long long d, long long* mul, long long* shr) {
+  for (int s = 31; s < 64; ++s) {
+    unsigned long long p = 1ull << s, m = (p + (unsigned long long)d - 1) / (unsigned long long)d;
+    if (m < (1ull << 32) && ((m * (unsigned long long)d - p) << 31) <= p) { *mul = (long long)m; *shr = s; return; }
+  }
+  *mul = 0; *shr = 0;
+}
+inline long long kg_fast_mul(long long d) { long long m, s; kg_fast_div(d, &m, &s); return m; }
+inline long long kg_fast_shr(long long d) { long long m, s; kg_fast_div(d, &m, &s); return s; }
+inline bool kg_misaligned(const void* p, size_t bytes) { return ((uintptr_t)p) % bytes != 0; }
+#endif
+extern "C" size_t kg_workspace_bytes_gemm_f16_sm90_imma_bm128_bn128_bk32_wm64_wn64_st3_ccpasync_p0_sxor_ld1_sw1(int M, int N, int K) {
+  (void)M;
+  (void)N;
+  (void)K;
+  return 0;
+}
+extern "C" cudaError_t kg_launch_gemm_f16_sm90_imma_bm128_bn128_bk32_wm64_wn64_st3_ccpasync_p0_sxor_ld1_sw1(const __half* A, const __half* B, __half* C, int M, int N, int K, void* workspace, size_t workspace_bytes, cudaStream_t stream) {
+  if (A == nullptr) return cudaErrorInvalidValue;
+  if (B == nullptr) return cudaErrorInvalidValue;
+  if (C == nullptr) return cudaErrorInvalidValue;
+  if (M < 1 || M > 16776960) return cudaErrorInvalidValue;
+  if (N < 1 || N > 2147483391) return cudaErrorInvalidValue;
+  if (K < 1 || K > 2147483391) return cudaErrorInvalidValue;
+  if (!(kg_cdiv(M, 128) <= 65535)) return cudaErrorInvalidValue;  // gridDim.y holds 65535 block rows of 128
+  if ((K % 8 == 0 && N % 8 == 0) && kg_misaligned(A, 16)) return cudaErrorInvalidValue;
+  if ((K % 8 == 0 && N % 8 == 0) && kg_misaligned(B, 16)) return cudaErrorInvalidValue;
+  if ((K % 8 == 0 && N % 8 == 0) && kg_misaligned(C, 4)) return cudaErrorInvalidValue;
+  (void)workspace; (void)workspace_bytes;
+  if (K % 8 == 0 && N % 8 == 0) {
+    gemm_f16_sm90_imma_bm128_bn128_bk32_wm64_wn64_st3_ccpasync_p0_sxor_ld1_sw1<<<dim3((unsigned)(kg_cdiv(N, 128)), (unsigned)(kg_cdiv(M, 128)), (unsigned)(1)), dim3(128, 1, 1), 49152, stream>>>(A, B, C, M, N, K);
+    { cudaError_t e = cudaGetLastError(); if (e != cudaSuccess) return e; }
+  }
+  if (!(K % 8 == 0 && N % 8 == 0)) {
+    gemm_f16_sm90_imma_bm128_bn128_bk32_wm64_wn64_st3_ccpasync_p0_sxor_ld1_sw1_unaligned<<<dim3((unsigned)(kg_cdiv(N, 128)), (unsigned)(kg_cdiv(M, 128)), (unsigned)(1)), dim3(128, 1, 1), 49152, stream>>>(A, B, C, M, N, K);
+    { cudaError_t e = cudaGetLastError(); if (e != cudaSuccess) return e; }
+  }
+  return cudaSuccess;
+}
+#endif  // KERNELGEN_HOST_LAUNCHER

@@ -9,6 +9,24 @@
 //       "warpgroup").split("k", 64).tensorize("k.1", "wgmma.m64nNk16").double_buffer("A",
 //       4).double_buffer("B", 4).annotate("copy", "tma").annotate("shared_layout",
 //       "xor").annotate("warp_specialize", 1).cache_write("C", "shared").swizzle(8)
+// launch recipe (sizes are runtime ints; expressions are C, kg_cdiv(a, b) = (a + b - 1) / b):
+//   target: sm_90a; compile with nvcc -arch=sm_90a
+//   buffers: const __half* A, const __half* B, __half* C
+//   sizes: M in 1..16776960, N in 1..2147483391, K in 1..2147483391
+//   requires kg_cdiv(M, 128) <= 65535  (gridDim.y holds 65535 block rows of 128)
+//   requires kg_ll(kg_cdiv(M, 128)) * kg_cdiv(N, 256) <= 2147483647  (with swizzle the blocks' linear number is an int)
+//   requires K % 8 == 0  (TMA needs rows of A (K halves) to start 16-byte aligned)
+//   requires N % 8 == 0  (TMA needs rows of B (N halves) to start 16-byte aligned)
+//   A must be 16-byte aligned
+//   B must be 16-byte aligned
+//   C must be 4-byte aligned
+//   workspace: none
+//   kernels, in order on one stream:
+//     gemm_f16_sm90a_iwgmma_bm128_bn256_bk64_wm64_wn256_st4_ctma_ws1_esmem_cl1_sw8
+//       grid (kg_cdiv(N, 256), kg_cdiv(kg_cdiv(M, 128), 1) * 1, 1), block (384, 1, 1), 197696 bytes dynamic shared (needs cudaFuncSetAttribute MaxDynamicSharedMemorySize)
+//       args (tmA, tmB, C, M, N, K)
+//   note: tmA and tmB are CUtensorMap values (128 bytes, passed by value) encoded on the host by cuTensorMapEncodeTiled: tmA views A as M x K float16, box 128 x 64; tmB views B as K x N, box 64 x 64; both 128-byte swizzled. This file has no host launcher: kernelgen's Python runtime encodes them (kernelgen/gpu.py)
+// host launcher: none in this file (see the note)
 
 // ---- kernelgen prelude: portable helpers (the CPU emulator defines KERNELGEN_EMULATE) ----
 #ifndef KERNELGEN_PRELUDE

@@ -6,6 +6,23 @@
 // schedule:
 //   schedule("gemv").split("i", 256, 32).bind("i.0", "blockIdx.x").bind("i.1", "warp").bind("i.2",
 //       "lane").split("j", 1, 1, 1).bind("j.2", "lane").unroll("j.1", 0).vectorize("j.3", 1)
+// launch recipe (sizes are runtime ints; expressions are C, kg_cdiv(a, b) = (a + b - 1) / b):
+//   target: sm_90; compile with nvcc -arch=sm_90
+//   buffers: const float* A, const float* x, float* y
+//   sizes: M in 1..2147482623, N in 1..2147418111
+//   long long groups = kg_cdiv(M, 256)
+//   long long blocks = groups
+//   requires M <= 2147483647 - (blocks - 1) * 256  (the int row index steps the grid past M)
+//   A must be 4-byte aligned
+//   x must be 4-byte aligned
+//   workspace: none
+//   kernels, in order on one stream:
+//     gemv_f32_sm90_t256_l1_v1_u1_g0
+//       grid (blocks, 1, 1), block (256, 1, 1), 0 bytes dynamic shared
+//       args (A, x, y, M, N)
+// host launcher (build with -DKERNELGEN_HOST_LAUNCHER; returns cudaErrorInvalidValue for a null pointer, a size outside its range, a broken requirement, a misaligned pointer or a workspace too small):
+//   extern "C" size_t kg_workspace_bytes_gemv_f32_sm90_t256_l1_v1_u1_g0(int M, int N);
+//   extern "C" cudaError_t kg_launch_gemv_f32_sm90_t256_l1_v1_u1_g0(const float* A, const float* x, float* y, int M, int N, void* workspace, size_t workspace_bytes, cudaStream_t stream);
 
 // ---- kernelgen prelude: portable helpers (the CPU emulator defines KERNELGEN_EMULATE) ----
 #ifndef KERNELGEN_PRELUDE
@@ -117,3 +134,52 @@ extern "C" __global__ void __launch_bounds__(256)
 gemv_f32_sm90_t256_l1_v1_u1_g0(const float* __restrict__ A, const float* __restrict__ x, float* __restrict__ y, int M, int N) {
   gemv_f32_sm90_t256_l1_v1_u1_g0_body<true>(A, x, y, M, N);
 }
+
+// ---- host launcher: the launch recipe above, as C (define KERNELGEN_HOST_LAUNCHER to build it) ----
+#ifdef KERNELGEN_HOST_LAUNCHER
+#ifndef KERNELGEN_HOST_HELPERS
+#define KERNELGEN_HOST_HELPERS
+#include <cstddef>
+#include <cstdint>
+#include <cuda_runtime.h>
+inline long long kg_cdiv(long long a, long long b) { return (a + b - 1) / b; }
+inline long long kg_div(long long a, long long b) { return a / b; }
+inline long long kg_min(long long a, long long b) { return a < b ? a : b; }
+inline long long kg_max(long long a, long long b) { return a > b ? a : b; }
+inline long long kg_ll(long long a) { return a; }
+// x / d == (x * mul) >> shr for 0 <= x < 2^31 (the same search as kernelgen's fast_div)
+inline void kg_fast_div(long long d, long long* mul, long long* shr) {
+  for (int s = 31; s < 64; ++s) {
+    unsigned long long p = 1ull << s, m = (p + (unsigned long long)d - 1) / (unsigned long long)d;
+    if (m < (1ull << 32) && ((m * (unsigned long long)d - p) << 31) <= p) { *mul = (long long)m; *shr = s; return; }
+  }
+  *mul = 0; *shr = 0;
+}
+inline long long kg_fast_mul(long long d) { long long m, s; kg_fast_div(d, &m, &s); return m; }
+inline long long kg_fast_shr(long long d) { long long m, s; kg_fast_div(d, &m, &s); return s; }
+inline bool kg_misaligned(const void* p, size_t bytes) { return ((uintptr_t)p) % bytes != 0; }
+#endif
+extern "C" size_t kg_workspace_bytes_gemv_f32_sm90_t256_l1_v1_u1_g0(int M, int N) {
+  (void)M;
+  (void)N;
+  return 0;
+}
+extern "C" cudaError_t kg_launch_gemv_f32_sm90_t256_l1_v1_u1_g0(const float* A, const float* x, float* y, int M, int N, void* workspace, size_t workspace_bytes, cudaStream_t stream) {
+  if (A == nullptr) return cudaErrorInvalidValue;
+  if (x == nullptr) return cudaErrorInvalidValue;
+  if (y == nullptr) return cudaErrorInvalidValue;
+  if (M < 1 || M > 2147482623) return cudaErrorInvalidValue;
+  if (N < 1 || N > 2147418111) return cudaErrorInvalidValue;
+  const long long groups = (long long)(kg_cdiv(M, 256)); (void)groups;
+  const long long blocks = (long long)(groups); (void)blocks;
+  if (!(M <= 2147483647 - (blocks - 1) * 256)) return cudaErrorInvalidValue;  // the int row index steps the grid past M
+  if (kg_misaligned(A, 4)) return cudaErrorInvalidValue;
+  if (kg_misaligned(x, 4)) return cudaErrorInvalidValue;
+  (void)workspace; (void)workspace_bytes;
+  {
+    gemv_f32_sm90_t256_l1_v1_u1_g0<<<dim3((unsigned)(blocks), (unsigned)(1), (unsigned)(1)), dim3(256, 1, 1), 0, stream>>>(A, x, y, M, N);
+    { cudaError_t e = cudaGetLastError(); if (e != cudaSuccess) return e; }
+  }
+  return cudaSuccess;
+}
+#endif  // KERNELGEN_HOST_LAUNCHER

@@ -6,6 +6,28 @@
 // schedule:
 //   schedule("reduce_sum").split("i", 512, 256, 1).bind("i.0", "blockIdx.x").bind("i.2",
 //       "threadIdx.x").unroll("i.1", 0).vectorize("i.3", 1).reduction("i", "sequential")
+// launch recipe (sizes are runtime ints; expressions are C, kg_cdiv(a, b) = (a + b - 1) / b):
+//   target: sm_90; compile with nvcc -arch=sm_90
+//   buffers: const float* x, float* out
+//   sizes: n in 1..2147483647
+//   long long chunks = kg_max(1, kg_cdiv(kg_div(n, 1), 512))
+//   int blocks = chunks
+//   x must be 4-byte aligned
+//   workspace: one buffer of kg_workspace_bytes_reduce_sum_f32_sm90_t256_i2_v1_ssequential_g0_ftwopass(sizes) bytes holding, each at a 256-byte boundary:
+//     partials: blocks * (blocks > 1) x float
+//   kernels, in order on one stream:
+//     if blocks == 1: reduce_sum_f32_sm90_t256_i2_v1_ssequential_g0_ftwopass_partial
+//       grid (1, 1, 1), block (256, 1, 1), 0 bytes dynamic shared
+//       args (x, out, n)
+//     if blocks > 1: reduce_sum_f32_sm90_t256_i2_v1_ssequential_g0_ftwopass_partial
+//       grid (blocks, 1, 1), block (256, 1, 1), 0 bytes dynamic shared
+//       args (x, partials, n)
+//     if blocks > 1: reduce_sum_f32_sm90_t256_i2_v1_ssequential_g0_ftwopass_final
+//       grid (1, 1, 1), block (1024, 1, 1), 0 bytes dynamic shared
+//       args (partials, out, blocks)
+// host launcher (build with -DKERNELGEN_HOST_LAUNCHER; returns cudaErrorInvalidValue for a null pointer, a size outside its range, a broken requirement, a misaligned pointer or a workspace too small):
+//   extern "C" size_t kg_workspace_bytes_reduce_sum_f32_sm90_t256_i2_v1_ssequential_g0_ftwopass(int n);
+//   extern "C" cudaError_t kg_launch_reduce_sum_f32_sm90_t256_i2_v1_ssequential_g0_ftwopass(const float* x, float* out, int n, void* workspace, size_t workspace_bytes, cudaStream_t stream);
 
 // ---- kernelgen prelude: portable helpers (the CPU emulator defines KERNELGEN_EMULATE) ----
 #ifndef KERNELGEN_PRELUDE
@@ -119,3 +141,62 @@ reduce_sum_f32_sm90_t256_i2_v1_ssequential_g0_ftwopass_final(const float* __rest
     if (threadIdx.x == 0) out[0] = acc;
   }
 }
+
+// ---- host launcher: the launch recipe above, as C (define KERNELGEN_HOST_LAUNCHER to build it) ----
+#ifdef KERNELGEN_HOST_LAUNCHER
+#ifndef KERNELGEN_HOST_HELPERS
+#define KERNELGEN_HOST_HELPERS
+#include <cstddef>
+#include <cstdint>
+#include <cuda_runtime.h>
+inline long long kg_cdiv(long long a, long long b) { return (a + b - 1) / b; }
+inline long long kg_div(long long a, long long b) { return a / b; }
+inline long long kg_min(long long a, long long b) { return a < b ? a : b; }
+inline long long kg_max(long long a, long long b) { return a > b ? a : b; }
+inline long long kg_ll(long long a) { return a; }
+// x / d == (x * mul) >> shr for 0 <= x < 2^31 (the same search as kernelgen's fast_div)
+inline void kg_fast_div(long long d, long long* mul, long long* shr) {
+  for (int s = 31; s < 64; ++s) {
+    unsigned long long p = 1ull << s, m = (p + (unsigned long long)d - 1) / (unsigned long long)d;
+    if (m < (1ull << 32) && ((m * (unsigned long long)d - p) << 31) <= p) { *mul = (long long)m; *shr = s; return; }
+  }
+  *mul = 0; *shr = 0;
+}
+inline long long kg_fast_mul(long long d) { long long m, s; kg_fast_div(d, &m, &s); return m; }
+inline long long kg_fast_shr(long long d) { long long m, s; kg_fast_div(d, &m, &s); return s; }
+inline bool kg_misaligned(const void* p, size_t bytes) { return ((uintptr_t)p) % bytes != 0; }
+#endif
+extern "C" size_t kg_workspace_bytes_reduce_sum_f32_sm90_t256_i2_v1_ssequential_g0_ftwopass(int n) {
+  if (n < 1) return 0;
+  const long long chunks = (long long)(kg_max(1, kg_cdiv(kg_div(n, 1), 512))); (void)chunks;
+  const int blocks = (int)(chunks); (void)blocks;
+  const size_t kg_ws_partials = (0 + 255) / 256 * 256;
+  const size_t kg_ws_end = kg_ws_partials + (size_t)(blocks * (blocks > 1)) * sizeof(float);
+  return kg_ws_end;
+}
+extern "C" cudaError_t kg_launch_reduce_sum_f32_sm90_t256_i2_v1_ssequential_g0_ftwopass(const float* x, float* out, int n, void* workspace, size_t workspace_bytes, cudaStream_t stream) {
+  if (x == nullptr) return cudaErrorInvalidValue;
+  if (out == nullptr) return cudaErrorInvalidValue;
+  if (n < 1) return cudaErrorInvalidValue;
+  const long long chunks = (long long)(kg_max(1, kg_cdiv(kg_div(n, 1), 512))); (void)chunks;
+  const int blocks = (int)(chunks); (void)blocks;
+  if (kg_misaligned(x, 4)) return cudaErrorInvalidValue;
+  const size_t kg_ws_partials = (0 + 255) / 256 * 256;
+  const size_t kg_ws_end = kg_ws_partials + (size_t)(blocks * (blocks > 1)) * sizeof(float);
+  if (kg_ws_end > 0 && (workspace == nullptr || workspace_bytes < kg_ws_end || kg_misaligned(workspace, 256))) return cudaErrorInvalidValue;
+  float* partials = reinterpret_cast<float*>(static_cast<char*>(workspace) + kg_ws_partials);
+  if (blocks == 1) {
+    reduce_sum_f32_sm90_t256_i2_v1_ssequential_g0_ftwopass_partial<<<dim3((unsigned)(1), (unsigned)(1), (unsigned)(1)), dim3(256, 1, 1), 0, stream>>>(x, out, n);
+    { cudaError_t e = cudaGetLastError(); if (e != cudaSuccess) return e; }
+  }
+  if (blocks > 1) {
+    reduce_sum_f32_sm90_t256_i2_v1_ssequential_g0_ftwopass_partial<<<dim3((unsigned)(blocks), (unsigned)(1), (unsigned)(1)), dim3(256, 1, 1), 0, stream>>>(x, partials, n);
+    { cudaError_t e = cudaGetLastError(); if (e != cudaSuccess) return e; }
+  }
+  if (blocks > 1) {
+    reduce_sum_f32_sm90_t256_i2_v1_ssequential_g0_ftwopass_final<<<dim3((unsigned)(1), (unsigned)(1), (unsigned)(1)), dim3(1024, 1, 1), 0, stream>>>(partials, out, blocks);
+    { cudaError_t e = cudaGetLastError(); if (e != cudaSuccess) return e; }
+  }
+  return cudaSuccess;
+}
+#endif  // KERNELGEN_HOST_LAUNCHER

@@ -10,6 +10,19 @@
 //       "shared").annotate("A.shared", "mk").storage_align("A", 0).storage_align("B",
 //       0).vectorize("A", 1).vectorize("B", 1).vectorize("C", 1).double_buffer("A",
 //       1).double_buffer("B", 1).annotate("copy", "sync").unroll("k.1", 0)
+// launch recipe (sizes are runtime ints; expressions are C, kg_cdiv(a, b) = (a + b - 1) / b):
+//   target: sm_90; compile with nvcc -arch=sm_90
+//   buffers: const float* A, const float* B, float* C
+//   sizes: M in 1..16776960, N in 1..2147483391, K in 1..2147483391
+//   requires kg_cdiv(M, 64) <= 65535  (gridDim.y holds 65535 block rows of 64)
+//   workspace: none
+//   kernels, in order on one stream:
+//     sgemm_f32_sm90_s1_bm64_bn64_tm8_tn1_lcontiguous_wm0_wn0_bk8_amk_pa0_pb0_va1_vb1_vc1_st1_csync_u0_mb1_sw1
+//       grid (kg_cdiv(N, 64), kg_cdiv(M, 64), 1), block (64, 8, 1), 4096 bytes dynamic shared
+//       args (A, B, C, M, N, K)
+// host launcher (build with -DKERNELGEN_HOST_LAUNCHER; returns cudaErrorInvalidValue for a null pointer, a size outside its range, a broken requirement, a misaligned pointer or a workspace too small):
+//   extern "C" size_t kg_workspace_bytes_sgemm_f32_sm90_s1_bm64_bn64_tm8_tn1_lcontiguous_wm0_wn0_bk8_amk_pa0_pb0_va1_vb1_vc1_st1_csync_u0_mb1_sw1(int M, int N, int K);
+//   extern "C" cudaError_t kg_launch_sgemm_f32_sm90_s1_bm64_bn64_tm8_tn1_lcontiguous_wm0_wn0_bk8_amk_pa0_pb0_va1_vb1_vc1_st1_csync_u0_mb1_sw1(const float* A, const float* B, float* C, int M, int N, int K, void* workspace, size_t workspace_bytes, cudaStream_t stream);
 
 // ---- kernelgen prelude: portable helpers (the CPU emulator defines KERNELGEN_EMULATE) ----
 #ifndef KERNELGEN_PRELUDE
@@ -187,3 +200,50 @@ sgemm_f32_sm90_s1_bm64_bn64_tm8_tn1_lcontiguous_wm0_wn0_bk8_amk_pa0_pb0_va1_vb1_
   else
     sgemm_f32_sm90_s1_bm64_bn64_tm8_tn1_lcontiguous_wm0_wn0_bk8_amk_pa0_pb0_va1_vb1_vc1_st1_csync_u0_mb1_sw1_tile<true, true>(A + kbeg, B + (size_t)kbeg * N, C, M, N, klen, K, m0, n0, smem);
 }
+
+// ---- host launcher: the launch recipe above, as C (define KERNELGEN_HOST_LAUNCHER to build it) ----
+#ifdef KERNELGEN_HOST_LAUNCHER
+#ifndef KERNELGEN_HOST_HELPERS
+#define KERNELGEN_HOST_HELPERS
+#include <cstddef>
+#include <cstdint>
+#include <cuda_runtime.h>
+inline long long kg_cdiv(long long a, long long b) { return (a + b - 1) / b; }
+inline long long kg_div(long long a, long long b) { return a / b; }
+inline long long kg_min(long long a, long long b) { return a < b ? a : b; }
+inline long long kg_max(long long a, long long b) { return a > b ? a : b; }
+inline long long kg_ll(long long a) { return a; }
+// x / d == (x * mul) >> shr for 0 <= x < 2^31 (the same search as kernelgen's fast_div)
+inline void kg_fast_div(long long d, long long* mul, long long* shr) {
+  for (int s = 31; s < 64; ++s) {
+    unsigned long long p = 1ull << s, m = (p + (unsigned long long)d - 1) / (unsigned long long)d;
+    if (m < (1ull << 32) && ((m * (unsigned long long)d - p) << 31) <= p) { *mul = (long long)m; *shr = s; return; }
+  }
+  *mul = 0; *shr = 0;
+}
+inline long long kg_fast_mul(long long d) { long long m, s; kg_fast_div(d, &m, &s); return m; }
+inline long long kg_fast_shr(long long d) { long long m, s; kg_fast_div(d, &m, &s); return s; }
+inline bool kg_misaligned(const void* p, size_t bytes) { return ((uintptr_t)p) % bytes != 0; }
+#endif
+extern "C" size_t kg_workspace_bytes_sgemm_f32_sm90_s1_bm64_bn64_tm8_tn1_lcontiguous_wm0_wn0_bk8_amk_pa0_pb0_va1_vb1_vc1_st1_csync_u0_mb1_sw1(int M, int N, int K) {
+  (void)M;
+  (void)N;
+  (void)K;
+  return 0;
+}
+extern "C" cudaError_t kg_launch_sgemm_f32_sm90_s1_bm64_bn64_tm8_tn1_lcontiguous_wm0_wn0_bk8_amk_pa0_pb0_va1_vb1_vc1_st1_csync_u0_mb1_sw1(const float* A, const float* B, float* C, int M, int N, int K, void* workspace, size_t workspace_bytes, cudaStream_t stream) {
+  if (A == nullptr) return cudaErrorInvalidValue;
+  if (B == nullptr) return cudaErrorInvalidValue;
+  if (C == nullptr) return cudaErrorInvalidValue;
+  if (M < 1 || M > 16776960) return cudaErrorInvalidValue;
+  if (N < 1 || N > 2147483391) return cudaErrorInvalidValue;
+  if (K < 1 || K > 2147483391) return cudaErrorInvalidValue;
+  if (!(kg_cdiv(M, 64) <= 65535)) return cudaErrorInvalidValue;  // gridDim.y holds 65535 block rows of 64
+  (void)workspace; (void)workspace_bytes;
+  {
+    sgemm_f32_sm90_s1_bm64_bn64_tm8_tn1_lcontiguous_wm0_wn0_bk8_amk_pa0_pb0_va1_vb1_vc1_st1_csync_u0_mb1_sw1<<<dim3((unsigned)(kg_cdiv(N, 64)), (unsigned)(kg_cdiv(M, 64)), (unsigned)(1)), dim3(64, 8, 1), 4096, stream>>>(A, B, C, M, N, K);
+    { cudaError_t e = cudaGetLastError(); if (e != cudaSuccess) return e; }
+  }
+  return cudaSuccess;
+}
+#endif  // KERNELGEN_HOST_LAUNCHER

@@ -7,6 +7,20 @@
 //   schedule("softmax").split("i", 128).bind("i.0", "blockIdx.x").bind("i.1",
 //       "threadIdx.y").split("j", 1, 1, 1).bind("j.2", "threadIdx.x").unroll("j.1",
 //       0).vectorize("j.3", 1).reduction("j", "serial").annotate("softmax", "three_pass")
+// launch recipe (sizes are runtime ints; expressions are C, kg_cdiv(a, b) = (a + b - 1) / b):
+//   target: sm_90; compile with nvcc -arch=sm_90
+//   buffers: const float* x, float* y
+//   sizes: rows in 1..2147483647, cols in 1..2147221503
+//   x must be 4-byte aligned
+//   y must be 4-byte aligned
+//   workspace: none
+//   kernels, in order on one stream:
+//     softmax_f32_sm90_t1_r128_i1_v1_sserial_athreepass_b16
+//       grid (kg_cdiv(rows, 128), 1, 1), block (1, 128, 1), 0 bytes dynamic shared
+//       args (x, y, rows, cols)
+// host launcher (build with -DKERNELGEN_HOST_LAUNCHER; returns cudaErrorInvalidValue for a null pointer, a size outside its range, a broken requirement, a misaligned pointer or a workspace too small):
+//   extern "C" size_t kg_workspace_bytes_softmax_f32_sm90_t1_r128_i1_v1_sserial_athreepass_b16(int rows, int cols);
+//   extern "C" cudaError_t kg_launch_softmax_f32_sm90_t1_r128_i1_v1_sserial_athreepass_b16(const float* x, float* y, int rows, int cols, void* workspace, size_t workspace_bytes, cudaStream_t stream);
 
 // ---- kernelgen prelude: portable helpers (the CPU emulator defines KERNELGEN_EMULATE) ----
 #ifndef KERNELGEN_PRELUDE
@@ -142,3 +156,48 @@ softmax_f32_sm90_t1_r128_i1_v1_sserial_athreepass_b16(const float* __restrict__ 
 
   }
 }
+
+// ---- host launcher: the launch recipe above, as C (define KERNELGEN_HOST_LAUNCHER to build it) ----
+#ifdef KERNELGEN_HOST_LAUNCHER
+#ifndef KERNELGEN_HOST_HELPERS
+#define KERNELGEN_HOST_HELPERS
+#include <cstddef>
+#include <cstdint>
+#include <cuda_runtime.h>
+inline long long kg_cdiv(long long a, long long b) { return (a + b - 1) / b; }
+inline long long kg_div(long long a, long long b) { return a / b; }
+inline long long kg_min(long long a, long long b) { return a < b ? a : b; }
+inline long long kg_max(long long a, long long b) { return a > b ? a : b; }
+inline long long kg_ll(long long a) { return a; }
+// x / d == (x * mul) >> shr for 0 <= x < 2^31 (the same search as kernelgen's fast_div)
+inline void kg_fast_div(long long d, long long* mul, long long* shr) {
+  for (int s = 31; s < 64; ++s) {
+    unsigned long long p = 1ull << s, m = (p + (unsigned long long)d - 1) / (unsigned long long)d;
+    if (m < (1ull << 32) && ((m * (unsigned long long)d - p) << 31) <= p) { *mul = (long long)m; *shr = s; return; }
+  }
+  *mul = 0; *shr = 0;
+}
+inline long long kg_fast_mul(long long d) { long long m, s; kg_fast_div(d, &m, &s); return m; }
+inline long long kg_fast_shr(long long d) { long long m, s; kg_fast_div(d, &m, &s); return s; }
+inline bool kg_misaligned(const void* p, size_t bytes) { return ((uintptr_t)p) % bytes != 0; }
+#endif
+extern "C" size_t kg_workspace_bytes_softmax_f32_sm90_t1_r128_i1_v1_sserial_athreepass_b16(int rows, int cols) {
+  (void)rows;
+  (void)cols;
+  return 0;
+}
+extern "C" cudaError_t kg_launch_softmax_f32_sm90_t1_r128_i1_v1_sserial_athreepass_b16(const float* x, float* y, int rows, int cols, void* workspace, size_t workspace_bytes, cudaStream_t stream) {
+  if (x == nullptr) return cudaErrorInvalidValue;
+  if (y == nullptr) return cudaErrorInvalidValue;
+  if (rows < 1) return cudaErrorInvalidValue;
+  if (cols < 1 || cols > 2147221503) return cudaErrorInvalidValue;
+  if (kg_misaligned(x, 4)) return cudaErrorInvalidValue;
+  if (kg_misaligned(y, 4)) return cudaErrorInvalidValue;
+  (void)workspace; (void)workspace_bytes;
+  {
+    softmax_f32_sm90_t1_r128_i1_v1_sserial_athreepass_b16<<<dim3((unsigned)(kg_cdiv(rows, 128)), (unsigned)(1), (unsigned)(1)), dim3(1, 128, 1), 0, stream>>>(x, y, rows, cols);
+    { cudaError_t e = cudaGetLastError(); if (e != cudaSuccess) return e; }
+  }
+  return cudaSuccess;
+}
+#endif  // KERNELGEN_HOST_LAUNCHER

@@ -6,6 +6,20 @@
 // schedule:
 //   schedule("staged_load").split("j", 1024).bind("j.0", "blockIdx.x").cache_read("x",
 //       "shared").storage_align("x", 1).fuse("i", "j.1").split("ij", 4, 4).vectorize("ij.2", 4)
+// launch recipe (sizes are runtime ints; expressions are C, kg_cdiv(a, b) = (a + b - 1) / b):
+//   target: sm_90; compile with nvcc -arch=sm_90
+//   buffers: const float* x, float* out
+//   sizes: n in 1..2147483647
+//   x must be 16-byte aligned
+//   out must be 16-byte aligned
+//   workspace: none
+//   kernels, in order on one stream:
+//     staged_load_f32_sm90_r1024_p1_f1_v4_t1
+//       grid (kg_cdiv(n, 1024), 1, 1), block (1, 1, 1), 131200 bytes dynamic shared (needs cudaFuncSetAttribute MaxDynamicSharedMemorySize)
+//       args (x, out, n)
+// host launcher (build with -DKERNELGEN_HOST_LAUNCHER; returns cudaErrorInvalidValue for a null pointer, a size outside its range, a broken requirement, a misaligned pointer or a workspace too small):
+//   extern "C" size_t kg_workspace_bytes_staged_load_f32_sm90_r1024_p1_f1_v4_t1(int n);
+//   extern "C" cudaError_t kg_launch_staged_load_f32_sm90_r1024_p1_f1_v4_t1(const float* x, float* out, int n, void* workspace, size_t workspace_bytes, cudaStream_t stream);
 
 // ---- kernelgen prelude: portable helpers (the CPU emulator defines KERNELGEN_EMULATE) ----
 #ifndef KERNELGEN_PRELUDE
@@ -90,3 +104,47 @@ staged_load_f32_sm90_r1024_p1_f1_v4_t1(const float* __restrict__ x, float* __res
     for (int j = tid; j < count; j += 1)
       out[i * n + row0 + j] = tile[i * 1025 + j];
 }
+
+// ---- host launcher: the launch recipe above, as C (define KERNELGEN_HOST_LAUNCHER to build it) ----
+#ifdef KERNELGEN_HOST_LAUNCHER
+#ifndef KERNELGEN_HOST_HELPERS
+#define KERNELGEN_HOST_HELPERS
+#include <cstddef>
+#include <cstdint>
+#include <cuda_runtime.h>
+inline long long kg_cdiv(long long a, long long b) { return (a + b - 1) / b; }
+inline long long kg_div(long long a, long long b) { return a / b; }
+inline long long kg_min(long long a, long long b) { return a < b ? a : b; }
+inline long long kg_max(long long a, long long b) { return a > b ? a : b; }
+inline long long kg_ll(long long a) { return a; }
+// x / d == (x * mul) >> shr for 0 <= x < 2^31 (the same search as kernelgen's fast_div)
+inline void kg_fast_div(long long d, long long* mul, long long* shr) {
+  for (int s = 31; s < 64; ++s) {
+    unsigned long long p = 1ull << s, m = (p + (unsigned long long)d - 1) / (unsigned long long)d;
+    if (m < (1ull << 32) && ((m * (unsigned long long)d - p) << 31) <= p) { *mul = (long long)m; *shr = s; return; }
+  }
+  *mul = 0; *shr = 0;
+}
+inline long long kg_fast_mul(long long d) { long long m, s; kg_fast_div(d, &m, &s); return m; }
+inline long long kg_fast_shr(long long d) { long long m, s; kg_fast_div(d, &m, &s); return s; }
+inline bool kg_misaligned(const void* p, size_t bytes) { return ((uintptr_t)p) % bytes != 0; }
+#endif
+extern "C" size_t kg_workspace_bytes_staged_load_f32_sm90_r1024_p1_f1_v4_t1(int n) {
+  (void)n;
+  return 0;
+}
+extern "C" cudaError_t kg_launch_staged_load_f32_sm90_r1024_p1_f1_v4_t1(const float* x, float* out, int n, void* workspace, size_t workspace_bytes, cudaStream_t stream) {
+  if (x == nullptr) return cudaErrorInvalidValue;
+  if (out == nullptr) return cudaErrorInvalidValue;
+  if (n < 1) return cudaErrorInvalidValue;
+  if (kg_misaligned(x, 16)) return cudaErrorInvalidValue;
+  if (kg_misaligned(out, 16)) return cudaErrorInvalidValue;
+  (void)workspace; (void)workspace_bytes;
+  { cudaError_t e = cudaFuncSetAttribute(staged_load_f32_sm90_r1024_p1_f1_v4_t1, cudaFuncAttributeMaxDynamicSharedMemorySize, 131200); if (e != cudaSuccess) return e; }
+  {
+    staged_load_f32_sm90_r1024_p1_f1_v4_t1<<<dim3((unsigned)(kg_cdiv(n, 1024)), (unsigned)(1), (unsigned)(1)), dim3(1, 1, 1), 131200, stream>>>(x, out, n);
+    { cudaError_t e = cudaGetLastError(); if (e != cudaSuccess) return e; }
+  }
+  return cudaSuccess;
+}
+#endif  // KERNELGEN_HOST_LAUNCHER

@@ -7,6 +7,23 @@
 //   schedule("transpose").split("i", 32, 8).split("j", 32).fuse("i.0", "j.0").bind("i.0.j.0",
 //       "blockIdx.x").bind("j.1", "threadIdx.x").bind("i.2", "threadIdx.y").unroll("i.1",
 //       0).cache_read("x", "shared")
+// launch recipe (sizes are runtime ints; expressions are C, kg_cdiv(a, b) = (a + b - 1) / b):
+//   target: sm_90; compile with nvcc -arch=sm_90
+//   buffers: const float* x, float* out
+//   sizes: M in 1..2147483583, N in 1..2147483583
+//   long long tiles = kg_ll(kg_cdiv(M, 32)) * kg_cdiv(N, 32)
+//   requires tiles <= 2147483647  (gridDim.x and the kernel's int tile number)
+//   long long blocks = tiles
+//   x must be 4-byte aligned
+//   out must be 4-byte aligned
+//   workspace: none
+//   kernels, in order on one stream:
+//     transpose_f32_sm90_t32_r8_v1_s1_p0_orow_g0
+//       grid (blocks, 1, 1), block (32, 8, 1), 0 bytes dynamic shared
+//       args (x, out, M, N)
+// host launcher (build with -DKERNELGEN_HOST_LAUNCHER; returns cudaErrorInvalidValue for a null pointer, a size outside its range, a broken requirement, a misaligned pointer or a workspace too small):
+//   extern "C" size_t kg_workspace_bytes_transpose_f32_sm90_t32_r8_v1_s1_p0_orow_g0(int M, int N);
+//   extern "C" cudaError_t kg_launch_transpose_f32_sm90_t32_r8_v1_s1_p0_orow_g0(const float* x, float* out, int M, int N, void* workspace, size_t workspace_bytes, cudaStream_t stream);
 
 // ---- kernelgen prelude: portable helpers (the CPU emulator defines KERNELGEN_EMULATE) ----
 #ifndef KERNELGEN_PRELUDE
@@ -88,3 +105,51 @@ transpose_f32_sm90_t32_r8_v1_s1_p0_orow_g0(const float* __restrict__ x, float* _
   }
   }
 }
+
+// ---- host launcher: the launch recipe above, as C (define KERNELGEN_HOST_LAUNCHER to build it) ----
+#ifdef KERNELGEN_HOST_LAUNCHER
+#ifndef KERNELGEN_HOST_HELPERS
+#define KERNELGEN_HOST_HELPERS
+#include <cstddef>
+#include <cstdint>
+#include <cuda_runtime.h>
+inline long long kg_cdiv(long long a, long long b) { return (a + b - 1) / b; }
+inline long long kg_div(long long a, long long b) { return a / b; }
+inline long long kg_min(long long a, long long b) { return a < b ? a : b; }
+inline long long kg_max(long long a, long long b) { return a > b ? a : b; }
+inline long long kg_ll(long long a) { return a; }
+// x / d == (x * mul) >> shr for 0 <= x < 2^31 (the same search as kernelgen's fast_div)
+inline void kg_fast_div(long long d, long long* mul, long long* shr) {
+  for (int s = 31; s < 64; ++s) {
+    unsigned long long p = 1ull << s, m = (p + (unsigned long long)d - 1) / (unsigned long long)d;
+    if (m < (1ull << 32) && ((m * (unsigned long long)d - p) << 31) <= p) { *mul = (long long)m; *shr = s; return; }
+  }
+  *mul = 0; *shr = 0;
+}
+inline long long kg_fast_mul(long long d) { long long m, s; kg_fast_div(d, &m, &s); return m; }
+inline long long kg_fast_shr(long long d) { long long m, s; kg_fast_div(d, &m, &s); return s; }
+inline bool kg_misaligned(const void* p, size_t bytes) { return ((uintptr_t)p) % bytes != 0; }
+#endif
+extern "C" size_t kg_workspace_bytes_transpose_f32_sm90_t32_r8_v1_s1_p0_orow_g0(int M, int N) {
+  (void)M;
+  (void)N;
+  return 0;
+}
+extern "C" cudaError_t kg_launch_transpose_f32_sm90_t32_r8_v1_s1_p0_orow_g0(const float* x, float* out, int M, int N, void* workspace, size_t workspace_bytes, cudaStream_t stream) {
+  if (x == nullptr) return cudaErrorInvalidValue;
+  if (out == nullptr) return cudaErrorInvalidValue;
+  if (M < 1 || M > 2147483583) return cudaErrorInvalidValue;
+  if (N < 1 || N > 2147483583) return cudaErrorInvalidValue;
+  const long long tiles = (long long)(kg_ll(kg_cdiv(M, 32)) * kg_cdiv(N, 32)); (void)tiles;
+  if (!(tiles <= 2147483647)) return cudaErrorInvalidValue;  // gridDim.x and the kernel's int tile number
+  const long long blocks = (long long)(tiles); (void)blocks;
+  if (kg_misaligned(x, 4)) return cudaErrorInvalidValue;
+  if (kg_misaligned(out, 4)) return cudaErrorInvalidValue;
+  (void)workspace; (void)workspace_bytes;
+  {
+    transpose_f32_sm90_t32_r8_v1_s1_p0_orow_g0<<<dim3((unsigned)(blocks), (unsigned)(1), (unsigned)(1)), dim3(32, 8, 1), 0, stream>>>(x, out, M, N);
+    { cudaError_t e = cudaGetLastError(); if (e != cudaSuccess) return e; }
+  }
+  return cudaSuccess;
+}
+#endif  // KERNELGEN_HOST_LAUNCHER

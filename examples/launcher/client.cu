@@ -1,0 +1,174 @@
+// A plain C++ client of five kernelgen kernels, through their host launchers only: no Python, no
+// knowledge of grids or workspaces beyond what each file's kg_workspace_bytes_* says. Build with the
+// Makefile beside it (nvcc only); run on a GPU to check results at awkward sizes against a CPU
+// reference. Without a GPU it still checks that bad input is refused with cudaErrorInvalidValue.
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <vector>
+#include <cuda_runtime.h>
+
+#define KG_STR(x) #x
+#define KG_XSTR(x) KG_STR(x)
+#define KG_CAT(a, b) a##b
+#define KG_XCAT(a, b) KG_CAT(a, b)
+#define LAUNCH(k) KG_XCAT(kg_launch_, k)
+#define WORKSPACE(k) KG_XCAT(kg_workspace_bytes_, k)
+#include KG_XSTR(KG_SGEMM.h)
+#include KG_XSTR(KG_SPLITK.h)
+#include KG_XSTR(KG_REDUCE.h)
+#include KG_XSTR(KG_SOFTMAX.h)
+#include KG_XSTR(KG_CONV2D.h)
+
+static int failures = 0;
+static void expect(bool ok, const char* what) {
+  if (!ok) { std::printf("FAIL: %s\n", what); ++failures; }
+}
+#define REFUSED(call) expect((call) == cudaErrorInvalidValue, #call " is refused")
+
+// Fake device addresses: the launchers refuse bad input before touching memory or the device.
+static float* fake(uintptr_t offset = 0) { return reinterpret_cast<float*>(uintptr_t(1) << 20 | offset); }
+
+static void bad_input() {
+  float *A = fake(), *B = fake(), *C = fake();
+  REFUSED(LAUNCH(KG_SGEMM)(nullptr, B, C, 8, 8, 8, nullptr, 0, 0));
+  REFUSED(LAUNCH(KG_SGEMM)(A, B, nullptr, 8, 8, 8, nullptr, 0, 0));
+  REFUSED(LAUNCH(KG_SGEMM)(A, B, C, 0, 8, 8, nullptr, 0, 0));
+  REFUSED(LAUNCH(KG_SGEMM)(A, B, C, 8, -1, 8, nullptr, 0, 0));
+  REFUSED(LAUNCH(KG_SGEMM)(fake(4), B, C, 8, 8, 8, nullptr, 0, 0));      // 16-byte vectors of A
+  REFUSED(LAUNCH(KG_SPLITK)(A, B, fake(8), 8, 8, 8, nullptr, 0, 0));
+  REFUSED(LAUNCH(KG_REDUCE)(nullptr, C, 1000, nullptr, 0, 0));
+  REFUSED(LAUNCH(KG_REDUCE)(A, C, 0, nullptr, 0, 0));
+  size_t ws = WORKSPACE(KG_SOFTMAX)(37, 100000);
+  expect(ws > 0, "softmax's split form needs a workspace");
+  REFUSED(LAUNCH(KG_SOFTMAX)(A, C, 37, 100000, nullptr, ws, 0));
+  REFUSED(LAUNCH(KG_SOFTMAX)(A, C, 37, 100000, fake(), ws - 1, 0));
+  REFUSED(LAUNCH(KG_SOFTMAX)(A, C, 37, 100000, fake(4), ws, 0));            // the workspace's own alignment
+  REFUSED(LAUNCH(KG_CONV2D)(A, B, C, 1, 3, 11, 13, 5, 3, 3, 1, -1, nullptr, 0, 0));   // pad < 0
+  REFUSED(LAUNCH(KG_CONV2D)(A, B, C, 1, 3, 1, 13, 5, 3, 3, 1, 0, nullptr, 0, 0));     // empty output
+}
+
+// -- on a GPU -------------------------------------------------------------------------------------
+static std::vector<float> randoms(size_t n, unsigned seed) {
+  std::vector<float> v(n);
+  for (auto& x : v) { seed = seed * 1664525u + 1013904223u; x = float(int(seed >> 24) % 17 - 8) / 8.0f; }
+  return v;
+}
+static float* device(const std::vector<float>& h) {
+  float* d = nullptr;
+  cudaMalloc(&d, h.size() * sizeof(float) + 16);
+  cudaMemcpy(d, h.data(), h.size() * sizeof(float), cudaMemcpyHostToDevice);
+  return d;
+}
+static std::vector<float> host(const float* d, size_t n) {
+  std::vector<float> h(n);
+  cudaMemcpy(h.data(), d, n * sizeof(float), cudaMemcpyDeviceToHost);
+  return h;
+}
+static void* workspace(size_t bytes) {
+  void* p = nullptr;
+  if (bytes) cudaMalloc(&p, bytes);
+  return p;
+}
+static double max_err(const std::vector<float>& out, const std::vector<double>& ref) {
+  double e = 0;
+  for (size_t i = 0; i < ref.size(); ++i) e = std::fmax(e, std::fabs(out[i] - ref[i]) / (1.0 + std::fabs(ref[i])));
+  return std::isfinite(e) ? e : INFINITY;
+}
+
+typedef cudaError_t (*GemmLaunch)(const float*, const float*, float*, int, int, int, void*, size_t, cudaStream_t);
+typedef size_t (*GemmWorkspace)(int, int, int);
+
+static void gemm(const char* name, GemmLaunch launch, GemmWorkspace wsb, int M, int N, int K) {
+  auto a = randoms(size_t(M) * K, 1), b = randoms(size_t(K) * N, 2);
+  std::vector<double> ref(size_t(M) * N, 0.0);
+  for (int i = 0; i < M; ++i)
+    for (int k = 0; k < K; ++k)
+      for (int j = 0; j < N; ++j) ref[size_t(i) * N + j] += double(a[size_t(i) * K + k]) * b[size_t(k) * N + j];
+  float *A = device(a), *B = device(b), *C = device(std::vector<float>(size_t(M) * N, NAN));
+  size_t bytes = wsb(M, N, K);
+  void* ws = workspace(bytes);
+  cudaError_t e = launch(A, B, C, M, N, K, ws, bytes, 0);
+  double err = max_err(host(C, ref.size()), ref);
+  std::printf("%-8s M=%d N=%d K=%d: %s, max error %.2g\n", name, M, N, K, cudaGetErrorString(e), err);
+  expect(e == cudaSuccess && err < 1e-4, name);
+  cudaFree(A); cudaFree(B); cudaFree(C); cudaFree(ws);
+}
+
+static void reduce(long n) {
+  auto x = randoms(n, 3);
+  double ref = 0;
+  for (float v : x) ref += v;
+  float *X = device(x), *out = device(std::vector<float>(1, NAN));
+  size_t bytes = WORKSPACE(KG_REDUCE)(int(n));
+  void* ws = workspace(bytes);
+  cudaError_t e = LAUNCH(KG_REDUCE)(X, out, int(n), ws, bytes, 0);
+  double err = max_err(host(out, 1), std::vector<double>(1, ref));
+  std::printf("reduce   n=%ld: %s, error %.2g\n", n, cudaGetErrorString(e), err);
+  expect(e == cudaSuccess && err < 1e-5, "reduce");
+  cudaFree(X); cudaFree(out); cudaFree(ws);
+}
+
+static void softmax(int rows, int cols) {
+  auto x = randoms(size_t(rows) * cols, 4);
+  std::vector<double> ref(x.size());
+  for (int r = 0; r < rows; ++r) {
+    double m = -INFINITY, s = 0;
+    for (int c = 0; c < cols; ++c) m = std::fmax(m, x[size_t(r) * cols + c]);
+    for (int c = 0; c < cols; ++c) s += std::exp(x[size_t(r) * cols + c] - m);
+    for (int c = 0; c < cols; ++c) ref[size_t(r) * cols + c] = std::exp(x[size_t(r) * cols + c] - m) / s;
+  }
+  float *X = device(x), *Y = device(std::vector<float>(x.size(), NAN));
+  size_t bytes = WORKSPACE(KG_SOFTMAX)(rows, cols);
+  void* ws = workspace(bytes);
+  cudaError_t e = LAUNCH(KG_SOFTMAX)(X, Y, rows, cols, ws, bytes, 0);
+  double err = max_err(host(Y, ref.size()), ref);
+  std::printf("softmax  rows=%d cols=%d: %s, max error %.2g\n", rows, cols, cudaGetErrorString(e), err);
+  expect(e == cudaSuccess && err < 1e-5, "softmax");
+  cudaFree(X); cudaFree(Y); cudaFree(ws);
+}
+
+static void conv2d(int N, int C, int H, int W, int K, int R, int S, int stride, int pad) {
+  const int P = (H + 2 * pad - R) / stride + 1, Q = (W + 2 * pad - S) / stride + 1;
+  auto x = randoms(size_t(N) * C * H * W, 5), w = randoms(size_t(K) * C * R * S, 6);
+  std::vector<double> ref(size_t(N) * K * P * Q, 0.0);
+  for (int n = 0; n < N; ++n) for (int k = 0; k < K; ++k) for (int p = 0; p < P; ++p) for (int q = 0; q < Q; ++q) {
+    double acc = 0;
+    for (int c = 0; c < C; ++c) for (int r = 0; r < R; ++r) for (int s = 0; s < S; ++s) {
+      int h = p * stride - pad + r, ww = q * stride - pad + s;
+      if (h >= 0 && h < H && ww >= 0 && ww < W)
+        acc += double(x[((size_t(n) * C + c) * H + h) * W + ww]) * w[((size_t(k) * C + c) * R + r) * S + s];
+    }
+    ref[((size_t(n) * K + k) * P + p) * Q + q] = acc;
+  }
+  float *X = device(x), *Wt = device(w), *Y = device(std::vector<float>(ref.size(), NAN));
+  size_t bytes = WORKSPACE(KG_CONV2D)(N, C, H, W, K, R, S, stride, pad);
+  void* ws = workspace(bytes);
+  cudaError_t e = LAUNCH(KG_CONV2D)(X, Wt, Y, N, C, H, W, K, R, S, stride, pad, ws, bytes, 0);
+  double err = max_err(host(Y, ref.size()), ref);
+  std::printf("conv2d   N=%d C=%d H=%d W=%d K=%d: %s, max error %.2g\n", N, C, H, W, K, cudaGetErrorString(e), err);
+  expect(e == cudaSuccess && err < 1e-4, "conv2d");
+  cudaFree(X); cudaFree(Wt); cudaFree(Y); cudaFree(ws);
+}
+
+int main() {
+  bad_input();
+  int gpus = 0;
+  if (cudaGetDeviceCount(&gpus) != cudaSuccess || gpus == 0) {
+    std::printf("no GPU: checked bad input only (%d failures)\n", failures);
+    return failures ? 1 : 0;
+  }
+  const int sizes[] = {1, 127, 1000};
+  for (int M : sizes) for (int N : sizes) for (int K : sizes) {
+    gemm("sgemm", LAUNCH(KG_SGEMM), WORKSPACE(KG_SGEMM), M, N, K);
+    gemm("split-K", LAUNCH(KG_SPLITK), WORKSPACE(KG_SPLITK), M, N, K);
+  }
+  for (long n : {1L, 127L, 1000L, 1000003L}) reduce(n);
+  softmax(1, 1); softmax(127, 1000); softmax(37, 100000);
+  conv2d(2, 3, 11, 13, 5, 3, 3, 2, 1); conv2d(1, 12, 130, 127, 24, 3, 3, 1, 0);
+  cudaError_t e = cudaDeviceSynchronize();
+  expect(e == cudaSuccess, "the device synchronises");
+  std::printf("%s (%d failures)\n", failures ? "FAILED" : "all correct", failures);
+  return failures ? 1 : 0;
+}

@@ -1,0 +1,364 @@
+"""A kernel's launch recipe: its launches as C expressions of the runtime sizes, stated once and
+used three ways: evaluated in Python (tests compare it with `op.plan` so the two cannot drift),
+written in words into the emitted file's header, and written as a host launcher behind
+`KERNELGEN_HOST_LAUNCHER`.
+
+>>> from kernelgen.ops import get_op
+>>> from kernelgen.recipe import evaluate
+>>> op = get_op("reduce_sum")
+>>> kern = op.kernel(op.default_schedule())
+>>> run = evaluate(op.recipe(kern), {"n": 1000003}, sms=132)
+>>> [l.symbol.rsplit("_", 1)[1] for l in run.launches]
+['partial', 'final']
+
+Expressions use a small language that C and Python both read the same way: integer names (the
+op's sizes, earlier `lets`, `sms` = the device's multiprocessor count), + - * %, comparisons,
+&&, || and !, and the functions kg_cdiv, kg_div, kg_min, kg_max, kg_ll (widen to 64 bits before a
+product), kg_fast_mul and kg_fast_shr (conv2d's division by multiply and shift). Sizes are
+positive, so C's truncating division equals Python's floor division.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from .errors import UsageError
+
+SMEM_OPT_IN = 48 * 1024          # dynamic shared memory above this needs cudaFuncSetAttribute
+WORKSPACE_ALIGN = 256            # each workspace starts at a multiple of this many bytes
+
+
+@dataclass(frozen=True)
+class Step:
+    """One kernel launch. `grid` holds C expressions; `when` (a C condition, "" = always) picks
+    between a kernel and its twin; `loop` = (var, stop, step) repeats the consecutive steps that
+    share it for var = 0, step, 2*step, ... < stop."""
+    symbol: str
+    grid: tuple[str, str, str]
+    block: tuple[int, int, int]
+    args: tuple[str, ...]
+    shared_bytes: int = 0
+    when: str = ""
+    loop: tuple[str, str, str] | None = None
+
+
+@dataclass(frozen=True)
+class Buffer:
+    name: str
+    ctype: str
+    const: bool
+
+
+@dataclass(frozen=True)
+class Recipe:
+    arch: str
+    sizes: tuple[str, ...]                           # the op's sizes, `int` arguments
+    buffers: tuple[Buffer, ...]                      # caller's pointers, inputs then outputs
+    steps: tuple[Step, ...]
+    lets: tuple[tuple[str, str, str], ...] = ()      # (name, C type, expression), in order
+    workspaces: tuple[tuple[str, str, str, float | None], ...] = ()   # (name, C type, count expr, fill)
+    alignment: tuple[tuple[str, int, str], ...] = ()  # (buffer, bytes, when)
+    requires: tuple[tuple[str, str], ...] = ()       # (condition, what it means) checked before launching
+    minimum: tuple[tuple[str, int], ...] = ()        # each size's smallest legal value (1 where not named)
+    maximum: tuple[tuple[str, int], ...] = ()        # each size's largest (2^31 - 1 where not named)
+    tensor_maps: tuple[str, ...] = ()                # TMA descriptor arguments the caller encodes
+    launcher: bool = True
+    note: str = ""                                   # what the recipe leaves to the caller
+
+    def __post_init__(self):
+        for _, _, _, fill in self.workspaces:
+            if fill not in (None, 0, 0.0):
+                raise UsageError(f"a workspace fill of {fill} cannot be done with cudaMemsetAsync")
+
+    def expressions(self) -> list[str]:
+        out = [e for _, _, e in self.lets] + [c for c, _ in self.requires]
+        out += [w[2] for w in self.workspaces] + [a[2] for a in self.alignment]
+        for s in self.steps:
+            out += list(s.grid) + [s.when] + (list(s.loop[1:]) if s.loop else [])
+        return [e for e in out if e]
+
+    def order(self) -> list[tuple[str, tuple]]:
+        """Lets and requirements in evaluation order: each requirement as soon as the lets it names
+        are known, so a later let never sees sizes a requirement refuses."""
+        names = {n for n, _, _ in self.lets}
+        pending, out, known = list(self.requires), [], set()
+        for item in (None,) + self.lets:
+            if item is not None:
+                out.append(("let", item))
+                known.add(item[0])
+            for req in [r for r in pending if set(re.findall(r"[A-Za-z_]\w*", r[0])) & names <= known]:
+                out.append(("require", req))
+                pending.remove(req)
+        return out + [("require", r) for r in pending]
+
+    def limits(self) -> list[tuple[str, int, int]]:
+        lo, hi = dict(self.minimum), dict(self.maximum)
+        return [(s, lo.get(s, 1), hi.get(s, 2**31 - 1)) for s in self.sizes]
+
+    @property
+    def uses_sms(self) -> bool:
+        return any(re.search(r"\bsms\b", e) for e in self.expressions())
+
+
+# -- Python evaluation ---------------------------------------------------------------------------
+def _fast_div(d: int) -> tuple[int, int]:
+    from .ops.conv2d import fast_div
+    return fast_div(d)
+
+
+FUNCS = {"kg_cdiv": lambda a, b: -(-a // b), "kg_div": lambda a, b: a // b, "kg_min": min, "kg_max": max,
+         "kg_ll": int, "kg_fast_mul": lambda d: _fast_div(d)[0], "kg_fast_shr": lambda d: _fast_div(d)[1]}
+
+
+def py(expr: str, env: dict) -> int | float:
+    """Evaluate one recipe expression in Python (a condition gives 0 or 1)."""
+    text = re.sub(r"!(?!=)", " not ", expr.replace("&&", " and ").replace("||", " or "))
+    value = eval(text, {"__builtins__": {}}, {**FUNCS, **env})   # noqa: S307 (our own expressions)
+    return int(value) if isinstance(value, bool) else value
+
+
+@dataclass(frozen=True)
+class Launched:
+    symbol: str
+    grid: tuple[int, int, int]
+    block: tuple[int, int, int]
+    args: tuple[tuple[str, int | None], ...]    # (name, value) - value None for a pointer
+    shared_bytes: int
+
+
+@dataclass(frozen=True)
+class Evaluated:
+    ok: bool                                     # every requirement holds
+    failed: tuple[str, ...]                      # the requirements that do not
+    launches: tuple[Launched, ...] = ()
+    workspaces: tuple[tuple[str, str, int, float | None], ...] = ()
+    alignment: tuple[tuple[str, int], ...] = ()
+    env: dict = field(default_factory=dict)
+
+
+def evaluate(recipe: Recipe, sizes: dict[str, int], sms: int) -> Evaluated:
+    """The launches the recipe makes for `sizes` on a GPU with `sms` multiprocessors."""
+    env = dict(sizes, sms=sms)
+    bad = tuple(f"{s} in {lo}..{hi}" for s, lo, hi in recipe.limits() if not lo <= sizes[s] <= hi)
+    if bad:
+        return Evaluated(False, bad, env=env)
+    for kind, item in recipe.order():
+        if kind == "let":
+            env[item[0]] = py(item[2], env)
+        elif not py(item[0], env):
+            return Evaluated(False, (item[1],), env=env)
+    pointers = {b.name for b in recipe.buffers} | {w[0] for w in recipe.workspaces} | set(recipe.tensor_maps)
+    launches = []
+    for group in _groups(recipe.steps):
+        loop = group[0].loop
+        values = [None] if loop is None else range(0, py(loop[1], env), py(loop[2], env))
+        for v in values:
+            local = env if loop is None else dict(env, **{loop[0]: v})
+            for s in group:
+                if s.when and not py(s.when, local):
+                    continue
+                args = tuple((a, None if a in pointers else local[a]) for a in s.args)
+                launches.append(Launched(s.symbol, tuple(py(g, local) for g in s.grid), s.block, args,
+                                         s.shared_bytes))
+    workspaces = tuple((n, t, py(c, env), f) for n, t, c, f in recipe.workspaces)
+    alignment = tuple((b, n) for b, n, when in recipe.alignment if not when or py(when, env))
+    return Evaluated(True, (), tuple(launches), workspaces, alignment, env)
+
+
+def _groups(steps):
+    out: list[list[Step]] = []
+    for s in steps:
+        if out and s.loop is not None and out[-1][0].loop == s.loop:
+            out[-1].append(s)
+        else:
+            out.append([s])
+    return out
+
+
+# -- the header, in words ------------------------------------------------------------------------
+def describe(recipe: Recipe, name: str) -> list[str]:
+    """The recipe as comment lines (without the leading //)."""
+    sizes = ", ".join(f"{s} in {lo}..{hi}" for s, lo, hi in recipe.limits())
+    lines = ["launch recipe (sizes are runtime ints; expressions are C, kg_cdiv(a, b) = (a + b - 1) / b):",
+             f"  target: {recipe.arch}; compile with nvcc -arch={_nvcc_arch(recipe.arch)}",
+             f"  buffers: " + ", ".join(f"{'const ' if b.const else ''}{b.ctype}* {b.name}" for b in recipe.buffers),
+             f"  sizes: {sizes}"]
+    if recipe.uses_sms:
+        lines.append("  sms = the device's multiprocessor count (cudaDevAttrMultiProcessorCount)")
+    for kind, item in recipe.order():
+        lines.append(f"  {item[1]} {item[0]} = {item[2]}" if kind == "let" else f"  requires {item[0]}  ({item[1]})")
+    for b, n, when in recipe.alignment:
+        lines.append(f"  {b} must be {n}-byte aligned" + (f" when {when}" if when else ""))
+    if recipe.workspaces:
+        lines.append(f"  workspace: one buffer of kg_workspace_bytes_{name}(sizes) bytes holding, "
+                     f"each at a {WORKSPACE_ALIGN}-byte boundary:")
+        for n, t, c, fill in recipe.workspaces:
+            lines.append(f"    {n}: {c} x {t}" + (f", cleared to {fill:g} before the first kernel" if fill is not None else ""))
+    else:
+        lines.append("  workspace: none")
+    lines.append("  kernels, in order on one stream:")
+    for i, group in enumerate(_groups(recipe.steps)):
+        loop = group[0].loop
+        indent = "    "
+        if loop is not None:
+            lines.append(f"    for ({loop[0]} = 0; {loop[0]} < {loop[1]}; {loop[0]} += {loop[2]}):")
+            indent = "      "
+        for s in group:
+            smem = f"{s.shared_bytes} bytes dynamic shared" + (" (needs cudaFuncSetAttribute "
+                   "MaxDynamicSharedMemorySize)" if s.shared_bytes > SMEM_OPT_IN else "")
+            lines.append(f"{indent}{'if ' + s.when + ': ' if s.when else ''}{s.symbol}")
+            lines.append(f"{indent}  grid ({', '.join(s.grid)}), block ({', '.join(map(str, s.block))}), {smem}")
+            lines.append(f"{indent}  args ({', '.join(s.args)})")
+    if recipe.note:
+        lines.append(f"  note: {recipe.note}")
+    if recipe.launcher:
+        lines.append("host launcher (build with -DKERNELGEN_HOST_LAUNCHER; returns cudaErrorInvalidValue for a null "
+                     "pointer, a size outside its range, a broken requirement, a misaligned pointer or a workspace "
+                     "too small):")
+        sizes = ", ".join(f"int {s}" for s in recipe.sizes)
+        bufs = ", ".join(f"{'const ' if b.const else ''}{b.ctype}* {b.name}" for b in recipe.buffers)
+        lines.append(f'  extern "C" size_t kg_workspace_bytes_{name}({sizes});')
+        lines.append(f'  extern "C" cudaError_t kg_launch_{name}({bufs}, {sizes}, void* workspace, '
+                     'size_t workspace_bytes, cudaStream_t stream);')
+    else:
+        lines.append("host launcher: none in this file (see the note)")
+    return lines
+
+
+def _nvcc_arch(arch: str) -> str:
+    return arch
+
+
+# -- the host launcher ---------------------------------------------------------------------------
+HELPERS = """\
+#ifndef KERNELGEN_HOST_HELPERS
+#define KERNELGEN_HOST_HELPERS
+#include <cstddef>
+#include <cstdint>
+#include <cuda_runtime.h>
+inline long long kg_cdiv(long long a, long long b) { return (a + b - 1) / b; }
+inline long long kg_div(long long a, long long b) { return a / b; }
+inline long long kg_min(long long a, long long b) { return a < b ? a : b; }
+inline long long kg_max(long long a, long long b) { return a > b ? a : b; }
+inline long long kg_ll(long long a) { return a; }
+// x / d == (x * mul) >> shr for 0 <= x < 2^31 (the same search as kernelgen's fast_div)
+inline void kg_fast_div(long long d, long long* mul, long long* shr) {
+  for (int s = 31; s < 64; ++s) {
+    unsigned long long p = 1ull << s, m = (p + (unsigned long long)d - 1) / (unsigned long long)d;
+    if (m < (1ull << 32) && ((m * (unsigned long long)d - p) << 31) <= p) { *mul = (long long)m; *shr = s; return; }
+  }
+  *mul = 0; *shr = 0;
+}
+inline long long kg_fast_mul(long long d) { long long m, s; kg_fast_div(d, &m, &s); return m; }
+inline long long kg_fast_shr(long long d) { long long m, s; kg_fast_div(d, &m, &s); return s; }
+inline bool kg_misaligned(const void* p, size_t bytes) { return ((uintptr_t)p) % bytes != 0; }
+#endif
+"""
+
+
+def launcher_source(recipe: Recipe, name: str) -> str:
+    """The host code: kg_workspace_bytes_<name> and kg_launch_<name>, behind KERNELGEN_HOST_LAUNCHER."""
+    sizes = ", ".join(f"int {s}" for s in recipe.sizes)
+    bufs = ", ".join(f"{'const ' if b.const else ''}{b.ctype}* {b.name}" for b in recipe.buffers)
+    out = ["", "// ---- host launcher: the launch recipe above, as C (define KERNELGEN_HOST_LAUNCHER to build it) ----",
+           "#ifdef KERNELGEN_HOST_LAUNCHER", HELPERS.rstrip()]
+
+    def prologue(fail: str, no_device: str) -> list[str]:
+        body = [f"  if ({s} < {lo}{f' || {s} > {hi}' if hi < 2**31 - 1 else ''}) return {fail};"
+                for s, lo, hi in recipe.limits()]
+        if recipe.uses_sms:
+            body += ["  int sms = 0, device = 0;",
+                     "  if (cudaGetDevice(&device) != cudaSuccess || cudaDeviceGetAttribute(&sms, "
+                     f"cudaDevAttrMultiProcessorCount, device) != cudaSuccess || sms <= 0) return {no_device};"]
+        for kind, item in recipe.order():
+            if kind == "let":
+                n, t, e = item
+                body.append(f"  const {t} {n} = ({t})({e}); (void){n};")
+            else:
+                body.append(f"  if (!({item[0]})) return {fail};  // {item[1]}")
+        return body
+
+    # -- workspace bytes (0 for sizes the launcher refuses)
+    out.append(f'extern "C" size_t kg_workspace_bytes_{name}({sizes}) {{')
+    if recipe.workspaces:
+        out += prologue("0", "0")
+        out += _workspace_layout(recipe)
+        out.append("  return kg_ws_end;")
+    else:
+        out += [f"  (void){s};" for s in recipe.sizes] + ["  return 0;"]
+    out.append("}")
+    # -- the launcher
+    out.append(f'extern "C" cudaError_t kg_launch_{name}({bufs}, {sizes}, void* workspace, size_t workspace_bytes, '
+               'cudaStream_t stream) {')
+    for b in recipe.buffers:
+        out.append(f"  if ({b.name} == nullptr) return cudaErrorInvalidValue;")
+    out += prologue("cudaErrorInvalidValue", "cudaErrorInvalidDevice")
+    for b, n, when in recipe.alignment:
+        cond = f"kg_misaligned({b}, {n})"
+        out.append(f"  if ({'(' + when + ') && ' if when else ''}{cond}) return cudaErrorInvalidValue;")
+    if recipe.workspaces:
+        out += _workspace_layout(recipe)
+        out.append("  if (kg_ws_end > 0 && (workspace == nullptr || workspace_bytes < kg_ws_end || "
+                   f"kg_misaligned(workspace, {WORKSPACE_ALIGN}))) return cudaErrorInvalidValue;")
+        for n, t, c, fill in recipe.workspaces:
+            out.append(f"  {t}* {n} = reinterpret_cast<{t}*>(static_cast<char*>(workspace) + kg_ws_{n});")
+            if fill is not None:
+                out.append(f"  {{ cudaError_t e = cudaMemsetAsync({n}, 0, (size_t)({c}) * sizeof({t}), stream); "
+                           "if (e != cudaSuccess) return e; }")
+    else:
+        out.append("  (void)workspace; (void)workspace_bytes;")
+    seen = set()
+    for s in recipe.steps:
+        if s.shared_bytes > SMEM_OPT_IN and s.symbol not in seen:
+            seen.add(s.symbol)
+            out.append(f"  {{ cudaError_t e = cudaFuncSetAttribute({s.symbol}, cudaFuncAttributeMaxDynamicSharedMemorySize, "
+                       f"{s.shared_bytes}); if (e != cudaSuccess) return e; }}")
+    for group in _groups(recipe.steps):
+        loop = group[0].loop
+        ind = "  "
+        if loop is not None:
+            out.append(f"  for (long long {loop[0]} = 0; {loop[0]} < ({loop[1]}); {loop[0]} += ({loop[2]})) {{")
+            ind = "    "
+        for s in group:
+            grid = ", ".join(f"(unsigned)({g})" for g in s.grid)
+            call = (f"{s.symbol}<<<dim3({grid}), dim3({', '.join(map(str, s.block))}), {s.shared_bytes}, stream>>>"
+                    f"({', '.join(s.args)});")
+            check = "cudaError_t e = cudaGetLastError(); if (e != cudaSuccess) return e;"
+            out.append(f"{ind}{'if (' + s.when + ') ' if s.when else ''}{{")
+            out += [f"{ind}  {call}", f"{ind}  {{ {check} }}", f"{ind}}}"]
+        if loop is not None:
+            out.append("  }")
+    out += ["  return cudaSuccess;", "}", "#endif  // KERNELGEN_HOST_LAUNCHER"]
+    return "\n".join(out) + "\n"
+
+
+def _workspace_layout(recipe: Recipe) -> list[str]:
+    lines, prev = [], "0"
+    for n, t, c, _ in recipe.workspaces:
+        lines.append(f"  const size_t kg_ws_{n} = ({prev} + {WORKSPACE_ALIGN - 1}) / {WORKSPACE_ALIGN} * {WORKSPACE_ALIGN};")
+        prev = f"kg_ws_{n} + (size_t)({c}) * sizeof({t})"
+    lines.append(f"  const size_t kg_ws_end = {prev};")
+    return lines
+
+
+def declarations(recipe: Recipe, name: str, version: str, includes: tuple[str, ...] = ()) -> str:
+    """The `.h` beside `<name>.cu`: the launcher's declarations (an empty set of them where the file
+    has no launcher, with the note saying why)."""
+    sizes = ", ".join(f"int {s}" for s in recipe.sizes)
+    bufs = ", ".join(f"{'const ' if b.const else ''}{b.ctype}* {b.name}" for b in recipe.buffers)
+    lines = [f"// Generated by kernelgen {version}: the host launcher of {name}.cu; build that file with",
+             "// nvcc -DKERNELGEN_HOST_LAUNCHER. Its header comment states the launch recipe.",
+             "#pragma once", "#include <cstddef>", "#include <cuda_runtime.h>"]
+    lines += [f"#include <{h}>" for h in includes]
+    if not recipe.launcher:
+        lines.append(f"// {name}.cu has no host launcher: {recipe.note}")
+        return "\n".join(lines) + "\n"
+    lines += ['extern "C" {', f"size_t kg_workspace_bytes_{name}({sizes});",
+              f"cudaError_t kg_launch_{name}({bufs}, {sizes}, void* workspace, size_t workspace_bytes, "
+              "cudaStream_t stream);", "}"]
+    return "\n".join(lines) + "\n"
+
+
+def header_and_launcher(recipe: Recipe, name: str) -> tuple[str, str]:
+    head = "".join(f"// {ln}\n" if ln else "//\n" for ln in describe(recipe, name))
+    return head, (launcher_source(recipe, name) if recipe.launcher else "")

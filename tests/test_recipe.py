@@ -1,0 +1,171 @@
+"""Launch recipes: the C expressions in every emitted file's header and host launcher, evaluated in
+Python, make exactly the launches `op.plan` makes, at awkward sizes (so the two cannot drift); the
+launcher compiles with nvcc for sm_80 and sm_90."""
+import dataclasses
+import itertools
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from kernelgen.emit import expected_files, generated_kernels
+from kernelgen.errors import KernelgenError
+from kernelgen.ops import OPS
+from kernelgen.recipe import evaluate
+from kernelgen.target import target
+
+GENERATED = Path(__file__).resolve().parent.parent / "generated"
+
+AWKWARD = (1, 2, 3, 7, 31, 127, 1000, 4097)
+SIZES = {   # per op: a few awkward problems (all-awkward products would be too many for conv2d)
+    "conv2d": [dict(N=n, C=c, H=h, W=w, K=k, R=r, S=r, stride=st, pad=p)
+               for n, c, h, w, k, r, st, p in ((1, 1, 1, 1, 1, 1, 1, 0), (2, 3, 11, 13, 5, 3, 2, 1),
+                                              (1, 7, 31, 127, 33, 3, 1, 1), (3, 5, 64, 65, 300, 5, 2, 2),
+                                              (1, 1, 5, 5, 1, 7, 1, 0))],
+}
+
+
+def problems(op):
+    names = [d.name for d in op.dims]
+    if op.name in SIZES:
+        out = list(SIZES[op.name])
+    elif len(names) == 1:
+        out = [{names[0]: v} for v in AWKWARD + (1000003, 1 << 22, 123456789)]
+    else:
+        out = [dict(zip(names, vals)) for vals in itertools.product(AWKWARD, repeat=len(names))][::3]
+    # each size at its limit and one past it, the others at their smallest (softmax's batches of rows
+    # stay few) and small: the launcher refuses what the plan refuses
+    for d in op.dims:
+        for v in (d.maximum, d.maximum + 1, d.minimum - 1):
+            for others in ("minimum", "small"):
+                if -2**31 <= v < 2**31 and (others == "minimum" or v != d.maximum):
+                    out.append(dict({e.name: max(getattr(e, others), 1) for e in op.dims}, **{d.name: v}))
+    return out
+
+
+EXTRA = {   # schedules generated/ lacks whose plans differ: split-K's zeroing launch, grid-stride loops
+    "sgemm": [dict(split_k=2), dict(split_k=3, swizzle=1)],
+    "transpose": [dict(grid_stride=4)],
+    "gemv": [dict(grid_stride=2)],
+}
+
+
+def kernels():
+    for name, op in sorted(OPS.items()):
+        for label, kernel in generated_kernels(op, target("sm_90")):
+            yield pytest.param(op.for_schedule(kernel.schedule), kernel, id=f"{name}-{label.split(':')[0]}")
+        for i, knobs in enumerate(EXTRA.get(name, ())):
+            yield pytest.param(op, op.kernel(op.schedule(**knobs), target("sm_90")), id=f"{name}-extra{i}")
+
+
+def as_plan(plan):
+    """A plan in the evaluated recipe's terms: args as (name, value) with pointers None."""
+    scalars = {s.name: s.value for s in plan.scalars}
+    launches = [(l.symbol, l.grid, l.block, tuple(scalars.get(a) for a in l.args),
+                 tuple(a for a in l.args if a not in scalars), l.shared_bytes) for l in plan.launches]
+    return launches, sorted((w.name, w.count, w.fill) for w in plan.workspaces), dict(plan.alignment)
+
+
+def as_recipe(run):
+    launches = [(l.symbol, l.grid, l.block, tuple(v for _, v in l.args),
+                 tuple(a for a, v in l.args if v is None), l.shared_bytes) for l in run.launches]
+    return launches, sorted((n, c, f) for n, _, c, f in run.workspaces if c), dict(run.alignment)
+
+
+@pytest.mark.parametrize("op,kernel", list(kernels()))
+@pytest.mark.parametrize("sms", [132, 7])
+def test_recipe_matches_plan(op, kernel, sms):
+    recipe = op.recipe(kernel)
+    tgt = dataclasses.replace(target(kernel.arch), sms=sms)
+    checked = 0
+    for sizes in problems(op):
+        try:
+            problem = op.problem(sizes, dtype=kernel.types.input.name if kernel.types else None,
+                                 out_dtype=kernel.types.output.name if kernel.types else None)
+            plan = op.plan(kernel, problem, tgt)
+        except KernelgenError:
+            run = evaluate(recipe, sizes, sms)
+            if recipe.launcher:
+                assert not run.ok, f"{sizes}: the plan refuses these sizes but the launcher would run them"
+            continue
+        run = evaluate(recipe, sizes, sms)
+        assert run.ok, f"{sizes}: the launcher refuses ({run.failed}) sizes the plan runs"
+        assert as_recipe(run) == as_plan(plan), sizes
+        checked += 1
+    assert checked
+
+
+def test_every_generated_file_has_a_recipe_and_a_launcher():
+    for rel, text in expected_files("sm_90").items():
+        assert "// launch recipe" in text and "kernels, in order on one stream:" in text, rel
+        if "/sm_90a/" not in rel:
+            assert "#ifdef KERNELGEN_HOST_LAUNCHER" in text and "kg_launch_" in text, rel
+        else:
+            assert "cuTensorMapEncodeTiled" in text, rel
+
+
+# a sample, cheap enough for CI: the simplest plans and the ones with workspaces, twins and loops
+SAMPLE = ("sgemm/sm_90/sgemm_f32_sm90_s1_bm128_bn128_tm8_tn8_lwarp_wm64_wn32_bk8_akm_pa4_pb0_va4_vb4_vc4_st1_csync_u0_mb2_sw1.cu",
+          "reduce_sum/sm_90/reduce_sum_f32_sm90_t512_i4_v4_sshuffle_g4_ftwopass.cu",
+          "softmax/sm_90/softmax_f32_sm90_t128_r1_i4_v4_sshuffle_asplit_b16.cu",
+          "conv2d/sm_90/conv2d_f32_sm90_aim2col_t256_m32_n256_k8_tm4_tn8_st2_p4_v4_o0.cu",
+          "gemm/sm_90/gemm_f16_sm90_imma_bm128_bn128_bk32_wm64_wn64_st4_ccpasync_p0_sxor_ld1_sw1.cu")  # > 48 KB shared
+
+
+@pytest.mark.nvcc
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
+def test_launchers_compile_with_nvcc(tmp_path, arch):
+    for rel in SAMPLE:
+        f = GENERATED / rel
+        cmd = ["nvcc", "-DKERNELGEN_HOST_LAUNCHER", "-c", f"-arch={arch}", "-Xcompiler", "-Wall",
+               "-o", str(tmp_path / f"{f.stem}.o"), str(f)]
+        out = subprocess.run(cmd, capture_output=True, text=True)
+        assert out.returncode == 0, f"{rel}: {out.stderr[-2000:]}"
+        # no warning in the host code (the device code's own remarks are not this test's business)
+        first = f.read_text().splitlines().index("#ifdef KERNELGEN_HOST_LAUNCHER") + 1
+        lines = [int(m) for m in re.findall(rf"{re.escape(f.name)}[(:](\d+)", out.stderr)]
+        assert all(n < first for n in lines), f"{rel}: warnings in the host launcher:\n{out.stderr[-2000:]}"
+        syms = subprocess.run(["nm", str(tmp_path / f"{f.stem}.o")], capture_output=True, text=True).stdout
+        assert f"T kg_launch_{f.stem}" in syms and f"T kg_workspace_bytes_{f.stem}" in syms, rel
+
+
+@pytest.mark.nvcc
+def test_example_client_builds_and_refuses_bad_input(tmp_path):
+    """examples/launcher builds with nvcc alone; its client refuses bad input with cudaErrorInvalidValue
+    before touching a device (on a GPU it also checks results at awkward sizes)."""
+    import os
+    import shutil
+    import sys
+    src = Path(__file__).resolve().parent.parent / "examples" / "launcher"
+    work = tmp_path / "launcher"
+    shutil.copytree(src, work, ignore=shutil.ignore_patterns("build", "client"))
+    env = dict(os.environ, PYTHONPATH=str(src.parent.parent) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    out = subprocess.run(["make", "-j2", f"PYTHON={sys.executable}"], cwd=work, capture_output=True, text=True, env=env)
+    assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-2000:]
+    run = subprocess.run(["./client"], cwd=work, capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0 and "FAIL" not in run.stdout, run.stdout[-2000:] + run.stderr[-2000:]
+
+
+def test_emit_header_writes_the_launcher_declarations(tmp_path):
+    from click.testing import CliRunner
+    from kernelgen.cli import main
+    r = CliRunner().invoke(main, ["emit", "reduce_sum", "--header", "-o", str(tmp_path)])
+    assert r.exit_code == 0, r.output
+    (h,) = tmp_path.glob("*.h")
+    text = h.read_text()
+    assert f"kg_launch_{h.stem}(const float* x, float* out, int n, void* workspace" in text
+    assert f"size_t kg_workspace_bytes_{h.stem}(int n);" in text and (tmp_path / f"{h.stem}.cu").is_file()
+    r = CliRunner().invoke(main, ["emit", "--all", "--header", "-o", str(tmp_path)])
+    assert r.exit_code == 2 and "--header" in r.output
+
+
+@pytest.mark.nvrtc
+def test_device_only_compile_is_unchanged_by_the_launcher():
+    """Without KERNELGEN_HOST_LAUNCHER a file is device code only: NVRTC compiles it as before."""
+    from kernelgen.compile import compile_cuda
+    for rel in SAMPLE[:2]:
+        text = (GENERATED / rel).read_text()
+        device = [ln for ln in text.split("#ifdef KERNELGEN_HOST_LAUNCHER")[0].splitlines() if not ln.startswith("//")]
+        assert not any("cudaStream_t" in ln or "kg_launch_" in ln for ln in device), rel
+        assert compile_cuda(text, "sm_90").cubin
