@@ -157,6 +157,9 @@ def test_the_wgmma_plan_encodes_tensor_maps_and_refuses_unaligned_rows():
     clustered = op.plan(op.kernel(op.schedule(**dict(WGMMA, cluster=2)), target("sm_90a"), F16),
                         op.problem({"M": 300, "N": 520, "K": 1000}))
     assert clustered.launches[0].grid == (3, 4, 1)              # whole clusters of 2 along M
+    cluster_kernel = op.kernel(op.schedule(**dict(WGMMA, cluster=2)), target("sm_90a"), F16)
+    with pytest.raises(UsageError, match="needs 65536 block rows of 128"):   # 65535 rows, rounded to clusters
+        op.plan(cluster_kernel, op.problem({"M": 65535 * 128, "N": 256, "K": 64}))
     for sizes, dim in (({"M": 64, "N": 64, "K": 37}, "K=37"), ({"M": 64, "N": 63, "K": 64}, "N=63")):
         with pytest.raises(UsageError, match=f"{dim} is not a multiple of 8, and TMA"):
             op.plan(kernel, op.problem(sizes))

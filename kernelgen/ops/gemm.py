@@ -174,9 +174,6 @@ class Gemm(Op):
             check(w % s == 0, "split", loop, (b, w), limit=f"the {intrinsic} shape {sm}x{sn}x{sk} divides the warp tile: {w} % {s} != 0")
             check(b % w == 0, "split", loop, (b, w), limit=f"the warp tile {w} divides the block tile {b}")
         check(k["bk"] % sk == 0, "split", "k", k["bk"], limit=f"the {intrinsic} shape {sm}x{sn}x{sk} divides the K tile: {k['bk']} % {sk} != 0")
-        threads = self.threads(k)
-        check(threads <= target.max_threads, "split", "i", f"{threads} threads",
-              limit=f"{target.max_threads} threads per block on {target.arch}")
         if k["copy"] == "cp_async":
             target.require("cp_async", "annotate", "copy", "cp_async")
             check(k["stages"] >= 2, "double_buffer", "A", k["stages"], limit="cp.async pipelines need 2..4 stages",
@@ -194,6 +191,13 @@ class Gemm(Op):
         if k["ldmatrix"]:
             check(instr == "mma", "annotate", "ldmatrix", 1, limit="wmma loads its own fragments", allowed="0")
             target.require("ldmatrix", "annotate", "ldmatrix", 1)
+        self._check_block(k, target)
+
+    def _check_block(self, k: dict, target: Target) -> None:
+        """What every variant's block must fit: the arch's threads and shared memory per block."""
+        threads = self.threads(k)
+        check(threads <= target.max_threads, "split", "i", f"{threads} threads",
+              limit=f"{target.max_threads} threads per block on {target.arch}")
         smem = self.shared_bytes(k)
         check(smem <= target.max_smem, "double_buffer", "A", k["stages"],
               limit=f"{smem} bytes of shared memory > {target.max_smem} on {target.arch}")
@@ -225,12 +229,7 @@ class Gemm(Op):
             target.require("setmaxnreg", "annotate", "warp_specialize", 1)
         if k["cluster"] > 1:
             target.require("clusters", "annotate", "cluster", k["cluster"])
-        threads = self.threads(k)
-        check(threads <= target.max_threads, "split", "i", f"{threads} threads",
-              limit=f"{target.max_threads} threads per block on {target.arch}")
-        smem = self.shared_bytes(k)
-        check(smem <= target.max_smem, "double_buffer", "A", k["stages"],
-              limit=f"{smem} bytes of shared memory > {target.max_smem} on {target.arch}")
+        self._check_block(k, target)
 
     @staticmethod
     def _c_ld(k: dict, itemsize: int) -> int:
@@ -318,52 +317,48 @@ class Gemm(Op):
     def plan(self, kernel: Kernel, problem: Problem, target: Target | None = None) -> Plan:
         k = dict(kernel.knobs)
         M, N, K = problem["M"], problem["N"], problem["K"]
-        grid = (cdiv(N, k["bn"]), cdiv(M, k["bm"]), 1)
+        grid = (cdiv(N, k["bn"]), self._block_rows(M, k), 1)
         check_grid(self.name, problem, grid, k["bm"], k["swizzle"])
-        if k["instr"] == "wgmma":
-            return self._wgmma_plan(kernel, problem, grid)
         # Rows start 16-byte aligned only when K and N are multiples of 8 halves; otherwise the kernel
-        # with element-wise global accesses.
+        # with element-wise global accesses (mma, wmma) or a refusal (TMA cannot read such rows).
         aligned = K % 8 == 0 and N % 8 == 0
-        symbol = kernel.name if aligned else kernel.name + "_unaligned"
-        block = (self.threads(k), 1, 1)
-        launches = (Launch(symbol, grid, block, ("A", "B", "C", "M", "N", "K"), kernel.static_smem),)
         scalars = tuple(Scalar(n, "int", v) for n, v in (("M", M), ("N", N), ("K", K)))
-        out = problem.dtype("C").itemsize
-        align = (("A", 16), ("B", 16), ("C", 2 * out)) if aligned else ()
-        return Plan(kernel, problem, launches, (), scalars, align)
-
-    def _wgmma_plan(self, kernel: Kernel, problem: Problem, grid: tuple[int, int, int]) -> Plan:
-        """TMA reads A and B through descriptors encoded at launch from their addresses (rows of A are
-        K elements long, rows of B N): TMA needs rows to start 16-byte aligned."""
-        k = dict(kernel.knobs)
-        M, N, K = problem["M"], problem["N"], problem["K"]
-        grid = (grid[0], cdiv(grid[1], k["cluster"]) * k["cluster"], 1)   # whole clusters; extra rows store nothing
+        align = (("A", 16), ("B", 16), ("C", 2 * problem.dtype("C").itemsize)) if aligned else ()
+        block = (self.threads(k), 1, 1)
+        if k["instr"] != "wgmma":
+            symbol = kernel.name if aligned else kernel.name + "_unaligned"
+            launches = (Launch(symbol, grid, block, ("A", "B", "C", "M", "N", "K"), kernel.static_smem),)
+            return Plan(kernel, problem, launches, (), scalars, align)
         for dim in ("K", "N"):
             if problem[dim] % 8:
                 raise UsageError(f"gemm: {dim}={problem[dim]} is not a multiple of 8, and TMA (copy=tma, wgmma) needs "
                                  f"rows of A and B to start 16-byte aligned; use tensorize(k.1, mma.m16n8k16) there")
+        # TMA reads A and B through descriptors encoded at launch from their addresses.
         maps = (TensorMap("tmA", "A", rows=M, cols=K, box_rows=k["bm"], box_cols=k["bk"]),
                 TensorMap("tmB", "B", rows=K, cols=N, box_rows=k["bk"], box_cols=64))
-        launch = Launch(kernel.name, grid, (self.threads(k), 1, 1), ("tmA", "tmB", "C", "M", "N", "K"), kernel.static_smem)
-        scalars = tuple(Scalar(n, "int", v) for n, v in (("M", M), ("N", N), ("K", K)))
-        align = (("A", 16), ("B", 16), ("C", 2 * problem.dtype("C").itemsize))
+        launch = Launch(kernel.name, grid, block, ("tmA", "tmB", "C", "M", "N", "K"), kernel.static_smem)
         return Plan(kernel, problem, (launch,), (), scalars, align, maps)
+
+    @staticmethod
+    def _block_rows(M: int, k: dict) -> int:
+        """Row tiles of the grid, in whole clusters (a cluster's extra blocks store nothing)."""
+        return cdiv(cdiv(M, k["bm"]), k["cluster"]) * k["cluster"]
 
     def launch_recipe(self, kernel: Kernel):
         from ..recipe import Recipe, Step
         k = dict(kernel.knobs)
         types = kernel.types or self.types()
-        grid = [f"kg_cdiv(N, {k['bn']})", f"kg_cdiv(M, {k['bm']})", "1"]
-        requires = [(f"kg_cdiv(M, {k['bm']}) <= {MAX_GRID_Y}", f"gridDim.y holds {MAX_GRID_Y} block rows of {k['bm']}")]
+        rows = f"kg_cdiv(M, {k['bm']})" if k["cluster"] == 1 else \
+            f"kg_cdiv(kg_cdiv(M, {k['bm']}), {k['cluster']}) * {k['cluster']}"      # as _block_rows
+        grid = [f"kg_cdiv(N, {k['bn']})", rows, "1"]
+        requires = [(f"{rows} <= {MAX_GRID_Y}", f"gridDim.y holds {MAX_GRID_Y} block rows of {k['bm']}")]
         if k["swizzle"] > 1:
-            requires.append((f"kg_ll(kg_cdiv(M, {k['bm']})) * kg_cdiv(N, {k['bn']}) <= {INT_MAX}",
+            requires.append((f"kg_ll({rows}) * kg_cdiv(N, {k['bn']}) <= {INT_MAX}",
                              "with swizzle the blocks' linear number is an int"))
         block = (self.threads(k), 1, 1)
         out = types["C"].itemsize
         common = dict(arch=kernel.arch, sizes=("M", "N", "K"), buffers=self.recipe_buffers(kernel))
         if k["instr"] == "wgmma":
-            grid[1] = f"kg_cdiv(kg_cdiv(M, {k['bm']}), {k['cluster']}) * {k['cluster']}"
             requires += [("K % 8 == 0", "TMA needs rows of A (K halves) to start 16-byte aligned"),
                          ("N % 8 == 0", "TMA needs rows of B (N halves) to start 16-byte aligned")]
             step = Step(kernel.name, tuple(grid), block, ("tmA", "tmB", "C", "M", "N", "K"), kernel.static_smem)

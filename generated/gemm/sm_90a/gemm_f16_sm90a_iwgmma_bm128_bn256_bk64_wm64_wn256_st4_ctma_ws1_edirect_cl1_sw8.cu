@@ -23,7 +23,7 @@
 //   workspace: none
 //   kernels, in order on one stream:
 //     gemm_f16_sm90a_iwgmma_bm128_bn256_bk64_wm64_wn256_st4_ctma_ws1_edirect_cl1_sw8
-//       grid (kg_cdiv(N, 256), kg_cdiv(kg_cdiv(M, 128), 1) * 1, 1), block (384, 1, 1), 197696 bytes dynamic shared (needs cudaFuncSetAttribute MaxDynamicSharedMemorySize)
+//       grid (kg_cdiv(N, 256), kg_cdiv(M, 128), 1), block (384, 1, 1), 197696 bytes dynamic shared (needs cudaFuncSetAttribute MaxDynamicSharedMemorySize)
 //       args (tmA, tmB, C, M, N, K)
 //   note: tmA and tmB are CUtensorMap values (128 bytes, passed by value) encoded on the host by cuTensorMapEncodeTiled: tmA views A as M x K float16, box 128 x 64; tmB views B as K x N, box 64 x 64; both 128-byte swizzled. This file has no host launcher: kernelgen's Python runtime encodes them (kernelgen/gpu.py)
 // host launcher: none in this file (see the note)
@@ -206,7 +206,6 @@ __device__ __forceinline__ void gemm_f16_sm90a_iwgmma_bm128_bn256_bk64_wm64_wn25
     }
   }
 }
-
 
 extern "C" __global__ void __launch_bounds__(384, 1)
 gemm_f16_sm90a_iwgmma_bm128_bn256_bk64_wm64_wn256_st4_ctma_ws1_edirect_cl1_sw8(const __grid_constant__ kg_tensor_map tmA, const __grid_constant__ kg_tensor_map tmB,

@@ -23,7 +23,7 @@
 //   workspace: none
 //   kernels, in order on one stream:
 //     gemm_f16_sm90a_iwgmma_bm128_bn256_bk64_wm64_wn256_st4_ctma_ws1_esmem_cl1_sw8
-//       grid (kg_cdiv(N, 256), kg_cdiv(kg_cdiv(M, 128), 1) * 1, 1), block (384, 1, 1), 197696 bytes dynamic shared (needs cudaFuncSetAttribute MaxDynamicSharedMemorySize)
+//       grid (kg_cdiv(N, 256), kg_cdiv(M, 128), 1), block (384, 1, 1), 197696 bytes dynamic shared (needs cudaFuncSetAttribute MaxDynamicSharedMemorySize)
 //       args (tmA, tmB, C, M, N, K)
 //   note: tmA and tmB are CUtensorMap values (128 bytes, passed by value) encoded on the host by cuTensorMapEncodeTiled: tmA views A as M x K float16, box 128 x 64; tmB views B as K x N, box 64 x 64; both 128-byte swizzled. This file has no host launcher: kernelgen's Python runtime encodes them (kernelgen/gpu.py)
 // host launcher: none in this file (see the note)
@@ -181,32 +181,6 @@ __device__ __forceinline__ void kg_setmaxnreg_inc() { asm volatile("setmaxnreg.i
 // consumer thread is done reading it. A producer warpgroup (setmaxnreg 40) issues the copies while the consumers (setmaxnreg 232) compute.
 // Rows of A and B must start 16-byte aligned (K % 8 == 0, N % 8 == 0: TMA's rule); ragged edges of
 // M, N and K arrive as zeros and the epilogue stores no row or column past M or N.
-template <bool CHECK>
-__device__ __forceinline__ void gemm_f16_sm90a_iwgmma_bm128_bn256_bk64_wm64_wn256_st4_ctma_ws1_esmem_cl1_sw8_store(float (&acc)[1][32][4], __half* __restrict__ C,
-                                               int M, int N, int row0, int n0, int lane) {
-  constexpr bool ALIGNED = true;   // N % 8 == 0: two adjacent columns are one aligned vector
-  #pragma unroll
-  for (int i = 0; i < 1; ++i) {
-    #pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      const int m = row0 + i * 64 + h * 8 + (lane >> 2);
-      if (CHECK && m >= M) continue;
-      __half* const crow = C + (size_t)m * N;
-      #pragma unroll
-      for (int j = 0; j < 32; ++j) {
-        const int n = n0 + j * 8 + (lane & 3) * 2;
-        const float x = acc[i][j][2 * h], y = acc[i][j][2 * h + 1];
-        if (ALIGNED) {
-          if (!CHECK || n < N) *reinterpret_cast<__half2*>(crow + n) = __floats2half2_rn(x, y);
-        } else {
-          if (!CHECK || n < N) crow[n] = __float2half_rn(x);
-          if (!CHECK || n + 1 < N) crow[n + 1] = __float2half_rn(y);
-        }
-      }
-    }
-  }
-}
-
 // The staged epilogue: a warpgroup's 64x256 tile goes to shared memory as __half (rows padded by 16
 // bytes, so the 8 rows a warp writes at once fall in different banks), then out in 16-byte row chunks:
 // each store instruction of a warp covers whole 512-byte runs of a row of C instead of 8 rows' pieces.
