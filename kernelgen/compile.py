@@ -126,8 +126,9 @@ def _runtime_includes() -> tuple[str, ...]:
     """--include-path options for cuda_fp16.h, cuda_bf16.h and mma.h (and the crt/mma.h that mma.h
     includes): the first folder of _header_roots that holds each; () where none does."""
     found: list[str] = []
+    roots = _header_roots()
     for header in ("cuda_fp16.h", "crt/mma.h"):
-        root = next((r for r in _header_roots() if (r / header).exists()), None)
+        root = next((r for r in roots if (r / header).exists()), None)
         if root is not None and f"--include-path={root}" not in found:
             found.append(f"--include-path={root}")
     return tuple(found)

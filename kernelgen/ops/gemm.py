@@ -65,7 +65,7 @@ WGMMA_TILE_CHOICES = ((dict(bm=128, bn=256, wm=64, wn=256), 2.2),      # 171.4 u
 SM_FLOPS = 0.43 * 989.4e12 / 132  # dense fp16 flop/s of one H100 SM at the first tile (measured, 423 TFLOP/s)
 # The sm_90a tile: 128x256 blocks, two consumer warpgroups of 64x256, K by 64 in 4 TMA stages.
 WGMMA_KNOBS = dict(instr="wgmma", bm=128, bn=256, bk=64, wm=64, wn=256, stages=4, copy="tma", pad=0, smem="xor",
-                   ldmatrix=False, swizzle=8, ws=False)
+                   ldmatrix=False, swizzle=8, ws=False, epilogue="direct", cluster=1)
 # What schedule_for takes on sm_90a: warp-specialised, C staged through shared memory (the fastest
 # measured: 0.96x cuBLAS at 4096^3, 1.01x at 8192^3). Clusters of 2 measured 0.56x and are left out.
 WGMMA_HEURISTIC = dict(WGMMA_KNOBS, ws=True, epilogue="smem")
