@@ -16,6 +16,10 @@ algorithm is one of
   `items` vectors with Chan's formula), then y: two reads.
 - `cache_read("x", "register")`: the row stays in registers (at most items*threads*vec columns,
   checked at plan time); the variance is an exact second pass over the registers: one read.
+- `bind("j.0", "blockIdx.y")`: several blocks per row (rows too long for one block's registers, or
+  too few rows to fill the GPU). A stats launch writes each block's exact (mean, M2) of its chunk
+  (held in registers) to a workspace; a write launch merges a row's pairs (Chan) and writes its
+  chunk of y. Rows go in batches of `annotate("l2_batch_mb", MB)` so the second read of x hits L2.
 The variance is the biased one (divided by cols), as torch.nn.functional.layer_norm computes it.
 """
 from __future__ import annotations
@@ -29,10 +33,10 @@ from ..dtypes import Types
 from ..target import Target
 from .io import torch_tensor
 from .knobs import Prim
-from .rows import MAX_CHUNK, ROW_KNOBS, HalfRowNumbers, RowSchedule
+from .rows import L2_BATCH, MAX_CHUNK, ROW_KNOBS, HalfRowNumbers, RowSchedule
 
 PASSES = ("two_pass", "welford")                 # the algorithms annotate(layernorm, ...) names
-ALGOS = PASSES + ("registers",)
+ALGOS = PASSES + ("registers", "split")
 EPS = 1e-5
 
 
@@ -47,33 +51,46 @@ class LayerNorm(HalfRowNumbers, RowSchedule, Op):
     outputs = ("y",)
     dtypes = ("float32", "float16", "bfloat16")
     knobs = ROW_KNOBS + (
-        Knob("algo", "registers", ALGOS, "two_pass | welford | registers (the row in registers)", "a",
-             Prim("annotate", "layernorm", args="two_pass|welford")),
+        Knob("algo", "registers", ALGOS, "two_pass | welford | registers (the row in registers) | split (j.0 on "
+             "blocks)", "a", Prim("annotate", "layernorm", args="two_pass|welford")),
+        L2_BATCH,
     )
-    structure_help = "algo registers is cache_read(x, register) instead of annotate(layernorm, ...)"
+    structure_help = ("algo registers is cache_read(x, register) instead of annotate(layernorm, ...); algo split is "
+                      "bind(j.0, blockIdx.y)")
 
     # -- schedule <-> knobs ------------------------------------------------------------------------
     def build(self, k: dict) -> Schedule:
         s = self.row_steps(k)
+        if k["algo"] == "split":
+            return self.put(s.bind("j.0", "blockIdx.y"), k, "l2_batch_mb")
         return s.cache_read("x", "register") if k["algo"] == "registers" else s.annotate("layernorm", k["algo"])
 
     def read_knobs(self, r: ScheduleReader) -> dict:
         k = self.read_row_steps(r)
+        j0 = r.read("bind", "j.0", "serial", ("serial", "blockIdx.y"))
         cached = r.read("cache_read", "x", None, ("register",))
         annotated = r.read("annotate", "layernorm", None, PASSES)
+        if j0 == "blockIdx.y":
+            check(cached is None and annotated is None, "bind", "j.0", j0,
+                  limit="several blocks per row: each block's chunk stays in registers, its statistics are exact")
+            return dict(k, algo="split")
         check(not (cached and annotated), "annotate", "layernorm", annotated,
               limit="cache_read(x, register) already reads x once")
         return dict(k, algo="registers" if cached else annotated or "welford")
 
     def check_knobs(self, k: dict, target: Target) -> None:
         self.check_row_knobs(k, target)
-        if k["algo"] == "registers":
+        if k["algo"] == "split":
+            check(k["threads"] >= 32 and k["rows_per_block"] == 1, "bind", "j.0", "blockIdx.y",
+                  limit=f"several blocks per row need whole warps on one row: threads per row >= 32 and one row per "
+                        f"block, not {k['threads']} threads x {k['rows_per_block']} rows")
+        if k["algo"] in ("registers", "split"):
             self.check_register_row(k, target)
 
     # -- lowering ----------------------------------------------------------------------------------
     def template_params(self, k: dict, types: Types, target: Target) -> tuple[dict, int, int]:
         params, red_words = self.row_params(k, types)
-        params["red_floats"] = red_words * (3 if k["algo"] == "welford" else 1)  # one set per statistic
+        params["red_floats"] = red_words * (3 if k["algo"] in ("welford", "split") else 1)  # one set per statistic
         return params, 4 * params["red_floats"], 24 + k["items"] * k["vec"]
 
     def max_cols(self, k: dict) -> int:
@@ -87,6 +104,11 @@ class LayerNorm(HalfRowNumbers, RowSchedule, Op):
                   limit=f"the row must fit in registers: cols <= items*threads*vec = {self.max_cols(k)}")
         # Vector kernels need vec*itemsize-aligned rows; when cols % vec != 0 the plan takes the scalar twin.
         align, scalar = self.row_alignment(k, problem, ("x", "gamma", "beta", "y"))
+        if k["algo"] == "split":
+            launches, workspaces, scalars = self.split_launches(
+                kernel, k, problem, "_scalar" if scalar else "", ("x", "stats", "cols", "chunks", "row0"),
+                ("x", "gamma", "beta", "stats", "y", "cols", "chunks", "row0", "eps"), 2)
+            return Plan(kernel, problem, launches, workspaces, scalars + (Scalar("eps", "float", EPS),), align)
         launch = Launch(kernel.name + ("_scalar" if scalar else ""), (cdiv(rows, k["rows_per_block"]), 1, 1),
                         (k["threads"], k["rows_per_block"], 1), ("x", "gamma", "beta", "y", "rows", "cols", "eps"))
         scalars = (Scalar("rows", "int", rows), Scalar("cols", "int", cols), Scalar("eps", "float", EPS))
@@ -98,11 +120,16 @@ class LayerNorm(HalfRowNumbers, RowSchedule, Op):
         twins, align = self.row_recipe_twins(kernel, k, ("x", "gamma", "beta", "y"))
         requires = ((f"cols <= {self.max_cols(k)}", "the row must fit in registers: cols <= items*threads*vec"),) \
             if k["algo"] == "registers" else ()
+        common = dict(lets=(("eps", "float", repr(EPS)),), alignment=align)
+        if k["algo"] == "split":
+            split = self.split_recipe(kernel, k, twins, ("x", "stats", "cols", "chunks", "row0"),
+                                      ("x", "gamma", "beta", "stats", "y", "cols", "chunks", "row0", "eps"), 2)
+            split["lets"] = common.pop("lets") + split["lets"]
+            return Recipe(kernel.arch, ("rows", "cols"), self.recipe_buffers(kernel), **split, **common)
         steps = tuple(Step(kernel.name + sfx, (f"kg_cdiv(rows, {k['rows_per_block']})", "1", "1"),
                            (k["threads"], k["rows_per_block"], 1), ("x", "gamma", "beta", "y", "rows", "cols", "eps"),
                            when=when) for sfx, when in twins)
-        return Recipe(kernel.arch, ("rows", "cols"), self.recipe_buffers(kernel), steps,
-                      lets=(("eps", "float", repr(EPS)),), alignment=align, requires=requires)
+        return Recipe(kernel.arch, ("rows", "cols"), self.recipe_buffers(kernel), steps, requires=requires, **common)
 
     # -- numbers -----------------------------------------------------------------------------------
     def test_problems(self) -> tuple[dict, ...]:

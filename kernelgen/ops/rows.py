@@ -16,6 +16,7 @@ import numpy as np
 from ..dtypes import Types
 from ..errors import check
 from ..schedule import Schedule, ScheduleReader, schedule
+from .base import Launch, Scalar, Workspace, cdiv
 from .knobs import Knob, Prim, Range
 from .io import element_io, vector_widths
 from ..target import Target
@@ -35,6 +36,11 @@ ROW_KNOBS = (
     Knob("reduction", "shuffle", REDUCTIONS, "how a row's threads combine", "s",
          Prim("reduction", "j", absent="shuffle", always=True)),
 )
+
+BATCH_MB = (0, 8, 16, 32, 64)
+# The split form's knob (softmax and layer norm): rows go in batches of this many MB of x per launch pair.
+L2_BATCH = Knob("l2_batch_mb", 16, BATCH_MB, "MB of rows per stats+write launch pair (0: all rows)", "b",
+                Prim("annotate", "l2_batch_mb", absent=16), when=("algo", ("split",)))
 
 
 class RowSchedule:
@@ -57,6 +63,45 @@ class RowSchedule:
         vector, scalar = f"cols % {k['vec']} == 0", f"cols % {k['vec']} != 0"
         return ((("", vector), ("_scalar", scalar)),
                 tuple((b, size * k["vec"], vector) for b in buffers) + tuple((b, size, scalar) for b in buffers))
+
+    # -- the split form: j.0 on blockIdx.y, a stats launch and a write launch per batch of rows ----------
+    def split_chunks(self, k: dict, cols: int) -> int:
+        chunks = cdiv(cols, k["items"] * k["threads"] * k["vec"])
+        check(chunks <= 65535, "split", "j", f"{chunks} blocks per row", limit="65535 (gridDim.y): raise items*threads*vec")
+        return chunks
+
+    def split_launches(self, kernel, k: dict, problem, suffix: str, stats_args, write_args, words: int):
+        """(launches, workspaces, scalars) of the split form: per batch of rows (`l2_batch_mb` MB of x,
+        so the write launch re-reads x from L2) the `_stats` launch writes `words` floats per block to
+        the `stats` workspace and the `_write` launch merges a row's and writes y. "row0" in the
+        argument lists is the batch's first row."""
+        rows, cols = problem["rows"], problem["cols"]
+        chunks = self.split_chunks(k, cols)
+        batch = rows if not k["l2_batch_mb"] else \
+            max(1, min(rows, (k["l2_batch_mb"] << 20) // (problem.dtype("x").itemsize * cols)))
+        scalars = [Scalar("rows", "int", rows), Scalar("cols", "int", cols), Scalar("chunks", "int", chunks)]
+        launches = []
+        for n, row0 in enumerate(range(0, rows, batch)):
+            scalars.append(Scalar(f"row0_{n}", "int", row0))
+            grid, block = (min(batch, rows - row0), chunks, 1), (k["threads"], 1, 1)
+            for part, args in (("stats", stats_args), ("write", write_args)):
+                launches.append(Launch(f"{kernel.name}_{part}{suffix}", grid, block,
+                                       tuple(f"row0_{n}" if a == "row0" else a for a in args)))
+        return tuple(launches), (Workspace("stats", "float32", words * rows * chunks),), tuple(scalars)
+
+    def split_recipe(self, kernel, k: dict, twins, stats_args, write_args, words: int) -> dict:
+        """split_launches as a recipe: the Recipe's lets, steps, workspaces and requirements."""
+        from ..recipe import Step
+        itemsize = (kernel.types or self.types())["x"].itemsize
+        batch = "rows" if not k["l2_batch_mb"] else \
+            f"kg_max(1, kg_min(rows, kg_div({k['l2_batch_mb'] << 20}, kg_ll({itemsize}) * cols)))"
+        loop, grid = ("row0", "rows", "batch"), ("kg_min(batch, rows - row0)", "chunks", "1")
+        steps = tuple(Step(f"{kernel.name}_{part}{sfx}", grid, (k["threads"], 1, 1), args, when=when, loop=loop)
+                      for sfx, when in twins for part, args in (("stats", stats_args), ("write", write_args)))
+        return dict(steps=steps, lets=(("chunks", "int", f"kg_cdiv(cols, {k['items'] * k['threads'] * k['vec']})"),
+                                       ("batch", "int", batch)),
+                    workspaces=(("stats", "float", f"{words} * kg_ll(rows) * chunks", None),),
+                    requires=(("chunks <= 65535", "gridDim.y holds 65535 chunks of a row: raise items*threads*vec"),))
 
     def row_steps(self, k: dict) -> Schedule:
         return self.put(schedule(self.name).split("i", k["rows_per_block"]).bind("i.0", "blockIdx.x")
