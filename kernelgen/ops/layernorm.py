@@ -30,13 +30,14 @@ from ..errors import UsageError, check
 from ..schedule import Schedule, ScheduleReader
 from .base import INT_MAX, Dim, Kernel, Knob, LadderStep, Launch, Op, Plan, Problem, Scalar, cdiv
 from ..dtypes import Types
-from ..target import Target
+from ..target import Target, default_target
 from .io import torch_tensor
 from .knobs import Prim
-from .rows import L2_BATCH, MAX_CHUNK, ROW_KNOBS, HalfRowNumbers, RowSchedule
+from .rows import L2_BATCH, MAX_CHUNK, ROW_KNOBS, HalfRowNumbers, RowRules, RowSchedule, row_heuristic, row_space
 
 PASSES = ("two_pass", "welford")                 # the algorithms annotate(layernorm, ...) names
 ALGOS = PASSES + ("registers", "split")
+RULES = RowRules()                                # the heuristic's constants (bench/rows_probe.py calibrates them)
 EPS = 1e-5
 
 
@@ -88,6 +89,10 @@ class LayerNorm(HalfRowNumbers, RowSchedule, Op):
             self.check_register_row(k, target)
 
     # -- lowering ----------------------------------------------------------------------------------
+    def name_knobs(self, k: dict) -> dict:
+        """The row batch only where it applies (split): the other kernels keep the names they had."""
+        return k if k["algo"] == "split" else {n: v for n, v in k.items() if n != "l2_batch_mb"}
+
     def template_params(self, k: dict, types: Types, target: Target) -> tuple[dict, int, int]:
         params, red_words = self.row_params(k, types)
         params["red_floats"] = red_words * (3 if k["algo"] in ("welford", "split") else 1)  # one set per statistic
@@ -228,22 +233,13 @@ class LayerNorm(HalfRowNumbers, RowSchedule, Op):
         return tuple(LadderStep(t, self.schedule_from_knobs(**k), n) for t, k, n in steps)
 
     def schedule_for(self, problem: Problem, target: Target | None = None) -> Schedule:
-        """The default layout, whose accesses are 16 bytes: float4, or for 16-bit types 8 elements
-        (and half as many vectors per thread, so a thread holds the same 16 elements)."""
-        if problem.dtype("x").itemsize == 4:
-            return self.default_schedule()
-        return self.schedule(vec=8, items=2)
+        """16-byte accesses (float4, or 8 elements of a 16-bit type); the row in registers where it fits
+        (16 floats a thread, up to 32 with a block of 1024 threads) and the rows fill the GPU; long rows,
+        many of them: a block per row, Welford (one pass for the statistics, the second read from L2);
+        else split over blocks (`row_heuristic`, constants in RULES)."""
+        target = target or default_target()
+        k = row_heuristic(problem["rows"], problem["cols"], problem.dtype("x").itemsize, target, RULES, "welford")
+        return self.schedule_from_knobs(**dict(dict(l2_batch_mb=16), **k))
 
     def space(self, problem: Problem, target: Target):
-        cols, vec = problem["cols"], 16 // problem.dtype("x").itemsize    # 16-byte accesses
-        base = dict(vec=vec, reduction="shuffle")
-        for threads in (8, 16, 32, 64, 128, 256, 512, 1024):
-            for rpb in ((1,) if threads > 32 else (1, 2, 4, 8, 16)):
-                if not 64 <= threads * rpb <= target.max_threads:
-                    continue
-                for items in (1, 2, 4, 8, 16):
-                    cap = items * threads * vec
-                    if cap >= cols and cap // 2 < cols:
-                        yield dict(base, threads=threads, rows_per_block=rpb, items=items, algo="registers")
-                    if threads * rpb >= 128 and items in (2, 4):
-                        yield dict(base, threads=threads, rows_per_block=rpb, items=items, algo="welford")
+        return row_space(problem["cols"], problem.dtype("x").itemsize, target, "welford")

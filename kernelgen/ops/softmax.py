@@ -38,10 +38,11 @@ from ..dtypes import Types
 from ..target import Target, default_target
 from .io import torch_tensor
 from .knobs import Prim
-from .rows import BATCH_MB, L2_BATCH, MAX_CHUNK, ROW_KNOBS, HalfRowNumbers, RowSchedule
+from .rows import BATCH_MB, L2_BATCH, MAX_CHUNK, ROW_KNOBS, HalfRowNumbers, RowRules, RowSchedule, row_heuristic, row_space
 
 PASSES = ("three_pass", "online")                 # the algorithms annotate(softmax, ...) names
 ALGOS = PASSES + ("registers", "split")
+RULES = RowRules()                                # the heuristic's constants (bench/rows_probe.py calibrates them)
 
 
 class Softmax(HalfRowNumbers, RowSchedule, Op):
@@ -234,36 +235,13 @@ class Softmax(HalfRowNumbers, RowSchedule, Op):
         return tuple(LadderStep(t, self.schedule_from_knobs(**k), n) for t, k, n in steps)
 
     def schedule_for(self, problem: Problem, target: Target | None = None) -> Schedule:
-        """The row in registers, 16 floats a thread up to 16384 columns and 32 up to 32768 (a block of
-        1024 threads), whole blocks of 256 threads for short rows; longer rows split over blocks.
-        Accesses are 16 bytes: float4, or 8 elements of a 16-bit type."""
-        cols, vec = problem["cols"], 16 // problem.dtype("x").itemsize
-        if cols > 32768:
-            return self.schedule_from_knobs(threads=256, rows_per_block=1, items=16 // vec, vec=vec,
-                                            reduction="shuffle", algo="split", l2_batch_mb=16)
-        per_thread = 16 if cols <= 16384 else 32
-        threads = min(1024, max(4, 1 << max(0, (cdiv(cols, per_thread) - 1).bit_length())))
-        items = 1 << max(0, (cdiv(cols, threads * vec) - 1).bit_length())
-        rows_per_block = 256 // threads if threads <= 32 else 1
-        return self.schedule_from_knobs(threads=threads, rows_per_block=rows_per_block, items=items, vec=vec,
-                                        reduction="shuffle", algo="registers", l2_batch_mb=16)
+        """16-byte accesses (float4, or 8 elements of a 16-bit type); the row in registers where it fits
+        (16 floats a thread, up to 32 with a block of 1024 threads) and the rows fill the GPU; long rows,
+        many of them: a block per row, online (the second read from L2); else split over blocks
+        (`row_heuristic`, constants in RULES)."""
+        target = target or default_target()
+        k = row_heuristic(problem["rows"], problem["cols"], problem.dtype("x").itemsize, target, RULES, "online")
+        return self.schedule_from_knobs(**dict(dict(l2_batch_mb=16), **k))
 
     def space(self, problem: Problem, target: Target):
-        cols, vec = problem["cols"], 16 // problem.dtype("x").itemsize    # 16-byte accesses
-        base = dict(vec=vec, reduction="shuffle", l2_batch_mb=16)
-        for threads in (4, 8, 16, 32, 64, 128, 256, 512, 1024):
-            for rpb in ((1,) if threads > 32 else (1, 2, 4, 8, 16, 32, 64)):
-                if not 64 <= threads * rpb <= target.max_threads:
-                    continue
-                for items in (1, 2, 4, 8, 16):
-                    cap = items * threads * vec
-                    if cap >= cols and cap // 2 < cols:   # the smallest register tile that holds the row
-                        yield dict(base, threads=threads, rows_per_block=rpb, items=items, algo="registers")
-                    if threads * rpb >= 128 and items in (2, 4):
-                        yield dict(base, threads=threads, rows_per_block=rpb, items=items, algo="online")
-        if cols >= 8192:
-            for threads in (128, 256, 512):
-                for items in (2, 4, 8):
-                    for batch in BATCH_MB:
-                        yield dict(base, threads=threads, rows_per_block=1, items=items, algo="split",
-                                   l2_batch_mb=batch)
+        return row_space(problem["cols"], problem.dtype("x").itemsize, target, "online")
