@@ -48,6 +48,7 @@ EXTRA = {   # schedules generated/ lacks whose plans differ: split-K's zeroing l
     "sgemm": [dict(split_k=2), dict(split_k=3, swizzle=1)],
     "transpose": [dict(grid_stride=4)],
     "gemv": [dict(grid_stride=2)],
+    "layernorm": [dict(algo="split", threads=128, items=4, l2_batch_mb=8), dict(algo="split", threads=32, items=2, vec=1)],
 }
 
 
