@@ -335,6 +335,9 @@ def list_cmd(op_name, markdown):
     click.echo("sizes: " + ", ".join(f"{d.name} (benchmark {d.default}, small {d.small})" for d in op.dims))
     click.echo(f"loops: {', '.join(op.loops)}   inputs: {', '.join(op.inputs)}   outputs: {', '.join(op.outputs)}")
     click.echo("dtypes: " + ", ".join(f"{d} (outputs {'|'.join(op.out_dtypes(d))})" for d in op.dtypes))
+    if op.layouts:
+        click.echo(f"layouts: {', '.join(op.layouts)} (--layout, default {op.layouts[0]}): letter 1 is A, letter 2 is B; "
+                   "N stored as in the product, T stored transposed; every buffer row-major")
     click.echo("knobs:")
     from .ops.knobs import knob_rows
     click.echo(table(knob_rows(op), ["knob", "default", "choices", "step", "meaning"]))
