@@ -510,17 +510,23 @@ class Sgemm(Op):
 
     def space(self, problem: Problem, target: Target):
         base = self.default_knobs()
+        o = Operands(problem.layout or "NN")
+        # cp.async copies without transposing: 16 bytes of A into km where A is stored transposed (else
+        # into mk), B stored transposed 4 bytes at a time
+        cp_a_refused, cp_vec_b = (("mk", 4) if o.a_t else ("km", 4)), (1 if o.b_t else 4)
         for bm, bn, wm, wn, tm, tn in ((128, 128, 64, 32, 8, 8), (128, 128, 32, 64, 8, 8), (128, 64, 64, 32, 8, 8),
                                        (64, 128, 32, 64, 8, 8), (128, 128, 64, 64, 16, 8), (128, 256, 64, 64, 8, 16),
                                        (256, 128, 64, 64, 16, 8), (64, 64, 32, 32, 4, 8)):
             for bk in (8, 16, 32):
                 for stages, copy in ((2, "sync"), (2, "cp_async"), (3, "cp_async"), (4, "cp_async")):
                     for a_layout, vec_a in (("km", 4), ("km", 1), ("mk", 4)):
-                        if copy == "sync" and vec_a == 1 or copy == "cp_async" and (a_layout, vec_a) == ("km", 4):
+                        if copy == "sync" and vec_a == 1 or copy == "cp_async" and (a_layout, vec_a) == cp_a_refused:
                             continue
                         for swizzle in (1, 8):
                             yield dict(base, bm=bm, bn=bn, wm=wm, wn=wn, tm=tm, tn=tn, bk=bk, stages=stages,
-                                       copy=copy, a_layout=a_layout, vec_a=vec_a, swizzle=swizzle)
+                                       copy=copy, a_layout=a_layout, vec_a=vec_a, swizzle=swizzle,
+                                       **({"vec_b": cp_vec_b} if copy == "cp_async" else {}),
+                                       **self.layout_knobs(o.layout))
         for over in (dict(), dict(bm=128, bn=128)):   # K slices, for grids that cannot fill the SMs
             for split_k in (2, 3, 4, 8):
-                yield dict(base, **over, split_k=split_k)
+                yield dict(base, **over, split_k=split_k, **self.layout_knobs(o.layout))
