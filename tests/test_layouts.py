@@ -241,12 +241,16 @@ EDGE = ((1, 1, 1), (1, 1000, 3), (1000, 1, 1000), (33, 127, 1), (129, 255, 1023)
         (2047, 2049, 1025), (256, 256, 256), (1024, 1024, 1024))
 
 
+# NN's variants are tests/test_op_sgemm.py's and test_op_gemm.py's business; here every variant in the
+# transposed layouts, and the defaults and heuristics in all four.
+SGEMM_GPU = [(name, lay) for name in SGEMM_VARIANTS for lay in T
+             if not (name == "cp.async, A transposed 16 bytes a copy" and lay[0] == "N")] + \
+    [("default", lay) for lay in LAYOUTS]
+
+
 @pytest.mark.gpu
-@pytest.mark.parametrize("layout", LAYOUTS)
-@pytest.mark.parametrize("name", list(SGEMM_VARIANTS) + ["default"])
+@pytest.mark.parametrize("name, layout", SGEMM_GPU)
 def test_sgemm_layouts_on_the_gpu(name, layout):
-    if name == "cp.async, A transposed 16 bytes a copy" and layout[0] == "N":
-        pytest.skip("16-byte cp.async of A needs A stored transposed (the km tile's order)")
     for m, n, k in EDGE:
         p = sgemm.problem({"M": m, "N": n, "K": k}, layout=layout)
         knobs = SGEMM_VARIANTS.get(name)
@@ -258,10 +262,12 @@ def test_sgemm_layouts_on_the_gpu(name, layout):
         assert v.ok, ((m, n, k), v.summary())
 
 
+GEMM_GPU = [(name, lay, "float16", None) for name in list(GEMM_VARIANTS) + ["xor, sync", "3 cp.async stages"]
+            for lay in T] + [(name, lay, "bfloat16", "float32") for name in ("wmma", "default") for lay in T]
+
+
 @pytest.mark.gpu
-@pytest.mark.parametrize("dtype,out", [("float16", None), ("bfloat16", "float32")])
-@pytest.mark.parametrize("layout", LAYOUTS)
-@pytest.mark.parametrize("name", list(GEMM_VARIANTS) + ["xor, sync", "3 cp.async stages"])
+@pytest.mark.parametrize("name, layout, dtype, out", GEMM_GPU)
 def test_gemm_layouts_on_the_gpu(name, layout, dtype, out):
     sched = GEMM_VARIANTS.get(name) or LADDER[2 if name == "xor, sync" else 3]
     for m, n, k in EDGE[:-2] + ((136, 264, 64), (1000, 1030, 999), (1024, 1024, 1024)):
@@ -270,10 +276,12 @@ def test_gemm_layouts_on_the_gpu(name, layout, dtype, out):
         assert v.ok, ((m, n, k), v.summary())
 
 
+WGMMA_GPU = [(step, lay, "float16", None) for step in range(4) for lay in T] + \
+    [(2, lay, "bfloat16", "float32") for lay in T]           # step 3 (hopper3) is what schedule_for takes
+
+
 @pytest.mark.gpu
-@pytest.mark.parametrize("dtype,out", [("float16", None), ("bfloat16", "float32")])
-@pytest.mark.parametrize("layout", LAYOUTS)
-@pytest.mark.parametrize("step", range(4), ids=lambda i: f"hopper{i + 1}")
+@pytest.mark.parametrize("step, layout, dtype, out", WGMMA_GPU)
 def test_wgmma_layouts_on_the_gpu(step, layout, dtype, out):
     from kernelgen import gpu
     if not gpu.device().has("wgmma"):
