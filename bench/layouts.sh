@@ -11,7 +11,7 @@ SIZE=4096,4096,4096
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv,noheader | tee "$OUT/device.txt"
 while [ $# -gt 0 ]; do
   case "$1" in
-    tests) for k in test_sgemm "test_gemm_layouts or heuristics" wgmma; do timeout 550 python3 -m pytest -q -m gpu -p no:cacheprovider tests/test_layouts.py -k "$k" 2>&1 | tail -20; done |
+    tests) for k in test_sgemm "test_gemm_layouts or heuristics or vendor" wgmma; do timeout 550 python3 -m pytest -q -m gpu -p no:cacheprovider tests/test_layouts.py -k "$k" 2>&1 | tail -20; done |
              tee "$OUT/layout_tests.txt"; shift ;;
     bench)
       for layout in NN NT TN TT; do

@@ -317,8 +317,10 @@ def test_the_vendor_computes_the_same_product_from_the_same_stored_arrays(layout
     for op, dtype in ((sgemm, None), (gemm, "float16"), (gemm, "bfloat16")):
         p = op.problem({"M": 129, "N": 72, "K": 40}, dtype=dtype, layout=layout)
         arrays = device_arrays(op, p, seed=3)
-        _, fn = op.vendor({k: arrays[k] for k in op.inputs}, p)
-        out = fn()
+        found = op.vendor({k: arrays[k] for k in op.inputs}, p)
+        if found is None:                                    # no torch: CuPy has no bf16 matmul
+            continue
+        out = found[1]()
         if hasattr(out, "cpu"):                              # torch
             out = out.float().cpu().numpy()
         else:
