@@ -24,10 +24,20 @@ def facts(sched):
 
 # -- problems --------------------------------------------------------------------------------------
 @pytest.mark.parametrize("sizes,message", [
-    (dict(H=2, R=3, pad=0), r"empty output: H=2 \+ 2\*pad=0 < R=3"),
-    (dict(W=1, S=5, pad=1), r"empty output: W=1 \+ 2\*pad=2 < S=5"),
+    (dict(H=2, R=3, pad=0), r"output height P = \(H \+ 2\*pad_h - dil_h\*\(R-1\) - 1\)/stride_h \+ 1 = 0 for H=2, "
+                            r"pad_h=0, dil_h=1, R=3, stride_h=1: the dilated filter spans 3 rows, the padded input 2"),
+    (dict(W=1, S=5, pad=1), r"output width Q = .* = -1 for W=1, pad_w=1, dil_w=1, S=5, stride_w=1"),
+    (dict(H=9, R=3, dil_h=5, pad_h=0), r"P = .* = -1 for H=9, pad_h=0, dil_h=5, R=3.* spans 11 rows, the padded input 9"),
+    (dict(W=9, S=4, dil_w=3, stride_w=4, pad_w=0), r"Q = .* = 0 for W=9, pad_w=0, dil_w=3, S=4, stride_w=4"),
     (dict(stride=0), "stride=0 is illegal"),
+    (dict(stride_w=0), r"stride_w=0 is illegal \(must be an integer >= 1\)"),
+    (dict(dil_h=0), r"dil_h=0 is illegal \(must be an integer >= 1\)"),
+    (dict(dil=-2), r"dil=-2 is illegal"),
     (dict(pad=-1), "pad=-1 is illegal"),
+    (dict(pad_h=-1), r"pad_h=-1 is illegal \(must be an integer >= 0\)"),
+    (dict(stride=2, stride_w=1), "stride=2 sets stride_h and stride_w, but stride_w=1 disagrees"),
+    (dict(pad=1, pad_h=0), "pad=1 sets pad_h and pad_w, but pad_h=0 disagrees"),
+    (dict(H=1, pad_h=2**28 + 1, R=1), r"H \+ 2\*pad_h = 536870915 is past 536870912"),
     (dict(N=70000, C=128, H=16, W=16), "32-bit"),
 ])
 def test_bad_problems_fail_before_any_compile(sizes, message):
@@ -39,19 +49,39 @@ def test_output_size_follows_stride_and_padding():
     assert op.output_shapes(op.problem())["y"] == (2, 24, 128, 512)
     assert op.output_shapes(op.problem(dict(N=32, C=64, H=128, W=128, K=128, pad=1)))["y"] == (32, 128, 128, 128)
     assert op.output_shapes(op.problem(dict(H=7, W=8, R=3, S=2, stride=3, pad=2)))["y"][2:] == (3, 4)
+    # DeepBench's speech layer: a 20x5 filter with stride 8x2 on 161x700 (as torch computes it)
+    assert op.output_shapes(op.problem(dict(N=4, C=1, H=161, W=700, K=32, R=20, S=5, stride_h=8, stride_w=2)))["y"] == \
+        (4, 32, 18, 348)
+    assert op.output_shapes(op.problem(dict(H=10, W=10, R=3, S=3, dil_h=2, dil_w=4, pad_w=3)))["y"][2:] == (6, 8)
 
 
-def test_reference_matches_a_literal_loop():
-    p = op.problem(dict(N=2, C=2, H=5, W=6, K=3, R=3, S=2, stride=2, pad=1))
+def test_shorthands_stand_for_both_directions_and_print_as_before():
+    """Square problems print (and key the tuning database) as before the sizes were split per direction."""
+    sq = op.problem(dict(N=32, C=64, H=128, W=128, K=128, pad=1))
+    assert str(sq) == "N=32,C=64,H=128,W=128,K=128,R=3,S=3,stride=1,pad=1"
+    assert sq == op.problem(dict(N=32, C=64, H=128, W=128, K=128, pad_h=1, pad_w=1, stride=1, stride_h=1))
+    assert str(op.problem(dict(stride_h=2, pad_w=3, dil=2))) == \
+        "N=2,C=12,H=130,W=514,K=24,R=3,S=3,stride_h=2,stride_w=1,pad_h=0,pad_w=3,dil=2"
+    for sizes in op.test_problems():      # every printed problem reads back as itself
+        p = op.problem(sizes)
+        back = dict((k, int(v)) for k, v in (part.split("=") for part in str(p).split(",")))
+        assert op.problem(back) == p, str(p)
+
+
+@pytest.mark.parametrize("sh,sw,ph,pw,dh,dw", [(2, 2, 1, 1, 1, 1), (3, 1, 0, 2, 2, 1), (1, 2, 2, 0, 1, 3)])
+def test_reference_matches_a_literal_loop(sh, sw, ph, pw, dh, dw):
+    p = op.problem(dict(N=2, C=2, H=7, W=8, K=3, R=3, S=2, stride_h=sh, stride_w=sw, pad_h=ph, pad_w=pw,
+                        dil_h=dh, dil_w=dw))
     inp = op.make_inputs(p, np.random.default_rng(1))
     x, w = inp["x"].astype(np.float64), inp["w"].astype(np.float64)
     y = op.reference(inp, p)["y"]
     N, K, P, Q = y.shape
+    assert (P, Q) == ((7 + 2 * ph - dh * 2 - 1) // sh + 1, (8 + 2 * pw - dw - 1) // sw + 1)
     for n, k, pp, q in itertools.product(range(N), range(K), range(P), range(Q)):
         acc = 0.0
         for c, r, s in itertools.product(range(2), range(3), range(2)):
-            h, ww = pp * 2 + r - 1, q * 2 + s - 1
-            if 0 <= h < 5 and 0 <= ww < 6:
+            h, ww = pp * sh + r * dh - ph, q * sw + s * dw - pw
+            if 0 <= h < 7 and 0 <= ww < 8:
                 acc += w[k, c, r, s] * x[n, c, h, ww]
         assert abs(y[n, k, pp, q] - acc) < 1e-12
 
