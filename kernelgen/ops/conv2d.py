@@ -33,6 +33,9 @@ small cost model (kernelgen/ops/conv2d_model.py).
 """
 from __future__ import annotations
 
+import itertools
+import math
+
 import numpy as np
 
 from ..errors import UsageError, check
@@ -391,16 +394,23 @@ class Conv2d(Op):
         ]
         return tuple(LadderStep(t, self.schedule_from_knobs(**k), n) for t, k, n in steps)
 
+    def schedule_for(self, problem: Problem, target: Target | None = None) -> Schedule:
+        """The implicit-GEMM tiling (and slices of c*r*s) a small cost model of the target estimates
+        fastest, over a few tile families (kernelgen/ops/conv2d_model.py)."""
+        from .conv2d_model import pick
+        return self.schedule_from_knobs(**pick(self, problem.as_dict(), target))
+
     def space(self, problem: Problem, target: Target):
-        """Implicit-GEMM tilings; 24-channel and 12-deep tiles only where they waste less than powers of two."""
+        """Implicit-GEMM tilings; 24-channel and 12-deep tiles only where they waste less than powers of
+        two; slices of c*r*s (two steps each at least) only for tiles whose grid leaves SMs idle."""
         base = self.default_knobs()
         K, crs = problem["K"], problem["C"] * problem["R"] * problem["S"]
+        npq = problem["N"] * math.prod(self.out_hw(problem))
         bms = (24, 32, 64, 128) if K % 32 and cdiv(K, 24) * 24 < cdiv(K, 32) * 32 else (32, 64, 128)
         bks = (8, 12, 16) if cdiv(crs, 12) * 12 < cdiv(crs, 8) * 8 else (8, 16)
-        for bm in bms:
-            for bn in (64, 128, 256):
-                for bk in bks:
-                    for tm in (4, 8):
-                        for tn in (4, 8):
-                            for min_blocks in (0, 2):
-                                yield dict(base, algo="implicit", bm=bm, bn=bn, bk=bk, tm=tm, tn=tn, min_blocks=min_blocks)
+        for bm, bn, bk, tm, tn, min_blocks in itertools.product(bms, (64, 128, 256), bks, (4, 8), (4, 8), (0, 2)):
+            blocks = cdiv(K, bm) * cdiv(npq, bn)
+            for split in SPLITS:
+                if split == 1 or (blocks * split <= 2 * target.sms and cdiv(crs, bk) >= 2 * split):
+                    yield dict(base, algo="implicit", bm=bm, bn=bn, bk=bk, tm=tm, tn=tn, min_blocks=min_blocks,
+                               split_k=split)
