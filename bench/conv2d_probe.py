@@ -69,7 +69,7 @@ def candidates(op, problem, tgt) -> list[tuple[str, dict]]:
             [(f"top{i + 2}", k) for i, k in enumerate(ranked[1:TOP + 1])]:
         add(role, k)
     for fam in model.FAMILIES:
-        best = next((k for k in ranked if (k["bm"], k["bn"], k["tm"], k["tn"], k["min_blocks"]) == fam), None)
+        best = next((k for k in ranked if (k["bm"], k["bn"], k["tm"], k["tn"], k["min_blocks"]) == fam[:5]), None)
         if best and tuple(best[x] for x in KEYS) not in out:
             add("family", best)
     return list(out.values())

@@ -242,6 +242,18 @@ def test_schedule_for_follows_the_shape():
     assert estimate(op, op.default_knobs(), d) > 1.4 * estimate(op, tuned, d)
 
 
+@pytest.mark.nvrtc
+def test_schedule_for_picks_compile_without_spills():
+    from kernelgen.target import target
+    shapes = (dict(N=1, C=512, H=7, W=7, K=512, pad=1), dict(N=32, C=64, H=128, W=128, K=128, pad=1),
+              dict(N=8, C=256, H=28, W=28, K=1024, R=1, S=1), dict(N=8, C=1, H=161, W=700, K=32, R=20, S=5,
+                                                                  stride_h=8, stride_w=2))
+    for sizes in shapes:
+        k = op.kernel(op.schedule_for(op.problem(sizes), target("sm_90a")), target("sm_90a"))
+        f = facts_of(compile_cuda(render(k), k.arch, k.name))
+        assert all(x.spill_bytes == 0 for x in f), (sizes, k.name)
+
+
 def test_space_slices_only_grids_that_leave_sms_idle():
     from kernelgen.target import target
     big = list(op.space(op.problem(dict(N=32, C=64, H=128, W=128, K=128, pad=1)), target("sm_90")))

@@ -56,12 +56,13 @@ COST = dict(
 )
 # Fitted (a grid search on log error) to the H100 timings in BENCHMARKS.md and the tuning records of
 # N32 C64 128x128 K128 and the seeds' shape: 10 points, 0.15 rms in log time.
-# The tile families schedule_for weighs: (bm, bn, tm, tn, min_blocks). Large tiles for many
-# channels and pixels; narrow ones (24 or 32 channels, 256 pixels) for few output channels;
-# small ones for few pixels (with split_k for the grid).
-FAMILIES = ((128, 128, 8, 8, 0), (128, 64, 8, 4, 2), (64, 128, 4, 8, 2), (64, 64, 4, 8, 0),
-            (64, 64, 4, 4, 0), (32, 256, 4, 8, 0), (24, 256, 4, 8, 0), (32, 128, 4, 4, 0))
+# The tile families schedule_for weighs: (bm, bn, tm, tn, min_blocks, depths bk). Large tiles for
+# many channels and pixels; narrow ones (24 or 32 channels, 256 pixels) for few output channels;
+# small ones for few pixels (with split_k for the grid). Each takes the depths at which NVRTC
+# (CUDA 13, sm_90) compiles it without spilling: 32x128 4x4 spills 16 bytes 16 deep.
 BKS = (8, 12, 16)
+FAMILIES = ((128, 128, 8, 8, 0, BKS), (128, 64, 8, 4, 2, BKS), (64, 128, 4, 8, 2, BKS), (64, 64, 4, 8, 0, BKS),
+            (64, 64, 4, 4, 0, BKS), (32, 256, 4, 8, 0, BKS), (24, 256, 4, 8, 0, BKS), (32, 128, 4, 4, 0, (8, 12)))
 
 
 def geometry(d: dict) -> tuple[int, int, int]:
@@ -137,8 +138,8 @@ def candidates(op, d: dict, target: Target):
     """The tilings schedule_for weighs for sizes `d`: each family at each depth and number of slices."""
     M, NPQ, CRS = geometry(d)
     base = dict(op.default_knobs(), algo="implicit")
-    for bm, bn, tm, tn, min_blocks in FAMILIES:
-        for bk in BKS:
+    for bm, bn, tm, tn, min_blocks, bks in FAMILIES:
+        for bk in bks:
             if bk == 12 and cdiv(CRS, 12) * 12 >= cdiv(CRS, 8) * 8:
                 continue                         # 12-deep tiles only where they pad C*R*S less
             for split in op.knob("split_k").choices:
