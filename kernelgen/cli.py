@@ -37,6 +37,7 @@ from .ops import OPS, get_op
 from .ops.base import Op, Problem
 from .target import DEFAULT_ARCH, Target, parse_arch, target
 from .schedule import Schedule
+from .suites import names as suite_names
 
 
 # -- argument parsing ----------------------------------------------------------------------------
@@ -636,9 +637,15 @@ def tune_db_import(cache_file, fmt, op_name, size, arch, db, dtype, out_dtype):
 
 # -- bench ---------------------------------------------------------------------------------------
 @main.command()
-@click.argument("op_name")
+@click.argument("op_name", required=False)
 @click.option("--size", help="Problem size (default: the op's benchmark size).")
 @click.option("--ladder", is_flag=True, help="Every ladder step, not only the default schedule.")
+@click.option("--knob", "-k", "knobs", multiple=True, metavar="NAME=VALUE",
+              help="Bench the default schedule with these knobs set, instead of the default and the heuristic.")
+@click.option("--schedule", "schedule_file", metavar="FILE", help="Bench this schedule (JSON, or a .py file[:NAME]).")
+@click.option("--suite", metavar="NAME|FILE.txt", help="Bench every shape of a suite on its heuristic schedule, against "
+              f"the vendor: {', '.join(suite_names())}, or a file of `OP SIZE [DTYPE]` lines.")
+@click.option("--shard", metavar="I/N", help="With --suite: only the I-th of N interleaved parts of the suite.")
 @click.option("--best", is_flag=True, help="Add the tuning database's best schedule for this size.")
 @click.option("--db", metavar="PATH", help="Tuning database read by --best.")
 @click.option("--reps", type=click.IntRange(1, 100000), default=30, show_default=True)
@@ -649,10 +656,25 @@ def tune_db_import(cache_file, fmt, op_name, size, arch, db, dtype, out_dtype):
               "speed-ups with --ladder, else the roofline (needs kernelgen[plot]).")
 @timing_option
 @dtype_options
-def bench(op_name, size, ladder, best, db, reps, markdown, json_file, plot_file, timing, dtype, out_dtype):
+def bench(op_name, size, ladder, knobs, schedule_file, suite, shard, best, db, reps, markdown, json_file, plot_file,
+          timing, dtype, out_dtype):
     """Validate and time schedules against the vendor library in the same run, the same way."""
     from .bench import bench_rows, format_rows
+    if suite is not None or shard is not None:
+        given = [o for o, v in (("OP", op_name), ("--size", size), ("--ladder", ladder), ("--knob", knobs),
+                                ("--schedule", schedule_file), ("--best", best), ("--db", db), ("--dtype", dtype),
+                                ("--out-dtype", out_dtype), ("--plot", plot_file)) if v]
+        if suite is None:
+            raise UsageError("--shard splits a suite; give --suite NAME too")
+        if given:
+            raise UsageError(f"--suite runs each shape of its file on its own heuristic; it takes no {given[0]} "
+                             "(the suite's lines give op, size and type)")
+        return bench_suite(suite, shard, reps, markdown, json_file, timing)
+    if op_name is None:
+        raise UsageError("bench needs an OP (`kernelgen list` names them) or --suite NAME")
     op = get_op(op_name)
+    if ladder and (knobs or schedule_file):
+        raise UsageError("--ladder benches the ladder's steps; it takes no --knob or --schedule")
     if json_file:
         check_out_file(json_file, "--json")
     if plot_file:
@@ -665,8 +687,9 @@ def bench(op_name, size, ladder, best, db, reps, markdown, json_file, plot_file,
         raise UsageError("--db is read only with --best")
     if best:
         open_db(db)
+    given = select(op, knobs, schedule_file, None, False, None, None) if knobs or schedule_file else None
     rows = bench_rows(op, problem, ladder=ladder, best_db=(db or str(config.tuning_db())) if best else None, reps=reps,
-                      timing=timing)
+                      timing=timing, given=given)
     click.echo(format_rows(op, problem, rows, markdown, timing=timing, reps=reps))
     if json_file or plot_file:
         from . import gpu, results
@@ -686,6 +709,64 @@ def bench(op_name, size, ladder, best, db, reps, markdown, json_file, plot_file,
             click.echo(f"wrote {plot_file}")
     if any(r["valid"] == "WRONG" for r in rows):
         raise ValidationError("a benchmarked kernel gave a wrong answer (see the table)")
+
+
+def bench_suite(name: str, shard_text: str | None, reps: int, markdown: bool, json_file: str | None, timing: str):
+    """Every entry of the suite parsed and checked first (a typo on line 90 stops the run before the GPU
+    starts), then each shape benched on the GPU with a progress line, then the table and the summary."""
+    from . import gpu, results, suites
+    from .bench import format_suite, suite_row
+    from .timing import choose_method, describe
+    from .tune.progress import Progress
+    suite = suites.load(name)
+    index, count = suites.parse_shard(shard_text)
+    if json_file:
+        check_out_file(json_file, "--json")
+    work = []
+    for e in suite.shard(index, count):
+        try:
+            op = get_op(e.op)
+            work.append((e, op, parse_size(op, e.size, False, e.dtype, None)))
+        except UsageError as err:
+            raise UsageError(f"{suite.path.name} line {e.line}: {err}") from None
+    gpu.require()
+    progress = Progress(total=len(work), label=f"suite {suite.name}", stream=sys.stderr)
+    rows = []
+    for e, op, problem in work:
+        rows.append(suite_row(op, problem, e.line, reps=reps, timing=timing))
+        progress.measured += 1
+        progress.failed += rows[-1]["valid"] in ("refused", "WRONG")
+        progress.show()
+    progress.show(final=True)
+    part = "" if count == 1 else f" (part {index}/{count})"
+    click.echo(format_suite(suite.name, rows, markdown, timing=timing, reps=reps, shard=part))
+    if json_file:
+        dev = gpu.device()
+        runs = []
+        for (e, op, problem), r in zip(work, rows):
+            if r["time_us"] is None:
+                continue
+            how = describe(choose_method(timing, op.bytes_moved(problem)), op, problem, reps).removeprefix("timing: ")
+            mine = {"step": "heuristic for this size", "kernel": r["kernel"], "schedule": r["schedule"],
+                    "time_us": r["time_us"], "valid": r["valid"], "timing": r.get("timing")}
+            pair = [mine] + ([{"step": f"vendor: {r['vendor']}", "kernel": r["vendor"], "time_us": r["vendor_us"],
+                               "valid": "-"}] if r["vendor_us"] else [])
+            runs.append(results.run_dict(op, problem, dev, _with_rates(op, problem, pair, r), ladder=False, timing=how))
+        results.write(results.document("bench", device=results.device_dict(dev), runs=runs), json_file)
+        click.echo(f"wrote {json_file}")
+    if any(r["valid"] == "WRONG" for r in rows):
+        raise ValidationError("a kernel of the suite gave a wrong answer (see the table)")
+
+
+def _with_rates(op, problem, pair: list[dict], r: dict) -> list[dict]:
+    """The roofline columns bench rows carry, from the times (the suite table leaves them out)."""
+    from .timing import roofline
+    vendor = r["vendor_us"]
+    for row in pair:
+        gbps, tflops, frac, _ = roofline(op, problem, row["time_us"])
+        row.update({"GB/s": gbps, "TFLOP/s": tflops, "roofline": frac, "speedup": pair[0]["time_us"] / row["time_us"],
+                    "vs_vendor": vendor / row["time_us"] if vendor else float("nan")})
+    return pair
 
 
 def chart_format(path: str, option: str) -> str:

@@ -53,6 +53,7 @@ EXTRA = {   # schedules generated/ lacks whose plans differ: split-K's zeroing l
     "transpose": [dict(grid_stride=4)],
     "gemv": [dict(grid_stride=2)],
     "conv2d": [dict(split_k=3), dict(algo="im2col", split_k=16, bm=64, bn=64, bk=16, tm=8, tn=4)],
+    "layernorm": [dict(algo="split", threads=128, items=4, l2_batch_mb=8), dict(algo="split", threads=32, items=2, vec=1)],
 }
 
 

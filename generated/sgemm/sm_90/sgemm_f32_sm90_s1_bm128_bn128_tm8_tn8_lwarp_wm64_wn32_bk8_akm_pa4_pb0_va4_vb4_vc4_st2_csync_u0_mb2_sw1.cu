@@ -245,8 +245,7 @@ __device__ __forceinline__ void sgemm_f32_sm90_s1_bm128_bn128_tm8_tn8_lwarp_wm64
           if (ALIGNED && (!CHECK || n + 3 < N)) {
             const float4 v = { acc[i][j + 0], acc[i][j + 1], acc[i][j + 2], acc[i][j + 3] };
             *reinterpret_cast<float4*>(crow + n) = v;
-            continue;
-          }
+          } else   // an else, not a continue: nvcc flags the scalar loop unreachable where CHECK and ALIGNED are constants
           #pragma unroll
           for (int u = 0; u < 4; ++u)
             if (!CHECK || n + u < N) crow[n + u] = acc[i][j + u];
