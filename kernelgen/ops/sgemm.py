@@ -39,8 +39,8 @@ import numpy as np
 
 from ..errors import UsageError, check
 from ..schedule import Schedule, ScheduleReader, schedule
-from .base import INT_MAX, Dim, Kernel, Knob, LadderStep, Launch, Op, Plan, Problem, Scalar, cdiv
-from .knobs import Prim
+from .base import INT_MAX, Dim, Kernel, Knob, LadderStep, Launch, Op, Plan, Problem, Scalar, Workspace, cdiv
+from .knobs import Prim, Range
 from ..dtypes import Types
 from ..target import Target, default_target
 
@@ -49,6 +49,15 @@ TILES = Prim("split", ("i", "j"), args="BM | BM, TM | BM, S, 4 | BM, WM, S, 4 (j
 SHARED = ("shared", (True,))      # the knobs of the shared-memory kernel apply with these
 RUN = 4                  # rows (columns) per run in the strided and warp layouts: one 128-bit shared load
 MAX_GRID_Y = 65535
+MAX_SPLIT_K = 256        # slices of K (gridDim.z)
+REDUCE_K = ("atomic", "workspace")
+REDUCE_THREADS, REDUCE_BLOCKS = 256, 4096   # the workspace reduction: 256 threads a block, grid-stride over C
+
+
+def slab(M: int, N: int) -> int:
+    """Floats between two K slices' partial tiles in the split-K workspace: M x N rounded up to whole
+    16-byte vectors, so every slab starts as aligned as the workspace."""
+    return cdiv(M * N, 4) * 4
 
 
 def check_grid(op: str, problem: Problem, grid: tuple[int, int, int], bm: int, swizzle: int) -> None:
@@ -87,14 +96,14 @@ class Sgemm(Op):
     knobs = (
         Knob("shared", True, (False, True), "stage A and B tiles in shared memory (else: the naive kernel)", "s",
              Prim("cache_read", ("A", "B"), absent=False, values=((True, "shared"),))),
-        Knob("bm", 256, (16, 32, 64, 128, 256), "rows of C per block", "bm", TILES),
-        Knob("bn", 128, (16, 32, 64, 128, 256), "columns of C per block", "bn", TILES),
+        Knob("bm", 256, (8, 16, 32, 64, 128, 256), "rows of C per block", "bm", TILES),
+        Knob("bn", 128, (8, 16, 32, 64, 128, 256), "columns of C per block", "bn", TILES),
         Knob("tm", 16, (1, 2, 4, 8, 16), "rows of C per thread", "tm", TILES),
         Knob("tn", 8, (1, 2, 4, 8, 16), "columns of C per thread", "tn", TILES),
         Knob("layout", "warp", LAYOUTS, "how thread tiles sit in the block tile: the split's form and the loop bound "
              "to threads (see the module doc)", "l", TILES),
-        Knob("wm", 64, (0, 16, 32, 64, 128), "rows per warp tile (layout warp; else 0)", "wm", TILES),
-        Knob("wn", 64, (0, 16, 32, 64, 128), "columns per warp tile (layout warp; else 0)", "wn", TILES),
+        Knob("wm", 64, (0, 8, 16, 32, 64, 128), "rows per warp tile (layout warp; else 0)", "wm", TILES),
+        Knob("wn", 64, (0, 8, 16, 32, 64, 128), "columns per warp tile (layout warp; else 0)", "wn", TILES),
         Knob("bk", 8, (0, 8, 16, 32), "K per shared tile; 0 (without shared) k is not split", "bk",
              Prim("split", "k", args="BK"), when=SHARED, unused=0),
         Knob("a_layout", "km", ("mk", "km"), "A's shared tile: mk as in memory, km transposed", "a",
@@ -119,9 +128,14 @@ class Sgemm(Op):
              Prim("annotate", "min_blocks", absent=1)),
         Knob("swizzle", 8, (1, 2, 4, 8, 16), "block rows per group when walking the blocks (L2 reuse)", "sw",
              Prim("swizzle", absent=1)),
-        Knob("split_k", 1, (1, 2, 3, 4, 8), "slices of K, one per blockIdx.z, added into C with atomics (C is "
-             "zeroed first): more, shorter blocks for a ragged last wave", "sk",
-             Prim("annotate", "split_k", absent=1), when=SHARED, unused=1),
+        Knob("split_k", 1, Range(1, MAX_SPLIT_K), "slices of K, one per blockIdx.z, summed as reduce_k says: more, "
+             "shorter blocks where the tiles cannot fill the SMs (long K, skinny or small products)", "sk",
+             Prim("annotate", "split_k", absent=1), tune=(1, 2, 3, 4, 8), when=SHARED, unused=1),
+        Knob("reduce_k", "atomic", REDUCE_K, "how the K slices are summed: atomic (added into C, zeroed first; the "
+             "order of the additions, and so C's last bits, can differ between runs) or workspace (each slice "
+             "stores its partial tile in a workspace slab, a second kernel sums the slabs in order: the same bits "
+             "every run)", "r", Prim("annotate", "reduce_k", absent="atomic"), when=("split_k", Range(2, MAX_SPLIT_K)),
+             unused="atomic"),
     )
     structure_help = ("split(i, BM) and bind(i.1, threadIdx.y): one row a thread; split(i, BM, TM): TM adjacent rows; "
                       "split(i, BM, S, 4) with bind(i.2, threadIdx.y): runs of 4 rows spaced S apart; "
@@ -148,7 +162,7 @@ class Sgemm(Op):
             s = s.unroll("k", k["unroll_k"]) if k["unroll_k"] != 0 else s
             return self.put(s, k, "min_blocks", "swizzle")
         return self.put(s.split("k", k["bk"]), k, "shared", "a_layout", "pad_a", "pad_b", "vec_a", "vec_b", "vec_c",
-                        "stages", "copy", "unroll_k", "min_blocks", "split_k", "swizzle")
+                        "stages", "copy", "unroll_k", "min_blocks", "split_k", "reduce_k", "swizzle")
 
     def schedule_for(self, problem: Problem, target: Target | None = None) -> Schedule:
         """The tile and number of K slices that waste least on the last, partly filled wave.
@@ -248,8 +262,9 @@ class Sgemm(Op):
               limit=f"{smem} bytes of shared memory > {target.max_smem} on {target.arch}")
 
     def name_knobs(self, knobs: dict) -> dict:
-        # One slice of K is how every kernel was named before split_k existed: keep those names.
-        return {n: v for n, v in knobs.items() if n != "split_k" or v != 1}
+        # One slice of K is how every kernel was named before split_k existed, and atomics how every split
+        # kernel was named before reduce_k: keep those names.
+        return {n: v for n, v in knobs.items() if not (n == "split_k" and v == 1 or n == "reduce_k" and v == "atomic")}
 
     # -- derived sizes -----------------------------------------------------------------------------
     @staticmethod
@@ -287,7 +302,9 @@ class Sgemm(Op):
         else:
             block = (k["bn"] // k["tn"], k["bm"] // k["tm"], 1)
         p = dict(k, threads=nt, block=block, warps_n=k["bn"] // max(k["wn"], 1), lanes_n=k["wn"] // k["tn"],
-                 vectorised=max(k["vec_a"], k["vec_b"], k["vec_c"]) > 1)
+                 vectorised=max(k["vec_a"], k["vec_b"], k["vec_c"]) > 1,
+                 atomic=k["split_k"] > 1 and k["reduce_k"] == "atomic",
+                 workspace=k["split_k"] > 1 and k["reduce_k"] == "workspace")
         if not k["shared"]:
             return p, 0, 24
         for d, t in (("m", k["tm"]), ("n", k["tn"])):
@@ -331,13 +348,20 @@ class Sgemm(Op):
         # kernel with element-wise global accesses.
         aligned = K % k["vec_a"] == 0 and N % max(k["vec_b"], k["vec_c"]) == 0
         symbol = kernel.name if aligned or not p["vectorised"] else kernel.name + "_unaligned"
-        launches = (Launch(symbol, grid, tuple(p["block"]), ("A", "B", "C", "M", "N", "K"), kernel.static_smem),)
+        out = "partials" if p["workspace"] else "C"
+        launches = (Launch(symbol, grid, tuple(p["block"]), ("A", "B", out, "M", "N", "K"), kernel.static_smem),)
         scalars = tuple(Scalar(n, "int", v) for n, v in (("M", M), ("N", N), ("K", K)))
-        if grid[2] > 1:  # the slices of K add into C: zero it first
+        workspaces = ()
+        if p["atomic"]:      # the slices of K add into C: zero it first
             fill = Launch(kernel.name + "_zero", (min(cdiv(M * N, 256), 4096), 1, 1), (256, 1, 1), ("C", "MN"))
             launches, scalars = (fill,) + launches, scalars + (Scalar("MN", "long long", M * N),)
+        elif p["workspace"]:  # each slice stores its slab; a second kernel sums the slabs into C
+            total = Launch(kernel.name + "_reduce", (min(cdiv(M * N, REDUCE_THREADS * 4), REDUCE_BLOCKS), 1, 1),
+                           (REDUCE_THREADS, 1, 1), ("partials", "C", "MN", "K"))
+            launches, scalars = launches + (total,), scalars + (Scalar("MN", "long long", M * N),)
+            workspaces = (Workspace("partials", "float32", k["split_k"] * slab(M, N)),)
         align = tuple((b, 4 * v) for b, v in (("A", k["vec_a"]), ("B", k["vec_b"]), ("C", k["vec_c"])) if v > 1)
-        return Plan(kernel, problem, launches, (), scalars, align)
+        return Plan(kernel, problem, launches, workspaces, scalars, align)
 
     def launch_recipe(self, kernel: Kernel):
         from ..recipe import Recipe, Step
@@ -347,7 +371,7 @@ class Sgemm(Op):
         if k["swizzle"] > 1:
             requires.append((f"kg_cdiv(M, {k['bm']}) * kg_cdiv(N, {k['bn']}) <= {INT_MAX}",
                              "with swizzle the blocks' linear number is an int"))
-        args = ("A", "B", "C", "M", "N", "K")
+        args = ("A", "B", "partials" if p["workspace"] else "C", "M", "N", "K")
         aligned = f"K % {k['vec_a']} == 0 && N % {max(k['vec_b'], k['vec_c'])} == 0"
         if p["vectorised"]:
             steps = (Step(kernel.name, grid, tuple(p["block"]), args, kernel.static_smem, when=aligned),
@@ -355,12 +379,17 @@ class Sgemm(Op):
                           when=f"!({aligned})"))
         else:
             steps = (Step(kernel.name, grid, tuple(p["block"]), args, kernel.static_smem),)
-        lets = ()
-        if k["split_k"] > 1:   # the slices of K add into C: zero it first
+        lets, workspaces = (), ()
+        if p["atomic"]:   # the slices of K add into C: zero it first
             steps = (Step(kernel.name + "_zero", ("kg_min(kg_cdiv(MN, 256), 4096)", "1", "1"), (256, 1, 1), ("C", "MN")),) + steps
             lets = (("MN", "long long", "kg_ll(M) * N"),)
+        elif p["workspace"]:   # each slice stores its slab of the workspace; a second kernel sums them in order
+            steps += (Step(kernel.name + "_reduce", (f"kg_min(kg_cdiv(MN, {REDUCE_THREADS * 4}), {REDUCE_BLOCKS})", "1", "1"),
+                           (REDUCE_THREADS, 1, 1), ("partials", "C", "MN", "K")),)
+            lets = (("MN", "long long", "kg_ll(M) * N"),)
+            workspaces = (("partials", "float", f"{k['split_k']} * kg_cdiv(MN, 4) * 4", None),)
         align = tuple((b, 4 * v, "") for b, v in (("A", k["vec_a"]), ("B", k["vec_b"]), ("C", k["vec_c"])) if v > 1)
-        return Recipe(kernel.arch, ("M", "N", "K"), self.recipe_buffers(kernel), steps, lets, alignment=align,
+        return Recipe(kernel.arch, ("M", "N", "K"), self.recipe_buffers(kernel), steps, lets, workspaces, alignment=align,
                       requires=tuple(requires))
 
     # -- numbers -----------------------------------------------------------------------------------
