@@ -69,18 +69,6 @@ def check_grid(op: str, problem: Problem, grid: tuple[int, int, int], bm: int, s
     if swizzle > 1 and grid[0] * grid[1] > INT_MAX:
         raise UsageError(f"{op}: M={problem['M']}, N={problem['N']} make {grid[0] * grid[1]} blocks; with swizzle "
                          f"{swizzle} their number is an int: at most {INT_MAX} (use swizzle 1)")
-# schedule_for's cost model (H100 measurements, see schedule_for).
-SPLITS = (1, 2, 3, 4)            # K slices schedule_for considers
-SM_FLOPS = 0.73 * 66.9e12 / 132  # fp32 flop/s of one H100 SM running the default tile (73% of peak)
-ATOMIC_BYTES_PER_S = 1.5e12      # zeroing C and adding the slices into it (measured cost, not peak)
-LAUNCH_S = 3e-6                  # the extra launch that zeroes C
-# schedule_for's candidates: (knobs over the default, blocks per SM, speed relative to the default),
-# the speeds measured on an H100 at 2048x2048x1024 where none loses to a ragged last wave
-# (bench_results/sgemm_interior_probe_h100.txt). The second is 4 warps of the same 64x64 warp tiles:
-# two blocks fit an SM, so a ragged last wave wastes half as much.
-TILE_CHOICES = ((dict(), 1, 1.0),
-                (dict(bm=128, bn=128), 2, 0.99),
-                (dict(bm=128, bn=256, tm=8, tn=16), 1, 0.94))
 
 
 class Sgemm(Op):
@@ -165,28 +153,12 @@ class Sgemm(Op):
                         "stages", "copy", "unroll_k", "min_blocks", "split_k", "reduce_k", "swizzle")
 
     def schedule_for(self, problem: Problem, target: Target | None = None) -> Schedule:
-        """The tile and number of K slices that waste least on the last, partly filled wave.
-
-        A wave is one block per slot (SMs x blocks per SM); a last wave of r blocks takes about
-        ceil(r / SMs) / (blocks per SM) of a full one. For 2047x2049 the default's 136 blocks of
-        256x128 need two full-length waves on 132 SMs, 272 blocks of 128x128 (two per SM) need 1.5.
-        Slicing K (split_k) makes S times the blocks, each S times shorter, for the price of zeroing C
-        and adding S partial products into it. Seconds, from H100 measurements: a block of 256x128
-        runs at SM_FLOPS; predicted 2900/177/362/181 us, measured 2802/192/395/180 us for 4096^3,
-        1000^3, 2047x2049x1023 and 2048x2048x1024 (bench_results/sgemm_split_probe_h100.txt).
-        """
-        sms = (target or default_target()).sms
-        M, N, K = problem["M"], problem["N"], problem["K"]
-
-        def cost(over: dict, per_sm: int, speed: float, slices: int) -> float:
-            k = dict(self.default_knobs(), **over)
-            full, rest = divmod(cdiv(M, k["bm"]) * cdiv(N, k["bn"]) * slices, sms * per_sm)
-            wave = per_sm * 2 * k["bm"] * k["bn"] * cdiv(K, slices) / (SM_FLOPS * speed)
-            adds = 4 * M * N * (1 + slices) / ATOMIC_BYTES_PER_S + LAUNCH_S if slices > 1 else 0.0
-            return (full + cdiv(rest, sms) / per_sm) * wave + adds
-
-        over, _, _, slices = min(((*c, sl) for c in TILE_CHOICES for sl in SPLITS), key=lambda c: cost(*c))
-        return self.schedule_from_knobs(**dict(self.default_knobs(), **over, split_k=slices))
+        """The cheapest of a few tile families and numbers of K slices by a cost model of the shape and
+        the target: wave quantisation over target.sms, loads in flight per latency, a roofline, the
+        price of summing the slices (a workspace, so C's bits repeat between runs, unless atomics are
+        clearly faster). The model, its constants and the regimes it yields: kernelgen/ops/sgemm_cost.py."""
+        from .sgemm_cost import choose
+        return self.schedule_from_knobs(**dict(choose(self, problem, target or default_target()).knobs))
 
     def _read_dim(self, r: ScheduleReader, loop: str, axis: str, default: tuple) -> tuple[str, int, int, int]:
         """(layout, block extent, thread extent, warp extent) of loop i or j."""
@@ -488,4 +460,5 @@ class Sgemm(Op):
                                        copy=copy, a_layout=a_layout, vec_a=vec_a, swizzle=swizzle)
         for over in (dict(), dict(bm=128, bn=128)):   # K slices, for grids that cannot fill the SMs
             for split_k in (2, 3, 4, 8):
-                yield dict(base, **over, split_k=split_k)
+                for reduce_k in REDUCE_K:
+                    yield dict(base, **over, split_k=split_k, reduce_k=reduce_k)
