@@ -156,6 +156,21 @@ def test_schedule_for_is_legal_at_every_size():
         assert slices == kernel.knob("split_k"), ((m, n, k), "no slice of K is empty")
 
 
+def test_regimes_probe_plans_its_candidates_without_a_gpu():
+    import importlib.util
+    from pathlib import Path
+    path = Path(__file__).resolve().parent.parent / "bench" / "sgemm_regimes_probe.py"
+    spec = importlib.util.spec_from_file_location("sgemm_regimes_probe", path)
+    probe = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(probe)
+    for shape in probe.SHAPES:
+        found = probe.plan_candidates(op, op.problem(dict(zip("MNK", shape))), target("sm_90a"))
+        assert found[0]["label"] == "schedule_for" and len(found) >= 4, shape
+        assert len({probe.knob_key(c["knobs"]) for c in found}) == len(found)
+        for c in found:
+            op.kernel(op.schedule_from_knobs(**c["knobs"]), target("sm_90a"))
+
+
 # -- SASS -----------------------------------------------------------------------------------------
 @pytest.mark.nvrtc
 @pytest.mark.parametrize("step", range(len(STEPS)), ids=lambda i: f"step{i + 1}")
@@ -287,3 +302,24 @@ def test_edge_sizes_on_the_gpu(name):
         sched = {"default": op.default_schedule(), "schedule_for": op.schedule_for(p, gpu.device())}.get(name)
         v = validate(op, sched or op.schedule(**dict(VARIANTS, **SMALL_TILES)[name]), p, backend="gpu")
         assert v.ok, ((m, n, k), v.summary())
+
+
+@pytest.mark.gpu
+def test_workspace_split_k_gives_the_same_bits_every_run_on_the_gpu():
+    # floats whose sum depends on the order of additions: atomics may differ between runs, the
+    # workspace reduction may not
+    import cupy
+    from kernelgen.prepared import launch
+    p = op.problem({"M": 1000, "N": 16, "K": 200000})
+    sched = op.schedule(bm=256, bn=16, wm=64, wn=16, tm=8, tn=4, split_k=32, reduce_k="workspace")
+    rng = cupy.random.default_rng(0)
+    a = rng.standard_normal((1000, 200000), dtype=cupy.float32)
+    b = rng.standard_normal((200000, 16), dtype=cupy.float32)
+    outs = []
+    for _ in range(3):
+        c = cupy.full((1000, 16), cupy.nan, dtype=cupy.float32)
+        launch(op, sched, p, A=a, B=b, C=c)
+        outs.append(cupy.asnumpy(c))
+    assert all(np.array_equal(o, outs[0]) for o in outs)
+    ref = cupy.asnumpy(a.astype(cupy.float64) @ b.astype(cupy.float64))
+    assert np.abs(outs[0] - ref).max() <= 1e-3 * np.abs(ref).max()

@@ -460,5 +460,4 @@ class Sgemm(Op):
                                        copy=copy, a_layout=a_layout, vec_a=vec_a, swizzle=swizzle)
         for over in (dict(), dict(bm=128, bn=128)):   # K slices, for grids that cannot fill the SMs
             for split_k in (2, 3, 4, 8):
-                for reduce_k in REDUCE_K:
-                    yield dict(base, **over, split_k=split_k, reduce_k=reduce_k)
+                yield dict(base, **over, split_k=split_k)

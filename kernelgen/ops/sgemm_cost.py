@@ -92,7 +92,7 @@ FAMILIES = (
     ("8x256", dict(bm=8, bn=256, wm=8, wn=64, tm=4, tn=4), 0.30),
     # cp.async, 4 stages of bk 16 (A's tile as in memory): three tiles in flight a block, for shapes
     # whose blocks wait on their loads (short K slices, skinny tiles)
-    ("128x128/cp.async", dict(bm=128, **_ASYNC), 0.60),
+    ("128x128/cp.async", dict(bm=128, bn=128, wm=64, wn=32, tm=8, tn=8, **_ASYNC), 0.60),
     ("64x64/cp.async", dict(bm=64, bn=64, wm=32, wn=32, tm=4, tn=8, **_ASYNC), 0.45),
     ("256x16/cp.async", dict(bm=256, bn=16, wm=64, wn=16, tm=8, tn=4, **_ASYNC), 0.45),
     ("256x8/cp.async", dict(bm=256, bn=8, wm=64, wn=8, tm=4, tn=4, **_ASYNC), 0.28),
