@@ -26,10 +26,14 @@ keeps n tiles in flight, copied through registers (`annotate("copy", "sync")`, n
 cp.async (`annotate("copy", "cp_async")`); `unroll(k.1)` unrolls the tile's K loop;
 `annotate("min_blocks", n)` caps registers so n blocks fit an SM; `swizzle(g)` walks blocks in
 groups of g block rows so neighbours share tiles in L2; `annotate("split_k", s)` cuts K into s slices
-over blockIdx.z that add into C with atomics after a launch zeroes it (for grids too small to fill the
-SMs; the order of those additions, and so C's last bits, can differ between runs). Blocks wholly
-inside C run a main loop with no bounds tests. Inputs are small integers, so the check against the
-float64 reference is exact.
+over blockIdx.z (for grids too small to fill the SMs: long K, skinny or small products), summed as
+`annotate("reduce_k", ...)` says: `atomic` adds them into C after a launch zeroes it (the order of the
+additions, and so C's last bits, can differ between runs), `workspace` stores each slice's partial
+tile in a slab of a workspace and a second kernel sums the slabs in order (the same bits every run).
+Tile 0 of K holds K's remainder and is the only tile whose loads are tested; blocks wholly inside C
+test nothing else, and blocks on an edge of C clamp their loads into C and test only their stores.
+Inputs are small integers, so the check against the float64 reference is exact. `schedule_for` is a
+cost model over tile families and K slices: kernelgen/ops/sgemm_cost.py.
 """
 from __future__ import annotations
 
