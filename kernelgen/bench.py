@@ -22,13 +22,18 @@ COLUMNS = ["step", "time_us", "GB/s", "TFLOP/s", "roofline", "speedup", "vs_vend
 
 
 def bench_rows(op: Op, problem: Problem, *, ladder: bool = False, best_db: str | None = None,
-               reps: int = 30, timing: str = "auto") -> list[dict]:
+               reps: int = 30, timing: str = "auto", given: Schedule | None = None) -> list[dict]:
+    """The ladder (with `ladder`), the default schedule and the heuristic's pick for `problem` -- or only
+    `given` (a schedule the user named) -- then the tuning database's best (with `best_db`) and the vendor."""
     gpu.require()
     scheds = [(f"{i}. {s.title}", s.schedule) for i, s in enumerate(op.ladder(), 1)] if ladder else []
-    scheds.append(("default schedule", op.default_schedule()))
-    heuristic = op.schedule_for(problem, gpu.device())
-    if heuristic != op.default_schedule():
-        scheds.append(("heuristic for this size", heuristic))
+    if given is not None:
+        scheds.append(("given schedule", given))
+    else:
+        scheds.append(("default schedule", op.default_schedule()))
+        heuristic = op.schedule_for(problem, gpu.device())
+        if heuristic != op.default_schedule():
+            scheds.append(("heuristic for this size", heuristic))
     if best_db:
         from .tune.db import TuningDB
         rec = TuningDB(best_db).best(op.name, str(problem), gpu.device().arch)
@@ -88,3 +93,77 @@ def format_rows(op: Op, problem: Problem, rows: list[dict], markdown: bool, *, t
         lines += ["| " + " | ".join(str(r[c]) for c in COLUMNS) + " |" for r in rows]
         return "\n".join(lines)
     return head + "\n" + table(rows, COLUMNS)
+
+
+# -- shape suites --------------------------------------------------------------------------------
+SUITE_COLUMNS = ["#", "op", "problem", "time_us", "vendor_us", "vs_vendor", "valid", "kernel"]
+SLOW_BELOW = 0.8     # a shape under this ratio to the vendor is counted apart (issue 14's floor)
+
+
+def suite_row(op: Op, problem: Problem, line: int, *, reps: int, timing: str) -> dict:
+    """One shape on its heuristic schedule: validated, timed, and the vendor timed the same way. A shape
+    the schedule cannot take, or that cannot be validated here, is a row that says why (the suite goes on)."""
+    from .errors import KernelgenError
+    row = {"#": line, "op": op.name, "problem": str(problem), "time_us": None, "vendor_us": None,
+           "vs_vendor": None, "valid": "-", "kernel": "-", "note": "", "schedule": None}
+    try:
+        sched = op.schedule_for(problem, gpu.device())
+        row["schedule"] = sched.to_dict()
+        prep = prepare(op, sched, problem, gpu.device())
+        row["kernel"] = prep.kernel.name
+        v = validate(op, sched, problem, backend="gpu")
+        row["valid"] = "ok" if v.ok else "WRONG"
+        if not v.ok:
+            row["note"] = v.summary()
+        m = measure(op, sched, problem, reps=reps, timing=timing)
+        row.update(time_us=m.time_us, timing=m.method)
+    except KernelgenError as e:          # refused (ScheduleError, UsageError) or failed to compile
+        row.update(valid="refused", note=str(e).splitlines()[0])
+        return row
+    vendor = measure_vendor(op, problem, reps=reps, timing=timing)
+    if vendor:
+        row.update(vendor=vendor[0], vendor_us=vendor[1].time_us, vs_vendor=vendor[1].time_us / row["time_us"])
+    return row
+
+
+def geomean(xs: list[float]) -> float:
+    import math
+    return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else float("nan")
+
+
+def suite_summary(rows: list[dict]) -> list[str]:
+    """Per op: the geometric mean of vendor time / kernelgen time, the slowest shape, the count under
+    SLOW_BELOW, and the shapes refused or wrong."""
+    out = []
+    for name in dict.fromkeys(r["op"] for r in rows):
+        mine = [r for r in rows if r["op"] == name]
+        timed = [r for r in mine if r["vs_vendor"] is not None and r["valid"] == "ok"]
+        bad = [r for r in mine if r["valid"] in ("refused", "WRONG")]
+        line = f"{name}: {len(mine)} shapes"
+        if timed:
+            worst = min(timed, key=lambda r: r["vs_vendor"])
+            slow = sum(r["vs_vendor"] < SLOW_BELOW for r in timed)
+            line += (f", {len(timed)} timed against the vendor: geometric mean {geomean([r['vs_vendor'] for r in timed]):.2f}x, "
+                     f"min {worst['vs_vendor']:.2f}x ({worst['problem']}), {slow} under {SLOW_BELOW}x")
+        if bad:
+            line += f"; {sum(r['valid'] == 'refused' for r in bad)} refused, {sum(r['valid'] == 'WRONG' for r in bad)} wrong"
+        out.append(line)
+    return out
+
+
+def format_suite(name: str, rows: list[dict], markdown: bool, *, timing: str, reps: int, shard: str = "") -> str:
+    dev = gpu.device()
+    head = (f"suite {name}{shard} on {dev.gpu} ({dev.arch}), {datetime.date.today()}, kernelgen {config.VERSION}; "
+            f"each shape on its op's heuristic schedule, vs_vendor = vendor time / kernelgen time; timing {timing}, "
+            f"median of {reps}")
+    cells = [{"#": r["#"], "op": r["op"], "problem": r["problem"], "kernel": r["kernel"], "valid": r["valid"],
+              "time_us": "-" if r["time_us"] is None else f"{r['time_us']:.1f}",
+              "vendor_us": "-" if r["vendor_us"] is None else f"{r['vendor_us']:.1f}",
+              "vs_vendor": "-" if r["vs_vendor"] is None else f"{r['vs_vendor']:.2f}x"} for r in rows]
+    notes = [f"note: line {r['#']} {r['op']} {r['problem']}: {r['note']}" for r in rows if r["note"]]
+    summary = suite_summary(rows)
+    if markdown:
+        lines = [head, "", "| " + " | ".join(SUITE_COLUMNS) + " |", "|" + "---|" * len(SUITE_COLUMNS)]
+        lines += ["| " + " | ".join(str(c[k]) for k in SUITE_COLUMNS) + " |" for c in cells]
+        return "\n".join([*lines, "", *notes, "", *summary])
+    return "\n".join([head, table(cells, SUITE_COLUMNS), *notes, *summary])

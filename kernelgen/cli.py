@@ -37,19 +37,23 @@ from .ops import OPS, get_op
 from .ops.base import Op, Problem
 from .target import DEFAULT_ARCH, Target, parse_arch, target
 from .schedule import Schedule
+from .suites import names as suite_names
 
 
 # -- argument parsing ----------------------------------------------------------------------------
 _INT = re.compile(r"[+-]?\d+")
 
 
-def parse_size(op: Op, text: str | None, small: bool, dtype: str | None = None, out_dtype: str | None = None) -> Problem:
-    """`M=127,N=1000,K=1`, or every value in the op's dim order (`127,1000,1` or `127x1000x1`).
+def parse_size(op: Op, text: str | None, small: bool, dtype: str | None = None, out_dtype: str | None = None,
+               layout: str | None = None) -> Problem:
+    """`M=127,N=1000,K=1`, or every value in the op's dim order (`127,1000,1` or `127x1000x1`); GEMM-like
+    ops also take their operand layout there (`M=64,N=32,K=8,layout=NT`, as a problem prints).
 
     Named sizes may leave dims out (they keep the default); values in dim order must give every dim.
-    A size given twice, a value that is not a whole number or a dim the op lacks is a UsageError."""
+    A size given twice, a value that is not a whole number or a dim the op lacks is a UsageError, and so
+    is a layout that disagrees with `layout` (--layout)."""
     if text is None:
-        return op.problem(small=small, dtype=dtype, out_dtype=out_dtype)
+        return op.problem(small=small, dtype=dtype, out_dtype=out_dtype, layout=layout)
     dims = ", ".join(d.name for d in op.dims)
     example = ",".join(f"{d.name}={d.small}" for d in op.dims)
     body, colon, suffix = text.partition(":")
@@ -62,8 +66,17 @@ def parse_size(op: Op, text: str | None, small: bool, dtype: str | None = None, 
         raise UsageError(f"--size {text!r} has an empty part; write e.g. {example} (sizes of {op.name}: {dims})")
     sizes: dict[str, int] = {}
     positional = 0
+    given = None      # a layout=XY part
     for part in parts:
         name, eq, value = part.partition("=")
+        if eq and name.strip().lower() == "layout":
+            if given is not None:
+                raise UsageError(f"--size {text!r} gives the layout twice; give it once (one of NN, NT, TN, TT)")
+            given = op.check_layout(value.strip())
+            if layout is not None and op.check_layout(layout) != given:
+                raise UsageError(f"--size {text!r} names layout {given} but --layout gives {layout!r}; give one "
+                                 "(NN, NT, TN or TT)")
+            continue
         items = [(name.strip(), value.strip())] if eq else [(None, v.strip()) for v in part.split("x")]
         for name, value in items:
             if name is None:
@@ -85,7 +98,7 @@ def parse_size(op: Op, text: str | None, small: bool, dtype: str | None = None, 
         if missing:
             raise UsageError(f"--size {text!r} leaves out {', '.join(missing)}: values in dim order must give all of "
                              f"{op.name}'s sizes ({dims}), or name them ({example})")
-    return op.problem(sizes, small=small, dtype=dtype, out_dtype=out_dtype)
+    return op.problem(sizes, small=small, dtype=dtype, out_dtype=out_dtype, layout=given or layout)
 
 
 def parse_knob(op: Op, text: str) -> tuple[str, object]:
@@ -210,7 +223,11 @@ def timing_option(fn):
 
 
 def dtype_options(fn):
-    """--dtype and --out-dtype: the problem's element types (inputs, and outputs where they differ)."""
+    """--dtype and --out-dtype: the problem's element types (inputs, and outputs where they differ); --layout:
+    its operand layout (GEMM-like ops)."""
+    fn = click.option("--layout", metavar="NN|NT|TN|TT", help="Operand layout of a GEMM-like op (default NN): letter "
+                      "1 is A, letter 2 is B; N as in C = A.B (A M x K, B K x N), T stored transposed (A K x M, "
+                      "B N x K); every buffer row-major.")(fn)
     fn = click.option("--out-dtype", metavar="TYPE", help="Output element type (default: the input type).")(fn)
     return click.option("--dtype", metavar="float32|float16|bfloat16",
                         help="Input element type (default: the op's first; `kernelgen list OP` lists them).")(fn)
@@ -318,6 +335,9 @@ def list_cmd(op_name, markdown):
     click.echo("sizes: " + ", ".join(f"{d.name} (benchmark {d.default}, small {d.small})" for d in op.dims))
     click.echo(f"loops: {', '.join(op.loops)}   inputs: {', '.join(op.inputs)}   outputs: {', '.join(op.outputs)}")
     click.echo("dtypes: " + ", ".join(f"{d} (outputs {'|'.join(op.out_dtypes(d))})" for d in op.dtypes))
+    if op.layouts:
+        click.echo(f"layouts: {', '.join(op.layouts)} (--layout, default {op.layouts[0]}): letter 1 is A, letter 2 is B; "
+                   "N stored as in the product, T stored transposed; every buffer row-major")
     click.echo("knobs:")
     from .ops.knobs import knob_rows
     click.echo(table(knob_rows(op), ["knob", "default", "choices", "step", "meaning"]))
@@ -339,14 +359,15 @@ def list_cmd(op_name, markdown):
 @click.option("--out", "-o", "out_dir", default="generated", show_default=True, help="Output folder.")
 @click.option("--header", is_flag=True, help="Also write a .h beside each .cu declaring its host launcher.")
 @dtype_options
-def emit(op_name, knobs, schedule_file, step, best, db, size, all_ops, ladder, arch, out_dir, header, dtype, out_dtype):
+def emit(op_name, knobs, schedule_file, step, best, db, size, all_ops, ladder, arch, out_dir, header, dtype, out_dtype,
+         layout):
     """Write the .cu file(s) of a schedule (only when the content changed)."""
     from .emit import generated_kernels, write_all, write_kernels
     check_out_dir(out_dir)
     if all_ops:
-        if op_name or knobs or schedule_file or step is not None or best or db or size or ladder or header:
+        if op_name or knobs or schedule_file or step is not None or best or db or size or ladder or header or layout:
             raise UsageError("--all writes every op's default and ladder kernels; it takes no op, knob, schedule, "
-                             "step, --best, --db, --size, --ladder or --header")
+                             "step, --best, --db, --size, --layout, --ladder or --header")
         changed, removed = write_all(out_dir, arch)
         click.echo(f"{len(changed)} file(s) written, {len(removed)} stale file(s) removed under {out_dir}/")
         return
@@ -357,13 +378,14 @@ def emit(op_name, knobs, schedule_file, step, best, db, size, all_ops, ladder, a
     if ladder:
         if knobs or schedule_file or step is not None or best:
             raise UsageError("--ladder writes every ladder step; it takes no --knob, --schedule, --step or --best")
-        kernels = [k for _, k in generated_kernels(op, limits, op.types(dtype, out_dtype))]
+        kernels = [k for _, k in generated_kernels(op, limits, op.types(dtype, out_dtype), op.check_layout(layout))]
     else:
         types = op.types(dtype, out_dtype)
-        problem = parse_size(op, size, False, dtype, out_dtype) if size else None
+        problem = parse_size(op, size, False, dtype, out_dtype, layout) if size else None
         if size and not best:
             raise UsageError("--size is read only with --best (which schedule the database holds for that size)")
-        kernels = [op.kernel(select(op, knobs, schedule_file, step, best, problem, db), limits, types)]
+        layout = problem.layout if problem else op.check_layout(layout)
+        kernels = [op.kernel(select(op, knobs, schedule_file, step, best, problem, db), limits, types, layout)]
     for path, changed in write_kernels(kernels, Path(out_dir), headers=header):
         click.echo(f"{path}{'' if changed else ' (unchanged)'}")
 
@@ -377,15 +399,16 @@ def emit(op_name, knobs, schedule_file, step, best, db, size, all_ops, ladder, a
               help="Compile target.")
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per kernel.")
 @dtype_options
-def inspect(op_name, knobs, schedule_file, step, best, db, ladder, arch, as_json, dtype, out_dtype):
+def inspect(op_name, knobs, schedule_file, step, best, db, ladder, arch, as_json, dtype, out_dtype, layout):
     """Registers, shared/local memory, spills and SASS facts of each kernel (no GPU needed)."""
     from .emit import generated_kernels
     from .inspect import inspect_kernel
     op = get_op(op_name)
     limits = target(arch)
-    kernels = (generated_kernels(op, limits, op.types(dtype, out_dtype)) if ladder
+    layout = op.check_layout(layout)
+    kernels = (generated_kernels(op, limits, op.types(dtype, out_dtype), layout) if ladder
                else [("selected", op.kernel(select(op, knobs, schedule_file, step, best, None, db), limits,
-                                            op.types(dtype, out_dtype)))])
+                                            op.types(dtype, out_dtype), layout))])
     from .inspect import sass_note
     rows = []
     for label, kernel in kernels:
@@ -420,7 +443,7 @@ def inspect(op_name, knobs, schedule_file, step, best, db, ladder, arch, as_json
 @timing_option
 @dtype_options
 def run(op_name, knobs, schedule_file, step, best, db, size, backend, arch, seed, reps, check, order, emit_dir,
-        timing, dtype, out_dtype):
+        timing, dtype, out_dtype, layout):
     """Compile, inspect, validate against float64 numpy, and (on a GPU) time one schedule."""
     from . import gpu
     from .inspect import inspect_kernel
@@ -438,7 +461,7 @@ def run(op_name, knobs, schedule_file, step, best, db, size, backend, arch, seed
             if given:
                 raise UsageError(f"{flag} is for --backend emulate; on the GPU kernels are compiled for and run on "
                                  "the GPU itself")
-    problem = parse_size(op, size, backend == "emulate", dtype, out_dtype)
+    problem = parse_size(op, size, backend == "emulate", dtype, out_dtype, layout)
     check_memory(op, problem, backend)
     limits = gpu.device() if backend == "gpu" else target(arch or DEFAULT_ARCH)
     sched = select(op, knobs, schedule_file, step, best, problem, db, limits)
@@ -506,7 +529,7 @@ from .tune import STRATEGIES  # noqa: E402  (here, beside the one command that r
 @timing_option
 @dtype_options
 def tune(op_name, size, strategy, budget, seed, db, resume, jobs, batch, transfer, replay_file, compare, seeds, reps,
-         max_ms, limit_s, json_file, timing, dtype, out_dtype):
+         max_ms, limit_s, json_file, timing, dtype, out_dtype, layout):
     """Search the op's schedule space on the GPU; every measurement goes to the tuning database."""
     op = get_op(op_name)
     if json_file:
@@ -516,14 +539,14 @@ def tune(op_name, size, strategy, budget, seed, db, resume, jobs, batch, transfe
     if replay_file:
         if resume:
             raise UsageError("--resume resumes a GPU tune; a --replay records nothing")
-        return _replay(op, replay_file, size and str(parse_size(op, size, False, dtype, out_dtype)), strategy,
+        return _replay(op, replay_file, size and str(parse_size(op, size, False, dtype, out_dtype, layout)), strategy,
                        compare, seeds, seed, budget, batch or 4, transfer, db)
     if compare:
         raise UsageError("--compare compares strategies on a recorded sweep: give it with --replay FILE")
     from .tune import GpuRunner, tune as run_tune
     from .tune.builder import Builders, default_jobs
     from .tune.worker import ProcessRunner
-    problem = parse_size(op, size, False, dtype, out_dtype)
+    problem = parse_size(op, size, False, dtype, out_dtype, layout)
     database = open_db(db, writable=True)
     if strategy == "model":
         from .tune import model
@@ -593,11 +616,11 @@ def tune_db():
 @click.option("--db", metavar="PATH", help=f"Tuning database (default {config.tuning_db()}).")
 @click.option("--out", "-o", "out_file", required=True, metavar="FILE", help="The cache file to write.")
 @dtype_options
-def tune_db_export(op_name, fmt, size, gpu, db, out_file, dtype, out_dtype):
+def tune_db_export(op_name, fmt, size, gpu, db, out_file, dtype, out_dtype, layout):
     """Write one op's records on one problem and GPU as a Kernel Tuner cache file."""
     from .tune.kerneltuner import write_cache
     op = get_op(op_name)
-    problem = str(parse_size(op, size, False, dtype, out_dtype)) if size else None
+    problem = str(parse_size(op, size, False, dtype, out_dtype, layout)) if size else None
     records = [r for r in open_db(db).records() if r.op == op.name and (problem is None or r.problem == problem)
                and (gpu is None or r.gpu == gpu)]
     if not records:
@@ -616,13 +639,13 @@ def tune_db_export(op_name, fmt, size, gpu, db, out_file, dtype, out_dtype):
               help="The arch it was measured on (where the file does not say).")
 @click.option("--db", metavar="PATH", help=f"Tuning database to append to (default {config.tuning_db()}).")
 @dtype_options
-def tune_db_import(cache_file, fmt, op_name, size, arch, db, dtype, out_dtype):
+def tune_db_import(cache_file, fmt, op_name, size, arch, db, dtype, out_dtype, layout):
     """Append the records of a Kernel Tuner cache file to the tuning database (those it lacks)."""
     from .tune.kerneltuner import read_cache
     op = get_op(op_name) if op_name else None
     if size and op is None:
         raise UsageError("--size needs --op")
-    problem = str(parse_size(op, size, False, dtype, out_dtype)) if size else None
+    problem = str(parse_size(op, size, False, dtype, out_dtype, layout)) if size else None
     database = open_db(db, writable=True)
     have = database.measured_keys()
     records = read_cache(cache_file, op, problem, arch)
@@ -634,9 +657,15 @@ def tune_db_import(cache_file, fmt, op_name, size, arch, db, dtype, out_dtype):
 
 # -- bench ---------------------------------------------------------------------------------------
 @main.command()
-@click.argument("op_name")
+@click.argument("op_name", required=False)
 @click.option("--size", help="Problem size (default: the op's benchmark size).")
 @click.option("--ladder", is_flag=True, help="Every ladder step, not only the default schedule.")
+@click.option("--knob", "-k", "knobs", multiple=True, metavar="NAME=VALUE",
+              help="Bench the default schedule with these knobs set, instead of the default and the heuristic.")
+@click.option("--schedule", "schedule_file", metavar="FILE", help="Bench this schedule (JSON, or a .py file[:NAME]).")
+@click.option("--suite", metavar="NAME|FILE.txt", help="Bench every shape of a suite on its heuristic schedule, against "
+              f"the vendor: {', '.join(suite_names())}, or a file of `OP SIZE [DTYPE]` lines.")
+@click.option("--shard", metavar="I/N", help="With --suite: only the I-th of N interleaved parts of the suite.")
 @click.option("--best", is_flag=True, help="Add the tuning database's best schedule for this size.")
 @click.option("--db", metavar="PATH", help="Tuning database read by --best.")
 @click.option("--reps", type=click.IntRange(1, 100000), default=30, show_default=True)
@@ -647,10 +676,25 @@ def tune_db_import(cache_file, fmt, op_name, size, arch, db, dtype, out_dtype):
               "speed-ups with --ladder, else the roofline (needs kernelgen[plot]).")
 @timing_option
 @dtype_options
-def bench(op_name, size, ladder, best, db, reps, markdown, json_file, plot_file, timing, dtype, out_dtype):
+def bench(op_name, size, ladder, knobs, schedule_file, suite, shard, best, db, reps, markdown, json_file, plot_file,
+          timing, dtype, out_dtype, layout):
     """Validate and time schedules against the vendor library in the same run, the same way."""
     from .bench import bench_rows, format_rows
+    if suite is not None or shard is not None:
+        given = [o for o, v in (("OP", op_name), ("--size", size), ("--ladder", ladder), ("--knob", knobs),
+                                ("--schedule", schedule_file), ("--best", best), ("--db", db), ("--dtype", dtype),
+                                ("--out-dtype", out_dtype), ("--layout", layout), ("--plot", plot_file)) if v]
+        if suite is None:
+            raise UsageError("--shard splits a suite; give --suite NAME too")
+        if given:
+            raise UsageError(f"--suite runs each shape of its file on its own heuristic; it takes no {given[0]} "
+                             "(the suite's lines give op, size and type)")
+        return bench_suite(suite, shard, reps, markdown, json_file, timing)
+    if op_name is None:
+        raise UsageError("bench needs an OP (`kernelgen list` names them) or --suite NAME")
     op = get_op(op_name)
+    if ladder and (knobs or schedule_file):
+        raise UsageError("--ladder benches the ladder's steps; it takes no --knob or --schedule")
     if json_file:
         check_out_file(json_file, "--json")
     if plot_file:
@@ -658,13 +702,14 @@ def bench(op_name, size, ladder, best, db, reps, markdown, json_file, plot_file,
         chart_format(plot_file, "--plot")
         check_out_file(plot_file, "--plot")
         charts.require()                    # the missing extra is said now, not after the GPU ran
-    problem = parse_size(op, size, False, dtype, out_dtype)
+    problem = parse_size(op, size, False, dtype, out_dtype, layout)
     if db and not best:
         raise UsageError("--db is read only with --best")
     if best:
         open_db(db)
+    given = select(op, knobs, schedule_file, None, False, None, None) if knobs or schedule_file else None
     rows = bench_rows(op, problem, ladder=ladder, best_db=(db or str(config.tuning_db())) if best else None, reps=reps,
-                      timing=timing)
+                      timing=timing, given=given)
     click.echo(format_rows(op, problem, rows, markdown, timing=timing, reps=reps))
     if json_file or plot_file:
         from . import gpu, results
@@ -684,6 +729,64 @@ def bench(op_name, size, ladder, best, db, reps, markdown, json_file, plot_file,
             click.echo(f"wrote {plot_file}")
     if any(r["valid"] == "WRONG" for r in rows):
         raise ValidationError("a benchmarked kernel gave a wrong answer (see the table)")
+
+
+def bench_suite(name: str, shard_text: str | None, reps: int, markdown: bool, json_file: str | None, timing: str):
+    """Every entry of the suite parsed and checked first (a typo on line 90 stops the run before the GPU
+    starts), then each shape benched on the GPU with a progress line, then the table and the summary."""
+    from . import gpu, results, suites
+    from .bench import format_suite, suite_row
+    from .timing import choose_method, describe
+    from .tune.progress import Progress
+    suite = suites.load(name)
+    index, count = suites.parse_shard(shard_text)
+    if json_file:
+        check_out_file(json_file, "--json")
+    work = []
+    for e in suite.shard(index, count):
+        try:
+            op = get_op(e.op)
+            work.append((e, op, parse_size(op, e.size, False, e.dtype, None)))
+        except UsageError as err:
+            raise UsageError(f"{suite.path.name} line {e.line}: {err}") from None
+    gpu.require()
+    progress = Progress(total=len(work), label=f"suite {suite.name}", stream=sys.stderr)
+    rows = []
+    for e, op, problem in work:
+        rows.append(suite_row(op, problem, e.line, reps=reps, timing=timing))
+        progress.measured += 1
+        progress.failed += rows[-1]["valid"] in ("refused", "WRONG")
+        progress.show()
+    progress.show(final=True)
+    part = "" if count == 1 else f" (part {index}/{count})"
+    click.echo(format_suite(suite.name, rows, markdown, timing=timing, reps=reps, shard=part))
+    if json_file:
+        dev = gpu.device()
+        runs = []
+        for (e, op, problem), r in zip(work, rows):
+            if r["time_us"] is None:
+                continue
+            how = describe(choose_method(timing, op.bytes_moved(problem)), op, problem, reps).removeprefix("timing: ")
+            mine = {"step": "heuristic for this size", "kernel": r["kernel"], "schedule": r["schedule"],
+                    "time_us": r["time_us"], "valid": r["valid"], "timing": r.get("timing")}
+            pair = [mine] + ([{"step": f"vendor: {r['vendor']}", "kernel": r["vendor"], "time_us": r["vendor_us"],
+                               "valid": "-"}] if r["vendor_us"] else [])
+            runs.append(results.run_dict(op, problem, dev, _with_rates(op, problem, pair, r), ladder=False, timing=how))
+        results.write(results.document("bench", device=results.device_dict(dev), runs=runs), json_file)
+        click.echo(f"wrote {json_file}")
+    if any(r["valid"] == "WRONG" for r in rows):
+        raise ValidationError("a kernel of the suite gave a wrong answer (see the table)")
+
+
+def _with_rates(op, problem, pair: list[dict], r: dict) -> list[dict]:
+    """The roofline columns bench rows carry, from the times (the suite table leaves them out)."""
+    from .timing import roofline
+    vendor = r["vendor_us"]
+    for row in pair:
+        gbps, tflops, frac, _ = roofline(op, problem, row["time_us"])
+        row.update({"GB/s": gbps, "TFLOP/s": tflops, "roofline": frac, "speedup": pair[0]["time_us"] / row["time_us"],
+                    "vs_vendor": vendor / row["time_us"] if vendor else float("nan")})
+    return pair
 
 
 def chart_format(path: str, option: str) -> str:

@@ -90,14 +90,14 @@ def write_kernels(kernels: list[Kernel], out_dir: str | os.PathLike, headers: bo
     return [(p, p in changed) for p in files]
 
 
-def generated_kernels(op: Op, default: Target, types=None) -> list[tuple[str, Kernel]]:
+def generated_kernels(op: Op, default: Target, types=None, layout: str | None = None) -> list[tuple[str, Kernel]]:
     """(label, kernel) for the op's default schedule and each step of its ladder in `types` (default
-    the op's first type), without repeats; a step that names its own arch (a tensor-core instruction of
-    a later GPU) is built for that arch."""
+    the op's first type) and operand layout (GEMM-like ops; default NN), without repeats; a step that
+    names its own arch (a tensor-core instruction of a later GPU) is built for that arch."""
     out, seen = [], set()
     for label, sched, arch in [("default", op.default_schedule(), "")] + [
             (f"ladder {i}: {s.title}", s.schedule, s.arch) for i, s in enumerate(op.ladder(), 1)]:
-        kernel = op.kernel(sched, target(arch) if arch else default, types)
+        kernel = op.kernel(sched, target(arch) if arch else default, types, layout)
         if kernel.name not in seen:
             seen.add(kernel.name)
             out.append((label, kernel))

@@ -70,15 +70,15 @@ class Prepared:
 
 
 @functools.lru_cache(maxsize=1024)
-def kernel_for(op: Op, sched: Schedule, types, target: Target) -> Kernel:
-    """The checked kernel of a schedule (sizes play no part in it), cached."""
-    return op.kernel(sched, target, types)
+def kernel_for(op: Op, sched: Schedule, types, target: Target, layout: str | None = None) -> Kernel:
+    """The checked kernel of a schedule for element types and operand layout (sizes play no part in it), cached."""
+    return op.kernel(sched, target, types, layout)
 
 
 @functools.lru_cache(maxsize=1024)
 def _prepare(op: Op, sched: Schedule, problem: Problem, target: Target) -> Prepared:
     op = op.for_schedule(sched)
-    kernel = kernel_for(op, sched, problem.types, target)
+    kernel = kernel_for(op, sched, problem.types, target, problem.layout)
     return Prepared(op, kernel, op.plan(kernel, problem, target), target)
 
 

@@ -64,6 +64,8 @@ class Recipe:
     tensor_maps: tuple[str, ...] = ()                # TMA descriptor arguments the caller encodes
     launcher: bool = True
     note: str = ""                                   # what the recipe leaves to the caller
+    layout: str | None = None                        # GEMM-like ops: the operand layout (ops/operands.py), which
+                                                     # decides the buffers' shapes and leading dimensions
 
     def __post_init__(self):
         for _, _, _, fill in self.workspaces:
@@ -183,6 +185,9 @@ def describe(recipe: Recipe, name: str) -> list[str]:
              f"  target: {recipe.arch}; compile with nvcc -arch={_nvcc_arch(recipe.arch)}",
              f"  buffers: " + ", ".join(f"{'const ' if b.const else ''}{b.ctype}* {b.name}" for b in recipe.buffers),
              f"  sizes: {sizes}"]
+    if recipe.layout not in (None, "NN"):    # NN files read as before layouts existed
+        from .ops.operands import Operands
+        lines.append(f"  {Operands(recipe.layout).describe()}")
     if recipe.uses_sms:
         lines.append("  sms = the device's multiprocessor count (cudaDevAttrMultiProcessorCount)")
     for kind, item in recipe.order():

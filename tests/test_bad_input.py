@@ -121,6 +121,14 @@ def _plan(name, knobs, sizes):
     return op.plan(op.kernel(op.schedule(**knobs)), op.problem(sizes))
 
 
+def _wgmma_plan(layout, sizes):
+    from kernelgen.ops.gemm import WGMMA_HEURISTIC
+    from kernelgen.target import target
+    op = get_op("gemm")
+    kern = op.kernel(op.schedule_from_knobs(**WGMMA_HEURISTIC), target("sm_90a"), op.types("float16"), layout)
+    return op.plan(kern, op.problem(sizes, dtype="float16", layout=layout))
+
+
 def _kernel(sched):
     return lambda f: _sgemm().kernel(sched)
 
@@ -242,6 +250,30 @@ CASES = [
     ("size 10^12", ["run", "reduce_sum", "--backend", E, "--size", "n=1000000000000"], 2, ["n=1000000000000", "2147483647"]),
     ("size types", ["run", "reduce_sum", "--backend", E, "--size", "n=5:f16"], 2, ["'f16'", "'f32'"]),
     ("size no name", ["run", "reduce_sum", "--backend", E, "--size", "=5"], 2, ["has no name"]),
+    # -- operand layouts (GEMM-like ops) -----------------------------------------------------------
+    ("layout not one of four", ["run", "sgemm", "--backend", E, "--layout", "NX"], 2,
+     ["layout 'NX' is not one of NN, NT, TN, TT"]),
+    ("layout lower-case unknown", ["emit", "gemm", "--layout", "tx"], 2, ["layout 'tx'", "NN, NT, TN, TT"]),
+    ("layout empty", ["emit", "sgemm", "--layout", ""], 2, ["layout ''", "NN, NT, TN, TT"]),
+    ("layout for an op without layouts", ["emit", "softmax", "--layout", "NT"], 2,
+     ["softmax has no operand layouts", "'NT'", "NN, NT, TN, TT", "sgemm, gemm"]),
+    ("layout NN for an op without layouts", ["run", "reduce_sum", "--backend", E, "--layout", "NN"], 2,
+     ["reduce_sum has no operand layouts", "'NN'"]),
+    ("layout in --size for an op without layouts", ["run", "softmax", "--backend", E, "--size", "rows=4,layout=NT"], 2,
+     ["softmax has no operand layouts", "'NT'"]),
+    ("layout in --size not one of four", ["run", "sgemm", "--backend", E, "--size", "M=4,N=4,K=4,layout=XY"], 2,
+     ["layout 'XY'", "NN, NT, TN, TT"]),
+    ("layout in --size disagrees", ["run", "sgemm", "--backend", E, "--size", "M=4,N=4,K=4,layout=TN", "--layout", "nt"],
+     2, ["names layout TN but --layout gives 'nt'", "NN, NT, TN or TT"]),
+    ("layout in --size twice", ["run", "sgemm", "--backend", E, "--size", "M=4,layout=NT,layout=NT"], 2,
+     ["gives the layout twice", "NN, NT, TN, TT"]),
+    ("inspect layout", ["inspect", "sgemm", "--layout", "TX"], 2, ["layout 'TX'", "NN, NT, TN, TT"]),
+    ("bench layout", ["bench", "gemm", "--layout", "N"], 2, ["layout 'N'", "NN, NT, TN, TT"]),
+    ("tune layout", ["tune", "sgemm", "--layout", "NNN"], 2, ["layout 'NNN'", "NN, NT, TN, TT"]),
+    ("emit all with a layout", ["emit", "--all", "--layout", "NT", "-o", "{dir}/all2"], 2, ["--all", "--layout"]),
+    ("cp.async of B stored transposed", ["emit", "sgemm", "--layout", "NT", "-k", "copy=cp_async", "-k", "stages=3",
+                                         "-k", "vec_a=1"], 2,
+     ["vectorize(B)", "4", "cp.async cannot transpose: B stored transposed (layout NT)", "allowed: 1"]),
     # -- paths -------------------------------------------------------------------------------------
     ("emit onto a file", ["emit", "reduce_sum", "-o", "{a_file}"], 2, ["is a file, not a folder"]),
     ("emit under a file", ["emit", "reduce_sum", "-o", "{a_file}/sub"], 2, ["is a file, not a folder"]),
@@ -314,6 +346,15 @@ CASES = [
      ["annotate(grid_stride)", "M=2147482548", "M <= 2147481536"]),
     ("problem unknown dim", lambda f: _sgemm().problem({"Q": 1}), 2, ["unknown size 'Q'", "M, N, K"]),
     ("problem dtype", lambda f: _sgemm().problem(dtype="float64"), 2, ["dtype 'float64' is unknown"]),
+    ("problem layout", lambda f: _sgemm().problem(layout="NQ"), 2, ["layout 'NQ' is not one of NN, NT, TN, TT"]),
+    ("problem layout not a str", lambda f: get_op("gemm").problem(layout=5), 2, ["layout 5", "NN, NT, TN, TT"]),
+    ("kernel layout for softmax", lambda f: get_op("softmax").kernel(get_op("softmax").default_schedule(), layout="TT"),
+     2, ["softmax has no operand layouts", "'TT'", "NN, NT, TN, TT"]),
+    ("plan of another layout", lambda f: _sgemm().plan(_sgemm().kernel(_sgemm().default_schedule(), layout="TN"),
+                                                       _sgemm().problem({"M": 8, "N": 8, "K": 8})), 2,
+     ["built for layout TN", "M=8,N=8,K=8 is NN"]),
+    ("wgmma TN with M not a multiple of 8", lambda f: _wgmma_plan("TN", {"M": 33, "N": 64, "K": 64}), 2,
+     ["M=33 is not a multiple of 8", "TMA", "mma.m16n8k16"]),
     ("schedule knob value", lambda f: _sgemm().schedule(bm=1000000), 2, ["bm=1000000", "choices"]),
     ("schedule knob choice", lambda f: _sgemm().schedule(layout="banana"), 2, ["layout='banana'", "warp"]),
     ("schedule knob str for int", lambda f: _sgemm().schedule(bm="64"), 2, ["bm='64' is a str", "an integer"]),

@@ -146,9 +146,10 @@ def test_schedule_for_is_legal_at_every_size():
     sizes = [(m, n, k) for m in values for n in values for k in values]
     sizes += [(16776960, 1, 1), (16776960, 3, 7), (1, 2**31 - 257, 1), (7, 7, 2**31 - 257), (65536, 65536, 3)]
     tgt = target("sm_90")
-    for m, n, k in sizes:
-        p = op.problem({"M": m, "N": n, "K": k})
-        kernel = op.kernel(op.schedule_for(p, tgt), tgt)
+    cases = [(s, "NN") for s in sizes] + [(s, lay) for s in sizes[::7] for lay in ("NT", "TN", "TT")]
+    for (m, n, k), layout in cases:
+        p = op.problem({"M": m, "N": n, "K": k}, layout=layout)
+        kernel = op.kernel(op.schedule_for(p, tgt), tgt, None, layout)
         plan = op.plan(kernel, p, tgt)
         assert plan.launches[0].grid[2] == kernel.knob("split_k")
         slices = sum(1 for z in range(kernel.knob("split_k"))
@@ -265,6 +266,17 @@ def test_small_tiles_and_workspace_split_k_at_awkward_sizes_on_the_emulator(name
         sched = op.schedule_for(p) if name == "schedule_for" else op.schedule(**SMALL_TILES[name])
         v = validate(op, sched, p, backend="emulate", order="random", check=True)
         assert v.ok, ((m, n, k), v.summary())
+
+
+@pytest.mark.emulate
+@pytest.mark.parametrize("layout", ["NT", "TN", "TT"])
+def test_small_tiles_and_workspace_split_k_in_transposed_layouts_on_the_emulator(layout):
+    for name, m, n, k in (("16 rows a block, 3 slices added by atomics", 17, 33, 1000),
+                          ("8 rows a block, float2 stores, 2 slices through a workspace", 33, 17, 33)):
+        p = op.problem({"M": m, "N": n, "K": k}, layout=layout)
+        for sched in (op.schedule(**SMALL_TILES[name]), op.schedule_for(p)):
+            v = validate(op, sched, p, backend="emulate", order="random", check=True)
+            assert v.ok, (name, (m, n, k), v.summary())
 
 
 @pytest.mark.emulate

@@ -16,6 +16,7 @@ def test_wheel_ships_templates_and_renders_outside_the_checkout(tmp_path):
     names = zipfile.ZipFile(wheel).namelist()
     assert "kernelgen/templates/common/prelude.cuh" in names
     assert "kernelgen/templates/sgemm.cu.j2" in names and "kernelgen/emulate/shim.h" in names
+    assert "kernelgen/suites/deepbench-gemm-train.txt" in names
     site = tmp_path / "site"
     zipfile.ZipFile(wheel).extractall(site)
     code = ("import kernelgen as kg; op = kg.get_op('sgemm'); "

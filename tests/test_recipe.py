@@ -50,6 +50,7 @@ EXTRA = {   # schedules generated/ lacks whose plans differ: split-K's zeroing l
               dict(bm=8, bn=256, wm=8, wn=64, tm=4, tn=4, vec_c=2, split_k=7, reduce_k="workspace")],
     "transpose": [dict(grid_stride=4)],
     "gemv": [dict(grid_stride=2)],
+    "layernorm": [dict(algo="split", threads=128, items=4, l2_batch_mb=8), dict(algo="split", threads=32, items=2, vec=1)],
 }
 
 

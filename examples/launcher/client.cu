@@ -2,10 +2,12 @@
 // knowledge of grids or workspaces beyond what each file's kg_workspace_bytes_* says. Build with the
 // Makefile beside it (nvcc only); run on a GPU to check results at awkward sizes against a CPU
 // reference. Without a GPU it still checks that bad input is refused with cudaErrorInvalidValue.
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <string>
 #include <vector>
 #include <cuda_runtime.h>
 
@@ -152,7 +154,75 @@ static void conv2d(int N, int C, int H, int W, int K, int R, int S, int stride, 
   cudaFree(X); cudaFree(Wt); cudaFree(Y); cudaFree(ws);
 }
 
-int main() {
+// -- timing (`./client --time`): each launcher at its op's benchmark size, timed as `kernelgen bench --timing
+// events` times: one launch between CUDA events, L2 flushed before each, the median of 30 after 5 warm-ups.
+static float median_us(std::vector<float> v) {
+  std::sort(v.begin(), v.end());
+  return 1e3f * v[v.size() / 2];
+}
+template <class F> static float time_launch(F launch) {
+  int l2 = 0;
+  cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, 0);
+  void* scrub = workspace(size_t(l2) * 2);
+  cudaEvent_t start, stop;
+  cudaEventCreate(&start); cudaEventCreate(&stop);
+  std::vector<float> ms;
+  for (int rep = 0; rep < 35; ++rep) {
+    cudaMemsetAsync(scrub, rep & 0xff, size_t(l2) * 2, 0);
+    cudaEventRecord(start, 0);
+    expect(launch() == cudaSuccess, "a timed launch");
+    cudaEventRecord(stop, 0);
+    cudaEventSynchronize(stop);
+    float t = 0;
+    cudaEventElapsedTime(&t, start, stop);
+    if (rep >= 5) ms.push_back(t);
+  }
+  cudaEventDestroy(start); cudaEventDestroy(stop); cudaFree(scrub);
+  return median_us(ms);
+}
+#define REPORT(kernel, size, us) std::printf("time %s %s %.1f us\n", KG_XSTR(kernel), size, us)
+
+static void time_all() {
+  const int n = 4096;
+  auto a = randoms(size_t(n) * n, 1), b = randoms(size_t(n) * n, 2);
+  float *A = device(a), *B = device(b), *C = device(std::vector<float>(size_t(n) * n, 0.f));
+  size_t bytes = WORKSPACE(KG_SGEMM)(n, n, n);
+  void* ws = workspace(bytes);
+  REPORT(KG_SGEMM, "M=4096,N=4096,K=4096", time_launch([&] { return LAUNCH(KG_SGEMM)(A, B, C, n, n, n, ws, bytes, 0); }));
+  cudaFree(ws);
+  bytes = WORKSPACE(KG_SPLITK)(n, n, n);
+  ws = workspace(bytes);
+  REPORT(KG_SPLITK, "M=4096,N=4096,K=4096", time_launch([&] { return LAUNCH(KG_SPLITK)(A, B, C, n, n, n, ws, bytes, 0); }));
+  cudaFree(ws); cudaFree(A); cudaFree(B); cudaFree(C);
+
+  const int len = 268435456;
+  float *X = device(randoms(len, 3)), *out = device(std::vector<float>(1, 0.f));
+  bytes = WORKSPACE(KG_REDUCE)(len);
+  ws = workspace(bytes);
+  REPORT(KG_REDUCE, "n=268435456", time_launch([&] { return LAUNCH(KG_REDUCE)(X, out, len, ws, bytes, 0); }));
+  cudaFree(ws); cudaFree(out); cudaFree(X);
+
+  const int rows = 1024, cols = 32768;
+  X = device(randoms(size_t(rows) * cols, 4));
+  float* Y = device(std::vector<float>(size_t(rows) * cols, 0.f));
+  bytes = WORKSPACE(KG_SOFTMAX)(rows, cols);
+  ws = workspace(bytes);
+  REPORT(KG_SOFTMAX, "rows=1024,cols=32768", time_launch([&] { return LAUNCH(KG_SOFTMAX)(X, Y, rows, cols, ws, bytes, 0); }));
+  cudaFree(ws); cudaFree(X); cudaFree(Y);
+
+  const int N = 32, Ch = 64, H = 128, W = 128, K = 128, R = 3, S = 3;   // stride 1, pad 1: P = H, Q = W
+  X = device(randoms(size_t(N) * Ch * H * W, 5));
+  float* Wt = device(randoms(size_t(K) * Ch * R * S, 6));
+  Y = device(std::vector<float>(size_t(N) * K * H * W, 0.f));
+  bytes = WORKSPACE(KG_CONV2D)(N, Ch, H, W, K, R, S, 1, 1);
+  ws = workspace(bytes);
+  REPORT(KG_CONV2D, "N=32,C=64,H=128,W=128,K=128,R=3,S=3,stride=1,pad=1",
+         time_launch([&] { return LAUNCH(KG_CONV2D)(X, Wt, Y, N, Ch, H, W, K, R, S, 1, 1, ws, bytes, 0); }));
+  cudaFree(ws); cudaFree(X); cudaFree(Wt); cudaFree(Y);
+}
+
+int main(int argc, char** argv) {
+  const bool timing = argc > 1 && std::string(argv[1]) == "--time";
   bad_input();
   int gpus = 0;
   if (cudaGetDeviceCount(&gpus) != cudaSuccess || gpus == 0) {
@@ -167,6 +237,7 @@ int main() {
   for (long n : {1L, 127L, 1000L, 1000003L}) reduce(n);
   softmax(1, 1); softmax(127, 1000); softmax(37, 100000);
   conv2d(2, 3, 11, 13, 5, 3, 3, 2, 1); conv2d(1, 12, 130, 127, 24, 3, 3, 1, 0);
+  if (timing) time_all();
   cudaError_t e = cudaDeviceSynchronize();
   expect(e == cudaSuccess, "the device synchronises");
   std::printf("%s (%d failures)\n", failures ? "FAILED" : "all correct", failures);

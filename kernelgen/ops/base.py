@@ -28,6 +28,10 @@ from .knobs import Knob, Prim, Range
 from ..target import DEFAULT_ARCH, Target, default_target
 
 
+# Operand layouts of C[M,N] = op(A) . op(B), every buffer row-major: letter 1 is A, letter 2 is B.
+# N: stored as in the product (A M x K, lda = K; B K x N, ldb = N); T: stored transposed (A K x M,
+# lda = M; B N x K, ldb = K: torch's nn.Linear weight, so x . W^T is NT).
+LAYOUTS = ("NN", "NT", "TN", "TT")
 INT_MAX = 2**31 - 1               # the largest size a kernel's `int` arithmetic holds
 LLONG_MAX = 2**63 - 1
 
@@ -45,12 +49,14 @@ class Dim:
 @hash_once
 @dataclass(frozen=True)
 class Problem:
-    """Concrete sizes and element types, e.g. Problem((("M", 127), ("N", 1000), ("K", 1))).
-    Printed as M=127,N=1000,K=1, with the types appended unless every buffer is float32
+    """Concrete sizes, element types and (GEMM-like ops) operand layout, e.g.
+    Problem((("M", 127), ("N", 1000), ("K", 1))). Printed as M=127,N=1000,K=1, the layout after the
+    sizes unless it is NN (M=64,N=32,K=8,layout=NT), the types last unless every buffer is float32
     (M=127,N=1000,K=1:f16)."""
 
     sizes: tuple[tuple[str, int], ...]
     types: Types | None = None     # None: every buffer float32
+    layout: str | None = None      # GEMM-like ops: "NN", "NT", "TN" or "TT" (see LAYOUTS); None for the others
 
     def __getitem__(self, name: str) -> int:
         return dict(self.sizes)[name]
@@ -64,6 +70,8 @@ class Problem:
 
     def __str__(self) -> str:
         sizes = ",".join(f"{k}={v}" for k, v in self.sizes)
+        if self.layout not in (None, "NN"):   # NN problems print as before layouts existed
+            sizes += f",layout={self.layout}"
         return sizes if self.types is None or self.types.short == "f32" else f"{sizes}:{self.types.short}"
 
 
@@ -128,6 +136,7 @@ class Kernel:
     registers_estimate: int = 0
     arch: str = DEFAULT_ARCH       # what it is compiled for
     types: Types | None = None     # element types of its buffers (None: float32)
+    layout: str | None = None      # operand layout (GEMM-like ops; see LAYOUTS), None for the others
 
     def knob(self, name: str):
         return dict(self.knobs)[name]
@@ -164,6 +173,7 @@ class Op:
     inputs: tuple[str, ...] = ()
     outputs: tuple[str, ...] = ()
     dtypes: tuple[str, ...] = ("float32",)   # input element types the op accepts
+    layouts: tuple[str, ...] = ()  # operand layouts the op takes (LAYOUTS for GEMM-like ops; the first is the default)
     knobs: tuple[Knob, ...] = ()   # the knob menu, stated once (see ops/knobs.py)
     structure_help: str = ""       # how the op's splits, binds and fuses lay out the loops (no knob values)
     rel_tolerance: float = 1e-5    # ||out - ref|| / ||ref|| for float32 arithmetic
@@ -186,9 +196,35 @@ class Op:
         """Output types allowed with inputs of `dtype_name` (the same type unless the op says more)."""
         return (dtype_name,)
 
+    def check_layout(self, layout: str | None) -> str | None:
+        """The operand layout `layout` names (any case), upper-case; the op's default (NN) for None; None
+        for an op without layouts. A layout for such an op, or one not of LAYOUTS, is a UsageError."""
+        allowed = ", ".join(LAYOUTS)
+        if not self.layouts:
+            if layout is None:
+                return None
+            from . import OPS
+            takes = ", ".join(n for n, o in OPS.items() if o.layouts)
+            raise UsageError(f"{self.name} has no operand layouts (layout {layout!r} given); layouts {allowed} "
+                             f"are for {takes}")
+        if layout is None:
+            return self.layouts[0]
+        value = layout.upper() if isinstance(layout, str) else layout
+        if value not in self.layouts:
+            raise UsageError(f"{self.name}: layout {layout!r} is not one of {', '.join(self.layouts)} (letter 1 is A, "
+                             "letter 2 is B; N: stored as in the product, T: stored transposed)")
+        return value
+
+    def same_layout(self, kernel: Kernel, problem: Problem) -> None:
+        """A plan runs a kernel only on problems of the operand layout it was built for."""
+        if kernel.layout != problem.layout:
+            raise UsageError(f"{kernel.name} is built for layout {kernel.layout}, the problem {problem} is "
+                             f"{problem.layout}: build the kernel with op.kernel(..., layout={problem.layout!r})")
+
     def problem(self, sizes: dict[str, int] | None = None, *, small: bool = False, dtype: str | None = None,
-                out_dtype: str | None = None) -> Problem:
+                out_dtype: str | None = None, layout: str | None = None) -> Problem:
         types = self.types(dtype, out_dtype)
+        layout = self.check_layout(layout)
         sizes = dict(sizes or {})
         unknown = set(sizes) - {d.name for d in self.dims}
         if unknown:
@@ -205,7 +241,7 @@ class Op:
                                  f"{d.why})" if v > d.maximum else
                                  f"{self.name}: size {d.name}={v} is illegal (must be an integer >= {d.minimum})")
             out.append((d.name, int(v)))
-        problem = Problem(tuple(out), types)
+        problem = Problem(tuple(out), types, layout)
         self.check_problem(problem)
         return problem
 
@@ -350,21 +386,25 @@ class Op:
         """Legality beyond what the reader checks: divisibility, threads, shared memory, registers."""
 
     # -- lowering --------------------------------------------------------------------------------
-    def kernel(self, sched: Schedule, target: Target | None = None, types: Types | None = None) -> Kernel:
-        """Check `sched` against `target` and decide everything that fixes the source text."""
+    def kernel(self, sched: Schedule, target: Target | None = None, types: Types | None = None,
+               layout: str | None = None) -> Kernel:
+        """Check `sched` against `target` and decide everything that fixes the source text; an op with
+        operand layouts builds the kernel of `layout` (default NN), named by it unless it is NN."""
         target = target or default_target()
         types = types or self.types()
+        layout = self.check_layout(layout)
         knobs = self.knobs_from_schedule(sched)
-        self.check_knobs(knobs, target)
-        name = "_".join([self.name, types.short, target.short]
-                        + [self.knob(k).encode(v) for k, v in self.name_knobs(knobs).items()])
-        params, static_smem, regs = self.template_params(knobs, types, target)
+        by_layout = {"layout": layout} if self.layouts else {}   # only ops with layouts take the argument
+        self.check_knobs(knobs, target, **by_layout)
+        name = "_".join([self.name, types.short] + ([layout.lower()] if layout not in (None, "NN") else [])
+                        + [target.short] + [self.knob(k).encode(v) for k, v in self.name_knobs(knobs).items()])
+        params, static_smem, regs = self.template_params(knobs, types, target, **by_layout)
         check(static_smem <= target.max_smem, "cache_read", "shared", f"{static_smem} bytes",
               limit=f"{target.max_smem} bytes of shared memory per block on {target.arch}")
         check(regs <= target.max_registers, "split", "register tile", f"~{regs} registers per thread",
               limit=f"{target.max_registers} registers per thread")
         return Kernel(self.name, name, sched, tuple(knobs.items()), self.template(knobs),
-                      tuple(sorted(params.items())), static_smem, regs, target.arch, types)
+                      tuple(sorted(params.items())), static_smem, regs, target.arch, types, layout)
 
     def name_knobs(self, knobs: dict) -> dict:
         """The knobs that decide the source, which the kernel's name spells out (all of them unless

@@ -39,9 +39,10 @@ from ..dtypes import Types, dtype
 from ..errors import UsageError, check
 from ..schedule import Schedule, ScheduleReader, schedule
 from ..target import Target, default_target
-from .base import INT_MAX, Dim, Kernel, Knob, LadderStep, Launch, Op, Plan, Problem, Scalar, TensorMap, cdiv
+from .base import INT_MAX, LAYOUTS, Dim, Kernel, Knob, LadderStep, Launch, Op, Plan, Problem, Scalar, TensorMap, cdiv
 from .knobs import Prim, Range
 from .io import torch_tensor
+from .operands import Operands
 from .sgemm import MAX_GRID_Y, check_grid
 
 INTRINSICS = {"mma": "mma.m16n8k16", "wmma": "wmma.m16n16k16", "wgmma": "wgmma.m64nNk16"}
@@ -88,7 +89,8 @@ def smem_tile(rows: int, cols: int, pad: int, xor: bool, threads: int) -> dict:
 
 class Gemm(Op):
     name = "gemm"
-    summary = "C[M,N] = A[M,K] @ B[K,N], fp16/bf16 on tensor cores, fp32 accumulation, row-major"
+    summary = ("C[M,N] = A[M,K] @ B[K,N], fp16/bf16 on tensor cores, fp32 accumulation, row-major; A and B each as "
+               "is or transposed (--layout)")
     dims = (Dim("M", 4096, 70, maximum=MAX_GRID_Y * 256, why=f"gridDim.y holds {MAX_GRID_Y} block rows of at most 256; "
                 f"a schedule's own limit is {MAX_GRID_Y} x its bm"),
             Dim("N", 4096, 130, maximum=INT_MAX - 256, why="the kernel's int column index runs up to a block tile (256) past N"),
@@ -97,6 +99,7 @@ class Gemm(Op):
     inputs = ("A", "B")
     outputs = ("C",)
     dtypes = ("float16", "bfloat16")
+    layouts = LAYOUTS
     knobs = (
         Knob("instr", "mma", ("mma", "wmma", "wgmma"),
              "tensor-core instruction (mma.sync, sm_80+; nvcuda::wmma, sm_70+; wgmma fed by TMA, sm_90a)", "i",
@@ -159,11 +162,11 @@ class Gemm(Op):
         return dict(instr=instr, bm=dims["i"][0], bn=dims["j"][0], bk=bk, wm=dims["i"][1], wn=dims["j"][1])
 
     # -- legality ----------------------------------------------------------------------------------
-    def check_knobs(self, k: dict, target: Target) -> None:
+    def check_knobs(self, k: dict, target: Target, layout: str = "NN") -> None:
         instr, (sm, sn, sk) = k["instr"], SHAPES[k["instr"]]
         intrinsic = INTRINSICS[instr]
         if instr == "wgmma":
-            return self._check_wgmma(k, target)
+            return self._check_wgmma(k, target, layout)
         check(k["copy"] != "tma", "annotate", "copy", "tma", limit=f"TMA copies feed wgmma; {intrinsic} takes "
               "its tiles by cp.async or through registers", allowed="sync, cp_async")
         if instr == "mma":
@@ -191,18 +194,18 @@ class Gemm(Op):
         if k["ldmatrix"]:
             check(instr == "mma", "annotate", "ldmatrix", 1, limit="wmma loads its own fragments", allowed="0")
             target.require("ldmatrix", "annotate", "ldmatrix", 1)
-        self._check_block(k, target)
+        self._check_block(k, target, layout)
 
-    def _check_block(self, k: dict, target: Target) -> None:
+    def _check_block(self, k: dict, target: Target, layout: str = "NN") -> None:
         """What every variant's block must fit: the arch's threads and shared memory per block."""
         threads = self.threads(k)
         check(threads <= target.max_threads, "split", "i", f"{threads} threads",
               limit=f"{target.max_threads} threads per block on {target.arch}")
-        smem = self.shared_bytes(k)
+        smem = self.shared_bytes(k, layout)
         check(smem <= target.max_smem, "double_buffer", "A", k["stages"],
               limit=f"{smem} bytes of shared memory > {target.max_smem} on {target.arch}")
 
-    def _check_wgmma(self, k: dict, target: Target) -> None:
+    def _check_wgmma(self, k: dict, target: Target, layout: str = "NN") -> None:
         """wgmma.m64nNk16 with TMA copies: each consumer warpgroup computes wm rows (m64 tiles) by the
         block's whole width bn; K goes through shared memory 64 at a time (the 128-byte swizzle)."""
         target.require("wgmma", "tensorize", "k.1", INTRINSICS["wgmma"])
@@ -229,7 +232,7 @@ class Gemm(Op):
             target.require("setmaxnreg", "annotate", "warp_specialize", 1)
         if k["cluster"] > 1:
             target.require("clusters", "annotate", "cluster", k["cluster"])
-        self._check_block(k, target)
+        self._check_block(k, target, layout)
 
     @staticmethod
     def _c_ld(k: dict, itemsize: int) -> int:
@@ -247,15 +250,19 @@ class Gemm(Op):
     def _wgmma_stage_bytes(k: dict) -> int:
         return 2 * (k["bm"] + k["bn"]) * k["bk"]
 
-    def _tiles(self, k: dict) -> tuple[dict, dict]:
-        xor, nt = k["smem"] == "xor", self.threads(k)
-        return smem_tile(k["bm"], k["bk"], k["pad"], xor, nt), smem_tile(k["bk"], k["bn"], k["pad"], xor, nt)
+    def _tiles(self, k: dict, layout: str = "NN") -> tuple[dict, dict]:
+        """A's and B's shared tiles: each keeps its stored rows (16-byte copies along the contiguous
+        dimension), so A stored transposed is a bk x bm tile, B stored transposed bn x bk."""
+        xor, nt, o = k["smem"] == "xor", self.threads(k), Operands(layout)
+        a = (k["bk"], k["bm"]) if o.a_t else (k["bm"], k["bk"])
+        b = (k["bn"], k["bk"]) if o.b_t else (k["bk"], k["bn"])
+        return smem_tile(*a, k["pad"], xor, nt), smem_tile(*b, k["pad"], xor, nt)
 
-    def shared_bytes(self, k: dict) -> int:
+    def shared_bytes(self, k: dict, layout: str = "NN") -> int:
         if k["instr"] == "wgmma":   # the stages, 1024 bytes to align them, a full and an empty barrier each
             return k["stages"] * self._wgmma_stage_bytes(k) + 1024 + 16 * k["stages"]
-        ta, tb = self._tiles(k)
-        pipeline = 2 * k["stages"] * (k["bm"] * ta["ld"] + k["bk"] * tb["ld"])
+        ta, tb = self._tiles(k, layout)
+        pipeline = 2 * k["stages"] * (ta["rows"] * ta["ld"] + tb["rows"] * tb["ld"])
         return pipeline + (self.threads(k) // 32 * 16 * 16 * 4 if k["instr"] == "wmma" else 0)
 
     def registers(self, k: dict) -> int:
@@ -280,7 +287,7 @@ class Gemm(Op):
             return {n: v for n, v in k.items() if n not in ("pad", "smem", "ldmatrix")}
         return {n: v for n, v in k.items() if n not in ("ws", "epilogue", "cluster")}
 
-    def template_params(self, k: dict, types: Types, target: Target) -> tuple[dict, int, int]:
+    def template_params(self, k: dict, types: Types, target: Target, layout: str = "NN") -> tuple[dict, int, int]:
         d, o = types.input, types.output
         check(d.name in self.dtypes, "tensorize", "k.1", INTRINSICS[k["instr"]],
               limit=f"{INTRINSICS[k['instr']]} takes {', '.join(self.dtypes)} inputs, not {d.name}")
@@ -289,20 +296,73 @@ class Gemm(Op):
             if k["instr"] == "mma":
                 target.require("mma_m16n8k16_bf16", "tensorize", "k.1", INTRINSICS["mma"])
         if k["instr"] == "wgmma":
-            return self._wgmma_params(k, types), self.shared_bytes(k), self.registers(k)
-        ta, tb = self._tiles(k)
+            return self._wgmma_params(k, types, layout), self.shared_bytes(k, layout), self.registers(k)
+        ta, tb = self._tiles(k, layout)
         sm, sn, _ = SHAPES[k["instr"]]
-        pipeline = 2 * k["stages"] * (k["bm"] * ta["ld"] + k["bk"] * tb["ld"])
+        pipeline = 2 * k["stages"] * (ta["rows"] * ta["ld"] + tb["rows"] * tb["ld"])
         p = dict(instr=k["instr"], bm=k["bm"], bn=k["bn"], bk=k["bk"], wm=k["wm"], wn=k["wn"], stages=k["stages"],
                  copy=k["copy"], ldmatrix=k["ldmatrix"], swizzle=k["swizzle"], threads=self.threads(k),
                  warps_n=k["bn"] // k["wn"], mi=k["wm"] // sm, ni=k["wn"] // sn, ta=ta, tb=tb,
-                 a_stage=k["bm"] * ta["ld"], b_stage=k["bk"] * tb["ld"], epilogue_offset=pipeline // 2,
+                 a_stage=ta["rows"] * ta["ld"], b_stage=tb["rows"] * tb["ld"], epilogue_offset=pipeline // 2,
                  in_ctype=d.ctype, in_header=d.header, out_header=o.header, out=o,
-                 wtype=d.ctype, mma_fn=f"kg_mma_m16n8k16_{d.short}")
-        return p, self.shared_bytes(k), self.registers(k)
+                 wtype=d.ctype, mma_fn=f"kg_mma_m16n8k16_{d.short}", **self._operands(Operands(layout)))
+        return p, self.shared_bytes(k, layout), self.registers(k)
 
-    def _wgmma_params(self, k: dict, types: Types) -> dict:
+    @staticmethod
+    def _operands(o: Operands) -> dict:
+        """Where a block's stored tiles of A and B lie in global memory (lib/tc_copy.j2's tile_copy: the
+        tile's first element, the stored rows' stride, the rows and columns left), `{k0}` the tile's first
+        k; whether the shared tiles are transposed ([k][m] for A, [n][k] for B); the alignment rule."""
+        ga = (dict(src="A + (size_t)({k0}) * M + m0", ld="M", rows="K - ({k0})", cols="M - m0") if o.a_t else
+              dict(src="A + (size_t)m0 * K + ({k0})", ld="K", rows="M - m0", cols="K - ({k0})"))
+        gb = (dict(src="B + (size_t)n0 * K + ({k0})", ld="K", rows="N - n0", cols="K - ({k0})") if o.b_t else
+              dict(src="B + (size_t)({k0}) * N + n0", ld="N", rows="K - ({k0})", cols="N - n0"))
+        return dict(ga=ga, gb=gb, a_t=o.a_t, b_t=o.b_t, aligned_note=o.condition((8, 8, 8), ", "),
+                    aligned_dims=o.dims_words((8, 8, 8)), layout_note="" if o.layout == "NN" else o.describe())
+
+    @staticmethod
+    def _tma(k: dict, o: Operands) -> dict:
+        """TMA's view of A and B ((rows, cols) of the stored tensor by size name, the box's rows and cols)
+        and how a stage's tile is assembled from boxes: (byte offset in the stage, x, y) with x the
+        contiguous coordinate, `{kt}` the K tile. A stored as is is one bm x 64 box (K-major: 128-byte
+        rows along K); transposed, bm/64 boxes of 64 k-rows x 64 m (M-major). B as is: bn/64 boxes of
+        64 k-rows x 64 n (N-major); transposed, bn/64 boxes of 64 n-rows x 64 k (K-major). Either way
+        a stage holds A's 2*bm*64 bytes, then B's, and each box is 2*64*64 bytes."""
+        bk, box = k["bk"], 2 * 64 * k["bk"]
+        kt = "({kt}) * %d" % bk
+        a_bytes = 2 * k["bm"] * bk
+        if o.a_t:
+            a = dict(shape=("K", "M"), box=(bk, 64), boxes=[(c * box, f"m0 + {64 * c}", kt) for c in range(k["bm"] // 64)])
+        else:
+            a = dict(shape=("M", "K"), box=(k["bm"], bk), boxes=[(0, kt, "m0")])
+        if o.b_t:
+            b = dict(shape=("N", "K"), box=(64, bk), boxes=[(a_bytes + c * box, kt, f"n0 + {64 * c}")
+                                                             for c in range(k["bn"] // 64)])
+        else:
+            b = dict(shape=("K", "N"), box=(bk, 64), boxes=[(a_bytes + c * box, f"n0 + {64 * c}", kt)
+                                                             for c in range(k["bn"] // 64)])
+        return dict(A=a, B=b)
+
+    @staticmethod
+    def _wgmma_operands(k: dict, o: Operands) -> dict:
+        """wgmma's shared-memory descriptors per operand: a K-major tile (128-byte rows along K: k16
+        steps 32 bytes along the row, leading offset unused) or an MN-major one (rows along M or N: 64-wide
+        boxes 2*64*64 bytes apart, k16 steps 16 rows = 2048 bytes, imm-trans 1); 8-row groups 1024 apart."""
+        box = 2 * 64 * k["bk"]
+        kmajor = dict(step=32, lbo=16)
+        mnmajor = dict(step=2048, lbo=box)
+        a_note = ("A: M-major, 64-column boxes %d bytes apart, 8-row groups 1024 apart, k16 steps 16 rows = 2048 "
+                  "bytes." % box if o.a_t else "A: K-major, 8-row groups 1024 bytes apart, k16 steps 32 bytes along the row.")
+        b_note = ("B: K-major, 8-row groups 1024 bytes apart, k16 steps 32 bytes along the row." if o.b_t else
+                  "B: N-major,\n64-column boxes %d bytes apart, 8-row groups 1024 apart, k16 steps 16 rows = 2048 bytes." % box)
+        return dict(a_desc=mnmajor if o.a_t else kmajor, b_desc=kmajor if o.b_t else mnmajor,
+                    trans_a=int(o.a_t), trans_b=int(not o.b_t),
+                    desc_note=f"{a_note} {b_note}".replace(". B: K-major,", ".\nB: K-major,").split("\n"))
+
+    def _wgmma_params(self, k: dict, types: Types, layout: str = "NN") -> dict:
         d, o = types.input, types.output
+        lay = Operands(layout)
+        tma = self._tma(k, lay)
         if k["epilogue"] == "smem":
             staged, stages = k["bm"] * self._c_ld(k, o.itemsize), k["stages"] * self._wgmma_stage_bytes(k)
             check(staged <= stages, "cache_write", "C", "shared",
@@ -312,16 +372,21 @@ class Gemm(Op):
                     stage_bytes=self._wgmma_stage_bytes(k), a_bytes=2 * k["bm"] * k["bk"], b_box_bytes=2 * 64 * k["bk"],
                     producer_regs=PRODUCER_REGS, consumer_regs=CONSUMER_REGS, ab=d.short,
                     epilogue=k["epilogue"], c_ld=self._c_ld(k, o.itemsize), cluster=k["cluster"],
-                    in_ctype=d.ctype, in_header=d.header, out_header=o.header, out=o)
+                    in_ctype=d.ctype, in_header=d.header, out_header=o.header, out=o,
+                    a_boxes=tma["A"]["boxes"], b_boxes=tma["B"]["boxes"], **self._wgmma_operands(k, lay),
+                    aligned_note=lay.condition((8, 8, 8), ", "), layout_note="" if layout == "NN" else lay.describe())
 
     def plan(self, kernel: Kernel, problem: Problem, target: Target | None = None) -> Plan:
         k = dict(kernel.knobs)
+        self.same_layout(kernel, problem)
+        o = Operands(kernel.layout)
         M, N, K = problem["M"], problem["N"], problem["K"]
         grid = (cdiv(N, k["bn"]), self._block_rows(M, k), 1)
         check_grid(self.name, problem, grid, k["bm"], k["swizzle"])
-        # Rows start 16-byte aligned only when K and N are multiples of 8 halves; otherwise the kernel
-        # with element-wise global accesses (mma, wmma) or a refusal (TMA cannot read such rows).
-        aligned = K % 8 == 0 and N % 8 == 0
+        # Rows start 16-byte aligned only when the stored rows' lengths (K and N for NN) are multiples of 8
+        # halves; otherwise the kernel with element-wise global accesses (mma, wmma) or a refusal (TMA
+        # cannot read such rows).
+        aligned = o.holds((8, 8, 8), problem)
         scalars = tuple(Scalar(n, "int", v) for n, v in (("M", M), ("N", N), ("K", K)))
         align = (("A", 16), ("B", 16), ("C", 2 * problem.dtype("C").itemsize)) if aligned else ()
         block = (self.threads(k), 1, 1)
@@ -329,13 +394,14 @@ class Gemm(Op):
             symbol = kernel.name if aligned else kernel.name + "_unaligned"
             launches = (Launch(symbol, grid, block, ("A", "B", "C", "M", "N", "K"), kernel.static_smem),)
             return Plan(kernel, problem, launches, (), scalars, align)
-        for dim in ("K", "N"):
+        for dim, _ in o.aligned((8, 8, 8)):
             if problem[dim] % 8:
                 raise UsageError(f"gemm: {dim}={problem[dim]} is not a multiple of 8, and TMA (copy=tma, wgmma) needs "
                                  f"rows of A and B to start 16-byte aligned; use tensorize(k.1, mma.m16n8k16) there")
         # TMA reads A and B through descriptors encoded at launch from their addresses.
-        maps = (TensorMap("tmA", "A", rows=M, cols=K, box_rows=k["bm"], box_cols=k["bk"]),
-                TensorMap("tmB", "B", rows=K, cols=N, box_rows=k["bk"], box_cols=64))
+        tma = self._tma(k, o)
+        maps = tuple(TensorMap(f"tm{b}", b, rows=problem[tma[b]["shape"][0]], cols=problem[tma[b]["shape"][1]],
+                               box_rows=tma[b]["box"][0], box_cols=tma[b]["box"][1]) for b in ("A", "B"))
         launch = Launch(kernel.name, grid, block, ("tmA", "tmB", "C", "M", "N", "K"), kernel.static_smem)
         return Plan(kernel, problem, (launch,), (), scalars, align, maps)
 
@@ -359,22 +425,29 @@ class Gemm(Op):
         out = types["C"].itemsize
         common = dict(arch=kernel.arch, sizes=("M", "N", "K"), buffers=self.recipe_buffers(kernel))
         if k["instr"] == "wgmma":
-            requires += [("K % 8 == 0", "TMA needs rows of A (K halves) to start 16-byte aligned"),
-                         ("N % 8 == 0", "TMA needs rows of B (N halves) to start 16-byte aligned")]
+            lay = Operands(kernel.layout)
+            for dim, _ in lay.aligned((8, 8, 8)):
+                rows = [b for b in "AB" if lay.lead(b) == dim]
+                requires.append((f"{dim} % 8 == 0", f"TMA needs rows of {' and '.join(rows)} ({dim} halves) to start "
+                                 "16-byte aligned" if rows else f"C's rows ({dim} halves) are stored in 16-byte chunks"))
             step = Step(kernel.name, tuple(grid), block, ("tmA", "tmB", "C", "M", "N", "K"), kernel.static_smem)
+            tma = self._tma(k, lay)
+            (ar, ac), (br, bc) = tma["A"]["shape"], tma["B"]["shape"]
             note = (f"tmA and tmB are CUtensorMap values (128 bytes, passed by value) encoded on the host by "
-                    f"cuTensorMapEncodeTiled: tmA views A as M x K {types['A'].name}, box {k['bm']} x {k['bk']}; "
-                    f"tmB views B as K x N, box {k['bk']} x 64; both 128-byte swizzled. "
+                    f"cuTensorMapEncodeTiled: tmA views A as {ar} x {ac} {types['A'].name}, box "
+                    f"{tma['A']['box'][0]} x {tma['A']['box'][1]}; tmB views B as {br} x {bc}, box "
+                    f"{tma['B']['box'][0]} x {tma['B']['box'][1]}; both 128-byte swizzled. "
                     + (f"The kernel declares its cluster (__cluster_dims__(1, {k['cluster']}, 1)), so a plain "
                        "<<<>>> launch forms clusters. " if k["cluster"] > 1 else "") + "This file has no host "
                     "launcher: kernelgen's Python runtime encodes them (kernelgen/gpu.py)")
             return Recipe(steps=(step,), requires=tuple(requires), tensor_maps=("tmA", "tmB"), launcher=False,
+                          layout=kernel.layout,
                           note=note, alignment=(("A", 16, ""), ("B", 16, ""), ("C", 2 * out, "")), **common)
-        aligned = "K % 8 == 0 && N % 8 == 0"
+        aligned = Operands(kernel.layout).condition((8, 8, 8))
         args = ("A", "B", "C", "M", "N", "K")
         steps = (Step(kernel.name, tuple(grid), block, args, kernel.static_smem, when=aligned),
                  Step(kernel.name + "_unaligned", tuple(grid), block, args, kernel.static_smem, when=f"!({aligned})"))
-        return Recipe(steps=steps, requires=tuple(requires),
+        return Recipe(steps=steps, requires=tuple(requires), layout=kernel.layout,
                       alignment=(("A", 16, aligned), ("B", 16, aligned), ("C", 2 * out, aligned)), **common)
 
     def schedule_for(self, problem: Problem, target: Target | None = None) -> Schedule:
@@ -399,7 +472,7 @@ class Gemm(Op):
             return (full + cdiv(rest, t.sms) / slots) * wave
 
         choices = TILE_CHOICES
-        if t.has("wgmma") and K % 8 == 0 and N % 8 == 0:   # TMA's aligned rows
+        if t.has("wgmma") and Operands(problem.layout).holds((8, 8, 8), problem):   # TMA's aligned rows
             base, choices = WGMMA_HEURISTIC, WGMMA_TILE_CHOICES
         over, _ = min(choices, key=lambda c: cost(*c))
         return self.schedule_from_knobs(**dict(base, **over))
@@ -415,20 +488,19 @@ class Gemm(Op):
     def make_inputs(self, problem: Problem, rng: np.random.Generator) -> dict[str, np.ndarray]:
         # Small integers: exact in fp16 and bf16, and every fp32 partial sum is exact (|sum| <= 9K < 2^24),
         # so the fp32 result is the exact product and a 16-bit result is its correct rounding.
-        M, N, K = problem["M"], problem["N"], problem["K"]
-        d = problem.dtype("A")
-        return {"A": d.encode(rng.integers(-3, 4, size=(M, K)).astype(np.float32)),
-                "B": d.encode(rng.integers(-3, 4, size=(K, N)).astype(np.float32))}
+        d, shapes = problem.dtype("A"), self.input_shapes(problem)
+        return {b: d.encode(rng.integers(-3, 4, size=shapes[b]).astype(np.float32)) for b in ("A", "B")}
 
     def output_shapes(self, problem: Problem) -> dict[str, tuple[int, ...]]:
         return {"C": (problem["M"], problem["N"])}
 
     def input_shapes(self, problem: Problem) -> dict[str, tuple[int, ...]]:
-        return {"A": (problem["M"], problem["K"]), "B": (problem["K"], problem["N"])}
+        return Operands(problem.layout).stored(problem)      # as stored: K x M for A transposed
 
     def reference(self, inputs, problem):
         d = problem.dtype("A")
-        return {"C": d.decode(inputs["A"]) @ d.decode(inputs["B"])}
+        a, b = Operands(problem.layout).product(d.decode(inputs["A"]), d.decode(inputs["B"]))
+        return {"C": a @ b}
 
     error_measure = "max |C - ref| / (u |ref|), u the output's unit roundoff (1: half an ulp)"
 
@@ -463,15 +535,18 @@ class Gemm(Op):
         return "fp16"
 
     def vendor(self, dev_inputs, problem):
-        a, b = dev_inputs["A"], dev_inputs["B"]
+        # The same stored arrays, transposed as views (cuBLAS takes the transpose flags; nothing is copied
+        # inside the timed call).
+        lay = Operands(problem.layout)
         d, o = problem.dtype("A"), problem.dtype("C")
         try:
             import torch
         except ImportError:
             if d.name != "float16":
                 return None
+            a, b = lay.product(dev_inputs["A"], dev_inputs["B"])
             return "cupy.matmul (cuBLAS, fp16 out)", lambda: a @ b
-        ta, tb = torch_tensor(a, d), torch_tensor(b, d)
+        ta, tb = lay.product(torch_tensor(dev_inputs["A"], d), torch_tensor(dev_inputs["B"], d))
         if o.name == "float32":
             try:   # torch >= 2.6: cuBLAS writes fp32 directly
                 torch.mm(ta[:1, :1], tb[:1, :1], out_dtype=torch.float32)
@@ -536,7 +611,7 @@ class Gemm(Op):
         for bm, bn, wm, wn in ((64, 64, 32, 32), (128, 128, 64, 64), (128, 128, 32, 32)):
             yield dict(base, instr="wmma", bm=bm, bn=bn, wm=wm, wn=wn, stages=2, copy="cp_async", smem="pad",
                        pad=8, ldmatrix=False, swizzle=8)
-        if target.has("wgmma") and problem["K"] % 8 == 0 and problem["N"] % 8 == 0:
+        if target.has("wgmma") and Operands(problem.layout).holds((8, 8, 8), problem):
             for bm, wm in ((128, 64), (128, 128), (64, 64), (256, 128)):
                 for bn in (64, 128, 256):
                     for stages in (2, 3, 4):

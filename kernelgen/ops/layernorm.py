@@ -16,6 +16,10 @@ algorithm is one of
   `items` vectors with Chan's formula), then y: two reads.
 - `cache_read("x", "register")`: the row stays in registers (at most items*threads*vec columns,
   checked at plan time); the variance is an exact second pass over the registers: one read.
+- `bind("j.0", "blockIdx.y")`: several blocks per row (rows too long for one block's registers, or
+  too few rows to fill the GPU). A stats launch writes each block's exact (mean, M2) of its chunk
+  (held in registers) to a workspace; a write launch merges a row's pairs (Chan) and writes its
+  chunk of y. Rows go in batches of `annotate("l2_batch_mb", MB)` so the second read of x hits L2.
 The variance is the biased one (divided by cols), as torch.nn.functional.layer_norm computes it.
 """
 from __future__ import annotations
@@ -26,13 +30,14 @@ from ..errors import UsageError, check
 from ..schedule import Schedule, ScheduleReader
 from .base import INT_MAX, Dim, Kernel, Knob, LadderStep, Launch, Op, Plan, Problem, Scalar, cdiv
 from ..dtypes import Types
-from ..target import Target
+from ..target import Target, default_target
 from .io import torch_tensor
 from .knobs import Prim
-from .rows import MAX_CHUNK, ROW_KNOBS, HalfRowNumbers, RowSchedule
+from .rows import L2_BATCH, MAX_CHUNK, ROW_KNOBS, HalfRowNumbers, RowRules, RowSchedule, row_heuristic, row_space
 
 PASSES = ("two_pass", "welford")                 # the algorithms annotate(layernorm, ...) names
-ALGOS = PASSES + ("registers",)
+ALGOS = PASSES + ("registers", "split")
+RULES = RowRules()                                # the heuristic's constants (bench/rows_probe.py calibrates them)
 EPS = 1e-5
 
 
@@ -47,33 +52,50 @@ class LayerNorm(HalfRowNumbers, RowSchedule, Op):
     outputs = ("y",)
     dtypes = ("float32", "float16", "bfloat16")
     knobs = ROW_KNOBS + (
-        Knob("algo", "registers", ALGOS, "two_pass | welford | registers (the row in registers)", "a",
-             Prim("annotate", "layernorm", args="two_pass|welford")),
+        Knob("algo", "registers", ALGOS, "two_pass | welford | registers (the row in registers) | split (j.0 on "
+             "blocks)", "a", Prim("annotate", "layernorm", args="two_pass|welford")),
+        L2_BATCH,
     )
-    structure_help = "algo registers is cache_read(x, register) instead of annotate(layernorm, ...)"
+    structure_help = ("algo registers is cache_read(x, register) instead of annotate(layernorm, ...); algo split is "
+                      "bind(j.0, blockIdx.y)")
 
     # -- schedule <-> knobs ------------------------------------------------------------------------
     def build(self, k: dict) -> Schedule:
         s = self.row_steps(k)
+        if k["algo"] == "split":
+            return self.put(s.bind("j.0", "blockIdx.y"), k, "l2_batch_mb")
         return s.cache_read("x", "register") if k["algo"] == "registers" else s.annotate("layernorm", k["algo"])
 
     def read_knobs(self, r: ScheduleReader) -> dict:
         k = self.read_row_steps(r)
+        j0 = r.read("bind", "j.0", "serial", ("serial", "blockIdx.y"))
         cached = r.read("cache_read", "x", None, ("register",))
         annotated = r.read("annotate", "layernorm", None, PASSES)
+        if j0 == "blockIdx.y":
+            check(cached is None and annotated is None, "bind", "j.0", j0,
+                  limit="several blocks per row: each block's chunk stays in registers, its statistics are exact")
+            return dict(k, algo="split")
         check(not (cached and annotated), "annotate", "layernorm", annotated,
               limit="cache_read(x, register) already reads x once")
         return dict(k, algo="registers" if cached else annotated or "welford")
 
     def check_knobs(self, k: dict, target: Target) -> None:
         self.check_row_knobs(k, target)
-        if k["algo"] == "registers":
+        if k["algo"] == "split":
+            check(k["threads"] >= 32 and k["rows_per_block"] == 1, "bind", "j.0", "blockIdx.y",
+                  limit=f"several blocks per row need whole warps on one row: threads per row >= 32 and one row per "
+                        f"block, not {k['threads']} threads x {k['rows_per_block']} rows")
+        if k["algo"] in ("registers", "split"):
             self.check_register_row(k, target)
 
     # -- lowering ----------------------------------------------------------------------------------
+    def name_knobs(self, k: dict) -> dict:
+        """The row batch only where it applies (split): the other kernels keep the names they had."""
+        return k if k["algo"] == "split" else {n: v for n, v in k.items() if n != "l2_batch_mb"}
+
     def template_params(self, k: dict, types: Types, target: Target) -> tuple[dict, int, int]:
         params, red_words = self.row_params(k, types)
-        params["red_floats"] = red_words * (3 if k["algo"] == "welford" else 1)  # one set per statistic
+        params["red_floats"] = red_words * (3 if k["algo"] in ("welford", "split") else 1)  # one set per statistic
         return params, 4 * params["red_floats"], 24 + k["items"] * k["vec"]
 
     def max_cols(self, k: dict) -> int:
@@ -87,6 +109,11 @@ class LayerNorm(HalfRowNumbers, RowSchedule, Op):
                   limit=f"the row must fit in registers: cols <= items*threads*vec = {self.max_cols(k)}")
         # Vector kernels need vec*itemsize-aligned rows; when cols % vec != 0 the plan takes the scalar twin.
         align, scalar = self.row_alignment(k, problem, ("x", "gamma", "beta", "y"))
+        if k["algo"] == "split":
+            launches, workspaces, scalars = self.split_launches(
+                kernel, k, problem, "_scalar" if scalar else "", ("x", "stats", "cols", "chunks", "row0"),
+                ("x", "gamma", "beta", "stats", "y", "cols", "chunks", "row0", "eps"), 2)
+            return Plan(kernel, problem, launches, workspaces, scalars + (Scalar("eps", "float", EPS),), align)
         launch = Launch(kernel.name + ("_scalar" if scalar else ""), (cdiv(rows, k["rows_per_block"]), 1, 1),
                         (k["threads"], k["rows_per_block"], 1), ("x", "gamma", "beta", "y", "rows", "cols", "eps"))
         scalars = (Scalar("rows", "int", rows), Scalar("cols", "int", cols), Scalar("eps", "float", EPS))
@@ -98,11 +125,16 @@ class LayerNorm(HalfRowNumbers, RowSchedule, Op):
         twins, align = self.row_recipe_twins(kernel, k, ("x", "gamma", "beta", "y"))
         requires = ((f"cols <= {self.max_cols(k)}", "the row must fit in registers: cols <= items*threads*vec"),) \
             if k["algo"] == "registers" else ()
+        common = dict(lets=(("eps", "float", repr(EPS)),), alignment=align)
+        if k["algo"] == "split":
+            split = self.split_recipe(kernel, k, twins, ("x", "stats", "cols", "chunks", "row0"),
+                                      ("x", "gamma", "beta", "stats", "y", "cols", "chunks", "row0", "eps"), 2)
+            split["lets"] = common.pop("lets") + split["lets"]
+            return Recipe(kernel.arch, ("rows", "cols"), self.recipe_buffers(kernel), **split, **common)
         steps = tuple(Step(kernel.name + sfx, (f"kg_cdiv(rows, {k['rows_per_block']})", "1", "1"),
                            (k["threads"], k["rows_per_block"], 1), ("x", "gamma", "beta", "y", "rows", "cols", "eps"),
                            when=when) for sfx, when in twins)
-        return Recipe(kernel.arch, ("rows", "cols"), self.recipe_buffers(kernel), steps,
-                      lets=(("eps", "float", repr(EPS)),), alignment=align, requires=requires)
+        return Recipe(kernel.arch, ("rows", "cols"), self.recipe_buffers(kernel), steps, requires=requires, **common)
 
     # -- numbers -----------------------------------------------------------------------------------
     def test_problems(self) -> tuple[dict, ...]:
@@ -201,22 +233,13 @@ class LayerNorm(HalfRowNumbers, RowSchedule, Op):
         return tuple(LadderStep(t, self.schedule_from_knobs(**k), n) for t, k, n in steps)
 
     def schedule_for(self, problem: Problem, target: Target | None = None) -> Schedule:
-        """The default layout, whose accesses are 16 bytes: float4, or for 16-bit types 8 elements
-        (and half as many vectors per thread, so a thread holds the same 16 elements)."""
-        if problem.dtype("x").itemsize == 4:
-            return self.default_schedule()
-        return self.schedule(vec=8, items=2)
+        """16-byte accesses (float4, or 8 elements of a 16-bit type); the row in registers where it fits
+        (16 floats a thread, up to 32 with a block of 1024 threads) and the rows fill the GPU; long rows,
+        many of them: a block per row, Welford (one pass for the statistics, the second read from L2);
+        else split over blocks (`row_heuristic`, constants in RULES)."""
+        target = target or default_target()
+        k = row_heuristic(problem["rows"], problem["cols"], problem.dtype("x").itemsize, target, RULES, "welford")
+        return self.schedule_from_knobs(**dict(dict(l2_batch_mb=16), **k))
 
     def space(self, problem: Problem, target: Target):
-        cols, vec = problem["cols"], 16 // problem.dtype("x").itemsize    # 16-byte accesses
-        base = dict(vec=vec, reduction="shuffle")
-        for threads in (8, 16, 32, 64, 128, 256, 512, 1024):
-            for rpb in ((1,) if threads > 32 else (1, 2, 4, 8, 16)):
-                if not 64 <= threads * rpb <= target.max_threads:
-                    continue
-                for items in (1, 2, 4, 8, 16):
-                    cap = items * threads * vec
-                    if cap >= cols and cap // 2 < cols:
-                        yield dict(base, threads=threads, rows_per_block=rpb, items=items, algo="registers")
-                    if threads * rpb >= 128 and items in (2, 4):
-                        yield dict(base, threads=threads, rows_per_block=rpb, items=items, algo="welford")
+        return row_space(problem["cols"], problem.dtype("x").itemsize, target, "welford")

@@ -11,11 +11,14 @@ threads*vec, vec)` gives j.0 (chunks of a row), j.1 (loads in flight), j.2 (thre
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from ..dtypes import Types
 from ..errors import check
 from ..schedule import Schedule, ScheduleReader, schedule
+from .base import Launch, Scalar, Workspace, cdiv
 from .knobs import Knob, Prim, Range
 from .io import element_io, vector_widths
 from ..target import Target
@@ -35,6 +38,103 @@ ROW_KNOBS = (
     Knob("reduction", "shuffle", REDUCTIONS, "how a row's threads combine", "s",
          Prim("reduction", "j", absent="shuffle", always=True)),
 )
+
+BATCH_MB = (0, 8, 16, 32, 64)
+# The split form's knob (softmax and layer norm): rows go in batches of this many MB of x per launch pair.
+L2_BATCH = Knob("l2_batch_mb", 16, BATCH_MB, "MB of rows per stats+write launch pair (0: all rows)", "b",
+                Prim("annotate", "l2_batch_mb", absent=16), when=("algo", ("split",)))
+
+
+@dataclass(frozen=True)
+class RowRules:
+    """The constants of a row op's heuristic (`row_heuristic`), one table per op, for bench/rows_probe.py
+    to calibrate. Everything else comes from the shape and the Target."""
+    floats: int = 16              # floats of a row per thread in registers (threads grow to max_threads first)
+    spare_registers: int = 8      # registers left free below check_register_row's cap (ptxas headroom)
+    min_threads: int = 4          # threads per row at least
+    block: int = 256              # threads per block when a row takes a warp or less (several rows per block)
+    fill: float = 0.5             # fewer rows than fill * SMs: split the row over blocks (a block per row idles SMs),
+    split_min_mb: float = 4.0     #   if x holds this many MB (smaller: one launch beats two)
+    loop_threads: int = 1024      # rows too long for registers, many rows: a block per row looping over it,
+    loop_items: int = 2           #   items vectors per thread per chunk; one such block per SM ...
+    l2_fit: float = 1.0           #   ... when an SM's row each fit in l2_fit * L2 (the re-read hits L2), else split
+    split_threads: int = 256      # the split form: threads per block at most,
+    split_floats: int = 16        #   floats per thread per chunk at most,
+    split_blocks_per_sm: int = 4  #   and chunks small enough for this many blocks per SM (few rows)
+    batch_share: float = 1 / 3    # split row batches: at most this share of L2 per stats+write launch pair
+
+
+def pow2_at_least(n: int) -> int:
+    return 1 << max(0, (n - 1).bit_length())
+
+
+def register_row(rows: int, cols: int, vec: int, target: Target, r: RowRules) -> dict | None:
+    """The row in registers: the fewest power-of-two threads per row that hold it at `r.floats` floats
+    each (at least r.min_threads, at most a block), the vectors per thread that cover it; None when the
+    registers a thread may use (the target's, for the block's size) cannot hold them."""
+    threads = min(target.max_threads, max(r.min_threads, pow2_at_least(cdiv(cols, r.floats))))
+    items = cdiv(cols, threads * vec)
+    rpb = max(1, r.block // threads) if threads <= 32 else 1
+    cap = min(target.max_registers, target.regs_per_sm // (threads * rpb)) - 24 - r.spare_registers
+    if items * vec > cap:
+        return None
+    return dict(threads=threads, rows_per_block=rpb, items=items, vec=vec, algo="registers")
+
+
+def split_row(rows: int, cols: int, vec: int, itemsize: int, target: Target, r: RowRules) -> dict:
+    """Several blocks per row: chunks of at most split_threads x split_floats, smaller until the grid
+    has split_blocks_per_sm blocks per SM; batches of rows of at most batch_share of L2."""
+    want = cdiv(rows * cols, target.sms * r.split_blocks_per_sm)       # columns per block
+    threads = min(r.split_threads, max(32, pow2_at_least(cdiv(want, vec))))
+    items = max(1, min(r.split_floats // vec, want // (threads * vec)))
+    if cdiv(cols, threads * items * vec) > 65535:        # gridDim.y: longer chunks for rows of billions
+        threads = r.split_threads
+        items = cdiv(cols, 65535 * threads * vec)
+    batch = max([b for b in BATCH_MB if b and b << 20 <= r.batch_share * target.l2_bytes] or [min(b for b in BATCH_MB if b)])
+    return dict(threads=threads, rows_per_block=1, items=items, vec=vec, algo="split", l2_batch_mb=batch)
+
+
+def row_heuristic(rows: int, cols: int, itemsize: int, target: Target, r: RowRules, loop_algo: str) -> dict:
+    """The knobs of a row op for a shape (16-byte accesses): the row in registers where it fits and there
+    are rows enough to fill the GPU; else, with many rows whose per-SM share of rows fits L2, a block per
+    row looping twice over it (`loop_algo`, the second read from L2); else several blocks per row."""
+    vec = 16 // itemsize
+    few = rows < r.fill * target.sms
+    reg = register_row(rows, cols, vec, target, r)
+    split = split_row(rows, cols, vec, itemsize, target, r)
+    spread = few and rows * cols * itemsize >= r.split_min_mb * (1 << 20) and \
+        cdiv(cols, split["threads"] * split["items"] * vec) > 1
+    if reg and not spread:
+        return dict(reg, reduction="shuffle")
+    if not few and target.sms * cols * itemsize <= r.l2_fit * target.l2_bytes:
+        return dict(threads=r.loop_threads, rows_per_block=1, items=r.loop_items, vec=vec, algo=loop_algo,
+                    reduction="shuffle")
+    return dict(split, reduction="shuffle")
+
+
+def row_space(cols: int, itemsize: int, target: Target, loop_algo: str):
+    """The tuning space of a row op (16-byte accesses): register rows whose tile holds the row with less
+    than a vector per thread to spare (power-of-two items, and the exact cover), the two-read loop
+    (`loop_algo`), and for long rows the split form over chunk sizes and row batches."""
+    vec = 16 // itemsize
+    base = dict(vec=vec, reduction="shuffle", l2_batch_mb=16)
+    for threads in (4, 8, 16, 32, 64, 128, 256, 512, 1024):
+        for rpb in ((1,) if threads > 32 else (1, 2, 4, 8, 16, 32, 64)):
+            if not 64 <= threads * rpb <= target.max_threads:
+                continue
+            exact = cdiv(cols, threads * vec)
+            for items in sorted({1, 2, 4, 8, 16} | ({exact} if exact <= 16 else set())):
+                cap = items * threads * vec
+                if cap >= cols and (cap // 2 < cols or items == exact):   # the smallest register tiles that hold the row
+                    yield dict(base, threads=threads, rows_per_block=rpb, items=items, algo="registers")
+                if threads * rpb >= 128 and items in (2, 4):
+                    yield dict(base, threads=threads, rows_per_block=rpb, items=items, algo=loop_algo)
+    if cols >= 8192:
+        for threads in (128, 256, 512):
+            for items in (2, 4, 8):
+                for batch in BATCH_MB:
+                    yield dict(base, threads=threads, rows_per_block=1, items=items * 4 // vec or 1, algo="split",
+                               l2_batch_mb=batch)
 
 
 class RowSchedule:
@@ -57,6 +157,45 @@ class RowSchedule:
         vector, scalar = f"cols % {k['vec']} == 0", f"cols % {k['vec']} != 0"
         return ((("", vector), ("_scalar", scalar)),
                 tuple((b, size * k["vec"], vector) for b in buffers) + tuple((b, size, scalar) for b in buffers))
+
+    # -- the split form: j.0 on blockIdx.y, a stats launch and a write launch per batch of rows ----------
+    def split_chunks(self, k: dict, cols: int) -> int:
+        chunks = cdiv(cols, k["items"] * k["threads"] * k["vec"])
+        check(chunks <= 65535, "split", "j", f"{chunks} blocks per row", limit="65535 (gridDim.y): raise items*threads*vec")
+        return chunks
+
+    def split_launches(self, kernel, k: dict, problem, suffix: str, stats_args, write_args, words: int):
+        """(launches, workspaces, scalars) of the split form: per batch of rows (`l2_batch_mb` MB of x,
+        so the write launch re-reads x from L2) the `_stats` launch writes `words` floats per block to
+        the `stats` workspace and the `_write` launch merges a row's and writes y. "row0" in the
+        argument lists is the batch's first row."""
+        rows, cols = problem["rows"], problem["cols"]
+        chunks = self.split_chunks(k, cols)
+        batch = rows if not k["l2_batch_mb"] else \
+            max(1, min(rows, (k["l2_batch_mb"] << 20) // (problem.dtype("x").itemsize * cols)))
+        scalars = [Scalar("rows", "int", rows), Scalar("cols", "int", cols), Scalar("chunks", "int", chunks)]
+        launches = []
+        for n, row0 in enumerate(range(0, rows, batch)):
+            scalars.append(Scalar(f"row0_{n}", "int", row0))
+            grid, block = (min(batch, rows - row0), chunks, 1), (k["threads"], 1, 1)
+            for part, args in (("stats", stats_args), ("write", write_args)):
+                launches.append(Launch(f"{kernel.name}_{part}{suffix}", grid, block,
+                                       tuple(f"row0_{n}" if a == "row0" else a for a in args)))
+        return tuple(launches), (Workspace("stats", "float32", words * rows * chunks),), tuple(scalars)
+
+    def split_recipe(self, kernel, k: dict, twins, stats_args, write_args, words: int) -> dict:
+        """split_launches as a recipe: the Recipe's lets, steps, workspaces and requirements."""
+        from ..recipe import Step
+        itemsize = (kernel.types or self.types())["x"].itemsize
+        batch = "rows" if not k["l2_batch_mb"] else \
+            f"kg_max(1, kg_min(rows, kg_div({k['l2_batch_mb'] << 20}, kg_ll({itemsize}) * cols)))"
+        loop, grid = ("row0", "rows", "batch"), ("kg_min(batch, rows - row0)", "chunks", "1")
+        steps = tuple(Step(f"{kernel.name}_{part}{sfx}", grid, (k["threads"], 1, 1), args, when=when, loop=loop)
+                      for sfx, when in twins for part, args in (("stats", stats_args), ("write", write_args)))
+        return dict(steps=steps, lets=(("chunks", "int", f"kg_cdiv(cols, {k['items'] * k['threads'] * k['vec']})"),
+                                       ("batch", "int", batch)),
+                    workspaces=(("stats", "float", f"{words} * kg_ll(rows) * chunks", None),),
+                    requires=(("chunks <= 65535", "gridDim.y holds 65535 chunks of a row: raise items*threads*vec"),))
 
     def row_steps(self, k: dict) -> Schedule:
         return self.put(schedule(self.name).split("i", k["rows_per_block"]).bind("i.0", "blockIdx.x")

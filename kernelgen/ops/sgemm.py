@@ -43,8 +43,10 @@ import numpy as np
 
 from ..errors import UsageError, check
 from ..schedule import Schedule, ScheduleReader, schedule
-from .base import INT_MAX, Dim, Kernel, Knob, LadderStep, Launch, Op, Plan, Problem, Scalar, Workspace, cdiv
+from .base import INT_MAX, LAYOUTS as OPERAND_LAYOUTS, Dim, Kernel, Knob, LadderStep, Launch, Op, Plan, Problem, \
+    Scalar, Workspace, cdiv
 from .knobs import Prim, Range
+from .operands import Operands
 from ..dtypes import Types
 from ..target import Target, default_target
 
@@ -64,6 +66,7 @@ def slab(M: int, N: int) -> int:
     return cdiv(M * N, 4) * 4
 
 
+
 def check_grid(op: str, problem: Problem, grid: tuple[int, int, int], bm: int, swizzle: int) -> None:
     """The block rows fit gridDim.y; with grouped block order (swizzle > 1) the blocks' linear number,
     blockIdx.y * gridDim.x + blockIdx.x, fits the kernel's int (sgemm and gemm)."""
@@ -77,7 +80,7 @@ def check_grid(op: str, problem: Problem, grid: tuple[int, int, int], bm: int, s
 
 class Sgemm(Op):
     name = "sgemm"
-    summary = "C[M,N] = A[M,K] @ B[K,N], float32, row-major"
+    summary = "C[M,N] = A[M,K] @ B[K,N], float32, row-major; A and B each as is or transposed (--layout)"
     dims = (Dim("M", 2048, 131, maximum=MAX_GRID_Y * 256, why=f"gridDim.y holds {MAX_GRID_Y} block rows of at most 256; "
                 f"a schedule's own limit is {MAX_GRID_Y} x its bm"),
             Dim("N", 2048, 67, maximum=INT_MAX - 256, why="the kernel's int column index runs up to a block tile (256) past N"),
@@ -85,6 +88,7 @@ class Sgemm(Op):
     loops = ("i", "j", "k")
     inputs = ("A", "B")
     outputs = ("C",)
+    layouts = OPERAND_LAYOUTS
     knobs = (
         Knob("shared", True, (False, True), "stage A and B tiles in shared memory (else: the naive kernel)", "s",
              Prim("cache_read", ("A", "B"), absent=False, values=((True, "shared"),))),
@@ -164,6 +168,14 @@ class Sgemm(Op):
         from .sgemm_cost import choose
         return self.schedule_from_knobs(**dict(choose(self, problem, target or default_target()).knobs))
 
+    @staticmethod
+    def layout_knobs(layout: str) -> dict:
+        """What an operand layout changes in a schedule: B stored transposed is copied along K and stored
+        transposed into B's [k][n] tile, 4 floats of a column each: rows of 132 floats (pad 4) put the
+        16 columns a warp writes at once in banks 16 apart instead of 2-way conflicts. (A stored
+        transposed needs nothing: its rows run along M, as the default km tile does.)"""
+        return dict(pad_b=4) if Operands(layout).b_t else {}
+
     def _read_dim(self, r: ScheduleReader, loop: str, axis: str, default: tuple) -> tuple[str, int, int, int]:
         """(layout, block extent, thread extent, warp extent) of loop i or j."""
         f = r.split(loop, (1, 2, 3, 4), default)
@@ -194,7 +206,7 @@ class Sgemm(Op):
         return dict(k, bk=bk)
 
     # -- legality ----------------------------------------------------------------------------------
-    def check_knobs(self, k: dict, target: Target) -> None:
+    def check_knobs(self, k: dict, target: Target, layout: str = "NN") -> None:
         for loop, b, t, w in (("i", k["bm"], k["tm"], k["wm"]), ("j", k["bn"], k["tn"], k["wn"])):
             check(t >= 1 and b % t == 0, "split", loop, (b, t), limit=f"the thread tile {t} divides the block tile {b}")
             if k["layout"] == "warp":
@@ -214,10 +226,20 @@ class Sgemm(Op):
                   limit=f"without shared memory each thread computes one element, not {k['tm']}x{k['tn']}")
             return
         bk, va, vb, vc = k["bk"], k["vec_a"], k["vec_b"], k["vec_c"]
+        o = Operands(layout)
         check(bk >= 1, "split", "k", bk, limit="at least 1")
-        check(bk % va == 0, "vectorize", "A", va,
-              limit=f"a vector of A lies in one row of the {bk}-wide K tile")
-        check(k["bn"] % vb == 0, "vectorize", "B", vb, limit=f"a vector of B lies in one row of the {k['bn']}-wide tile")
+        if o.a_t:
+            check(k["bm"] % va == 0, "vectorize", "A", va,
+                  limit=f"a vector of A (stored transposed, layout {layout}) lies in one row of the {k['bm']}-wide M tile")
+        else:
+            check(bk % va == 0, "vectorize", "A", va,
+                  limit=f"a vector of A lies in one row of the {bk}-wide K tile")
+        if o.b_t:
+            check(bk % vb == 0, "vectorize", "B", vb,
+                  limit=f"a vector of B (stored transposed, layout {layout}) lies in one row of the {bk}-wide K tile")
+        else:
+            check(k["bn"] % vb == 0, "vectorize", "B", vb,
+                  limit=f"a vector of B lies in one row of the {k['bn']}-wide tile")
         run_n = self._run(k, "n")
         check(run_n % vc == 0, "vectorize", "C", vc, limit=f"a vector of C lies in a run of {run_n} adjacent columns")
         if k["copy"] == "cp_async":
@@ -225,8 +247,16 @@ class Sgemm(Op):
             check(k["stages"] >= 2, "double_buffer", "A", k["stages"], limit="cp.async pipelines need 2..4 stages")
             check(va in (1, 4) and vb in (1, 4), "vectorize", "A" if va not in (1, 4) else "B", (va, vb),
                   limit="cp.async copies 4 or 16 bytes", allowed="1, 4")
-            check(va == 1 or k["a_layout"] == "mk", "vectorize", "A", va,
-                  limit="cp.async cannot transpose: annotate(A.shared, km) copies A 4 bytes at a time", allowed="1")
+            if o.a_t:
+                check(va == 1 or k["a_layout"] == "km", "vectorize", "A", va, allowed="1",
+                      limit=f"cp.async cannot transpose: A stored transposed (layout {layout}) into "
+                            "annotate(A.shared, mk) is copied 4 bytes at a time")
+            else:
+                check(va == 1 or k["a_layout"] == "mk", "vectorize", "A", va,
+                      limit="cp.async cannot transpose: annotate(A.shared, km) copies A 4 bytes at a time", allowed="1")
+            check(vb == 1 or not o.b_t, "vectorize", "B", vb, allowed="1",
+                  limit=f"cp.async cannot transpose: B stored transposed (layout {layout}) is copied into its "
+                        "[k][n] tile 4 bytes at a time")
             for buf, v, ld in (("A", va, self._lda(k)), ("B", vb, k["bn"] + k["pad_b"])):
                 check(v == 1 or ld % 4 == 0, "storage_align", buf, k[f"pad_{buf.lower()}"],
                       limit=f"16-byte cp.async needs shared rows of a multiple of 4 floats, here {ld}")
@@ -271,7 +301,7 @@ class Sgemm(Op):
     def template(self, knobs: dict) -> str:
         return "sgemm.cu.j2" if knobs["shared"] else "sgemm_naive.cu.j2"
 
-    def template_params(self, k: dict, types: Types, target: Target) -> tuple[dict, int, int]:
+    def template_params(self, k: dict, types: Types, target: Target, layout: str = "NN") -> tuple[dict, int, int]:
         nt = self.threads(k)
         if k["layout"] == "warp":
             block = (nt, 1, 1)
@@ -282,7 +312,7 @@ class Sgemm(Op):
                  atomic=k["split_k"] > 1 and k["reduce_k"] == "atomic",
                  workspace=k["split_k"] > 1 and k["reduce_k"] == "workspace")
         if not k["shared"]:
-            return p, 0, 24
+            return dict(p, **self._naive_operands(Operands(layout))), 0, 24
         for d, t in (("m", k["tm"]), ("n", k["tn"])):
             run = self._run(k, d)
             b = k["bm" if d == "m" else "bn"]
@@ -304,8 +334,8 @@ class Sgemm(Op):
                  a_vecs=k["bm"] * k["bk"] // k["vec_a"], b_vecs=k["bk"] * k["bn"] // k["vec_b"],
                  # one vector store per staged vector where the shared rows keep it aligned
                  a_sts_vec=lda % k["vec_a"] == 0, b_sts_vec=ldb % k["vec_b"] == 0,
-                 a_per_row=k["bk"] // k["vec_a"], b_per_row=k["bn"] // k["vec_b"],   # vectors a row of each tile
                  lanes_m=k["wm"] // k["tm"], kslice=k["split_k"] * k["bk"], vec_bc=max(k["vec_b"], k["vec_c"]))
+        p.update(self._operands(k, Operands(layout)))
         p.update(a_iters=cdiv(p["a_vecs"], nt), b_iters=cdiv(p["b_vecs"], nt), b_offset=k["stages"] * p["a_tile"])
         staged = (p["a_iters"] * k["vec_a"] + p["b_iters"] * k["vec_b"]) if k["copy"] == "sync" else 0
         regs = k["tm"] * k["tn"] + k["tm"] + k["tn"] + staged + 28
@@ -315,14 +345,65 @@ class Sgemm(Op):
               limit=f"{k['min_blocks']} blocks of {nt} threads leave {cap} registers per thread; the tile needs ~{regs}")
         return p, self.shared_bytes(k), regs
 
+    @staticmethod
+    def _operands(k: dict, o: Operands) -> dict:
+        """How the global->shared copies address A and B in layout `o`. A's stored tile is bm x bk
+        (rows m, vectors along k) or, transposed, bk x bm (rows k, vectors along m: the km shared tile's
+        own order); B's bk x bn, or transposed bn x bk (vectors along k, stored transposed into [k][n]).
+        Tile 0 (`a_first`, `b_first`) holds K's remainder: every access tested, from A and B. The main
+        loop's whole tiles (`a_src`, `b_src`, taking the tile's first k by `%`) read Ak and Bk, A and B
+        shifted back along K (`a_shift`, `b_shift`) so that no K bound needs testing; an edge block
+        (CHECK) clamps the M (N) index into C instead of testing it, whole vectors where rows are
+        ALIGNED, and tests element-wise vectors along M (N) (`a_check`, `b_check`). The tile function's
+        stride argument is the whole K (a slice of K starts inside rows that are K long)."""
+        km, va, vb = k["a_layout"] == "km", k["vec_a"], k["vec_b"]
+        widths = (va, vb, k["vec_c"])
+        stride = "ldA" if o.layout == "NN" else "ldK"       # NN kernels read as before layouts existed
+        shift = f"(kfirst - {k['bk']})"
+
+        def clamp(index: str, size: str, v: int = 1) -> str:    # v > 1: a vector along `size`
+            return (f"CHECK && ALIGNED ? min({index}, {size} - {v}) : {index}" if v > 1 else
+                    f"CHECK ? min({index}, {size} - 1) : {index}")
+        along = lambda v: "CHECK && !ALIGNED" if v > 1 else "false"     # the vectors' test in the loop
+        if o.a_t:
+            a = dict(a_src=f"Ak, %s + r, {clamp('m0 + c', 'M', va)}, kend, M, M", a_check=along(va),
+                     a_first="A, r, m0 + c, kfirst, M, M", a_shift=f"A + (ptrdiff_t){shift} * M")
+        else:
+            a = dict(a_src=f"Ak, {clamp('m0 + r', 'M')}, %s + c, M, kend, {stride}", a_check="false",
+                     a_first=f"A, m0 + r, c, M, kfirst, {stride}", a_shift=f"A + {shift}")
+        if o.b_t:
+            b = dict(b_src=f"Bk, {clamp('n0 + r', 'N')}, %s + c, N, kend, {stride}", b_check="false",
+                     b_first=f"B, n0 + r, c, N, kfirst, {stride}", b_shift=f"B + {shift}")
+        else:
+            b = dict(b_src=f"Bk, %s + r, {clamp('n0 + c', 'N', vb)}, kend, N, N", b_check=along(vb),
+                     b_first="B, r, n0 + c, kfirst, N, N", b_shift=f"B + (ptrdiff_t){shift} * N")
+        return dict(
+            a, **b,
+            a_per_row=(k["bm"] if o.a_t else k["bk"]) // va, b_per_row=(k["bk"] if o.b_t else k["bn"]) // vb,
+            a_sts_t=km != o.a_t, b_sts_t=o.b_t,        # the shared store transposes the stored tile
+            a_slice="A + (size_t)kbeg * M" if o.a_t else "A + kbeg",
+            b_slice="B + kbeg" if o.b_t else "B + (size_t)kbeg * N",
+            kstride=stride, kstride_note=("ldA A's row stride (the whole K)" if o.layout == "NN" else
+                                          f"ldK the whole K (the row stride of {o.layout}'s operands stored along K)"),
+            aligned_note=o.condition(widths, ", "), aligned_dims=o.dims_words(widths),
+            layout_note="" if o.layout == "NN" else o.describe())
+
+    @staticmethod
+    def _naive_operands(o: Operands) -> dict:
+        """The naive kernel's walk along K: A's row m (or column, stored transposed), B's column n (or row)."""
+        return dict(a_row="A + (size_t)m * K" if not o.a_t else "A + m", a_k="a[(size_t)k * M]" if o.a_t else "a[k]",
+                    b_col="B + (size_t)n * K" if o.b_t else "B + n", b_k="b[k]" if o.b_t else "b[(size_t)k * N]",
+                    layout_note="" if o.layout == "NN" else o.describe())
+
     def plan(self, kernel: Kernel, problem: Problem, target: Target | None = None) -> Plan:
         k, p = dict(kernel.knobs), dict(kernel.params)
+        self.same_layout(kernel, problem)
         M, N, K = problem["M"], problem["N"], problem["K"]
         grid = (cdiv(N, k["bn"]), cdiv(M, k["bm"]), k["split_k"])
         check_grid(self.name, problem, grid, k["bm"], k["swizzle"])
-        # Rows all start vector-aligned only when K and N are multiples of the widths; otherwise the
-        # kernel with element-wise global accesses.
-        aligned = K % k["vec_a"] == 0 and N % max(k["vec_b"], k["vec_c"]) == 0
+        # Rows all start vector-aligned only when the stored rows' lengths (K and N for NN) are multiples
+        # of the widths; otherwise the kernel with element-wise global accesses.
+        aligned = Operands(kernel.layout).holds((k["vec_a"], k["vec_b"], k["vec_c"]), problem)
         symbol = kernel.name if aligned or not p["vectorised"] else kernel.name + "_unaligned"
         out = "partials" if p["workspace"] else "C"
         launches = (Launch(symbol, grid, tuple(p["block"]), ("A", "B", out, "M", "N", "K"), kernel.static_smem),)
@@ -348,7 +429,7 @@ class Sgemm(Op):
             requires.append((f"kg_cdiv(M, {k['bm']}) * kg_cdiv(N, {k['bn']}) <= {INT_MAX}",
                              "with swizzle the blocks' linear number is an int"))
         args = ("A", "B", "partials" if p["workspace"] else "C", "M", "N", "K")
-        aligned = f"K % {k['vec_a']} == 0 && N % {max(k['vec_b'], k['vec_c'])} == 0"
+        aligned = Operands(kernel.layout).condition((k["vec_a"], k["vec_b"], k["vec_c"]))
         if p["vectorised"]:
             steps = (Step(kernel.name, grid, tuple(p["block"]), args, kernel.static_smem, when=aligned),
                      Step(kernel.name + "_unaligned", grid, tuple(p["block"]), args, kernel.static_smem,
@@ -366,7 +447,7 @@ class Sgemm(Op):
             workspaces = (("partials", "float", f"{k['split_k']} * kg_cdiv(MN, 4) * 4", None),)
         align = tuple((b, 4 * v, "") for b, v in (("A", k["vec_a"]), ("B", k["vec_b"]), ("C", k["vec_c"])) if v > 1)
         return Recipe(kernel.arch, ("M", "N", "K"), self.recipe_buffers(kernel), steps, lets, workspaces, alignment=align,
-                      requires=tuple(requires))
+                      requires=tuple(requires), layout=kernel.layout)
 
     # -- numbers -----------------------------------------------------------------------------------
     def test_problems(self) -> tuple[dict, ...]:
@@ -378,18 +459,18 @@ class Sgemm(Op):
     def make_inputs(self, problem: Problem, rng: np.random.Generator) -> dict[str, np.ndarray]:
         # Small integers make every product and partial sum exact in float32 (|partial| <= 9K < 2^24),
         # so the check can demand the exact answer: one dropped, doubled or misplaced term fails it.
-        M, N, K = problem["M"], problem["N"], problem["K"]
-        return {"A": rng.integers(-3, 4, size=(M, K)).astype(np.float32),
-                "B": rng.integers(-3, 4, size=(K, N)).astype(np.float32)}
+        shapes = self.input_shapes(problem)
+        return {b: rng.integers(-3, 4, size=shapes[b]).astype(np.float32) for b in ("A", "B")}
 
     def output_shapes(self, problem: Problem) -> dict[str, tuple[int, ...]]:
         return {"C": (problem["M"], problem["N"])}
 
     def input_shapes(self, problem: Problem) -> dict[str, tuple[int, ...]]:
-        return {"A": (problem["M"], problem["K"]), "B": (problem["K"], problem["N"])}
+        return Operands(problem.layout).stored(problem)      # as stored: K x M for A transposed
 
     def reference(self, inputs, problem):
-        return {"C": inputs["A"].astype(np.float64) @ inputs["B"].astype(np.float64)}
+        a, b = Operands(problem.layout).product(inputs["A"], inputs["B"])
+        return {"C": a.astype(np.float64) @ b.astype(np.float64)}
 
     error_measure = "max absolute error"
 
@@ -409,13 +490,17 @@ class Sgemm(Op):
         return 2 * problem["M"] * problem["N"] * problem["K"]
 
     def vendor(self, dev_inputs, problem):
-        a, b = dev_inputs["A"], dev_inputs["B"]
+        # The same stored arrays, transposed as views (cuBLAS takes the transpose flags; nothing is copied
+        # inside the timed call).
+        o = Operands(problem.layout)
         try:
             import torch
             torch.backends.cuda.matmul.allow_tf32 = False   # plain FP32, as the kernels compute
-            ta, tb = torch.as_tensor(a, device="cuda"), torch.as_tensor(b, device="cuda")
+            ta, tb = o.product(torch.as_tensor(dev_inputs["A"], device="cuda"),
+                               torch.as_tensor(dev_inputs["B"], device="cuda"))
             return "torch.matmul (cuBLAS, TF32 off)", lambda: torch.matmul(ta, tb)
         except ImportError:
+            a, b = o.product(dev_inputs["A"], dev_inputs["B"])
             return "cupy.matmul (cuBLAS)", lambda: a @ b
 
     # -- ladders and search ------------------------------------------------------------------------
@@ -451,17 +536,23 @@ class Sgemm(Op):
 
     def space(self, problem: Problem, target: Target):
         base = self.default_knobs()
+        o = Operands(problem.layout or "NN")
+        # cp.async copies without transposing: 16 bytes of A into km where A is stored transposed (else
+        # into mk), B stored transposed 4 bytes at a time
+        cp_a_refused, cp_vec_b = (("mk", 4) if o.a_t else ("km", 4)), (1 if o.b_t else 4)
         for bm, bn, wm, wn, tm, tn in ((128, 128, 64, 32, 8, 8), (128, 128, 32, 64, 8, 8), (128, 64, 64, 32, 8, 8),
                                        (64, 128, 32, 64, 8, 8), (128, 128, 64, 64, 16, 8), (128, 256, 64, 64, 8, 16),
                                        (256, 128, 64, 64, 16, 8), (64, 64, 32, 32, 4, 8)):
             for bk in (8, 16, 32):
                 for stages, copy in ((2, "sync"), (2, "cp_async"), (3, "cp_async"), (4, "cp_async")):
                     for a_layout, vec_a in (("km", 4), ("km", 1), ("mk", 4)):
-                        if copy == "sync" and vec_a == 1 or copy == "cp_async" and (a_layout, vec_a) == ("km", 4):
+                        if copy == "sync" and vec_a == 1 or copy == "cp_async" and (a_layout, vec_a) == cp_a_refused:
                             continue
                         for swizzle in (1, 8):
                             yield dict(base, bm=bm, bn=bn, wm=wm, wn=wn, tm=tm, tn=tn, bk=bk, stages=stages,
-                                       copy=copy, a_layout=a_layout, vec_a=vec_a, swizzle=swizzle)
+                                       copy=copy, a_layout=a_layout, vec_a=vec_a, swizzle=swizzle,
+                                       **({"vec_b": cp_vec_b} if copy == "cp_async" else {}),
+                                       **self.layout_knobs(o.layout))
         for over in (dict(), dict(bm=128, bn=128)):   # K slices, for grids that cannot fill the SMs
             for split_k in (2, 3, 4, 8):
-                yield dict(base, **over, split_k=split_k)
+                yield dict(base, **over, split_k=split_k, **self.layout_knobs(o.layout))

@@ -51,6 +51,7 @@ from dataclasses import dataclass
 from ..errors import KernelgenError
 from ..target import Target, default_target
 from .base import INT_MAX, Problem, cdiv
+from .operands import Operands
 
 # The model's constants (H100 SXM figures, first guesses from the 2026-11-22 measurements; calibrate
 # with bench/sgemm_regimes_probe.py). Rates are per second.
@@ -119,15 +120,16 @@ class Choice:
     knobs: tuple
 
 
-@functools.lru_cache(maxsize=16)
-def families(op, target: Target) -> tuple[Family, ...]:
-    """The families legal on `target` (checked as op.kernel checks a schedule; nothing compiled), with
-    the blocks an SM holds: its threads, shared memory and registers (the kernel's estimate) allow."""
+@functools.lru_cache(maxsize=64)
+def families(op, target: Target, layout: str = "NN") -> tuple[Family, ...]:
+    """The families legal on `target` for operand layout `layout` (checked as op.kernel checks a
+    schedule; nothing compiled), with what the layout changes in a schedule (op.layout_knobs), and the
+    blocks an SM holds: its threads, shared memory and registers (the kernel's estimate) allow."""
     out = []
     for name, over, eff in FAMILIES:
-        k = dict(op.default_knobs(), **over)
+        k = dict(op.default_knobs(), **over, **op.layout_knobs(layout))
         try:
-            kernel = op.kernel(op.schedule_from_knobs(**k), target)
+            kernel = op.kernel(op.schedule_from_knobs(**k), target, None, layout)
         except KernelgenError:
             continue
         threads = op.threads(k)
@@ -140,7 +142,8 @@ def families(op, target: Target) -> tuple[Family, ...]:
     return tuple(out)
 
 
-def estimate(fam: Family, split_k: int, reduce_k: str, M: int, N: int, K: int, target: Target) -> float:
+def estimate(fam: Family, split_k: int, reduce_k: str, M: int, N: int, K: int, target: Target,
+             layout: str = "NN") -> float:
     """Seconds for `fam` with K in `split_k` slices summed by `reduce_k` (see the module doc)."""
     c = COSTS
     k = fam.knobs
@@ -149,7 +152,7 @@ def estimate(fam: Family, split_k: int, reduce_k: str, M: int, N: int, K: int, t
     kchunk = cdiv(K, split_k * bk) * bk
     slices = cdiv(K, kchunk)
     blocks = cdiv(M, bm) * cdiv(N, bn) * slices
-    aligned = K % k["vec_a"] == 0 and N % max(k["vec_b"], k["vec_c"]) == 0
+    aligned = Operands(layout).holds((k["vec_a"], k["vec_b"], k["vec_c"]), {"M": M, "N": N, "K": K})
     sm_flops = flops / target.sms * fam.efficiency * (1.0 if aligned else c["UNALIGNED"])
 
     def wave(r: int) -> float:
@@ -185,16 +188,17 @@ def candidates(op, problem: Problem, target: Target | None = None) -> list[Choic
     """Every legal candidate for `problem`, cheapest first (atomics weighed with DETERMINISM_PREMIUM)."""
     target = target or default_target()
     M, N, K = problem["M"], problem["N"], problem["K"]
+    layout = problem.layout or "NN"
     out = []
-    for fam in families(op, target):
+    for fam in families(op, target, layout):
         for s in SPLITS:
             for reduce_k in (("atomic",) if s == 1 else ("workspace", "atomic")):
                 if legal_here(fam, s, reduce_k, M, N, K):
-                    sec = estimate(fam, s, reduce_k, M, N, K, target)
+                    sec = estimate(fam, s, reduce_k, M, N, K, target, layout)
                     knobs = dict(fam.knobs, split_k=s, reduce_k=reduce_k)
                     out.append(Choice(fam.name, s, reduce_k, sec, tuple(knobs.items())))
     weight = 1.0 + COSTS["DETERMINISM_PREMIUM"]
-    eff = {f.name: f.efficiency for f in families(op, target)}
+    eff = {f.name: f.efficiency for f in families(op, target, layout)}
     # ties (several candidates at one bound): fewer slices, then the more efficient tile
     return sorted(out, key=lambda ch: (ch.seconds * (weight if ch.reduce_k == "atomic" and ch.split_k > 1 else 1.0),
                                        ch.split_k, -eff[ch.family]))
@@ -205,4 +209,5 @@ def choose(op, problem: Problem, target: Target | None = None) -> Choice:
     found = candidates(op, problem, target)
     if found:
         return found[0]
-    return Choice("256x128", 1, "atomic", float("inf"), tuple(op.default_knobs().items()))
+    knobs = dict(op.default_knobs(), **op.layout_knobs(problem.layout or "NN"))
+    return Choice("256x128", 1, "atomic", float("inf"), tuple(knobs.items()))

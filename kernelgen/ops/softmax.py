@@ -33,16 +33,16 @@ import numpy as np
 
 from ..errors import UsageError, check
 from ..schedule import Schedule, ScheduleReader
-from .base import INT_MAX, Dim, Kernel, Knob, LadderStep, Launch, Op, Plan, Problem, Scalar, Workspace, cdiv
+from .base import INT_MAX, Dim, Kernel, Knob, LadderStep, Launch, Op, Plan, Problem, Scalar, cdiv
 from ..dtypes import Types
 from ..target import Target, default_target
 from .io import torch_tensor
 from .knobs import Prim
-from .rows import MAX_CHUNK, ROW_KNOBS, HalfRowNumbers, RowSchedule
+from .rows import BATCH_MB, L2_BATCH, MAX_CHUNK, ROW_KNOBS, HalfRowNumbers, RowRules, RowSchedule, row_heuristic, row_space
 
 PASSES = ("three_pass", "online")                 # the algorithms annotate(softmax, ...) names
 ALGOS = PASSES + ("registers", "split")
-BATCH_MB = (0, 8, 16, 32)
+RULES = RowRules()                                # the heuristic's constants (bench/rows_probe.py calibrates them)
 
 
 class Softmax(HalfRowNumbers, RowSchedule, Op):
@@ -58,8 +58,7 @@ class Softmax(HalfRowNumbers, RowSchedule, Op):
     knobs = ROW_KNOBS + (
         Knob("algo", "registers", ALGOS, "three_pass | online | registers (the row in registers) | split (j.0 on "
              "blocks)", "a", Prim("annotate", "softmax", args="three_pass|online")),
-        Knob("l2_batch_mb", 16, BATCH_MB, "MB of rows per stats+write launch pair (0: all rows)", "b",
-             Prim("annotate", "l2_batch_mb", absent=16), when=("algo", ("split",))),
+        L2_BATCH,
     )
     structure_help = ("algo registers is cache_read(x, register) instead of annotate(softmax, ...); algo split is "
                       "bind(j.0, blockIdx.y)")
@@ -127,20 +126,10 @@ class Softmax(HalfRowNumbers, RowSchedule, Op):
             launch = Launch(kernel.name + suffix, (cdiv(rows, rpb), 1, 1), (t, rpb, 1), ("x", "y", "rows", "cols"))
             return Plan(kernel, problem, (launch,), (), (Scalar("rows", "int", rows), Scalar("cols", "int", cols)),
                         align)
-        chunks = cdiv(cols, self.max_cols(k))
-        check(chunks <= 65535, "split", "j", f"{chunks} blocks per row",
-              limit="65535 (gridDim.y): raise items*threads*vec")
-        batch = rows if not k["l2_batch_mb"] else max(1, min(rows, (k["l2_batch_mb"] << 20) // (problem.dtype("x").itemsize * cols)))
-        scalars = [Scalar("rows", "int", rows), Scalar("cols", "int", cols), Scalar("chunks", "int", chunks)]
-        launches = []
-        for n, row0 in enumerate(range(0, rows, batch)):
-            scalars.append(Scalar(f"row0_{n}", "int", row0))
-            grid = (min(batch, rows - row0), chunks, 1)
-            launches.append(Launch(f"{kernel.name}_stats{suffix}", grid, (t, 1, 1), ("x", "stats", "cols", "chunks", f"row0_{n}")))
-            launches.append(Launch(f"{kernel.name}_write{suffix}", grid, (t, 1, 1),
-                                   ("x", "stats", "y", "cols", "chunks", f"row0_{n}")))
-        return Plan(kernel, problem, tuple(launches), (Workspace("stats", "float32", 2 * rows * chunks),),
-                    tuple(scalars), align)
+        launches, workspaces, scalars = self.split_launches(
+            kernel, k, problem, suffix, ("x", "stats", "cols", "chunks", "row0"),
+            ("x", "stats", "y", "cols", "chunks", "row0"), 2)
+        return Plan(kernel, problem, launches, workspaces, scalars, align)
 
     def launch_recipe(self, kernel: Kernel):
         from ..recipe import Recipe, Step
@@ -154,19 +143,9 @@ class Softmax(HalfRowNumbers, RowSchedule, Op):
             steps = tuple(Step(kernel.name + sfx, (f"kg_cdiv(rows, {rpb})", "1", "1"), (t, rpb, 1),
                                ("x", "y", "rows", "cols"), when=when) for sfx, when in twins)
             return Recipe(steps=steps, requires=requires, **common)
-        itemsize = (kernel.types or self.types())["x"].itemsize
-        batch = "rows" if not k["l2_batch_mb"] else \
-            f"kg_max(1, kg_min(rows, kg_div({k['l2_batch_mb'] << 20}, kg_ll({itemsize}) * cols)))"
-        lets = (("chunks", "int", f"kg_cdiv(cols, {self.max_cols(k)})"), ("batch", "int", batch))
-        loop = ("row0", "rows", "batch")
-        grid = ("kg_min(batch, rows - row0)", "chunks", "1")
-        steps = tuple(s for sfx, when in twins for s in (
-            Step(f"{kernel.name}_stats{sfx}", grid, (t, 1, 1), ("x", "stats", "cols", "chunks", "row0"), when=when, loop=loop),
-            Step(f"{kernel.name}_write{sfx}", grid, (t, 1, 1), ("x", "stats", "y", "cols", "chunks", "row0"),
-                 when=when, loop=loop)))
-        return Recipe(steps=steps, lets=lets, workspaces=(("stats", "float", "2 * kg_ll(rows) * chunks", None),),
-                      requires=(("chunks <= 65535", "gridDim.y holds 65535 chunks of a row: raise items*threads*vec"),),
-                      **common)
+        split = self.split_recipe(kernel, k, twins, ("x", "stats", "cols", "chunks", "row0"),
+                                  ("x", "stats", "y", "cols", "chunks", "row0"), 2)
+        return Recipe(**split, **common)
 
     # -- numbers -----------------------------------------------------------------------------------
     def test_problems(self) -> tuple[dict, ...]:
@@ -256,36 +235,13 @@ class Softmax(HalfRowNumbers, RowSchedule, Op):
         return tuple(LadderStep(t, self.schedule_from_knobs(**k), n) for t, k, n in steps)
 
     def schedule_for(self, problem: Problem, target: Target | None = None) -> Schedule:
-        """The row in registers, 16 floats a thread up to 16384 columns and 32 up to 32768 (a block of
-        1024 threads), whole blocks of 256 threads for short rows; longer rows split over blocks.
-        Accesses are 16 bytes: float4, or 8 elements of a 16-bit type."""
-        cols, vec = problem["cols"], 16 // problem.dtype("x").itemsize
-        if cols > 32768:
-            return self.schedule_from_knobs(threads=256, rows_per_block=1, items=16 // vec, vec=vec,
-                                            reduction="shuffle", algo="split", l2_batch_mb=16)
-        per_thread = 16 if cols <= 16384 else 32
-        threads = min(1024, max(4, 1 << max(0, (cdiv(cols, per_thread) - 1).bit_length())))
-        items = 1 << max(0, (cdiv(cols, threads * vec) - 1).bit_length())
-        rows_per_block = 256 // threads if threads <= 32 else 1
-        return self.schedule_from_knobs(threads=threads, rows_per_block=rows_per_block, items=items, vec=vec,
-                                        reduction="shuffle", algo="registers", l2_batch_mb=16)
+        """16-byte accesses (float4, or 8 elements of a 16-bit type); the row in registers where it fits
+        (16 floats a thread, up to 32 with a block of 1024 threads) and the rows fill the GPU; long rows,
+        many of them: a block per row, online (the second read from L2); else split over blocks
+        (`row_heuristic`, constants in RULES)."""
+        target = target or default_target()
+        k = row_heuristic(problem["rows"], problem["cols"], problem.dtype("x").itemsize, target, RULES, "online")
+        return self.schedule_from_knobs(**dict(dict(l2_batch_mb=16), **k))
 
     def space(self, problem: Problem, target: Target):
-        cols, vec = problem["cols"], 16 // problem.dtype("x").itemsize    # 16-byte accesses
-        base = dict(vec=vec, reduction="shuffle", l2_batch_mb=16)
-        for threads in (4, 8, 16, 32, 64, 128, 256, 512, 1024):
-            for rpb in ((1,) if threads > 32 else (1, 2, 4, 8, 16, 32, 64)):
-                if not 64 <= threads * rpb <= target.max_threads:
-                    continue
-                for items in (1, 2, 4, 8, 16):
-                    cap = items * threads * vec
-                    if cap >= cols and cap // 2 < cols:   # the smallest register tile that holds the row
-                        yield dict(base, threads=threads, rows_per_block=rpb, items=items, algo="registers")
-                    if threads * rpb >= 128 and items in (2, 4):
-                        yield dict(base, threads=threads, rows_per_block=rpb, items=items, algo="online")
-        if cols >= 8192:
-            for threads in (128, 256, 512):
-                for items in (2, 4, 8):
-                    for batch in BATCH_MB:
-                        yield dict(base, threads=threads, rows_per_block=1, items=items, algo="split",
-                                   l2_batch_mb=batch)
+        return row_space(problem["cols"], problem.dtype("x").itemsize, target, "online")

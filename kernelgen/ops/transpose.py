@@ -18,8 +18,10 @@ one float so the column-wise read is bank-conflict-free; `annotate("block_order"
 walks the tiles along diagonals; `annotate("grid_stride", k)` launches k blocks per SM that loop
 over the tiles (fewer, longer-lived blocks); `vectorize("j.2", 4)` moves float4s: rows of x are read as float4
 and rows of out are written as float4, the 4x4 turn happening through the padded tile (scalar
-shared accesses, which a 32-wide padded tile serves without bank conflicts). Tiles that are partial
-or rows that are not 16-byte aligned (M or N not a multiple of vec) take a guarded scalar path.
+shared accesses, which a 32-wide padded tile serves without bank conflicts). Whole tiles run without
+bounds tests; a side whose rows are not 16-byte aligned (N % vec for x, M % vec for out) moves coalesced
+scalars instead (consecutive threads, consecutive elements of a tile row), and only tiles on the
+matrix's edge test bounds.
 
 16-bit types (float16, bfloat16) are copied as they are (out has x's type). `vec` counts elements,
 so a 16-byte access is `vectorize("j.2", 8)`, and `storage_align("x", pad)` pads by `pad` elements:
@@ -121,6 +123,8 @@ class Transpose(Op):
         io = element_io(d, k["vec"])
         items = k["tile"] // k["rows"]
         params = dict(k, ld=k["tile"] + k["pad"], lanes=k["tile"] // k["vec"], items=items,
+                      flat=items * k["vec"],          # elements a thread moves on the scalar paths
+
                       vec_type=io["vtype"], comps=io["lanes"], io=io, unit=d.ctype if d.itemsize == 4 else d.name,
                       conflicts=shared_conflicts(k["tile"], k["rows"], k["vec"], k["pad"], d.itemsize))
         smem = d.itemsize * k["tile"] * (k["tile"] + k["pad"]) if k["staged"] else 0
@@ -157,8 +161,10 @@ class Transpose(Op):
 
     # -- numbers -----------------------------------------------------------------------------------
     def test_problems(self) -> tuple[dict, ...]:
-        # partial tiles both ways; one element; whole aligned tiles (the float4 path); a thin matrix
-        return ({"M": 67, "N": 1001}, {"M": 1, "N": 1}, {"M": 64, "N": 96}, {"M": 1000, "N": 3})
+        # partial tiles both ways; one element; whole aligned tiles (the float4 path); a thin matrix; whole
+        # tiles whose rows of x (then of out) are not 16-byte aligned while the other side's are
+        return ({"M": 67, "N": 1001}, {"M": 1, "N": 1}, {"M": 64, "N": 96}, {"M": 1000, "N": 3},
+                {"M": 96, "N": 67}, {"M": 130, "N": 96})
 
     def input_shapes(self, problem: Problem) -> dict[str, tuple[int, ...]]:
         return {"x": (problem["M"], problem["N"])}

@@ -43,13 +43,16 @@ def observations(op: Op, problem: Problem, records: list[Record], gpu: str | Non
 
 
 def problem_of(op: Op, rec: Record) -> Problem:
-    """The Problem a record was measured on, from its printed sizes and its dtype."""
-    sizes = {}
+    """The Problem a record was measured on, from its printed sizes (and layout) and its dtype."""
+    sizes, layout = {}, None
     for part in rec.problem.partition(":")[0].split(","):
         name, _, value = part.partition("=")
-        sizes[name.strip()] = int(value)
+        if name.strip() == "layout":
+            layout = value.strip()
+        else:
+            sizes[name.strip()] = int(value)
     dtype, _, out_dtype = rec.dtype.partition("->")
-    return op.problem(sizes, dtype=dtype, out_dtype=out_dtype or None)
+    return op.problem(sizes, dtype=dtype, out_dtype=out_dtype or None, layout=layout)
 
 
 def recompute_features(op: Op, rec: Record) -> dict | None:
@@ -57,7 +60,7 @@ def recompute_features(op: Op, rec: Record) -> dict | None:
         limits = target(rec.arch)
         problem = problem_of(op, rec)
         sched = Schedule.from_dict(rec.schedule)
-        kernel = op.for_schedule(sched).kernel(sched, limits, problem.types)
+        kernel = op.for_schedule(sched).kernel(sched, limits, problem.types, problem.layout)
         return features(kernel, limits, plan=op.for_schedule(sched).plan(kernel, problem, limits))
     except (KernelgenError, ValueError, KeyError, TypeError):
         return None

@@ -86,7 +86,8 @@ def write_cache(records: list[Record], path: str | Path) -> None:
                       "kernelgen_status": r.status, "kernelgen_detail": r.detail, "kernelgen_kernel": r.kernel,
                       "kernelgen_schedule": r.schedule}
     doc = {"schema_version": SCHEMA_VERSION, "device_name": first.gpu, "kernel_name": first.op,
-           "problem_size": [int(part.partition("=")[2]) for part in first.problem.partition(":")[0].split(",")],
+           "problem_size": [int(part.partition("=")[2]) for part in first.problem.partition(":")[0].split(",")
+                            if not part.startswith("layout=")],
            "tune_params_keys": keys, "tune_params": values, "objective": "time", "cache": cache,
            "kernelgen": {"op": first.op, "problem": first.problem, "dtype": first.dtype, "arch": first.arch,
                          "version": first.version}}

@@ -110,7 +110,7 @@ def load_sweep(op: Op, records: list[Record], problem: str | None = None) -> Swe
             key = sched.to_json()
             if key not in space:
                 impl = op.for_schedule(sched)
-                kernel = impl.kernel(sched, limits, prob.types)
+                kernel = impl.kernel(sched, limits, prob.types, prob.layout)
                 plan = impl.plan(kernel, prob, limits)
                 from ..features import features
                 space[key] = Candidate(dict(kernel.knobs), sched, kernel, plan, features(kernel, limits, plan=plan))

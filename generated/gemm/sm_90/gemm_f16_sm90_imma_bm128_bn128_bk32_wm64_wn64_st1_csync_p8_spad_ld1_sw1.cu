@@ -256,7 +256,7 @@ __device__ __forceinline__ uint4 kg_tc_load16(const unsigned short* __restrict__
   if (ALIGNED) {
     if (!CHECK || (row_ok && c < cols)) return *reinterpret_cast<const uint4*>(p);
     return make_uint4(0u, 0u, 0u, 0u);
-  }
+  } else {   // an else: after a return nvcc flags the loop unreachable where ALIGNED is a constant
   unsigned v[4];
   #pragma unroll
   for (int u = 0; u < 4; ++u) {
@@ -265,6 +265,7 @@ __device__ __forceinline__ uint4 kg_tc_load16(const unsigned short* __restrict__
     v[u] = lo | hi << 16;
   }
   return make_uint4(v[0], v[1], v[2], v[3]);
+  }
 }
 // The same 16 bytes into shared `s` with cp.async where ALIGNED (zeros outside the matrix are stored
 // directly; both become visible with the barrier after the wait); element-wise loads otherwise.

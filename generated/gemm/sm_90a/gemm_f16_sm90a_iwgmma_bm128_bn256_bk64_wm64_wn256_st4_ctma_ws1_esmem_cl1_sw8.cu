@@ -218,7 +218,7 @@ gemm_f16_sm90a_iwgmma_bm128_bn256_bk64_wm64_wn256_st4_ctma_ws1_esmem_cl1_sw8(con
   unsigned char* const tiles = kg_smem_raw + ((1024 - (kg_smem(kg_smem_raw) & 1023)) & 1023);
   unsigned long long* const full = reinterpret_cast<unsigned long long*>(tiles + 196608);
   unsigned long long* const empty = full + 4;
-  const int tid = threadIdx.x, lane = tid & 31;
+  const int tid = threadIdx.x;
   int bx, by;
   {
     const int per_group = 8 * gridDim.x;

@@ -221,7 +221,7 @@ gemm_f16_sm90a_iwgmma_bm128_bn256_bk64_wm64_wn256_st4_ctma_ws1_esmem_cl2_sw8(con
   unsigned char* const tiles = kg_smem_raw + ((1024 - (kg_smem(kg_smem_raw) & 1023)) & 1023);
   unsigned long long* const full = reinterpret_cast<unsigned long long*>(tiles + 196608);
   unsigned long long* const empty = full + 4;
-  const int tid = threadIdx.x, lane = tid & 31;
+  const int tid = threadIdx.x;
   // Clusters of 2 blocks along y take adjacent row tiles of one column (they share its tiles of
   // B); clusters are ordered as blocks are below, in groups of 8 cluster rows.
   const int lin = blockIdx.y / 2 * gridDim.x + blockIdx.x, rows_all = gridDim.y / 2;

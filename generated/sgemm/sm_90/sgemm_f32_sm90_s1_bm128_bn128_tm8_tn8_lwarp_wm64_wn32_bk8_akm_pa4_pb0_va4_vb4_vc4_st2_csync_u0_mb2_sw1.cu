@@ -102,10 +102,10 @@ __device__ __forceinline__ float4 sg_load4(const float* __restrict__ p, int r, i
 // C = A @ B: a block computes a 128x128 tile of C, staging A and B through 2 shared
 // tile(s) of K = 8 (copied through registers); each of its
 // 256 threads (warp layout) accumulates 8x8 elements in registers.
-// K is the length of this block's slice of K and ldA A's row stride (the whole K). Tile 0 holds K's
-// remainder and is the only one whose loads are tested. CHECK: the block's tile crosses an edge of C,
-// so its loads clamp rows (columns) into C and its stores are tested; blocks inside C (CHECK = false)
-// clamp and test nothing. ALIGNED: every row of A, B and C
+// K is the length of this block's slice of K and ldA A's row stride (the whole K). Tile 0 holds K's remainder and
+// is the only one whose loads are tested. CHECK: the block's tile crosses an edge of C, so its loads
+// clamp rows (columns) into C and its stores are tested; blocks inside C (CHECK = false) clamp and test
+// nothing. ALIGNED: every row of A, B and C
 // starts vector-aligned (K % 4 == 0, N % 4 == 0); otherwise accesses are element-wise.
 template <bool CHECK, bool ALIGNED>
 __device__ __forceinline__ void sgemm_f32_sm90_s1_bm128_bn128_tm8_tn8_lwarp_wm64_wn32_bk8_akm_pa4_pb0_va4_vb4_vc4_st2_csync_u0_mb2_sw1_tile(const float* __restrict__ A, const float* __restrict__ B,
@@ -126,7 +126,7 @@ __device__ __forceinline__ void sgemm_f32_sm90_s1_bm128_bn128_tm8_tn8_lwarp_wm64
   }
   const int ktiles = (K + 8 - 1) / 8;   // >= 1: a slice holding no K returned before
   // Tile 0 holds the first kfirst = 1..8 values of K; tiles kt >= 1 are whole, at kt * 8 of Ak and Bk,
-  // A and B shifted back by 8 - kfirst (addresses below A and B are never read through them).
+  // A and B shifted back by 8 - kfirst along K (addresses before A and B are never read through them).
   const int kfirst = K - (ktiles - 1) * 8;
   const float* const Ak = A + (kfirst - 8);
   const float* const Bk = B + (ptrdiff_t)(kfirst - 8) * N;
@@ -267,8 +267,7 @@ __device__ __forceinline__ void sgemm_f32_sm90_s1_bm128_bn128_tm8_tn8_lwarp_wm64
           if (ALIGNED && (!CHECK || n + 3 < N)) {
             const float4 v = { acc[i][j + 0], acc[i][j + 1], acc[i][j + 2], acc[i][j + 3] };
             *reinterpret_cast<float4*>(crow + n) = v;
-            continue;
-          }
+          } else   // an else, not a continue: nvcc flags the scalar loop unreachable where CHECK and ALIGNED are constants
           #pragma unroll
           for (int u = 0; u < 4; ++u)
             if (!CHECK || n + u < N) crow[n + u] = acc[i][j + u];

@@ -86,10 +86,10 @@ __device__ __forceinline__ float sg_load1(const float* __restrict__ p, int r, in
 // C = A @ B: a block computes a 32x32 tile of C, staging A and B through 1 shared
 // tile(s) of K = 32 (copied through registers); each of its
 // 1024 threads (contiguous layout) accumulates 1x1 elements in registers.
-// K is the length of this block's slice of K and ldA A's row stride (the whole K). Tile 0 holds K's
-// remainder and is the only one whose loads are tested. CHECK: the block's tile crosses an edge of C,
-// so its loads clamp rows (columns) into C and its stores are tested; blocks inside C (CHECK = false)
-// clamp and test nothing. ALIGNED: every row of A, B and C
+// K is the length of this block's slice of K and ldA A's row stride (the whole K). Tile 0 holds K's remainder and
+// is the only one whose loads are tested. CHECK: the block's tile crosses an edge of C, so its loads
+// clamp rows (columns) into C and its stores are tested; blocks inside C (CHECK = false) clamp and test
+// nothing. ALIGNED: every row of A, B and C
 // starts vector-aligned (K % 1 == 0, N % 1 == 0); otherwise accesses are element-wise.
 template <bool CHECK, bool ALIGNED>
 __device__ __forceinline__ void sgemm_f32_sm90_s1_bm32_bn32_tm1_tn1_lcontiguous_wm0_wn0_bk32_amk_pa0_pb0_va1_vb1_vc1_st1_csync_u0_mb1_sw1_tile(const float* __restrict__ A, const float* __restrict__ B,
@@ -108,7 +108,7 @@ __device__ __forceinline__ void sgemm_f32_sm90_s1_bm32_bn32_tm1_tn1_lcontiguous_
   }
   const int ktiles = (K + 32 - 1) / 32;   // >= 1: a slice holding no K returned before
   // Tile 0 holds the first kfirst = 1..32 values of K; tiles kt >= 1 are whole, at kt * 32 of Ak and Bk,
-  // A and B shifted back by 32 - kfirst (addresses below A and B are never read through them).
+  // A and B shifted back by 32 - kfirst along K (addresses before A and B are never read through them).
   const int kfirst = K - (ktiles - 1) * 32;
   const float* const Ak = A + (kfirst - 32);
   const float* const Bk = B + (ptrdiff_t)(kfirst - 32) * N;

@@ -83,7 +83,6 @@ staged_load_f32_sm90_r1024_p1_f0_v1_t1(const float* __restrict__ x, float* __res
   const long long left = n - row0;
   const int count = left < 1024 ? (int)left : 1024;  // the last tile may be short
   const float* __restrict__ in = x + row0 * 32;
-  const int tid = 0;
 
   // ---- load: tile[i][j] = x[row0 + j][i] ----
   // The seed's nested loops: i outer, so consecutive reads are 128 bytes apart.

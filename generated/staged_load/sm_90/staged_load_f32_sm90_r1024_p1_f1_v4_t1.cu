@@ -83,7 +83,7 @@ staged_load_f32_sm90_r1024_p1_f1_v4_t1(const float* __restrict__ x, float* __res
   const long long left = n - row0;
   const int count = left < 1024 ? (int)left : 1024;  // the last tile may be short
   const float* __restrict__ in = x + row0 * 32;
-  const int tid = 0;
+  const int tid = 0;   // the seed's unfused loops use no thread index
 
   // ---- load: tile[i][j] = x[row0 + j][i] ----
   // Fused and vectorised: float4 q of row j holds columns 4q..4q+3, scattered to 4 tile rows.

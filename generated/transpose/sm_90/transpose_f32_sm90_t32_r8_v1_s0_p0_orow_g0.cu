@@ -81,7 +81,6 @@ __device__ __forceinline__ T kg_ldcs(const T* p) {
 extern "C" __global__ void __launch_bounds__(256)
 transpose_f32_sm90_t32_r8_v1_s0_p0_orow_g0(const float* __restrict__ x, float* __restrict__ out, int M, int N) {
   const int tiles_j = (N + 32 - 1) / 32;
-  const int tiles_i = (M + 32 - 1) / 32;
   {
   const int t = blockIdx.x;
   const int by = t / tiles_j;

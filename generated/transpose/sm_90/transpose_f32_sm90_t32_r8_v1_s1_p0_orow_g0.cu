@@ -83,7 +83,6 @@ extern "C" __global__ void __launch_bounds__(256)
 transpose_f32_sm90_t32_r8_v1_s1_p0_orow_g0(const float* __restrict__ x, float* __restrict__ out, int M, int N) {
   __shared__ float tile[32][32];
   const int tiles_j = (N + 32 - 1) / 32;
-  const int tiles_i = (M + 32 - 1) / 32;
   {
   const int t = blockIdx.x;
   const int by = t / tiles_j;

@@ -83,17 +83,20 @@ extern "C" __global__ void __launch_bounds__(64)
 transpose_f32_sm90_t32_r8_v4_s1_p1_orow_g0(const float* __restrict__ x, float* __restrict__ out, int M, int N) {
   __shared__ float tile[32][33];
   const int tiles_j = (N + 32 - 1) / 32;
-  const int tiles_i = (M + 32 - 1) / 32;
   {
   const int t = blockIdx.x;
   const int by = t / tiles_j;
   const int bx = t % tiles_j;
   const int i0 = by * 32, j0 = bx * 32;
   const int tx = threadIdx.x, ty = threadIdx.y;
-  // Full tiles of 16-byte aligned rows move float4s; the rest takes the guarded scalar path.
-  // The condition is the same for the whole block, so the barrier below is reached by all.
-  const bool fast = (M % 4 == 0) && (N % 4 == 0) && i0 + 32 <= M && j0 + 32 <= N;
-  if (fast) {
+  // Whole tiles move without bounds tests: float4s where the rows they touch are 16-byte aligned (N % 4
+  // for the rows of x, M % 4 for the rows of out, each side on its own), else coalesced scalars: the
+  // block's 64 threads take consecutive elements of a tile row. Only tiles on the matrix's
+  // edge test bounds. `full` is the same for the whole block, so every thread reaches the barrier.
+  const bool full = i0 + 32 <= M && j0 + 32 <= N;
+  // The scalar paths' thread f starts at row fr, column fc of the tile; then steps over it in row-major order.
+  const int f = ty * 8 + tx, fr = f / 32, fc = f % 32;
+  if (full && N % 4 == 0) {
     float4 v[4];
     // Issue every load before the first shared store, so 4 loads are in flight.
     #pragma unroll
@@ -106,19 +109,23 @@ transpose_f32_sm90_t32_r8_v4_s1_p1_orow_g0(const float* __restrict__ x, float* _
       tile[ty + it * 8][4 * tx + 2] = v[it].z;
       tile[ty + it * 8][4 * tx + 3] = v[it].w;
     }
-  } else {
+  } else if (full) {
+    const float* xs = x + (long long)(i0 + fr) * N + j0 + fc;
     #pragma unroll
-    for (int it = 0; it < 4; ++it) {
-      const int i = i0 + ty + it * 8;
-      #pragma unroll
-      for (int c = 0; c < 4; ++c) {
-        const int j = j0 + 4 * tx + c;
-        if (i < M && j < N) tile[ty + it * 8][4 * tx + c] = x[(long long)i * N + j];
-      }
+    for (int k = 0; k < 16; ++k) {
+      const int r = (k * 64) / 32, c = (k * 64) % 32;
+      tile[fr + r][fc + c] = xs[(long long)r * N + c];
+    }
+  } else {
+    const float* xs = x + (long long)(i0 + fr) * N + j0 + fc;
+    #pragma unroll
+    for (int k = 0; k < 16; ++k) {
+      const int r = (k * 64) / 32, c = (k * 64) % 32;
+      if (i0 + fr + r < M && j0 + fc + c < N) tile[fr + r][fc + c] = xs[(long long)r * N + c];
     }
   }
   __syncthreads();
-  if (fast) {
+  if (full && M % 4 == 0) {
     // Lane tx gathers tile rows 4*tx.. of one column: with the padded row, a warp of
     // 8x4 threads touches 32 different banks.
     #pragma unroll
@@ -131,15 +138,19 @@ transpose_f32_sm90_t32_r8_v4_s1_p1_orow_g0(const float* __restrict__ x, float* _
       w.w = tile[4 * tx + 3][jj];
       *reinterpret_cast<float4*>(out + (long long)(j0 + jj) * M + i0 + 4 * tx) = w;
     }
-  } else {
+  } else if (full) {
+    float* os = out + (long long)(j0 + fr) * M + i0 + fc;
     #pragma unroll
-    for (int it = 0; it < 4; ++it) {
-      const int jo = j0 + ty + it * 8;
-      #pragma unroll
-      for (int c = 0; c < 4; ++c) {
-        const int io = i0 + 4 * tx + c;
-        if (jo < N && io < M) out[(long long)jo * M + io] = tile[4 * tx + c][ty + it * 8];
-      }
+    for (int k = 0; k < 16; ++k) {
+      const int r = (k * 64) / 32, c = (k * 64) % 32;
+      os[(long long)r * M + c] = tile[fc + c][fr + r];
+    }
+  } else {
+    float* os = out + (long long)(j0 + fr) * M + i0 + fc;
+    #pragma unroll
+    for (int k = 0; k < 16; ++k) {
+      const int r = (k * 64) / 32, c = (k * 64) % 32;
+      if (j0 + fr + r < N && i0 + fc + c < M) os[(long long)r * M + c] = tile[fc + c][fr + r];
     }
   }
   }

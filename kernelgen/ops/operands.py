@@ -1,0 +1,77 @@
+"""Operand layouts of the GEMM-like ops (sgemm, gemm): how A and B of C[M,N] = op(A) . op(B) are stored.
+
+Every buffer is row-major. Letter 1 of a layout is A, letter 2 is B. 'N': stored as in the product
+(A is M x K, its rows K long; B is K x N, rows N long). 'T': stored transposed (A is K x M, rows M
+long; B is N x K, rows K long: torch's nn.Linear weight, so x . W^T is layout NT).
+
+>>> from kernelgen.ops.operands import Operands
+>>> o = Operands("NT")
+>>> o.a_t, o.b_t, o.lead("A"), o.lead("B"), o.stored({"M": 5, "N": 3, "K": 7})
+(False, True, 'K', 'K', {'A': (5, 7), 'B': (3, 7)})
+>>> o.aligned((4, 4, 2))           # sizes whose multiples keep every row of A, B and C vector-aligned
+(('K', 4), ('N', 2))
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class Operands:
+    layout: str = "NN"
+
+    @property
+    def a_t(self) -> bool:
+        """A is stored transposed (K x M)."""
+        return self.layout[0] == "T"
+
+    @property
+    def b_t(self) -> bool:
+        """B is stored transposed (N x K)."""
+        return self.layout[1] == "T"
+
+    def lead(self, buffer: str) -> str:
+        """The size a stored row of `buffer` holds: its leading dimension (C's is N)."""
+        if buffer == "A":
+            return "M" if self.a_t else "K"
+        if buffer == "B":
+            return "K" if self.b_t else "N"
+        return "N"
+
+    def stored(self, sizes) -> dict[str, tuple[int, int]]:
+        """The shapes of A and B as stored (rows, columns)."""
+        M, N, K = sizes["M"], sizes["N"], sizes["K"]
+        return {"A": (K, M) if self.a_t else (M, K), "B": (N, K) if self.b_t else (K, N)}
+
+    def aligned(self, widths: tuple[int, int, int]) -> tuple[tuple[str, int], ...]:
+        """(size, width) pairs, in the order A, B, C and each size once with its widest vector: every row
+        of A, B and C starts `width`-element aligned when each size is a multiple of its width."""
+        out: dict[str, int] = {}
+        for buffer, width in zip("ABC", widths):
+            dim = self.lead(buffer)
+            out[dim] = max(out.get(dim, 1), width)
+        return tuple(out.items())
+
+    def condition(self, widths: tuple[int, int, int], sep: str = " && ") -> str:
+        """`aligned` as a C condition (K % 4 == 0 && N % 4 == 0)."""
+        return sep.join(f"{d} % {w} == 0" for d, w in self.aligned(widths))
+
+    def holds(self, widths: tuple[int, int, int], sizes) -> bool:
+        return all(sizes[d] % w == 0 for d, w in self.aligned(widths))
+
+    def dims_words(self, widths: tuple[int, int, int]) -> str:
+        """The sizes `aligned` names, in words: "K and N", "M, K and N"."""
+        dims = [d for d, _ in self.aligned(widths)]
+        return dims[0] if len(dims) == 1 else ", ".join(dims[:-1]) + " and " + dims[-1]
+
+    def product(self, a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """A as M x K and B as K x N (views of the stored arrays, transposed where stored so)."""
+        return (a.T if self.a_t else a), (b.T if self.b_t else b)
+
+    def describe(self) -> str:
+        """The layout in words, for recipes and file headers."""
+        a = "A stored K x M (transposed), lda = M" if self.a_t else "A stored M x K, lda = K"
+        b = "B stored N x K (transposed), ldb = K" if self.b_t else "B stored K x N, ldb = N"
+        return f"layout {self.layout}: {a}; {b}; C M x N, ldc = N (all row-major)"
