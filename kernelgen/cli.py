@@ -86,8 +86,8 @@ def parse_size(op: Op, text: str | None, small: bool, dtype: str | None = None, 
                 positional += 1
             if not name:
                 raise UsageError(f"--size {text!r}: {part!r} has no name; write e.g. {example}")
-            if name not in {d.name for d in op.dims}:
-                raise UsageError(f"{op.name}: unknown size {name!r}; sizes are {dims}")
+            if name not in {d.name for d in op.dims} | {s.name for s in op.shorthands}:
+                raise UsageError(f"{op.name}: unknown size {name!r}; sizes are {op.size_names()}")
             if name in sizes:
                 raise UsageError(f"--size {text!r} gives {name} twice; give each of {dims} once")
             if not _INT.fullmatch(value):
@@ -333,6 +333,8 @@ def list_cmd(op_name, markdown):
     op = get_op(op_name)
     click.echo(f"{op.name}: {op.summary}")
     click.echo("sizes: " + ", ".join(f"{d.name} (benchmark {d.default}, small {d.small})" for d in op.dims))
+    for sh in op.shorthands:
+        click.echo(f"  {sh.name}=V sets {' and '.join(sh.dims)} to V")
     click.echo(f"loops: {', '.join(op.loops)}   inputs: {', '.join(op.inputs)}   outputs: {', '.join(op.outputs)}")
     click.echo("dtypes: " + ", ".join(f"{d} (outputs {'|'.join(op.out_dtypes(d))})" for d in op.dtypes))
     if op.layouts:

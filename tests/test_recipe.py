@@ -19,10 +19,14 @@ GENERATED = Path(__file__).resolve().parent.parent / "generated"
 
 AWKWARD = (1, 2, 3, 7, 31, 127, 1000, 4097)
 SIZES = {   # per op: a few awkward problems (all-awkward products would be too many for conv2d)
-    "conv2d": [dict(N=n, C=c, H=h, W=w, K=k, R=r, S=r, stride=st, pad=p)
-               for n, c, h, w, k, r, st, p in ((1, 1, 1, 1, 1, 1, 1, 0), (2, 3, 11, 13, 5, 3, 2, 1),
-                                              (1, 7, 31, 127, 33, 3, 1, 1), (3, 5, 64, 65, 300, 5, 2, 2),
-                                              (1, 1, 5, 5, 1, 7, 1, 0))],
+    "conv2d": [dict(N=n, C=c, H=h, W=w, K=k, R=r, S=s, stride_h=sh, stride_w=sw, pad_h=ph, pad_w=pw, dil_h=dh, dil_w=dw)
+               for n, c, h, w, k, r, s, sh, sw, ph, pw, dh, dw in (
+                   (1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 1, 1), (2, 3, 11, 13, 5, 3, 3, 2, 2, 1, 1, 1, 1),
+                   (1, 7, 31, 127, 33, 3, 3, 1, 1, 1, 1, 1, 1), (3, 5, 64, 65, 300, 5, 5, 2, 2, 2, 2, 1, 1),
+                   (1, 1, 5, 5, 1, 7, 7, 1, 1, 0, 0, 1, 1),                  # the filter does not fit: refused
+                   (2, 1, 161, 70, 32, 20, 5, 8, 2, 0, 1, 1, 2),             # DeepBench-like: asymmetric everything
+                   (1, 2, 9, 4, 3, 3, 2, 5, 7, 0, 0, 4, 3),                  # a 1x1 output of a dilated filter
+                   (1, 2, 9, 4, 3, 3, 2, 5, 7, 0, 0, 5, 3))]                 # dilated one row too far: refused
 }
 
 
@@ -50,6 +54,7 @@ EXTRA = {   # schedules generated/ lacks whose plans differ: split-K's zeroing l
               dict(bm=8, bn=256, wm=8, wn=64, tm=4, tn=4, vec_c=2, split_k=7, reduce_k="workspace")],
     "transpose": [dict(grid_stride=4)],
     "gemv": [dict(grid_stride=2)],
+    "conv2d": [dict(split_k=3), dict(algo="im2col", split_k=16, bm=64, bn=64, bk=16, tm=8, tn=4)],
     "layernorm": [dict(algo="split", threads=128, items=4, l2_batch_mb=8), dict(algo="split", threads=32, items=2, vec=1)],
 }
 

@@ -1,4 +1,4 @@
-// A plain C++ client of five kernelgen kernels, through their host launchers only: no Python, no
+// A plain C++ client of six kernelgen kernels, through their host launchers only: no Python, no
 // knowledge of grids or workspaces beyond what each file's kg_workspace_bytes_* says. Build with the
 // Makefile beside it (nvcc only); run on a GPU to check results at awkward sizes against a CPU
 // reference. Without a GPU it still checks that bad input is refused with cudaErrorInvalidValue.
@@ -22,6 +22,7 @@
 #include KG_XSTR(KG_REDUCE.h)
 #include KG_XSTR(KG_SOFTMAX.h)
 #include KG_XSTR(KG_CONV2D.h)
+#include KG_XSTR(KG_CONV2D_SPLIT.h)
 
 static int failures = 0;
 static void expect(bool ok, const char* what) {
@@ -47,8 +48,12 @@ static void bad_input() {
   REFUSED(LAUNCH(KG_SOFTMAX)(A, C, 37, 100000, nullptr, ws, 0));
   REFUSED(LAUNCH(KG_SOFTMAX)(A, C, 37, 100000, fake(), ws - 1, 0));
   REFUSED(LAUNCH(KG_SOFTMAX)(A, C, 37, 100000, fake(4), ws, 0));            // the workspace's own alignment
-  REFUSED(LAUNCH(KG_CONV2D)(A, B, C, 1, 3, 11, 13, 5, 3, 3, 1, -1, nullptr, 0, 0));   // pad < 0
-  REFUSED(LAUNCH(KG_CONV2D)(A, B, C, 1, 3, 1, 13, 5, 3, 3, 1, 0, nullptr, 0, 0));     // empty output
+  // conv2d's sizes: N, C, H, W, K, R, S, stride_h, stride_w, pad_h, pad_w, dil_h, dil_w
+  REFUSED(LAUNCH(KG_CONV2D)(A, B, C, 1, 3, 11, 13, 5, 3, 3, 1, 1, 0, -1, 1, 1, nullptr, 0, 0));   // pad_w < 0
+  REFUSED(LAUNCH(KG_CONV2D)(A, B, C, 1, 3, 11, 13, 5, 3, 3, 1, 0, 0, 0, 1, 1, nullptr, 0, 0));    // stride_w < 1
+  REFUSED(LAUNCH(KG_CONV2D)(A, B, C, 1, 3, 11, 13, 5, 3, 3, 1, 1, 0, 0, 1, 0, nullptr, 0, 0));    // dil_w < 1
+  REFUSED(LAUNCH(KG_CONV2D)(A, B, C, 1, 3, 1, 13, 5, 3, 3, 1, 1, 0, 0, 1, 1, nullptr, 0, 0));     // empty output
+  REFUSED(LAUNCH(KG_CONV2D)(A, B, C, 1, 3, 11, 13, 5, 3, 3, 1, 1, 0, 0, 6, 1, nullptr, 0, 0));    // dilated: empty
 }
 
 // -- on a GPU -------------------------------------------------------------------------------------
@@ -131,26 +136,32 @@ static void softmax(int rows, int cols) {
   cudaFree(X); cudaFree(Y); cudaFree(ws);
 }
 
-static void conv2d(int N, int C, int H, int W, int K, int R, int S, int stride, int pad) {
-  const int P = (H + 2 * pad - R) / stride + 1, Q = (W + 2 * pad - S) / stride + 1;
+typedef cudaError_t (*ConvLaunch)(const float*, const float*, float*, int, int, int, int, int, int, int, int, int, int,
+                                  int, int, int, void*, size_t, cudaStream_t);
+typedef size_t (*ConvWorkspace)(int, int, int, int, int, int, int, int, int, int, int, int, int);
+
+static void conv2d(const char* name, ConvLaunch launch, ConvWorkspace wsb, int N, int C, int H, int W, int K, int R,
+                   int S, int sh, int sw, int ph, int pw, int dh, int dw) {
+  const int P = (H + 2 * ph - dh * (R - 1) - 1) / sh + 1, Q = (W + 2 * pw - dw * (S - 1) - 1) / sw + 1;
   auto x = randoms(size_t(N) * C * H * W, 5), w = randoms(size_t(K) * C * R * S, 6);
   std::vector<double> ref(size_t(N) * K * P * Q, 0.0);
   for (int n = 0; n < N; ++n) for (int k = 0; k < K; ++k) for (int p = 0; p < P; ++p) for (int q = 0; q < Q; ++q) {
     double acc = 0;
     for (int c = 0; c < C; ++c) for (int r = 0; r < R; ++r) for (int s = 0; s < S; ++s) {
-      int h = p * stride - pad + r, ww = q * stride - pad + s;
+      int h = p * sh - ph + r * dh, ww = q * sw - pw + s * dw;
       if (h >= 0 && h < H && ww >= 0 && ww < W)
         acc += double(x[((size_t(n) * C + c) * H + h) * W + ww]) * w[((size_t(k) * C + c) * R + r) * S + s];
     }
     ref[((size_t(n) * K + k) * P + p) * Q + q] = acc;
   }
   float *X = device(x), *Wt = device(w), *Y = device(std::vector<float>(ref.size(), NAN));
-  size_t bytes = WORKSPACE(KG_CONV2D)(N, C, H, W, K, R, S, stride, pad);
+  size_t bytes = wsb(N, C, H, W, K, R, S, sh, sw, ph, pw, dh, dw);
   void* ws = workspace(bytes);
-  cudaError_t e = LAUNCH(KG_CONV2D)(X, Wt, Y, N, C, H, W, K, R, S, stride, pad, ws, bytes, 0);
+  cudaError_t e = launch(X, Wt, Y, N, C, H, W, K, R, S, sh, sw, ph, pw, dh, dw, ws, bytes, 0);
   double err = max_err(host(Y, ref.size()), ref);
-  std::printf("conv2d   N=%d C=%d H=%d W=%d K=%d: %s, max error %.2g\n", N, C, H, W, K, cudaGetErrorString(e), err);
-  expect(e == cudaSuccess && err < 1e-4, "conv2d");
+  std::printf("%-8s N=%d C=%d H=%d W=%d K=%d R=%d S=%d stride %dx%d pad %dx%d dilation %dx%d: %s, max error %.2g\n",
+              name, N, C, H, W, K, R, S, sh, sw, ph, pw, dh, dw, cudaGetErrorString(e), err);
+  expect(e == cudaSuccess && err < 1e-4, name);
   cudaFree(X); cudaFree(Wt); cudaFree(Y); cudaFree(ws);
 }
 
@@ -214,10 +225,10 @@ static void time_all() {
   X = device(randoms(size_t(N) * Ch * H * W, 5));
   float* Wt = device(randoms(size_t(K) * Ch * R * S, 6));
   Y = device(std::vector<float>(size_t(N) * K * H * W, 0.f));
-  bytes = WORKSPACE(KG_CONV2D)(N, Ch, H, W, K, R, S, 1, 1);
+  bytes = WORKSPACE(KG_CONV2D)(N, Ch, H, W, K, R, S, 1, 1, 1, 1, 1, 1);
   ws = workspace(bytes);
   REPORT(KG_CONV2D, "N=32,C=64,H=128,W=128,K=128,R=3,S=3,stride=1,pad=1",
-         time_launch([&] { return LAUNCH(KG_CONV2D)(X, Wt, Y, N, Ch, H, W, K, R, S, 1, 1, ws, bytes, 0); }));
+         time_launch([&] { return LAUNCH(KG_CONV2D)(X, Wt, Y, N, Ch, H, W, K, R, S, 1, 1, 1, 1, 1, 1, ws, bytes, 0); }));
   cudaFree(ws); cudaFree(X); cudaFree(Wt); cudaFree(Y);
 }
 
@@ -236,7 +247,15 @@ int main(int argc, char** argv) {
   }
   for (long n : {1L, 127L, 1000L, 1000003L}) reduce(n);
   softmax(1, 1); softmax(127, 1000); softmax(37, 100000);
-  conv2d(2, 3, 11, 13, 5, 3, 3, 2, 1); conv2d(1, 12, 130, 127, 24, 3, 3, 1, 0);
+  const ConvLaunch convs[] = {LAUNCH(KG_CONV2D), LAUNCH(KG_CONV2D_SPLIT)};
+  const ConvWorkspace conv_ws[] = {WORKSPACE(KG_CONV2D), WORKSPACE(KG_CONV2D_SPLIT)};
+  const char* conv_names[] = {"conv2d", "conv2d/4"};     // the second: c*r*s in 4 slices added into y
+  for (int i = 0; i < 2; ++i) {
+    conv2d(conv_names[i], convs[i], conv_ws[i], 2, 3, 11, 13, 5, 3, 3, 2, 2, 1, 1, 1, 1);
+    conv2d(conv_names[i], convs[i], conv_ws[i], 1, 12, 130, 127, 24, 3, 3, 1, 1, 0, 0, 1, 1);
+    conv2d(conv_names[i], convs[i], conv_ws[i], 2, 1, 161, 70, 32, 20, 5, 8, 2, 0, 1, 1, 1);   // DeepBench-like 20x5, stride 8x2
+    conv2d(conv_names[i], convs[i], conv_ws[i], 1, 3, 17, 9, 7, 3, 2, 1, 3, 2, 0, 2, 3);       // dilated; h and w differ
+  }
   if (timing) time_all();
   cudaError_t e = cudaDeviceSynchronize();
   expect(e == cudaSuccess, "the device synchronises");

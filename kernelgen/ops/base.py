@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator
 
 import numpy as np
@@ -46,17 +46,30 @@ class Dim:
     why: str = "kernels index with 32-bit int"   # what sets `maximum`
 
 
+@dataclass(frozen=True)
+class Shorthand:
+    """A size name that sets several dims at once: conv2d's `stride` is stride_h and stride_w. On input
+    it may stand beside its dims only where they agree; a printed problem shows it in place of its
+    dims where they agree, and leaves it out where its value is `quiet` (a dilation of 1), so the
+    problem strings (tuning records' keys) of square problems read as before the dims were split."""
+
+    name: str
+    dims: tuple[str, ...]
+    quiet: int | None = None
+
+
 @hash_once
 @dataclass(frozen=True)
 class Problem:
     """Concrete sizes, element types and (GEMM-like ops) operand layout, e.g.
     Problem((("M", 127), ("N", 1000), ("K", 1))). Printed as M=127,N=1000,K=1, the layout after the
     sizes unless it is NN (M=64,N=32,K=8,layout=NT), the types last unless every buffer is float32
-    (M=127,N=1000,K=1:f16)."""
+    (M=127,N=1000,K=1:f16); the op's shorthands (`Shorthand`) stand for the dims they agree on."""
 
     sizes: tuple[tuple[str, int], ...]
     types: Types | None = None     # None: every buffer float32
     layout: str | None = None      # GEMM-like ops: "NN", "NT", "TN" or "TT" (see LAYOUTS); None for the others
+    shorthands: tuple[Shorthand, ...] = field(default=(), compare=False, repr=False)   # how it prints
 
     def __getitem__(self, name: str) -> int:
         return dict(self.sizes)[name]
@@ -68,8 +81,21 @@ class Problem:
         """The element type of `buffer` (float32 where the problem names no types)."""
         return self.types[buffer] if self.types and buffer in dict(self.types.buffers) else FLOAT32
 
+    def printed_sizes(self) -> list[tuple[str, int]]:
+        """The sizes as printed: each shorthand in place of its dims where they agree."""
+        out = list(self.sizes)
+        for sh in self.shorthands:
+            values = {v for k, v in out if k in sh.dims}
+            if len(values) != 1 or sum(k in sh.dims for k, _ in out) != len(sh.dims):
+                continue
+            at = next(i for i, (k, _) in enumerate(out) if k in sh.dims)
+            out = [kv for kv in out if kv[0] not in sh.dims]
+            if values != {sh.quiet}:
+                out.insert(at, (sh.name, values.pop()))
+        return out
+
     def __str__(self) -> str:
-        sizes = ",".join(f"{k}={v}" for k, v in self.sizes)
+        sizes = ",".join(f"{k}={v}" for k, v in self.printed_sizes())
         if self.layout not in (None, "NN"):   # NN problems print as before layouts existed
             sizes += f",layout={self.layout}"
         return sizes if self.types is None or self.types.short == "f32" else f"{sizes}:{self.types.short}"
@@ -175,6 +201,7 @@ class Op:
     dtypes: tuple[str, ...] = ("float32",)   # input element types the op accepts
     layouts: tuple[str, ...] = ()  # operand layouts the op takes (LAYOUTS for GEMM-like ops; the first is the default)
     knobs: tuple[Knob, ...] = ()   # the knob menu, stated once (see ops/knobs.py)
+    shorthands: tuple[Shorthand, ...] = ()   # size names that set several dims (conv2d's stride, pad)
     structure_help: str = ""       # how the op's splits, binds and fuses lay out the loops (no knob values)
     rel_tolerance: float = 1e-5    # ||out - ref|| / ||ref|| for float32 arithmetic
     error_measure: str = "relative L2 error"   # what `error()` computes, printed beside the tolerance
@@ -225,25 +252,43 @@ class Op:
                 out_dtype: str | None = None, layout: str | None = None) -> Problem:
         types = self.types(dtype, out_dtype)
         layout = self.check_layout(layout)
-        sizes = dict(sizes or {})
+        sizes = self.expand_shorthands(dict(sizes or {}))
         unknown = set(sizes) - {d.name for d in self.dims}
         if unknown:
-            raise UsageError(f"{self.name}: unknown size {sorted(unknown)[0]!r}; sizes are "
-                             + ", ".join(d.name for d in self.dims))
-        out = []
-        for d in self.dims:
-            v = sizes.get(d.name, d.small if small else d.default)
-            if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer)):
-                raise UsageError(f"{self.name}: size {d.name}={v!r} is a {type(v).__name__}; sizes are integers "
-                                 f"{d.minimum}..{d.maximum}")
-            if not d.minimum <= v <= d.maximum:
-                raise UsageError(f"{self.name}: size {d.name}={v} is illegal (must be an integer {d.minimum}..{d.maximum}; "
-                                 f"{d.why})" if v > d.maximum else
-                                 f"{self.name}: size {d.name}={v} is illegal (must be an integer >= {d.minimum})")
-            out.append((d.name, int(v)))
-        problem = Problem(tuple(out), types, layout)
+            raise UsageError(f"{self.name}: unknown size {sorted(unknown)[0]!r}; sizes are {self.size_names()}")
+        out = [(d.name, self._size(d, d.name, sizes.get(d.name, d.small if small else d.default))) for d in self.dims]
+        problem = Problem(tuple(out), types, layout, shorthands=self.shorthands)
         self.check_problem(problem)
         return problem
+
+    def size_names(self) -> str:
+        """The dims, and the shorthands where the op has some, as messages list them."""
+        names = ", ".join(d.name for d in self.dims)
+        return names + (f" (shorthands: {', '.join(s.name for s in self.shorthands)})" if self.shorthands else "")
+
+    def _size(self, d: Dim, name: str, v) -> int:
+        """`v` as dim `d`'s value (given as `name`: the dim or a shorthand for it), or a UsageError."""
+        if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer)):
+            raise UsageError(f"{self.name}: size {name}={v!r} is a {type(v).__name__}; sizes are integers "
+                             f"{d.minimum}..{d.maximum}")
+        if not d.minimum <= v <= d.maximum:
+            raise UsageError(f"{self.name}: size {name}={v} is illegal (must be an integer {d.minimum}..{d.maximum}; "
+                             f"{d.why})" if v > d.maximum else
+                             f"{self.name}: size {name}={v} is illegal (must be an integer >= {d.minimum})")
+        return int(v)
+
+    def expand_shorthands(self, sizes: dict) -> dict:
+        """`sizes` with each shorthand replaced by its dims; a dim also given must agree with it."""
+        dims = {d.name: d for d in self.dims}
+        for sh in self.shorthands:
+            if sh.name not in sizes:
+                continue
+            v = self._size(dims[sh.dims[0]], sh.name, sizes.pop(sh.name))
+            for name in sh.dims:
+                if sizes.setdefault(name, v) != v:
+                    raise UsageError(f"{self.name}: {sh.name}={v} sets {' and '.join(sh.dims)}, but {name}={sizes[name]} "
+                                     f"disagrees; give {sh.name} alone or each of {', '.join(sh.dims)}")
+        return sizes
 
     def test_problems(self) -> tuple[dict, ...]:
         """Awkward sizes every schedule must get right (not multiples of any tile); the small one by default."""

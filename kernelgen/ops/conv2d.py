@@ -1,12 +1,16 @@
 """2-D convolution (cross-correlation, as cuDNN and PyTorch) of NCHW float32 input with a KCRS filter.
 
-y[n,k,p,q] = sum_{c,r,s} w[k,c,r,s] * x[n, c, p*stride + r - pad, q*stride + s - pad]  (0 outside x),
-P = (H + 2*pad - R) // stride + 1, Q likewise.
+y[n,k,p,q] = sum_{c,r,s} w[k,c,r,s] * x[n, c, p*stride_h + r*dil_h - pad_h, q*stride_w + s*dil_w - pad_w]
+(0 outside x), P = (H + 2*pad_h - dil_h*(R-1) - 1) // stride_h + 1, Q likewise along W.
+`stride`, `pad` and `dil` are shorthands for both directions, and problems whose directions agree
+print with them (dilation 1 not at all), as they did before the sizes were per direction:
 
 >>> from kernelgen.ops import get_op
 >>> op = get_op("conv2d")
 >>> op.output_shapes(op.problem(small=True))["y"]
 (2, 5, 6, 7)
+>>> str(op.problem(dict(N=1, C=1, H=161, W=700, K=32, R=20, S=5, stride_h=8, stride_w=2)))
+'N=1,C=1,H=161,W=700,K=32,R=20,S=5,stride_h=8,stride_w=2,pad=0'
 >>> op.knobs_from_schedule(op.schedule(algo="implicit", bm=128, bn=128))["bm"]
 128
 
@@ -21,16 +25,22 @@ The GEMM view fuses `n, p, q` into `npq` and `c, r, s` into `crs`; `split(k, BM,
 shared-memory depth. `cache_read(w|x, shared)` stages both tiles, `storage_align(w, pad)` pads the
 transposed filter tile, `double_buffer(w|x, 2)` prefetches the next tile into registers during the
 multiply, `vectorize(w, 4)` reads the filter and writes y with 128-bit accesses where C*R*S and P*Q
-are multiples of 4 (scalars otherwise, chosen at run time). Index divisions by run-time sizes use
-multiply-shift reciprocals computed by the plan.
+are multiples of 4 (scalars otherwise, chosen at run time), and `annotate("split_k", s)` cuts crs
+into s slices over blockIdx.z that add into y with atomics after a launch zeroes it (grids too
+small to fill the GPU: few pixels, many channels). Index divisions by run-time sizes use
+multiply-shift reciprocals computed by the plan. `schedule_for` picks the tiles and slices by a
+small cost model (kernelgen/ops/conv2d_model.py).
 """
 from __future__ import annotations
+
+import itertools
+import math
 
 import numpy as np
 
 from ..errors import UsageError, check
 from ..schedule import Schedule, ScheduleReader, schedule
-from .base import INT_MAX, Dim, Kernel, Knob, LadderStep, Launch, Op, Plan, Problem, Scalar, Workspace, cdiv
+from .base import INT_MAX, Dim, Kernel, Knob, LadderStep, Launch, Op, Plan, Problem, Scalar, Shorthand, Workspace, cdiv
 from .knobs import Prim
 from ..dtypes import Types
 from ..target import Target
@@ -40,8 +50,14 @@ REACH = 1024            # how far past a tensor's end the kernels' int indexes r
 GEMM = ("algo", ("im2col", "implicit"))          # the knobs of the GEMM algorithms apply with these
 IM2COL_THREADS = 256
 # Run-time scalars of the GEMM kernels, in parameter order.
-GEMM_SCALARS = ("N", "C", "H", "W", "K", "R", "S", "P", "Q", "stride_h", "stride_w", "pad_h", "pad_w",
-                "NPQ", "CRS", "mul_PQ", "shr_PQ", "mul_Q", "shr_Q", "mul_RS", "shr_RS", "mul_S", "shr_S")
+DIRECT_SCALARS = ("N", "C", "H", "W", "K", "R", "S", "P", "Q", "stride_h", "stride_w", "pad_h", "pad_w", "dil_h", "dil_w")
+GEMM_SCALARS = DIRECT_SCALARS + ("NPQ", "CRS", "mul_PQ", "shr_PQ", "mul_Q", "shr_Q", "mul_RS", "shr_RS", "mul_S", "shr_S")
+# The kernels mark pixels past N*P*Q and rows past C*R*S by adding -2^29 to an input row, so every
+# row they form (from -pad_h to H + pad_h) must stay within 2^29 of 0.
+ROW_SPAN = 1 << 29
+# Per direction: input extent, filter extent, output extent, stride, padding, dilation, what it is.
+AXES = (("H", "R", "P", "stride_h", "pad_h", "dil_h", "height"), ("W", "S", "Q", "stride_w", "pad_w", "dil_w", "width"))
+SPLITS = (1, 2, 3, 4, 6, 8, 12, 16)   # split_k's choices
 
 
 def fast_div(d: int) -> tuple[int, int]:
@@ -74,9 +90,12 @@ def gather_layout(bk: int, bn: int, threads: int) -> tuple[int, int]:
 
 class Conv2d(Op):
     name = "conv2d"
-    summary = "y[N,K,P,Q] = conv2d(x[N,C,H,W], w[K,C,R,S], stride, pad), float32 NCHW"
+    summary = "y[N,K,P,Q] = conv2d(x[N,C,H,W], w[K,C,R,S], stride, pad, dilation per direction), float32 NCHW"
     dims = (Dim("N", 2, 2), Dim("C", 12, 3), Dim("H", 130, 11), Dim("W", 514, 13), Dim("K", 24, 5),
-            Dim("R", 3, 3), Dim("S", 3, 3), Dim("stride", 1, 2), Dim("pad", 0, 1, minimum=0))
+            Dim("R", 3, 3), Dim("S", 3, 3), Dim("stride_h", 1, 2), Dim("stride_w", 1, 2),
+            Dim("pad_h", 0, 1, minimum=0), Dim("pad_w", 0, 1, minimum=0), Dim("dil_h", 1, 1), Dim("dil_w", 1, 1))
+    shorthands = (Shorthand("stride", ("stride_h", "stride_w")), Shorthand("pad", ("pad_h", "pad_w")),
+                  Shorthand("dil", ("dil_h", "dil_w"), quiet=1))
     loops = ("n", "k", "p", "q", "c", "r", "s", "npq", "crs", "nkpq")
     inputs = ("x", "w")
     outputs = ("y",)
@@ -104,20 +123,32 @@ class Conv2d(Op):
         Knob("min_blocks", 0, (0, 1, 2, 3, 4), "GEMM: blocks per SM promised to __launch_bounds__ "
              "(caps registers at 64K / (threads * n)); 0 = no promise", "o",
              Prim("annotate", "min_blocks", absent=0), when=GEMM, tune=(0, 2)),
+        Knob("split_k", 1, SPLITS, "GEMM: slices of c*r*s, one per blockIdx.z, added into y with atomics after a "
+             "launch zeroes y: more blocks where few pixels and many channels leave SMs idle", "sk",
+             Prim("annotate", "split_k", absent=1), when=GEMM, unused=1),
     )
     structure_help = "algo direct uses fuse(n, k, p, q) and split(nkpq, threads); the GEMMs (im2col, implicit) the rest"
 
     # -- problems ----------------------------------------------------------------------------------
     @staticmethod
-    def out_hw(p: Problem) -> tuple[int, int]:
-        return ((p["H"] + 2 * p["pad"] - p["R"]) // p["stride"] + 1, (p["W"] + 2 * p["pad"] - p["S"]) // p["stride"] + 1)
+    def out_hw(p: Problem | dict) -> tuple[int, int]:
+        d = p if isinstance(p, dict) else p.as_dict()
+        return tuple((d[x] + 2 * d[pd] - d[dl] * (d[f] - 1) - 1) // d[st] + 1 for x, f, _, st, pd, dl, _ in AXES)
 
     def check_problem(self, problem: Problem) -> None:
         d = problem.as_dict()
-        for ax, f in (("H", "R"), ("W", "S")):
-            if d[ax] + 2 * d["pad"] < d[f]:
-                raise UsageError(f"conv2d: empty output: {ax}={d[ax]} + 2*pad={2 * d['pad']} < {f}={d[f]} "
-                                 f"(the filter does not fit in the padded input)")
+        for (x, f, o, st, pd, dl, what), out in zip(AXES, self.out_hw(d)):
+            if out < 1:
+                raise UsageError(f"conv2d: output {what} {o} = ({x} + 2*{pd} - {dl}*({f}-1) - 1)/{st} + 1 = {out} for "
+                                 f"{x}={d[x]}, {pd}={d[pd]}, {dl}={d[dl]}, {f}={d[f]}, {st}={d[st]}: the dilated filter "
+                                 f"spans {d[dl] * (d[f] - 1) + 1} {'rows' if x == 'H' else 'columns'}, the padded input "
+                                 f"{d[x] + 2 * d[pd]}; the output must be at least 1x1")
+        for x, _, _, _, pd, _, _ in AXES:
+            span = d[x] + 2 * d[pd]
+            limit = ROW_SPAN if x == "H" else INT_MAX
+            if span > limit:
+                raise UsageError(f"conv2d: {x} + 2*{pd} = {span} is past {limit} (the kernels' int {x.lower()} "
+                                 f"indexes{' and their -2^29 row marks' if x == 'H' else ''}); use less padding")
         P, Q = self.out_hw(problem)
         for what, count in (("x", d["N"] * d["C"] * d["H"] * d["W"]), ("y", d["N"] * d["K"] * P * Q),
                             ("w", d["K"] * d["C"] * d["R"] * d["S"])):
@@ -134,7 +165,7 @@ class Conv2d(Op):
         s = (s.fuse("n", "p", "q").fuse("c", "r", "s").split("k", k["bm"], k["tm"]).split("npq", k["bn"], k["tn"])
              .split("crs", k["bk"]).bind("k.0", "blockIdx.y").bind("npq.0", "blockIdx.x").bind("k.1", "threadIdx.y")
              .bind("npq.1", "threadIdx.x").cache_read("w", "shared").cache_read("x", "shared"))
-        return self.put(s, k, "pad", "stages", "vec", "min_blocks")
+        return self.put(s, k, "pad", "stages", "vec", "min_blocks", "split_k")
 
     def read_knobs(self, r: ScheduleReader) -> dict:
         k = {"algo": self.take(r, "algo")}
@@ -177,8 +208,11 @@ class Conv2d(Op):
         return "conv2d_direct.cu.j2" if knobs["algo"] == "direct" else "conv2d_gemm.cu.j2"
 
     def name_knobs(self, k: dict) -> dict:
-        # the direct kernel uses only its thread count: the GEMM tile knobs would mislead in its name
-        return {"algo": k["algo"], "threads": k["threads"]} if k["algo"] == "direct" else k
+        # the direct kernel uses only its thread count: the GEMM tile knobs would mislead in its name;
+        # one slice of c*r*s is how every kernel was named before split_k existed: keep those names
+        if k["algo"] == "direct":
+            return {"algo": k["algo"], "threads": k["threads"]}
+        return {n: v for n, v in k.items() if n != "split_k" or v != 1}
 
     def template_params(self, k: dict, types: Types, target: Target) -> tuple[dict, int, int]:
         if k["algo"] == "direct":
@@ -190,7 +224,9 @@ class Conv2d(Op):
                       lda=k["bm"] + k["pad"], im2col_threads=IM2COL_THREADS, a_per_row=k["bk"] // 4,
                       tx_threads=k["bn"] // k["tn"], g_row_step=k["bk"] // rows, g_pix_step=k["bn"] // pix,
                       # a thread's fragment: tm/4 (tn/4) float4s half a tile apart
-                      runs_m=k["tm"] // 4, runs_n=k["tn"] // 4, run_stride_m=k["bm"] // 2, run_stride_n=k["bn"] // 2)
+                      runs_m=k["tm"] // 4, runs_n=k["tn"] // 4, run_stride_m=k["bm"] // 2, run_stride_n=k["bn"] // 2,
+                      # slices of c*r*s add into y: scalar atomics, never the float4 stores
+                      atomic=k["split_k"] > 1, vec_y=k["vec"] == 4 and k["split_k"] == 1, kslice=k["split_k"] * k["bk"])
         smem = 4 * k["stages"] * k["bk"] * (k["bm"] + k["pad"] + k["bn"])
         regs = k["tm"] * k["tn"] + k["tm"] + k["tn"] + 4 * params["a_iters"] + rows * pix + 3 * pix + 2 * rows + 30
         return params, smem, regs
@@ -200,65 +236,72 @@ class Conv2d(Op):
         d = problem.as_dict()
         P, Q = self.out_hw(problem)
         npq, crs = d["N"] * P * Q, d["C"] * d["R"] * d["S"]
-        sizes = dict(d, P=P, Q=Q, stride_h=d["stride"], stride_w=d["stride"], pad_h=d["pad"], pad_w=d["pad"],
-                     NPQ=npq, CRS=crs)
+        sizes = dict(d, P=P, Q=Q, NPQ=npq, CRS=crs, NKPQ=npq * d["K"])
         for name, div in (("PQ", P * Q), ("Q", Q), ("RS", d["R"] * d["S"]), ("S", d["S"])):
             sizes[f"mul_{name}"], sizes[f"shr_{name}"] = fast_div(div)
         scalars = tuple(Scalar(n, "long long" if n.startswith("mul_") else "int", sizes[n]) for n in GEMM_SCALARS)
         if k["algo"] == "direct":
             total = d["N"] * d["K"] * P * Q
-            names = ("N", "C", "H", "W", "K", "R", "S", "P", "Q", "stride_h", "stride_w", "pad_h", "pad_w")
-            launch = Launch(kernel.name, (cdiv(total, k["threads"]), 1, 1), (k["threads"], 1, 1), ("x", "w", "y") + names)
-            return Plan(kernel, problem, (launch,), (), tuple(s for s in scalars if s.name in names))
+            launch = Launch(kernel.name, (cdiv(total, k["threads"]), 1, 1), (k["threads"], 1, 1),
+                            ("x", "w", "y") + DIRECT_SCALARS)
+            return Plan(kernel, problem, (launch,), (), tuple(s for s in scalars if s.name in DIRECT_SCALARS))
         threads = k["bm"] // k["tm"] * (k["bn"] // k["tn"])
-        grid = (cdiv(npq, k["bn"]), cdiv(d["K"], k["bm"]), 1)
+        grid = (cdiv(npq, k["bn"]), cdiv(d["K"], k["bm"]), k["split_k"])
         check(grid[1] <= 65535, "split", "k", k["bm"], limit=f"K={d['K']} needs <= 65535 blocks along y")
         src = "col" if k["algo"] == "im2col" else "x"
-        gemm = Launch(f"{kernel.name}_gemm", grid, (threads, 1, 1), (src, "w", "y") + GEMM_SCALARS)
+        launches = (Launch(f"{kernel.name}_gemm", grid, (threads, 1, 1), (src, "w", "y") + GEMM_SCALARS),)
+        if k["split_k"] > 1:    # the slices add into y: zero it first
+            launches = (Launch(f"{kernel.name}_zero", (min(cdiv(sizes["NKPQ"], 256), 4096), 1, 1), (256, 1, 1),
+                               ("y", "NKPQ")),) + launches
+            scalars += (Scalar("NKPQ", "long long", sizes["NKPQ"]),)
         align = (("w", 16), ("y", 16))
         if k["algo"] == "implicit":
-            return Plan(kernel, problem, (gemm,), (), scalars, align)
+            return Plan(kernel, problem, launches, (), scalars, align)
         if crs * npq > INT_MAX:
             raise UsageError(f"conv2d im2col: the workspace needs C*R*S*N*P*Q = {crs * npq} floats (> 2^31); "
                              "use algo=implicit")
         im2col = Launch(f"{kernel.name}_im2col", (cdiv(npq, IM2COL_THREADS), min(crs, 65535), 1),
                         (IM2COL_THREADS, 1, 1), ("x", "col") + GEMM_SCALARS)
-        return Plan(kernel, problem, (im2col, gemm), (Workspace("col", "float32", crs * npq),), scalars, align)
+        return Plan(kernel, problem, (im2col,) + launches, (Workspace("col", "float32", crs * npq),), scalars, align)
 
     def launch_recipe(self, kernel: Kernel):
         from ..recipe import Recipe, Step
         k = dict(kernel.knobs)
-        lets = [("P", "int", "kg_div(kg_ll(H) + pad + pad - R, stride) + 1"),
-                ("Q", "int", "kg_div(kg_ll(W) + pad + pad - S, stride) + 1"),
-                ("stride_h", "int", "stride"), ("stride_w", "int", "stride"), ("pad_h", "int", "pad"),
-                ("pad_w", "int", "pad"), ("NPQ", "long long", "kg_ll(N) * P * Q"), ("CRS", "long long", "kg_ll(C) * R * S")]
+        lets = [("P", "int", "kg_div(kg_ll(H) + pad_h + pad_h - kg_ll(dil_h) * (R - 1) - 1, stride_h) + 1"),
+                ("Q", "int", "kg_div(kg_ll(W) + pad_w + pad_w - kg_ll(dil_w) * (S - 1) - 1, stride_w) + 1"),
+                ("NPQ", "long long", "kg_ll(N) * P * Q"), ("CRS", "long long", "kg_ll(C) * R * S")]
         for name, div in (("PQ", "kg_ll(P) * Q"), ("Q", "Q"), ("RS", "kg_ll(R) * S"), ("S", "S")):
             lets += [(f"mul_{name}", "long long", f"kg_fast_mul({div})"), (f"shr_{name}", "int", f"kg_fast_shr({div})")]
         reach = INT_MAX - REACH
-        requires = [("kg_ll(H) + pad + pad >= R", "the filter fits in the padded input (else the output is empty)"),
-                    ("kg_ll(W) + pad + pad >= S", "the filter fits in the padded input (else the output is empty)"),
+        fits = "the dilated filter fits in the padded input (else the output is empty)"
+        requires = [("kg_ll(H) + pad_h + pad_h >= kg_ll(dil_h) * (R - 1) + 1", fits),
+                    ("kg_ll(W) + pad_w + pad_w >= kg_ll(dil_w) * (S - 1) + 1", fits),
+                    (f"kg_ll(H) + pad_h + pad_h <= {ROW_SPAN}", "rows stay within 2^29 of 0 (the kernels' row marks)"),
+                    (f"kg_ll(W) + pad_w + pad_w <= {INT_MAX}", "columns are int"),
                     (f"kg_ll(N) * C * H * W <= {reach}", f"x's int indexes run up to {REACH} past its end"),
                     (f"kg_ll(N) * K * P * Q <= {reach}", f"y's int indexes run up to {REACH} past its end"),
                     (f"kg_ll(K) * C * R * S <= {reach}", f"w's int indexes run up to {REACH} past its end")]
-        common = dict(arch=kernel.arch, sizes=tuple(d.name for d in self.dims), buffers=self.recipe_buffers(kernel),
-                      lets=tuple(lets))
+        common = dict(arch=kernel.arch, sizes=tuple(d.name for d in self.dims), buffers=self.recipe_buffers(kernel))
         if k["algo"] == "direct":
-            names = ("N", "C", "H", "W", "K", "R", "S", "P", "Q", "stride_h", "stride_w", "pad_h", "pad_w")
             step = Step(kernel.name, (f"kg_cdiv(kg_ll(N) * K * P * Q, {k['threads']})", "1", "1"), (k["threads"], 1, 1),
-                        ("x", "w", "y") + names)
-            return Recipe(steps=(step,), requires=tuple(requires), **common)
+                        ("x", "w", "y") + DIRECT_SCALARS)
+            return Recipe(steps=(step,), requires=tuple(requires), lets=tuple(lets), **common)
         threads = k["bm"] // k["tm"] * (k["bn"] // k["tn"])
         requires.append((f"kg_cdiv(K, {k['bm']}) <= 65535", f"gridDim.y holds 65535 blocks of {k['bm']} filters"))
         src = "col" if k["algo"] == "im2col" else "x"
-        gemm = Step(f"{kernel.name}_gemm", (f"kg_cdiv(NPQ, {k['bn']})", f"kg_cdiv(K, {k['bm']})", "1"), (threads, 1, 1),
-                    (src, "w", "y") + GEMM_SCALARS)
+        steps = (Step(f"{kernel.name}_gemm", (f"kg_cdiv(NPQ, {k['bn']})", f"kg_cdiv(K, {k['bm']})", str(k["split_k"])),
+                      (threads, 1, 1), (src, "w", "y") + GEMM_SCALARS),)
+        if k["split_k"] > 1:    # the slices add into y: zero it first
+            lets.append(("NKPQ", "long long", "kg_ll(K) * NPQ"))
+            steps = (Step(f"{kernel.name}_zero", ("kg_min(kg_cdiv(NKPQ, 256), 4096)", "1", "1"), (256, 1, 1),
+                          ("y", "NKPQ")),) + steps
         align = (("w", 16, ""), ("y", 16, ""))
         if k["algo"] == "implicit":
-            return Recipe(steps=(gemm,), requires=tuple(requires), alignment=align, **common)
+            return Recipe(steps=steps, requires=tuple(requires), alignment=align, lets=tuple(lets), **common)
         requires.append((f"CRS * NPQ <= {INT_MAX}", "the im2col workspace holds C*R*S*N*P*Q < 2^31 floats"))
         im2col = Step(f"{kernel.name}_im2col", (f"kg_cdiv(NPQ, {IM2COL_THREADS})", "kg_min(CRS, 65535)", "1"),
                       (IM2COL_THREADS, 1, 1), ("x", "col") + GEMM_SCALARS)
-        return Recipe(steps=(im2col, gemm), requires=tuple(requires), alignment=align,
+        return Recipe(steps=(im2col,) + steps, requires=tuple(requires), alignment=align, lets=tuple(lets),
                       workspaces=(("col", "float", "CRS * NPQ", None),), **common)
 
     # -- numbers -----------------------------------------------------------------------------------
@@ -268,8 +311,12 @@ class Conv2d(Op):
             small,                                                       # stride 2, pad 1, scalar paths
             dict(N=1, C=1, H=1, W=1, K=1, R=1, S=1, stride=1, pad=0),    # one output
             dict(N=2, C=4, H=20, W=20, K=33, R=3, S=3, stride=1, pad=1),  # P*Q, C*R*S % 4 == 0: float4 paths
-            dict(N=3, C=5, H=17, W=9, K=7, R=5, S=2, stride=3, pad=2),    # R != S, P*Q = 24
-            dict(N=1, C=2, H=3, W=3, K=2, R=3, S=3, stride=1, pad=3),     # padding wider than the filter
+            # R != S and every setting differs between h and w (P x Q = 6 x 7)
+            dict(N=3, C=5, H=17, W=9, K=7, R=5, S=2, stride_h=3, stride_w=1, pad_h=2, pad_w=0, dil_h=1, dil_w=2),
+            # padding wider than the filter, dilated rows (P x Q = 5 x 3)
+            dict(N=1, C=2, H=3, W=3, K=2, R=3, S=3, stride=1, pad_h=3, pad_w=1, dil_h=2),
+            # a 1x1 output from a dilated, strided filter that covers the input (DeepBench-like tall filter)
+            dict(N=1, C=1, H=9, W=4, K=3, R=3, S=2, stride_h=5, stride_w=7, pad=0, dil_h=4, dil_w=3),
         )
 
     def make_inputs(self, problem: Problem, rng: np.random.Generator) -> dict[str, np.ndarray]:
@@ -287,14 +334,15 @@ class Conv2d(Op):
 
     def reference(self, inputs, problem):
         d = problem.as_dict()
-        st, pd = d["stride"], d["pad"]
+        sh, sw, ph, pw, dh, dw = (d[n] for n in ("stride_h", "stride_w", "pad_h", "pad_w", "dil_h", "dil_w"))
         P, Q = self.out_hw(problem)
-        x = np.pad(inputs["x"].astype(np.float64), ((0, 0), (0, 0), (pd, pd), (pd, pd)))
+        x = np.pad(inputs["x"].astype(np.float64), ((0, 0), (0, 0), (ph, ph), (pw, pw)))
         w = inputs["w"].astype(np.float64)
         y = np.zeros((d["N"], d["K"], P, Q))
         for r in range(d["R"]):
             for s in range(d["S"]):
-                win = x[:, :, r:r + st * (P - 1) + 1:st, s:s + st * (Q - 1) + 1:st]     # N, C, P, Q
+                h0, w0 = r * dh, s * dw
+                win = x[:, :, h0:h0 + sh * (P - 1) + 1:sh, w0:w0 + sw * (Q - 1) + 1:sw]     # N, C, P, Q
                 y += np.tensordot(w[:, :, r, s], win, axes=([1], [1])).transpose(1, 0, 2, 3)
         return {"y": y}
 
@@ -309,12 +357,13 @@ class Conv2d(Op):
         return 2 * d["N"] * d["K"] * P * Q * d["C"] * d["R"] * d["S"]
 
     def vendor(self, dev_inputs, problem):
-        st, pd = problem["stride"], problem["pad"]
+        st, pd, dl = ((problem[f"{n}_h"], problem[f"{n}_w"]) for n in ("stride", "pad", "dil"))
         try:
             import torch
             torch.backends.cudnn.allow_tf32 = False   # compare float32 with float32, not TF32 tensor cores
             tx, tw = torch.as_tensor(dev_inputs["x"], device="cuda"), torch.as_tensor(dev_inputs["w"], device="cuda")
-            return "torch conv2d (cuDNN, TF32 off)", lambda: torch.nn.functional.conv2d(tx, tw, stride=st, padding=pd)
+            return "torch conv2d (cuDNN, TF32 off)", lambda: torch.nn.functional.conv2d(
+                tx, tw, stride=st, padding=pd, dilation=dl)
         except ImportError:
             pass
         try:
@@ -323,7 +372,7 @@ class Conv2d(Op):
             x, w = dev_inputs["x"], dev_inputs["w"]
             y = cupy.empty(self.output_shapes(problem)["y"], dtype=cupy.float32)
             return "cupy cuDNN (no tensor cores)", lambda: cudnn.convolution_forward(
-                x, w, None, y, (pd, pd), (st, st), (1, 1), 1, tensor_core="never")
+                x, w, None, y, pd, st, dl, 1, tensor_core="never")
         except Exception:
             return None
 
@@ -345,16 +394,23 @@ class Conv2d(Op):
         ]
         return tuple(LadderStep(t, self.schedule_from_knobs(**k), n) for t, k, n in steps)
 
+    def schedule_for(self, problem: Problem, target: Target | None = None) -> Schedule:
+        """The implicit-GEMM tiling (and slices of c*r*s) a small cost model of the target estimates
+        fastest, over a few tile families (kernelgen/ops/conv2d_model.py)."""
+        from .conv2d_model import pick
+        return self.schedule_from_knobs(**pick(self, problem.as_dict(), target))
+
     def space(self, problem: Problem, target: Target):
-        """Implicit-GEMM tilings; 24-channel and 12-deep tiles only where they waste less than powers of two."""
+        """Implicit-GEMM tilings; 24-channel and 12-deep tiles only where they waste less than powers of
+        two; slices of c*r*s (two steps each at least) only for tiles whose grid leaves SMs idle."""
         base = self.default_knobs()
         K, crs = problem["K"], problem["C"] * problem["R"] * problem["S"]
+        npq = problem["N"] * math.prod(self.out_hw(problem))
         bms = (24, 32, 64, 128) if K % 32 and cdiv(K, 24) * 24 < cdiv(K, 32) * 32 else (32, 64, 128)
         bks = (8, 12, 16) if cdiv(crs, 12) * 12 < cdiv(crs, 8) * 8 else (8, 16)
-        for bm in bms:
-            for bn in (64, 128, 256):
-                for bk in bks:
-                    for tm in (4, 8):
-                        for tn in (4, 8):
-                            for min_blocks in (0, 2):
-                                yield dict(base, algo="implicit", bm=bm, bn=bn, bk=bk, tm=tm, tn=tn, min_blocks=min_blocks)
+        for bm, bn, bk, tm, tn, min_blocks in itertools.product(bms, (64, 128, 256), bks, (4, 8), (4, 8), (0, 2)):
+            blocks = cdiv(K, bm) * cdiv(npq, bn)
+            for split in SPLITS:
+                if split == 1 or (blocks * split <= 2 * target.sms and cdiv(crs, bk) >= 2 * split):
+                    yield dict(base, algo="implicit", bm=bm, bn=bn, bk=bk, tm=tm, tn=tn, min_blocks=min_blocks,
+                               split_k=split)

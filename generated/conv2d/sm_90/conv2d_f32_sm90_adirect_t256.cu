@@ -2,25 +2,23 @@
 // op: conv2d   kernel: conv2d_f32_sm90_adirect_t256
 // target: sm_90   types: inputs float32, outputs float32, accumulate in float32
 // problem: sizes are runtime arguments; any size is handled (tails are guarded)
-// knobs: algo=direct, threads=256, bm=24, bn=256, bk=12, tm=4, tn=8, stages=2, pad=4, vec=4, min_blocks=0
+// knobs: algo=direct, threads=256, bm=24, bn=256, bk=12, tm=4, tn=8, stages=2, pad=4, vec=4, min_blocks=0, split_k=1
 // schedule:
 //   schedule("conv2d").annotate("algo", "direct").fuse("n", "k", "p", "q").split("nkpq",
 //       256).bind("nkpq.0", "blockIdx.x").bind("nkpq.1", "threadIdx.x")
 // launch recipe (sizes are runtime ints; expressions are C, kg_cdiv(a, b) = (a + b - 1) / b):
 //   target: sm_90; compile with nvcc -arch=sm_90
 //   buffers: const float* x, const float* w, float* y
-//   sizes: N in 1..2147483647, C in 1..2147483647, H in 1..2147483647, W in 1..2147483647, K in 1..2147483647, R in 1..2147483647, S in 1..2147483647, stride in 1..2147483647, pad in 0..2147483647
-//   requires kg_ll(H) + pad + pad >= R  (the filter fits in the padded input (else the output is empty))
-//   requires kg_ll(W) + pad + pad >= S  (the filter fits in the padded input (else the output is empty))
+//   sizes: N in 1..2147483647, C in 1..2147483647, H in 1..2147483647, W in 1..2147483647, K in 1..2147483647, R in 1..2147483647, S in 1..2147483647, stride_h in 1..2147483647, stride_w in 1..2147483647, pad_h in 0..2147483647, pad_w in 0..2147483647, dil_h in 1..2147483647, dil_w in 1..2147483647
+//   requires kg_ll(H) + pad_h + pad_h >= kg_ll(dil_h) * (R - 1) + 1  (the dilated filter fits in the padded input (else the output is empty))
+//   requires kg_ll(W) + pad_w + pad_w >= kg_ll(dil_w) * (S - 1) + 1  (the dilated filter fits in the padded input (else the output is empty))
+//   requires kg_ll(H) + pad_h + pad_h <= 536870912  (rows stay within 2^29 of 0 (the kernels' row marks))
+//   requires kg_ll(W) + pad_w + pad_w <= 2147483647  (columns are int)
 //   requires kg_ll(N) * C * H * W <= 2147482623  (x's int indexes run up to 1024 past its end)
 //   requires kg_ll(K) * C * R * S <= 2147482623  (w's int indexes run up to 1024 past its end)
-//   int P = kg_div(kg_ll(H) + pad + pad - R, stride) + 1
-//   int Q = kg_div(kg_ll(W) + pad + pad - S, stride) + 1
+//   int P = kg_div(kg_ll(H) + pad_h + pad_h - kg_ll(dil_h) * (R - 1) - 1, stride_h) + 1
+//   int Q = kg_div(kg_ll(W) + pad_w + pad_w - kg_ll(dil_w) * (S - 1) - 1, stride_w) + 1
 //   requires kg_ll(N) * K * P * Q <= 2147482623  (y's int indexes run up to 1024 past its end)
-//   int stride_h = stride
-//   int stride_w = stride
-//   int pad_h = pad
-//   int pad_w = pad
 //   long long NPQ = kg_ll(N) * P * Q
 //   long long CRS = kg_ll(C) * R * S
 //   long long mul_PQ = kg_fast_mul(kg_ll(P) * Q)
@@ -35,10 +33,10 @@
 //   kernels, in order on one stream:
 //     conv2d_f32_sm90_adirect_t256
 //       grid (kg_cdiv(kg_ll(N) * K * P * Q, 256), 1, 1), block (256, 1, 1), 0 bytes dynamic shared
-//       args (x, w, y, N, C, H, W, K, R, S, P, Q, stride_h, stride_w, pad_h, pad_w)
+//       args (x, w, y, N, C, H, W, K, R, S, P, Q, stride_h, stride_w, pad_h, pad_w, dil_h, dil_w)
 // host launcher (build with -DKERNELGEN_HOST_LAUNCHER; returns cudaErrorInvalidValue for a null pointer, a size outside its range, a broken requirement, a misaligned pointer or a workspace too small):
-//   extern "C" size_t kg_workspace_bytes_conv2d_f32_sm90_adirect_t256(int N, int C, int H, int W, int K, int R, int S, int stride, int pad);
-//   extern "C" cudaError_t kg_launch_conv2d_f32_sm90_adirect_t256(const float* x, const float* w, float* y, int N, int C, int H, int W, int K, int R, int S, int stride, int pad, void* workspace, size_t workspace_bytes, cudaStream_t stream);
+//   extern "C" size_t kg_workspace_bytes_conv2d_f32_sm90_adirect_t256(int N, int C, int H, int W, int K, int R, int S, int stride_h, int stride_w, int pad_h, int pad_w, int dil_h, int dil_w);
+//   extern "C" cudaError_t kg_launch_conv2d_f32_sm90_adirect_t256(const float* x, const float* w, float* y, int N, int C, int H, int W, int K, int R, int S, int stride_h, int stride_w, int pad_h, int pad_w, int dil_h, int dil_w, void* workspace, size_t workspace_bytes, cudaStream_t stream);
 
 // ---- kernelgen prelude: portable helpers (the CPU emulator defines KERNELGEN_EMULATE) ----
 #ifndef KERNELGEN_PRELUDE
@@ -96,7 +94,7 @@ __device__ __forceinline__ T kg_ldcs(const T* p) {
 extern "C" __global__ void __launch_bounds__(256)
 conv2d_f32_sm90_adirect_t256(const float* __restrict__ x, const float* __restrict__ w, float* __restrict__ y,
            int N, int C, int H, int W, int K, int R, int S, int P, int Q,
-           int stride_h, int stride_w, int pad_h, int pad_w) {
+           int stride_h, int stride_w, int pad_h, int pad_w, int dil_h, int dil_w) {
   const int idx = blockIdx.x * 256 + threadIdx.x;
   if (idx >= N * K * P * Q) return;
   const int q = idx % Q, p = idx / Q % P, k = idx / (P * Q) % K, n = idx / (P * Q * K);
@@ -106,10 +104,10 @@ conv2d_f32_sm90_adirect_t256(const float* __restrict__ x, const float* __restric
   float acc = 0.0f;
   for (int c = 0; c < C; ++c) {
     for (int r = 0; r < R; ++r) {
-      const int h = h0 + r;
+      const int h = h0 + r * dil_h;
       if (h < 0 || h >= H) continue;
       for (int s = 0; s < S; ++s) {
-        const int ww = w0 + s;
+        const int ww = w0 + s * dil_w;
         if (ww >= 0 && ww < W) acc = fmaf(__ldg(wk + (c * R + r) * S + s), __ldg(xn + (c * H + h) * W + ww), acc);
       }
     }
@@ -141,7 +139,7 @@ inline long long kg_fast_mul(long long d) { long long m, s; kg_fast_div(d, &m, &
 inline long long kg_fast_shr(long long d) { long long m, s; kg_fast_div(d, &m, &s); return s; }
 inline bool kg_misaligned(const void* p, size_t bytes) { return ((uintptr_t)p) % bytes != 0; }
 #endif
-extern "C" size_t kg_workspace_bytes_conv2d_f32_sm90_adirect_t256(int N, int C, int H, int W, int K, int R, int S, int stride, int pad) {
+extern "C" size_t kg_workspace_bytes_conv2d_f32_sm90_adirect_t256(int N, int C, int H, int W, int K, int R, int S, int stride_h, int stride_w, int pad_h, int pad_w, int dil_h, int dil_w) {
   (void)N;
   (void)C;
   (void)H;
@@ -149,11 +147,15 @@ extern "C" size_t kg_workspace_bytes_conv2d_f32_sm90_adirect_t256(int N, int C, 
   (void)K;
   (void)R;
   (void)S;
-  (void)stride;
-  (void)pad;
+  (void)stride_h;
+  (void)stride_w;
+  (void)pad_h;
+  (void)pad_w;
+  (void)dil_h;
+  (void)dil_w;
   return 0;
 }
-extern "C" cudaError_t kg_launch_conv2d_f32_sm90_adirect_t256(const float* x, const float* w, float* y, int N, int C, int H, int W, int K, int R, int S, int stride, int pad, void* workspace, size_t workspace_bytes, cudaStream_t stream) {
+extern "C" cudaError_t kg_launch_conv2d_f32_sm90_adirect_t256(const float* x, const float* w, float* y, int N, int C, int H, int W, int K, int R, int S, int stride_h, int stride_w, int pad_h, int pad_w, int dil_h, int dil_w, void* workspace, size_t workspace_bytes, cudaStream_t stream) {
   if (x == nullptr) return cudaErrorInvalidValue;
   if (w == nullptr) return cudaErrorInvalidValue;
   if (y == nullptr) return cudaErrorInvalidValue;
@@ -164,19 +166,21 @@ extern "C" cudaError_t kg_launch_conv2d_f32_sm90_adirect_t256(const float* x, co
   if (K < 1) return cudaErrorInvalidValue;
   if (R < 1) return cudaErrorInvalidValue;
   if (S < 1) return cudaErrorInvalidValue;
-  if (stride < 1) return cudaErrorInvalidValue;
-  if (pad < 0) return cudaErrorInvalidValue;
-  if (!(kg_ll(H) + pad + pad >= R)) return cudaErrorInvalidValue;  // the filter fits in the padded input (else the output is empty)
-  if (!(kg_ll(W) + pad + pad >= S)) return cudaErrorInvalidValue;  // the filter fits in the padded input (else the output is empty)
+  if (stride_h < 1) return cudaErrorInvalidValue;
+  if (stride_w < 1) return cudaErrorInvalidValue;
+  if (pad_h < 0) return cudaErrorInvalidValue;
+  if (pad_w < 0) return cudaErrorInvalidValue;
+  if (dil_h < 1) return cudaErrorInvalidValue;
+  if (dil_w < 1) return cudaErrorInvalidValue;
+  if (!(kg_ll(H) + pad_h + pad_h >= kg_ll(dil_h) * (R - 1) + 1)) return cudaErrorInvalidValue;  // the dilated filter fits in the padded input (else the output is empty)
+  if (!(kg_ll(W) + pad_w + pad_w >= kg_ll(dil_w) * (S - 1) + 1)) return cudaErrorInvalidValue;  // the dilated filter fits in the padded input (else the output is empty)
+  if (!(kg_ll(H) + pad_h + pad_h <= 536870912)) return cudaErrorInvalidValue;  // rows stay within 2^29 of 0 (the kernels' row marks)
+  if (!(kg_ll(W) + pad_w + pad_w <= 2147483647)) return cudaErrorInvalidValue;  // columns are int
   if (!(kg_ll(N) * C * H * W <= 2147482623)) return cudaErrorInvalidValue;  // x's int indexes run up to 1024 past its end
   if (!(kg_ll(K) * C * R * S <= 2147482623)) return cudaErrorInvalidValue;  // w's int indexes run up to 1024 past its end
-  const int P = (int)(kg_div(kg_ll(H) + pad + pad - R, stride) + 1); (void)P;
-  const int Q = (int)(kg_div(kg_ll(W) + pad + pad - S, stride) + 1); (void)Q;
+  const int P = (int)(kg_div(kg_ll(H) + pad_h + pad_h - kg_ll(dil_h) * (R - 1) - 1, stride_h) + 1); (void)P;
+  const int Q = (int)(kg_div(kg_ll(W) + pad_w + pad_w - kg_ll(dil_w) * (S - 1) - 1, stride_w) + 1); (void)Q;
   if (!(kg_ll(N) * K * P * Q <= 2147482623)) return cudaErrorInvalidValue;  // y's int indexes run up to 1024 past its end
-  const int stride_h = (int)(stride); (void)stride_h;
-  const int stride_w = (int)(stride); (void)stride_w;
-  const int pad_h = (int)(pad); (void)pad_h;
-  const int pad_w = (int)(pad); (void)pad_w;
   const long long NPQ = (long long)(kg_ll(N) * P * Q); (void)NPQ;
   const long long CRS = (long long)(kg_ll(C) * R * S); (void)CRS;
   const long long mul_PQ = (long long)(kg_fast_mul(kg_ll(P) * Q)); (void)mul_PQ;
@@ -189,7 +193,7 @@ extern "C" cudaError_t kg_launch_conv2d_f32_sm90_adirect_t256(const float* x, co
   const int shr_S = (int)(kg_fast_shr(S)); (void)shr_S;
   (void)workspace; (void)workspace_bytes;
   {
-    conv2d_f32_sm90_adirect_t256<<<dim3((unsigned)(kg_cdiv(kg_ll(N) * K * P * Q, 256)), (unsigned)(1), (unsigned)(1)), dim3(256, 1, 1), 0, stream>>>(x, w, y, N, C, H, W, K, R, S, P, Q, stride_h, stride_w, pad_h, pad_w);
+    conv2d_f32_sm90_adirect_t256<<<dim3((unsigned)(kg_cdiv(kg_ll(N) * K * P * Q, 256)), (unsigned)(1), (unsigned)(1)), dim3(256, 1, 1), 0, stream>>>(x, w, y, N, C, H, W, K, R, S, P, Q, stride_h, stride_w, pad_h, pad_w, dil_h, dil_w);
     { cudaError_t e = cudaGetLastError(); if (e != cudaSuccess) return e; }
   }
   return cudaSuccess;

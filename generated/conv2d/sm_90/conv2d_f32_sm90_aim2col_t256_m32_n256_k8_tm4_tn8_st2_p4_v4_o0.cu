@@ -2,7 +2,7 @@
 // op: conv2d   kernel: conv2d_f32_sm90_aim2col_t256_m32_n256_k8_tm4_tn8_st2_p4_v4_o0
 // target: sm_90   types: inputs float32, outputs float32, accumulate in float32
 // problem: sizes are runtime arguments; any size is handled (tails are guarded)
-// knobs: algo=im2col, threads=256, bm=32, bn=256, bk=8, tm=4, tn=8, stages=2, pad=4, vec=4, min_blocks=0
+// knobs: algo=im2col, threads=256, bm=32, bn=256, bk=8, tm=4, tn=8, stages=2, pad=4, vec=4, min_blocks=0, split_k=1
 // schedule:
 //   schedule("conv2d").annotate("algo", "im2col").fuse("n", "p", "q").fuse("c", "r", "s").split("k",
 //       32, 4).split("npq", 256, 8).split("crs", 8).bind("k.0", "blockIdx.y").bind("npq.0",
@@ -12,19 +12,17 @@
 // launch recipe (sizes are runtime ints; expressions are C, kg_cdiv(a, b) = (a + b - 1) / b):
 //   target: sm_90; compile with nvcc -arch=sm_90
 //   buffers: const float* x, const float* w, float* y
-//   sizes: N in 1..2147483647, C in 1..2147483647, H in 1..2147483647, W in 1..2147483647, K in 1..2147483647, R in 1..2147483647, S in 1..2147483647, stride in 1..2147483647, pad in 0..2147483647
-//   requires kg_ll(H) + pad + pad >= R  (the filter fits in the padded input (else the output is empty))
-//   requires kg_ll(W) + pad + pad >= S  (the filter fits in the padded input (else the output is empty))
+//   sizes: N in 1..2147483647, C in 1..2147483647, H in 1..2147483647, W in 1..2147483647, K in 1..2147483647, R in 1..2147483647, S in 1..2147483647, stride_h in 1..2147483647, stride_w in 1..2147483647, pad_h in 0..2147483647, pad_w in 0..2147483647, dil_h in 1..2147483647, dil_w in 1..2147483647
+//   requires kg_ll(H) + pad_h + pad_h >= kg_ll(dil_h) * (R - 1) + 1  (the dilated filter fits in the padded input (else the output is empty))
+//   requires kg_ll(W) + pad_w + pad_w >= kg_ll(dil_w) * (S - 1) + 1  (the dilated filter fits in the padded input (else the output is empty))
+//   requires kg_ll(H) + pad_h + pad_h <= 536870912  (rows stay within 2^29 of 0 (the kernels' row marks))
+//   requires kg_ll(W) + pad_w + pad_w <= 2147483647  (columns are int)
 //   requires kg_ll(N) * C * H * W <= 2147482623  (x's int indexes run up to 1024 past its end)
 //   requires kg_ll(K) * C * R * S <= 2147482623  (w's int indexes run up to 1024 past its end)
 //   requires kg_cdiv(K, 32) <= 65535  (gridDim.y holds 65535 blocks of 32 filters)
-//   int P = kg_div(kg_ll(H) + pad + pad - R, stride) + 1
-//   int Q = kg_div(kg_ll(W) + pad + pad - S, stride) + 1
+//   int P = kg_div(kg_ll(H) + pad_h + pad_h - kg_ll(dil_h) * (R - 1) - 1, stride_h) + 1
+//   int Q = kg_div(kg_ll(W) + pad_w + pad_w - kg_ll(dil_w) * (S - 1) - 1, stride_w) + 1
 //   requires kg_ll(N) * K * P * Q <= 2147482623  (y's int indexes run up to 1024 past its end)
-//   int stride_h = stride
-//   int stride_w = stride
-//   int pad_h = pad
-//   int pad_w = pad
 //   long long NPQ = kg_ll(N) * P * Q
 //   long long CRS = kg_ll(C) * R * S
 //   requires CRS * NPQ <= 2147483647  (the im2col workspace holds C*R*S*N*P*Q < 2^31 floats)
@@ -43,13 +41,13 @@
 //   kernels, in order on one stream:
 //     conv2d_f32_sm90_aim2col_t256_m32_n256_k8_tm4_tn8_st2_p4_v4_o0_im2col
 //       grid (kg_cdiv(NPQ, 256), kg_min(CRS, 65535), 1), block (256, 1, 1), 0 bytes dynamic shared
-//       args (x, col, N, C, H, W, K, R, S, P, Q, stride_h, stride_w, pad_h, pad_w, NPQ, CRS, mul_PQ, shr_PQ, mul_Q, shr_Q, mul_RS, shr_RS, mul_S, shr_S)
+//       args (x, col, N, C, H, W, K, R, S, P, Q, stride_h, stride_w, pad_h, pad_w, dil_h, dil_w, NPQ, CRS, mul_PQ, shr_PQ, mul_Q, shr_Q, mul_RS, shr_RS, mul_S, shr_S)
 //     conv2d_f32_sm90_aim2col_t256_m32_n256_k8_tm4_tn8_st2_p4_v4_o0_gemm
 //       grid (kg_cdiv(NPQ, 256), kg_cdiv(K, 32), 1), block (256, 1, 1), 0 bytes dynamic shared
-//       args (col, w, y, N, C, H, W, K, R, S, P, Q, stride_h, stride_w, pad_h, pad_w, NPQ, CRS, mul_PQ, shr_PQ, mul_Q, shr_Q, mul_RS, shr_RS, mul_S, shr_S)
+//       args (col, w, y, N, C, H, W, K, R, S, P, Q, stride_h, stride_w, pad_h, pad_w, dil_h, dil_w, NPQ, CRS, mul_PQ, shr_PQ, mul_Q, shr_Q, mul_RS, shr_RS, mul_S, shr_S)
 // host launcher (build with -DKERNELGEN_HOST_LAUNCHER; returns cudaErrorInvalidValue for a null pointer, a size outside its range, a broken requirement, a misaligned pointer or a workspace too small):
-//   extern "C" size_t kg_workspace_bytes_conv2d_f32_sm90_aim2col_t256_m32_n256_k8_tm4_tn8_st2_p4_v4_o0(int N, int C, int H, int W, int K, int R, int S, int stride, int pad);
-//   extern "C" cudaError_t kg_launch_conv2d_f32_sm90_aim2col_t256_m32_n256_k8_tm4_tn8_st2_p4_v4_o0(const float* x, const float* w, float* y, int N, int C, int H, int W, int K, int R, int S, int stride, int pad, void* workspace, size_t workspace_bytes, cudaStream_t stream);
+//   extern "C" size_t kg_workspace_bytes_conv2d_f32_sm90_aim2col_t256_m32_n256_k8_tm4_tn8_st2_p4_v4_o0(int N, int C, int H, int W, int K, int R, int S, int stride_h, int stride_w, int pad_h, int pad_w, int dil_h, int dil_w);
+//   extern "C" cudaError_t kg_launch_conv2d_f32_sm90_aim2col_t256_m32_n256_k8_tm4_tn8_st2_p4_v4_o0(const float* x, const float* w, float* y, int N, int C, int H, int W, int K, int R, int S, int stride_h, int stride_w, int pad_h, int pad_w, int dil_h, int dil_w, void* workspace, size_t workspace_bytes, cudaStream_t stream);
 
 // ---- kernelgen prelude: portable helpers (the CPU emulator defines KERNELGEN_EMULATE) ----
 #ifndef KERNELGEN_PRELUDE
@@ -112,10 +110,10 @@ __device__ __forceinline__ int conv2d_f32_sm90_aim2col_t256_m32_n256_k8_tm4_tn8_
   return (int)(((unsigned long long)(unsigned)x * (unsigned long long)mul) >> shr);
 }
 
-// col[crs][npq] = x[n, c, p*stride_h + r - pad_h, q*stride_w + s - pad_w], 0 in the padding.
+// col[crs][npq] = x[n, c, p*stride_h + r*dil_h - pad_h, q*stride_w + s*dil_w - pad_w], 0 in the padding.
 extern "C" __global__ void __launch_bounds__(256)
 conv2d_f32_sm90_aim2col_t256_m32_n256_k8_tm4_tn8_st2_p4_v4_o0_im2col(const float* __restrict__ x, float* __restrict__ col, int N, int C, int H, int W, int K, int R, int S, int P, int Q, int stride_h, int stride_w,
-    int pad_h, int pad_w, int NPQ, int CRS, long long mul_PQ, int shr_PQ, long long mul_Q, int shr_Q,
+    int pad_h, int pad_w, int dil_h, int dil_w, int NPQ, int CRS, long long mul_PQ, int shr_PQ, long long mul_Q, int shr_Q,
     long long mul_RS, int shr_RS, long long mul_S, int shr_S) {
   const int gp = blockIdx.x * 256 + threadIdx.x;
   if (gp >= NPQ) return;
@@ -126,7 +124,7 @@ conv2d_f32_sm90_aim2col_t256_m32_n256_k8_tm4_tn8_st2_p4_v4_o0_im2col(const float
   for (int crs = blockIdx.y; crs < CRS; crs += gridDim.y) {
     const int c = conv2d_f32_sm90_aim2col_t256_m32_n256_k8_tm4_tn8_st2_p4_v4_o0_div(crs, mul_RS, shr_RS), rs = crs - c * R * S;
     const int r = conv2d_f32_sm90_aim2col_t256_m32_n256_k8_tm4_tn8_st2_p4_v4_o0_div(rs, mul_S, shr_S), s = rs - r * S;
-    const int h = h0 + r, ww = w0 + s;
+    const int h = h0 + r * dil_h, ww = w0 + s * dil_w;
     col[(long long)crs * NPQ + gp] = ((unsigned)h < (unsigned)H && (unsigned)ww < (unsigned)W) ? __ldg(xn + (c * H + h) * W + ww) : 0.0f;
   }
 }
@@ -134,7 +132,7 @@ conv2d_f32_sm90_aim2col_t256_m32_n256_k8_tm4_tn8_st2_p4_v4_o0_im2col(const float
 
 extern "C" __global__ void __launch_bounds__(256)
 conv2d_f32_sm90_aim2col_t256_m32_n256_k8_tm4_tn8_st2_p4_v4_o0_gemm(const float* __restrict__ src, const float* __restrict__ w, float* __restrict__ y, int N, int C, int H, int W, int K, int R, int S, int P, int Q, int stride_h, int stride_w,
-    int pad_h, int pad_w, int NPQ, int CRS, long long mul_PQ, int shr_PQ, long long mul_Q, int shr_Q,
+    int pad_h, int pad_w, int dil_h, int dil_w, int NPQ, int CRS, long long mul_PQ, int shr_PQ, long long mul_Q, int shr_Q,
     long long mul_RS, int shr_RS, long long mul_S, int shr_S) {
   __shared__ __align__(16) float As[2][8][36];
   __shared__ __align__(16) float Bs[2][8][256];
@@ -153,12 +151,12 @@ conv2d_f32_sm90_aim2col_t256_m32_n256_k8_tm4_tn8_st2_p4_v4_o0_gemm(const float* 
     #pragma unroll
     for (int j = 0; j < 8; ++j) acc[i][j] = 0.0f;
   }
-  const int ktiles = (CRS + 8 - 1) / 8;
+  const int kbeg = 0, ktiles = (CRS + 8 - 1) / 8;
   // Double buffering: the next tile's loads are issued before this tile's math and stored after it.
   #pragma unroll
   for (int i = 0; i < 1; ++i) {
     const int f = tid + i * 256;
-    const int kch = m0 + f / 2, crs = (0) + f % 2 * 4;
+    const int kch = m0 + f / 2, crs = (kbeg + 0) + f % 2 * 4;
     const bool row_ok = kch < K && f < 64;
     const float* wr = w + (row_ok ? kch : 0) * CRS + crs;
     if (a_vec) {
@@ -177,7 +175,7 @@ conv2d_f32_sm90_aim2col_t256_m32_n256_k8_tm4_tn8_st2_p4_v4_o0_gemm(const float* 
 
   #pragma unroll
   for (int i = 0; i < 2; ++i) {
-    const int crs = (0) + rg + 4 * i;
+    const int crs = (kbeg + 0) + rg + 4 * i;
     #pragma unroll
     for (int j = 0; j < 4; ++j) {
       const int gp = n0 + pg + 64 * j;
@@ -209,7 +207,7 @@ conv2d_f32_sm90_aim2col_t256_m32_n256_k8_tm4_tn8_st2_p4_v4_o0_gemm(const float* 
       #pragma unroll
       for (int i = 0; i < 1; ++i) {
         const int f = tid + i * 256;
-        const int kch = m0 + f / 2, crs = ((kt + 1) * 8) + f % 2 * 4;
+        const int kch = m0 + f / 2, crs = (kbeg + (kt + 1) * 8) + f % 2 * 4;
         const bool row_ok = kch < K && f < 64;
         const float* wr = w + (row_ok ? kch : 0) * CRS + crs;
         if (a_vec) {
@@ -228,7 +226,7 @@ conv2d_f32_sm90_aim2col_t256_m32_n256_k8_tm4_tn8_st2_p4_v4_o0_gemm(const float* 
 
       #pragma unroll
       for (int i = 0; i < 2; ++i) {
-        const int crs = ((kt + 1) * 8) + rg + 4 * i;
+        const int crs = (kbeg + (kt + 1) * 8) + rg + 4 * i;
         #pragma unroll
         for (int j = 0; j < 4; ++j) {
           const int gp = n0 + pg + 64 * j;
@@ -373,7 +371,7 @@ inline long long kg_fast_mul(long long d) { long long m, s; kg_fast_div(d, &m, &
 inline long long kg_fast_shr(long long d) { long long m, s; kg_fast_div(d, &m, &s); return s; }
 inline bool kg_misaligned(const void* p, size_t bytes) { return ((uintptr_t)p) % bytes != 0; }
 #endif
-extern "C" size_t kg_workspace_bytes_conv2d_f32_sm90_aim2col_t256_m32_n256_k8_tm4_tn8_st2_p4_v4_o0(int N, int C, int H, int W, int K, int R, int S, int stride, int pad) {
+extern "C" size_t kg_workspace_bytes_conv2d_f32_sm90_aim2col_t256_m32_n256_k8_tm4_tn8_st2_p4_v4_o0(int N, int C, int H, int W, int K, int R, int S, int stride_h, int stride_w, int pad_h, int pad_w, int dil_h, int dil_w) {
   if (N < 1) return 0;
   if (C < 1) return 0;
   if (H < 1) return 0;
@@ -381,20 +379,22 @@ extern "C" size_t kg_workspace_bytes_conv2d_f32_sm90_aim2col_t256_m32_n256_k8_tm
   if (K < 1) return 0;
   if (R < 1) return 0;
   if (S < 1) return 0;
-  if (stride < 1) return 0;
-  if (pad < 0) return 0;
-  if (!(kg_ll(H) + pad + pad >= R)) return 0;  // the filter fits in the padded input (else the output is empty)
-  if (!(kg_ll(W) + pad + pad >= S)) return 0;  // the filter fits in the padded input (else the output is empty)
+  if (stride_h < 1) return 0;
+  if (stride_w < 1) return 0;
+  if (pad_h < 0) return 0;
+  if (pad_w < 0) return 0;
+  if (dil_h < 1) return 0;
+  if (dil_w < 1) return 0;
+  if (!(kg_ll(H) + pad_h + pad_h >= kg_ll(dil_h) * (R - 1) + 1)) return 0;  // the dilated filter fits in the padded input (else the output is empty)
+  if (!(kg_ll(W) + pad_w + pad_w >= kg_ll(dil_w) * (S - 1) + 1)) return 0;  // the dilated filter fits in the padded input (else the output is empty)
+  if (!(kg_ll(H) + pad_h + pad_h <= 536870912)) return 0;  // rows stay within 2^29 of 0 (the kernels' row marks)
+  if (!(kg_ll(W) + pad_w + pad_w <= 2147483647)) return 0;  // columns are int
   if (!(kg_ll(N) * C * H * W <= 2147482623)) return 0;  // x's int indexes run up to 1024 past its end
   if (!(kg_ll(K) * C * R * S <= 2147482623)) return 0;  // w's int indexes run up to 1024 past its end
   if (!(kg_cdiv(K, 32) <= 65535)) return 0;  // gridDim.y holds 65535 blocks of 32 filters
-  const int P = (int)(kg_div(kg_ll(H) + pad + pad - R, stride) + 1); (void)P;
-  const int Q = (int)(kg_div(kg_ll(W) + pad + pad - S, stride) + 1); (void)Q;
+  const int P = (int)(kg_div(kg_ll(H) + pad_h + pad_h - kg_ll(dil_h) * (R - 1) - 1, stride_h) + 1); (void)P;
+  const int Q = (int)(kg_div(kg_ll(W) + pad_w + pad_w - kg_ll(dil_w) * (S - 1) - 1, stride_w) + 1); (void)Q;
   if (!(kg_ll(N) * K * P * Q <= 2147482623)) return 0;  // y's int indexes run up to 1024 past its end
-  const int stride_h = (int)(stride); (void)stride_h;
-  const int stride_w = (int)(stride); (void)stride_w;
-  const int pad_h = (int)(pad); (void)pad_h;
-  const int pad_w = (int)(pad); (void)pad_w;
   const long long NPQ = (long long)(kg_ll(N) * P * Q); (void)NPQ;
   const long long CRS = (long long)(kg_ll(C) * R * S); (void)CRS;
   if (!(CRS * NPQ <= 2147483647)) return 0;  // the im2col workspace holds C*R*S*N*P*Q < 2^31 floats
@@ -410,7 +410,7 @@ extern "C" size_t kg_workspace_bytes_conv2d_f32_sm90_aim2col_t256_m32_n256_k8_tm
   const size_t kg_ws_end = kg_ws_col + (size_t)(CRS * NPQ) * sizeof(float);
   return kg_ws_end;
 }
-extern "C" cudaError_t kg_launch_conv2d_f32_sm90_aim2col_t256_m32_n256_k8_tm4_tn8_st2_p4_v4_o0(const float* x, const float* w, float* y, int N, int C, int H, int W, int K, int R, int S, int stride, int pad, void* workspace, size_t workspace_bytes, cudaStream_t stream) {
+extern "C" cudaError_t kg_launch_conv2d_f32_sm90_aim2col_t256_m32_n256_k8_tm4_tn8_st2_p4_v4_o0(const float* x, const float* w, float* y, int N, int C, int H, int W, int K, int R, int S, int stride_h, int stride_w, int pad_h, int pad_w, int dil_h, int dil_w, void* workspace, size_t workspace_bytes, cudaStream_t stream) {
   if (x == nullptr) return cudaErrorInvalidValue;
   if (w == nullptr) return cudaErrorInvalidValue;
   if (y == nullptr) return cudaErrorInvalidValue;
@@ -421,20 +421,22 @@ extern "C" cudaError_t kg_launch_conv2d_f32_sm90_aim2col_t256_m32_n256_k8_tm4_tn
   if (K < 1) return cudaErrorInvalidValue;
   if (R < 1) return cudaErrorInvalidValue;
   if (S < 1) return cudaErrorInvalidValue;
-  if (stride < 1) return cudaErrorInvalidValue;
-  if (pad < 0) return cudaErrorInvalidValue;
-  if (!(kg_ll(H) + pad + pad >= R)) return cudaErrorInvalidValue;  // the filter fits in the padded input (else the output is empty)
-  if (!(kg_ll(W) + pad + pad >= S)) return cudaErrorInvalidValue;  // the filter fits in the padded input (else the output is empty)
+  if (stride_h < 1) return cudaErrorInvalidValue;
+  if (stride_w < 1) return cudaErrorInvalidValue;
+  if (pad_h < 0) return cudaErrorInvalidValue;
+  if (pad_w < 0) return cudaErrorInvalidValue;
+  if (dil_h < 1) return cudaErrorInvalidValue;
+  if (dil_w < 1) return cudaErrorInvalidValue;
+  if (!(kg_ll(H) + pad_h + pad_h >= kg_ll(dil_h) * (R - 1) + 1)) return cudaErrorInvalidValue;  // the dilated filter fits in the padded input (else the output is empty)
+  if (!(kg_ll(W) + pad_w + pad_w >= kg_ll(dil_w) * (S - 1) + 1)) return cudaErrorInvalidValue;  // the dilated filter fits in the padded input (else the output is empty)
+  if (!(kg_ll(H) + pad_h + pad_h <= 536870912)) return cudaErrorInvalidValue;  // rows stay within 2^29 of 0 (the kernels' row marks)
+  if (!(kg_ll(W) + pad_w + pad_w <= 2147483647)) return cudaErrorInvalidValue;  // columns are int
   if (!(kg_ll(N) * C * H * W <= 2147482623)) return cudaErrorInvalidValue;  // x's int indexes run up to 1024 past its end
   if (!(kg_ll(K) * C * R * S <= 2147482623)) return cudaErrorInvalidValue;  // w's int indexes run up to 1024 past its end
   if (!(kg_cdiv(K, 32) <= 65535)) return cudaErrorInvalidValue;  // gridDim.y holds 65535 blocks of 32 filters
-  const int P = (int)(kg_div(kg_ll(H) + pad + pad - R, stride) + 1); (void)P;
-  const int Q = (int)(kg_div(kg_ll(W) + pad + pad - S, stride) + 1); (void)Q;
+  const int P = (int)(kg_div(kg_ll(H) + pad_h + pad_h - kg_ll(dil_h) * (R - 1) - 1, stride_h) + 1); (void)P;
+  const int Q = (int)(kg_div(kg_ll(W) + pad_w + pad_w - kg_ll(dil_w) * (S - 1) - 1, stride_w) + 1); (void)Q;
   if (!(kg_ll(N) * K * P * Q <= 2147482623)) return cudaErrorInvalidValue;  // y's int indexes run up to 1024 past its end
-  const int stride_h = (int)(stride); (void)stride_h;
-  const int stride_w = (int)(stride); (void)stride_w;
-  const int pad_h = (int)(pad); (void)pad_h;
-  const int pad_w = (int)(pad); (void)pad_w;
   const long long NPQ = (long long)(kg_ll(N) * P * Q); (void)NPQ;
   const long long CRS = (long long)(kg_ll(C) * R * S); (void)CRS;
   if (!(CRS * NPQ <= 2147483647)) return cudaErrorInvalidValue;  // the im2col workspace holds C*R*S*N*P*Q < 2^31 floats
@@ -453,11 +455,11 @@ extern "C" cudaError_t kg_launch_conv2d_f32_sm90_aim2col_t256_m32_n256_k8_tm4_tn
   if (kg_ws_end > 0 && (workspace == nullptr || workspace_bytes < kg_ws_end || kg_misaligned(workspace, 256))) return cudaErrorInvalidValue;
   float* col = reinterpret_cast<float*>(static_cast<char*>(workspace) + kg_ws_col);
   {
-    conv2d_f32_sm90_aim2col_t256_m32_n256_k8_tm4_tn8_st2_p4_v4_o0_im2col<<<dim3((unsigned)(kg_cdiv(NPQ, 256)), (unsigned)(kg_min(CRS, 65535)), (unsigned)(1)), dim3(256, 1, 1), 0, stream>>>(x, col, N, C, H, W, K, R, S, P, Q, stride_h, stride_w, pad_h, pad_w, NPQ, CRS, mul_PQ, shr_PQ, mul_Q, shr_Q, mul_RS, shr_RS, mul_S, shr_S);
+    conv2d_f32_sm90_aim2col_t256_m32_n256_k8_tm4_tn8_st2_p4_v4_o0_im2col<<<dim3((unsigned)(kg_cdiv(NPQ, 256)), (unsigned)(kg_min(CRS, 65535)), (unsigned)(1)), dim3(256, 1, 1), 0, stream>>>(x, col, N, C, H, W, K, R, S, P, Q, stride_h, stride_w, pad_h, pad_w, dil_h, dil_w, NPQ, CRS, mul_PQ, shr_PQ, mul_Q, shr_Q, mul_RS, shr_RS, mul_S, shr_S);
     { cudaError_t e = cudaGetLastError(); if (e != cudaSuccess) return e; }
   }
   {
-    conv2d_f32_sm90_aim2col_t256_m32_n256_k8_tm4_tn8_st2_p4_v4_o0_gemm<<<dim3((unsigned)(kg_cdiv(NPQ, 256)), (unsigned)(kg_cdiv(K, 32)), (unsigned)(1)), dim3(256, 1, 1), 0, stream>>>(col, w, y, N, C, H, W, K, R, S, P, Q, stride_h, stride_w, pad_h, pad_w, NPQ, CRS, mul_PQ, shr_PQ, mul_Q, shr_Q, mul_RS, shr_RS, mul_S, shr_S);
+    conv2d_f32_sm90_aim2col_t256_m32_n256_k8_tm4_tn8_st2_p4_v4_o0_gemm<<<dim3((unsigned)(kg_cdiv(NPQ, 256)), (unsigned)(kg_cdiv(K, 32)), (unsigned)(1)), dim3(256, 1, 1), 0, stream>>>(col, w, y, N, C, H, W, K, R, S, P, Q, stride_h, stride_w, pad_h, pad_w, dil_h, dil_w, NPQ, CRS, mul_PQ, shr_PQ, mul_Q, shr_Q, mul_RS, shr_RS, mul_S, shr_S);
     { cudaError_t e = cudaGetLastError(); if (e != cudaSuccess) return e; }
   }
   return cudaSuccess;

@@ -2,7 +2,7 @@
 // op: conv2d   kernel: conv2d_f32_sm90_aimplicit_t256_m128_n128_k8_tm8_tn8_st2_p4_v4_o2
 // target: sm_90   types: inputs float32, outputs float32, accumulate in float32
 // problem: sizes are runtime arguments; any size is handled (tails are guarded)
-// knobs: algo=implicit, threads=256, bm=128, bn=128, bk=8, tm=8, tn=8, stages=2, pad=4, vec=4, min_blocks=2
+// knobs: algo=implicit, threads=256, bm=128, bn=128, bk=8, tm=8, tn=8, stages=2, pad=4, vec=4, min_blocks=2, split_k=1
 // schedule:
 //   schedule("conv2d").annotate("algo", "implicit").fuse("n", "p", "q").fuse("c", "r",
 //       "s").split("k", 128, 8).split("npq", 128, 8).split("crs", 8).bind("k.0",
@@ -12,19 +12,17 @@
 // launch recipe (sizes are runtime ints; expressions are C, kg_cdiv(a, b) = (a + b - 1) / b):
 //   target: sm_90; compile with nvcc -arch=sm_90
 //   buffers: const float* x, const float* w, float* y
-//   sizes: N in 1..2147483647, C in 1..2147483647, H in 1..2147483647, W in 1..2147483647, K in 1..2147483647, R in 1..2147483647, S in 1..2147483647, stride in 1..2147483647, pad in 0..2147483647
-//   requires kg_ll(H) + pad + pad >= R  (the filter fits in the padded input (else the output is empty))
-//   requires kg_ll(W) + pad + pad >= S  (the filter fits in the padded input (else the output is empty))
+//   sizes: N in 1..2147483647, C in 1..2147483647, H in 1..2147483647, W in 1..2147483647, K in 1..2147483647, R in 1..2147483647, S in 1..2147483647, stride_h in 1..2147483647, stride_w in 1..2147483647, pad_h in 0..2147483647, pad_w in 0..2147483647, dil_h in 1..2147483647, dil_w in 1..2147483647
+//   requires kg_ll(H) + pad_h + pad_h >= kg_ll(dil_h) * (R - 1) + 1  (the dilated filter fits in the padded input (else the output is empty))
+//   requires kg_ll(W) + pad_w + pad_w >= kg_ll(dil_w) * (S - 1) + 1  (the dilated filter fits in the padded input (else the output is empty))
+//   requires kg_ll(H) + pad_h + pad_h <= 536870912  (rows stay within 2^29 of 0 (the kernels' row marks))
+//   requires kg_ll(W) + pad_w + pad_w <= 2147483647  (columns are int)
 //   requires kg_ll(N) * C * H * W <= 2147482623  (x's int indexes run up to 1024 past its end)
 //   requires kg_ll(K) * C * R * S <= 2147482623  (w's int indexes run up to 1024 past its end)
 //   requires kg_cdiv(K, 128) <= 65535  (gridDim.y holds 65535 blocks of 128 filters)
-//   int P = kg_div(kg_ll(H) + pad + pad - R, stride) + 1
-//   int Q = kg_div(kg_ll(W) + pad + pad - S, stride) + 1
+//   int P = kg_div(kg_ll(H) + pad_h + pad_h - kg_ll(dil_h) * (R - 1) - 1, stride_h) + 1
+//   int Q = kg_div(kg_ll(W) + pad_w + pad_w - kg_ll(dil_w) * (S - 1) - 1, stride_w) + 1
 //   requires kg_ll(N) * K * P * Q <= 2147482623  (y's int indexes run up to 1024 past its end)
-//   int stride_h = stride
-//   int stride_w = stride
-//   int pad_h = pad
-//   int pad_w = pad
 //   long long NPQ = kg_ll(N) * P * Q
 //   long long CRS = kg_ll(C) * R * S
 //   long long mul_PQ = kg_fast_mul(kg_ll(P) * Q)
@@ -41,10 +39,10 @@
 //   kernels, in order on one stream:
 //     conv2d_f32_sm90_aimplicit_t256_m128_n128_k8_tm8_tn8_st2_p4_v4_o2_gemm
 //       grid (kg_cdiv(NPQ, 128), kg_cdiv(K, 128), 1), block (256, 1, 1), 0 bytes dynamic shared
-//       args (x, w, y, N, C, H, W, K, R, S, P, Q, stride_h, stride_w, pad_h, pad_w, NPQ, CRS, mul_PQ, shr_PQ, mul_Q, shr_Q, mul_RS, shr_RS, mul_S, shr_S)
+//       args (x, w, y, N, C, H, W, K, R, S, P, Q, stride_h, stride_w, pad_h, pad_w, dil_h, dil_w, NPQ, CRS, mul_PQ, shr_PQ, mul_Q, shr_Q, mul_RS, shr_RS, mul_S, shr_S)
 // host launcher (build with -DKERNELGEN_HOST_LAUNCHER; returns cudaErrorInvalidValue for a null pointer, a size outside its range, a broken requirement, a misaligned pointer or a workspace too small):
-//   extern "C" size_t kg_workspace_bytes_conv2d_f32_sm90_aimplicit_t256_m128_n128_k8_tm8_tn8_st2_p4_v4_o2(int N, int C, int H, int W, int K, int R, int S, int stride, int pad);
-//   extern "C" cudaError_t kg_launch_conv2d_f32_sm90_aimplicit_t256_m128_n128_k8_tm8_tn8_st2_p4_v4_o2(const float* x, const float* w, float* y, int N, int C, int H, int W, int K, int R, int S, int stride, int pad, void* workspace, size_t workspace_bytes, cudaStream_t stream);
+//   extern "C" size_t kg_workspace_bytes_conv2d_f32_sm90_aimplicit_t256_m128_n128_k8_tm8_tn8_st2_p4_v4_o2(int N, int C, int H, int W, int K, int R, int S, int stride_h, int stride_w, int pad_h, int pad_w, int dil_h, int dil_w);
+//   extern "C" cudaError_t kg_launch_conv2d_f32_sm90_aimplicit_t256_m128_n128_k8_tm8_tn8_st2_p4_v4_o2(const float* x, const float* w, float* y, int N, int C, int H, int W, int K, int R, int S, int stride_h, int stride_w, int pad_h, int pad_w, int dil_h, int dil_w, void* workspace, size_t workspace_bytes, cudaStream_t stream);
 
 // ---- kernelgen prelude: portable helpers (the CPU emulator defines KERNELGEN_EMULATE) ----
 #ifndef KERNELGEN_PRELUDE
@@ -110,7 +108,7 @@ __device__ __forceinline__ int conv2d_f32_sm90_aimplicit_t256_m128_n128_k8_tm8_t
 
 extern "C" __global__ void __launch_bounds__(256, 2)
 conv2d_f32_sm90_aimplicit_t256_m128_n128_k8_tm8_tn8_st2_p4_v4_o2_gemm(const float* __restrict__ src, const float* __restrict__ w, float* __restrict__ y, int N, int C, int H, int W, int K, int R, int S, int P, int Q, int stride_h, int stride_w,
-    int pad_h, int pad_w, int NPQ, int CRS, long long mul_PQ, int shr_PQ, long long mul_Q, int shr_Q,
+    int pad_h, int pad_w, int dil_h, int dil_w, int NPQ, int CRS, long long mul_PQ, int shr_PQ, long long mul_Q, int shr_Q,
     long long mul_RS, int shr_RS, long long mul_S, int shr_S) {
   __shared__ __align__(16) float As[2][8][132];
   __shared__ __align__(16) float Bs[2][8][128];
@@ -141,12 +139,12 @@ conv2d_f32_sm90_aimplicit_t256_m128_n128_k8_tm8_tn8_st2_p4_v4_o2_gemm(const floa
     #pragma unroll
     for (int j = 0; j < 8; ++j) acc[i][j] = 0.0f;
   }
-  const int ktiles = (CRS + 8 - 1) / 8;
+  const int kbeg = 0, ktiles = (CRS + 8 - 1) / 8;
   // Double buffering: the next tile's loads are issued before this tile's math and stored after it.
   #pragma unroll
   for (int i = 0; i < 1; ++i) {
     const int f = tid + i * 256;
-    const int kch = m0 + f / 2, crs = (0) + f % 2 * 4;
+    const int kch = m0 + f / 2, crs = (kbeg + 0) + f % 2 * 4;
     const bool row_ok = kch < K;
     const float* wr = w + (row_ok ? kch : 0) * CRS + crs;
     if (a_vec) {
@@ -165,14 +163,15 @@ conv2d_f32_sm90_aimplicit_t256_m128_n128_k8_tm8_tn8_st2_p4_v4_o2_gemm(const floa
 
   #pragma unroll
   for (int i = 0; i < 1; ++i) {
-    const int crs = (0) + rg + 8 * i;
+    const int crs = (kbeg + 0) + rg + 8 * i;
     const int c = conv2d_f32_sm90_aimplicit_t256_m128_n128_k8_tm8_tn8_st2_p4_v4_o2_div(crs, mul_RS, shr_RS), rs = crs - c * RS;
     const int r = conv2d_f32_sm90_aimplicit_t256_m128_n128_k8_tm8_tn8_st2_p4_v4_o2_div(rs, mul_S, shr_S), s = rs - r * S;
-    const int off = c * HW + r * W + s;
-    const int rr = crs < CRS ? r : -(1 << 29);     // rows past C*R*S fall outside x: zeros
+    const int rd = r * dil_h, sd = s * dil_w;      // the filter tap's offset in x
+    const int off = c * HW + rd * W + sd;
+    const int rr = crs < CRS ? rd : -(1 << 29);    // rows past C*R*S fall outside x: zeros
     #pragma unroll
     for (int j = 0; j < 4; ++j) {
-      const int h = pix_h[j] + rr, ww = pix_w[j] + s;
+      const int h = pix_h[j] + rr, ww = pix_w[j] + sd;
       b_reg[i][j] = ((unsigned)h < (unsigned)H && (unsigned)ww < (unsigned)W) ? __ldg(src + pix_base[j] + off) : 0.0f;
     }
   }
@@ -200,7 +199,7 @@ conv2d_f32_sm90_aimplicit_t256_m128_n128_k8_tm8_tn8_st2_p4_v4_o2_gemm(const floa
       #pragma unroll
       for (int i = 0; i < 1; ++i) {
         const int f = tid + i * 256;
-        const int kch = m0 + f / 2, crs = ((kt + 1) * 8) + f % 2 * 4;
+        const int kch = m0 + f / 2, crs = (kbeg + (kt + 1) * 8) + f % 2 * 4;
         const bool row_ok = kch < K;
         const float* wr = w + (row_ok ? kch : 0) * CRS + crs;
         if (a_vec) {
@@ -219,14 +218,15 @@ conv2d_f32_sm90_aimplicit_t256_m128_n128_k8_tm8_tn8_st2_p4_v4_o2_gemm(const floa
 
       #pragma unroll
       for (int i = 0; i < 1; ++i) {
-        const int crs = ((kt + 1) * 8) + rg + 8 * i;
+        const int crs = (kbeg + (kt + 1) * 8) + rg + 8 * i;
         const int c = conv2d_f32_sm90_aimplicit_t256_m128_n128_k8_tm8_tn8_st2_p4_v4_o2_div(crs, mul_RS, shr_RS), rs = crs - c * RS;
         const int r = conv2d_f32_sm90_aimplicit_t256_m128_n128_k8_tm8_tn8_st2_p4_v4_o2_div(rs, mul_S, shr_S), s = rs - r * S;
-        const int off = c * HW + r * W + s;
-        const int rr = crs < CRS ? r : -(1 << 29);     // rows past C*R*S fall outside x: zeros
+        const int rd = r * dil_h, sd = s * dil_w;      // the filter tap's offset in x
+        const int off = c * HW + rd * W + sd;
+        const int rr = crs < CRS ? rd : -(1 << 29);    // rows past C*R*S fall outside x: zeros
         #pragma unroll
         for (int j = 0; j < 4; ++j) {
-          const int h = pix_h[j] + rr, ww = pix_w[j] + s;
+          const int h = pix_h[j] + rr, ww = pix_w[j] + sd;
           b_reg[i][j] = ((unsigned)h < (unsigned)H && (unsigned)ww < (unsigned)W) ? __ldg(src + pix_base[j] + off) : 0.0f;
         }
       }
@@ -395,7 +395,7 @@ inline long long kg_fast_mul(long long d) { long long m, s; kg_fast_div(d, &m, &
 inline long long kg_fast_shr(long long d) { long long m, s; kg_fast_div(d, &m, &s); return s; }
 inline bool kg_misaligned(const void* p, size_t bytes) { return ((uintptr_t)p) % bytes != 0; }
 #endif
-extern "C" size_t kg_workspace_bytes_conv2d_f32_sm90_aimplicit_t256_m128_n128_k8_tm8_tn8_st2_p4_v4_o2(int N, int C, int H, int W, int K, int R, int S, int stride, int pad) {
+extern "C" size_t kg_workspace_bytes_conv2d_f32_sm90_aimplicit_t256_m128_n128_k8_tm8_tn8_st2_p4_v4_o2(int N, int C, int H, int W, int K, int R, int S, int stride_h, int stride_w, int pad_h, int pad_w, int dil_h, int dil_w) {
   (void)N;
   (void)C;
   (void)H;
@@ -403,11 +403,15 @@ extern "C" size_t kg_workspace_bytes_conv2d_f32_sm90_aimplicit_t256_m128_n128_k8
   (void)K;
   (void)R;
   (void)S;
-  (void)stride;
-  (void)pad;
+  (void)stride_h;
+  (void)stride_w;
+  (void)pad_h;
+  (void)pad_w;
+  (void)dil_h;
+  (void)dil_w;
   return 0;
 }
-extern "C" cudaError_t kg_launch_conv2d_f32_sm90_aimplicit_t256_m128_n128_k8_tm8_tn8_st2_p4_v4_o2(const float* x, const float* w, float* y, int N, int C, int H, int W, int K, int R, int S, int stride, int pad, void* workspace, size_t workspace_bytes, cudaStream_t stream) {
+extern "C" cudaError_t kg_launch_conv2d_f32_sm90_aimplicit_t256_m128_n128_k8_tm8_tn8_st2_p4_v4_o2(const float* x, const float* w, float* y, int N, int C, int H, int W, int K, int R, int S, int stride_h, int stride_w, int pad_h, int pad_w, int dil_h, int dil_w, void* workspace, size_t workspace_bytes, cudaStream_t stream) {
   if (x == nullptr) return cudaErrorInvalidValue;
   if (w == nullptr) return cudaErrorInvalidValue;
   if (y == nullptr) return cudaErrorInvalidValue;
@@ -418,20 +422,22 @@ extern "C" cudaError_t kg_launch_conv2d_f32_sm90_aimplicit_t256_m128_n128_k8_tm8
   if (K < 1) return cudaErrorInvalidValue;
   if (R < 1) return cudaErrorInvalidValue;
   if (S < 1) return cudaErrorInvalidValue;
-  if (stride < 1) return cudaErrorInvalidValue;
-  if (pad < 0) return cudaErrorInvalidValue;
-  if (!(kg_ll(H) + pad + pad >= R)) return cudaErrorInvalidValue;  // the filter fits in the padded input (else the output is empty)
-  if (!(kg_ll(W) + pad + pad >= S)) return cudaErrorInvalidValue;  // the filter fits in the padded input (else the output is empty)
+  if (stride_h < 1) return cudaErrorInvalidValue;
+  if (stride_w < 1) return cudaErrorInvalidValue;
+  if (pad_h < 0) return cudaErrorInvalidValue;
+  if (pad_w < 0) return cudaErrorInvalidValue;
+  if (dil_h < 1) return cudaErrorInvalidValue;
+  if (dil_w < 1) return cudaErrorInvalidValue;
+  if (!(kg_ll(H) + pad_h + pad_h >= kg_ll(dil_h) * (R - 1) + 1)) return cudaErrorInvalidValue;  // the dilated filter fits in the padded input (else the output is empty)
+  if (!(kg_ll(W) + pad_w + pad_w >= kg_ll(dil_w) * (S - 1) + 1)) return cudaErrorInvalidValue;  // the dilated filter fits in the padded input (else the output is empty)
+  if (!(kg_ll(H) + pad_h + pad_h <= 536870912)) return cudaErrorInvalidValue;  // rows stay within 2^29 of 0 (the kernels' row marks)
+  if (!(kg_ll(W) + pad_w + pad_w <= 2147483647)) return cudaErrorInvalidValue;  // columns are int
   if (!(kg_ll(N) * C * H * W <= 2147482623)) return cudaErrorInvalidValue;  // x's int indexes run up to 1024 past its end
   if (!(kg_ll(K) * C * R * S <= 2147482623)) return cudaErrorInvalidValue;  // w's int indexes run up to 1024 past its end
   if (!(kg_cdiv(K, 128) <= 65535)) return cudaErrorInvalidValue;  // gridDim.y holds 65535 blocks of 128 filters
-  const int P = (int)(kg_div(kg_ll(H) + pad + pad - R, stride) + 1); (void)P;
-  const int Q = (int)(kg_div(kg_ll(W) + pad + pad - S, stride) + 1); (void)Q;
+  const int P = (int)(kg_div(kg_ll(H) + pad_h + pad_h - kg_ll(dil_h) * (R - 1) - 1, stride_h) + 1); (void)P;
+  const int Q = (int)(kg_div(kg_ll(W) + pad_w + pad_w - kg_ll(dil_w) * (S - 1) - 1, stride_w) + 1); (void)Q;
   if (!(kg_ll(N) * K * P * Q <= 2147482623)) return cudaErrorInvalidValue;  // y's int indexes run up to 1024 past its end
-  const int stride_h = (int)(stride); (void)stride_h;
-  const int stride_w = (int)(stride); (void)stride_w;
-  const int pad_h = (int)(pad); (void)pad_h;
-  const int pad_w = (int)(pad); (void)pad_w;
   const long long NPQ = (long long)(kg_ll(N) * P * Q); (void)NPQ;
   const long long CRS = (long long)(kg_ll(C) * R * S); (void)CRS;
   const long long mul_PQ = (long long)(kg_fast_mul(kg_ll(P) * Q)); (void)mul_PQ;
@@ -446,7 +452,7 @@ extern "C" cudaError_t kg_launch_conv2d_f32_sm90_aimplicit_t256_m128_n128_k8_tm8
   if (kg_misaligned(y, 16)) return cudaErrorInvalidValue;
   (void)workspace; (void)workspace_bytes;
   {
-    conv2d_f32_sm90_aimplicit_t256_m128_n128_k8_tm8_tn8_st2_p4_v4_o2_gemm<<<dim3((unsigned)(kg_cdiv(NPQ, 128)), (unsigned)(kg_cdiv(K, 128)), (unsigned)(1)), dim3(256, 1, 1), 0, stream>>>(x, w, y, N, C, H, W, K, R, S, P, Q, stride_h, stride_w, pad_h, pad_w, NPQ, CRS, mul_PQ, shr_PQ, mul_Q, shr_Q, mul_RS, shr_RS, mul_S, shr_S);
+    conv2d_f32_sm90_aimplicit_t256_m128_n128_k8_tm8_tn8_st2_p4_v4_o2_gemm<<<dim3((unsigned)(kg_cdiv(NPQ, 128)), (unsigned)(kg_cdiv(K, 128)), (unsigned)(1)), dim3(256, 1, 1), 0, stream>>>(x, w, y, N, C, H, W, K, R, S, P, Q, stride_h, stride_w, pad_h, pad_w, dil_h, dil_w, NPQ, CRS, mul_PQ, shr_PQ, mul_Q, shr_Q, mul_RS, shr_RS, mul_S, shr_S);
     { cudaError_t e = cudaGetLastError(); if (e != cudaSuccess) return e; }
   }
   return cudaSuccess;
