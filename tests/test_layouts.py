@@ -125,7 +125,10 @@ def test_illegal_layout_schedules_say_why(layout, change, message):
 
 def test_cp_async_copies_a_transposed_a_16_bytes_into_the_km_tile():
     src = render(sgemm.kernel(sgemm.schedule(copy="cp_async", stages=3, vec_a=4, vec_b=4), layout="TN"))
-    assert "sg_copy4<CHECK, ALIGNED>(as + r * 260 + c, A, (kt + 2) * 8 + r, m0 + c, K, M, M);" in src
+    # tile 0 (K's remainder) tested; the loop's whole tiles from A shifted along K, M clamped at an edge
+    assert "sg_copy4<true, ALIGNED>(as + r * 260 + c, A, r, m0 + c, kfirst, M, M);" in src
+    assert ("sg_copy4<CHECK && !ALIGNED, ALIGNED>(as + r * 260 + c, Ak, (kt + 2) * 8 + r, "
+            "CHECK && ALIGNED ? min(m0 + c, M - 4) : m0 + c, kend, M, M);") in src
 
 
 def kernels_for_recipes():

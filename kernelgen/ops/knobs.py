@@ -186,7 +186,10 @@ class Knob:
 
     def condition(self) -> str:
         """When the knob applies: "with shared True", "with algo im2col or implicit" ("" always)."""
-        return f"with {self.when[0]} " + " or ".join(map(str, self.when[1])) if self.when else ""
+        if not self.when:
+            return ""
+        values = self.when[1]
+        return f"with {self.when[0]} " + (values.short() if isinstance(values, Range) else " or ".join(map(str, values)))
 
     def meaning(self) -> str:
         """The help text, with the condition under which the knob applies."""

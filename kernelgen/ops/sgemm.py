@@ -26,10 +26,14 @@ keeps n tiles in flight, copied through registers (`annotate("copy", "sync")`, n
 cp.async (`annotate("copy", "cp_async")`); `unroll(k.1)` unrolls the tile's K loop;
 `annotate("min_blocks", n)` caps registers so n blocks fit an SM; `swizzle(g)` walks blocks in
 groups of g block rows so neighbours share tiles in L2; `annotate("split_k", s)` cuts K into s slices
-over blockIdx.z that add into C with atomics after a launch zeroes it (for grids too small to fill the
-SMs; the order of those additions, and so C's last bits, can differ between runs). Blocks wholly
-inside C run a main loop with no bounds tests. Inputs are small integers, so the check against the
-float64 reference is exact.
+over blockIdx.z (for grids too small to fill the SMs: long K, skinny or small products), summed as
+`annotate("reduce_k", ...)` says: `atomic` adds them into C after a launch zeroes it (the order of the
+additions, and so C's last bits, can differ between runs), `workspace` stores each slice's partial
+tile in a slab of a workspace and a second kernel sums the slabs in order (the same bits every run).
+Tile 0 of K holds K's remainder and is the only tile whose loads are tested; blocks wholly inside C
+test nothing else, and blocks on an edge of C clamp their loads into C and test only their stores.
+Inputs are small integers, so the check against the float64 reference is exact. `schedule_for` is a
+cost model over tile families and K slices: kernelgen/ops/sgemm_cost.py.
 """
 from __future__ import annotations
 
@@ -40,8 +44,8 @@ import numpy as np
 from ..errors import UsageError, check
 from ..schedule import Schedule, ScheduleReader, schedule
 from .base import INT_MAX, LAYOUTS as OPERAND_LAYOUTS, Dim, Kernel, Knob, LadderStep, Launch, Op, Plan, Problem, \
-    Scalar, cdiv
-from .knobs import Prim
+    Scalar, Workspace, cdiv
+from .knobs import Prim, Range
 from .operands import Operands
 from ..dtypes import Types
 from ..target import Target, default_target
@@ -51,6 +55,16 @@ TILES = Prim("split", ("i", "j"), args="BM | BM, TM | BM, S, 4 | BM, WM, S, 4 (j
 SHARED = ("shared", (True,))      # the knobs of the shared-memory kernel apply with these
 RUN = 4                  # rows (columns) per run in the strided and warp layouts: one 128-bit shared load
 MAX_GRID_Y = 65535
+MAX_SPLIT_K = 256        # slices of K (gridDim.z)
+REDUCE_K = ("atomic", "workspace")
+REDUCE_THREADS, REDUCE_BLOCKS = 256, 4096   # the workspace reduction: 256 threads a block, grid-stride over C
+
+
+def slab(M: int, N: int) -> int:
+    """Floats between two K slices' partial tiles in the split-K workspace: M x N rounded up to whole
+    16-byte vectors, so every slab starts as aligned as the workspace."""
+    return cdiv(M * N, 4) * 4
+
 
 
 def check_grid(op: str, problem: Problem, grid: tuple[int, int, int], bm: int, swizzle: int) -> None:
@@ -62,18 +76,6 @@ def check_grid(op: str, problem: Problem, grid: tuple[int, int, int], bm: int, s
     if swizzle > 1 and grid[0] * grid[1] > INT_MAX:
         raise UsageError(f"{op}: M={problem['M']}, N={problem['N']} make {grid[0] * grid[1]} blocks; with swizzle "
                          f"{swizzle} their number is an int: at most {INT_MAX} (use swizzle 1)")
-# schedule_for's cost model (H100 measurements, see schedule_for).
-SPLITS = (1, 2, 3, 4)            # K slices schedule_for considers
-SM_FLOPS = 0.73 * 66.9e12 / 132  # fp32 flop/s of one H100 SM running the default tile (73% of peak)
-ATOMIC_BYTES_PER_S = 1.5e12      # zeroing C and adding the slices into it (measured cost, not peak)
-LAUNCH_S = 3e-6                  # the extra launch that zeroes C
-# schedule_for's candidates: (knobs over the default, blocks per SM, speed relative to the default),
-# the speeds measured on an H100 at 2048x2048x1024 where none loses to a ragged last wave
-# (bench_results/sgemm_interior_probe_h100.txt). The second is 4 warps of the same 64x64 warp tiles:
-# two blocks fit an SM, so a ragged last wave wastes half as much.
-TILE_CHOICES = ((dict(), 1, 1.0),
-                (dict(bm=128, bn=128), 2, 0.99),
-                (dict(bm=128, bn=256, tm=8, tn=16), 1, 0.94))
 
 
 class Sgemm(Op):
@@ -90,14 +92,14 @@ class Sgemm(Op):
     knobs = (
         Knob("shared", True, (False, True), "stage A and B tiles in shared memory (else: the naive kernel)", "s",
              Prim("cache_read", ("A", "B"), absent=False, values=((True, "shared"),))),
-        Knob("bm", 256, (16, 32, 64, 128, 256), "rows of C per block", "bm", TILES),
-        Knob("bn", 128, (16, 32, 64, 128, 256), "columns of C per block", "bn", TILES),
+        Knob("bm", 256, (8, 16, 32, 64, 128, 256), "rows of C per block", "bm", TILES),
+        Knob("bn", 128, (8, 16, 32, 64, 128, 256), "columns of C per block", "bn", TILES),
         Knob("tm", 16, (1, 2, 4, 8, 16), "rows of C per thread", "tm", TILES),
         Knob("tn", 8, (1, 2, 4, 8, 16), "columns of C per thread", "tn", TILES),
         Knob("layout", "warp", LAYOUTS, "how thread tiles sit in the block tile: the split's form and the loop bound "
              "to threads (see the module doc)", "l", TILES),
-        Knob("wm", 64, (0, 16, 32, 64, 128), "rows per warp tile (layout warp; else 0)", "wm", TILES),
-        Knob("wn", 64, (0, 16, 32, 64, 128), "columns per warp tile (layout warp; else 0)", "wn", TILES),
+        Knob("wm", 64, (0, 8, 16, 32, 64, 128), "rows per warp tile (layout warp; else 0)", "wm", TILES),
+        Knob("wn", 64, (0, 8, 16, 32, 64, 128), "columns per warp tile (layout warp; else 0)", "wn", TILES),
         Knob("bk", 8, (0, 8, 16, 32), "K per shared tile; 0 (without shared) k is not split", "bk",
              Prim("split", "k", args="BK"), when=SHARED, unused=0),
         Knob("a_layout", "km", ("mk", "km"), "A's shared tile: mk as in memory, km transposed", "a",
@@ -122,9 +124,14 @@ class Sgemm(Op):
              Prim("annotate", "min_blocks", absent=1)),
         Knob("swizzle", 8, (1, 2, 4, 8, 16), "block rows per group when walking the blocks (L2 reuse)", "sw",
              Prim("swizzle", absent=1)),
-        Knob("split_k", 1, (1, 2, 3, 4, 8), "slices of K, one per blockIdx.z, added into C with atomics (C is "
-             "zeroed first): more, shorter blocks for a ragged last wave", "sk",
-             Prim("annotate", "split_k", absent=1), when=SHARED, unused=1),
+        Knob("split_k", 1, Range(1, MAX_SPLIT_K), "slices of K, one per blockIdx.z, summed as reduce_k says: more, "
+             "shorter blocks where the tiles cannot fill the SMs (long K, skinny or small products)", "sk",
+             Prim("annotate", "split_k", absent=1), tune=(1, 2, 3, 4, 8), when=SHARED, unused=1),
+        Knob("reduce_k", "atomic", REDUCE_K, "how the K slices are summed: atomic (added into C, zeroed first; the "
+             "order of the additions, and so C's last bits, can differ between runs) or workspace (each slice "
+             "stores its partial tile in a workspace slab, a second kernel sums the slabs in order: the same bits "
+             "every run)", "r", Prim("annotate", "reduce_k", absent="atomic"), when=("split_k", Range(2, MAX_SPLIT_K)),
+             unused="atomic"),
     )
     structure_help = ("split(i, BM) and bind(i.1, threadIdx.y): one row a thread; split(i, BM, TM): TM adjacent rows; "
                       "split(i, BM, S, 4) with bind(i.2, threadIdx.y): runs of 4 rows spaced S apart; "
@@ -151,32 +158,15 @@ class Sgemm(Op):
             s = s.unroll("k", k["unroll_k"]) if k["unroll_k"] != 0 else s
             return self.put(s, k, "min_blocks", "swizzle")
         return self.put(s.split("k", k["bk"]), k, "shared", "a_layout", "pad_a", "pad_b", "vec_a", "vec_b", "vec_c",
-                        "stages", "copy", "unroll_k", "min_blocks", "split_k", "swizzle")
+                        "stages", "copy", "unroll_k", "min_blocks", "split_k", "reduce_k", "swizzle")
 
     def schedule_for(self, problem: Problem, target: Target | None = None) -> Schedule:
-        """The tile and number of K slices that waste least on the last, partly filled wave.
-
-        A wave is one block per slot (SMs x blocks per SM); a last wave of r blocks takes about
-        ceil(r / SMs) / (blocks per SM) of a full one. For 2047x2049 the default's 136 blocks of
-        256x128 need two full-length waves on 132 SMs, 272 blocks of 128x128 (two per SM) need 1.5.
-        Slicing K (split_k) makes S times the blocks, each S times shorter, for the price of zeroing C
-        and adding S partial products into it. Seconds, from H100 measurements: a block of 256x128
-        runs at SM_FLOPS; predicted 2900/177/362/181 us, measured 2802/192/395/180 us for 4096^3,
-        1000^3, 2047x2049x1023 and 2048x2048x1024 (bench_results/sgemm_split_probe_h100.txt).
-        """
-        sms = (target or default_target()).sms
-        M, N, K = problem["M"], problem["N"], problem["K"]
-
-        def cost(over: dict, per_sm: int, speed: float, slices: int) -> float:
-            k = dict(self.default_knobs(), **over)
-            full, rest = divmod(cdiv(M, k["bm"]) * cdiv(N, k["bn"]) * slices, sms * per_sm)
-            wave = per_sm * 2 * k["bm"] * k["bn"] * cdiv(K, slices) / (SM_FLOPS * speed)
-            adds = 4 * M * N * (1 + slices) / ATOMIC_BYTES_PER_S + LAUNCH_S if slices > 1 else 0.0
-            return (full + cdiv(rest, sms) / per_sm) * wave + adds
-
-        over, _, _, slices = min(((*c, sl) for c in TILE_CHOICES for sl in SPLITS), key=lambda c: cost(*c))
-        return self.schedule_from_knobs(**dict(self.default_knobs(), **over, split_k=slices,
-                                               **self.layout_knobs(problem.layout or "NN")))
+        """The cheapest of a few tile families and numbers of K slices by a cost model of the shape and
+        the target: wave quantisation over target.sms, loads in flight per latency, a roofline, the
+        price of summing the slices (a workspace, so C's bits repeat between runs, unless atomics are
+        clearly faster). The model, its constants and the regimes it yields: kernelgen/ops/sgemm_cost.py."""
+        from .sgemm_cost import choose
+        return self.schedule_from_knobs(**dict(choose(self, problem, target or default_target()).knobs))
 
     @staticmethod
     def layout_knobs(layout: str) -> dict:
@@ -278,8 +268,9 @@ class Sgemm(Op):
               limit=f"{smem} bytes of shared memory > {target.max_smem} on {target.arch}")
 
     def name_knobs(self, knobs: dict) -> dict:
-        # One slice of K is how every kernel was named before split_k existed: keep those names.
-        return {n: v for n, v in knobs.items() if n != "split_k" or v != 1}
+        # One slice of K is how every kernel was named before split_k existed, and atomics how every split
+        # kernel was named before reduce_k: keep those names.
+        return {n: v for n, v in knobs.items() if not (n == "split_k" and v == 1 or n == "reduce_k" and v == "atomic")}
 
     # -- derived sizes -----------------------------------------------------------------------------
     @staticmethod
@@ -317,7 +308,9 @@ class Sgemm(Op):
         else:
             block = (k["bn"] // k["tn"], k["bm"] // k["tm"], 1)
         p = dict(k, threads=nt, block=block, warps_n=k["bn"] // max(k["wn"], 1), lanes_n=k["wn"] // k["tn"],
-                 vectorised=max(k["vec_a"], k["vec_b"], k["vec_c"]) > 1)
+                 vectorised=max(k["vec_a"], k["vec_b"], k["vec_c"]) > 1,
+                 atomic=k["split_k"] > 1 and k["reduce_k"] == "atomic",
+                 workspace=k["split_k"] > 1 and k["reduce_k"] == "workspace")
         if not k["shared"]:
             return dict(p, **self._naive_operands(Operands(layout))), 0, 24
         for d, t in (("m", k["tm"]), ("n", k["tn"])):
@@ -357,15 +350,36 @@ class Sgemm(Op):
         """How the global->shared copies address A and B in layout `o`. A's stored tile is bm x bk
         (rows m, vectors along k) or, transposed, bk x bm (rows k, vectors along m: the km shared tile's
         own order); B's bk x bn, or transposed bn x bk (vectors along k, stored transposed into [k][n]).
-        The `src` strings take the tile's first k (`%`). The tile function's stride argument is the
-        whole K (a slice of K starts inside rows that are K long)."""
+        Tile 0 (`a_first`, `b_first`) holds K's remainder: every access tested, from A and B. The main
+        loop's whole tiles (`a_src`, `b_src`, taking the tile's first k by `%`) read Ak and Bk, A and B
+        shifted back along K (`a_shift`, `b_shift`) so that no K bound needs testing; an edge block
+        (CHECK) clamps the M (N) index into C instead of testing it, whole vectors where rows are
+        ALIGNED, and tests element-wise vectors along M (N) (`a_check`, `b_check`). The tile function's
+        stride argument is the whole K (a slice of K starts inside rows that are K long)."""
         km, va, vb = k["a_layout"] == "km", k["vec_a"], k["vec_b"]
         widths = (va, vb, k["vec_c"])
         stride = "ldA" if o.layout == "NN" else "ldK"       # NN kernels read as before layouts existed
+        shift = f"(kfirst - {k['bk']})"
+
+        def clamp(index: str, size: str, v: int = 1) -> str:    # v > 1: a vector along `size`
+            return (f"CHECK && ALIGNED ? min({index}, {size} - {v}) : {index}" if v > 1 else
+                    f"CHECK ? min({index}, {size} - 1) : {index}")
+        along = lambda v: "CHECK && !ALIGNED" if v > 1 else "false"     # the vectors' test in the loop
+        if o.a_t:
+            a = dict(a_src=f"Ak, %s + r, {clamp('m0 + c', 'M', va)}, kend, M, M", a_check=along(va),
+                     a_first="A, r, m0 + c, kfirst, M, M", a_shift=f"A + (ptrdiff_t){shift} * M")
+        else:
+            a = dict(a_src=f"Ak, {clamp('m0 + r', 'M')}, %s + c, M, kend, {stride}", a_check="false",
+                     a_first=f"A, m0 + r, c, M, kfirst, {stride}", a_shift=f"A + {shift}")
+        if o.b_t:
+            b = dict(b_src=f"Bk, {clamp('n0 + r', 'N')}, %s + c, N, kend, {stride}", b_check="false",
+                     b_first=f"B, n0 + r, c, N, kfirst, {stride}", b_shift=f"B + {shift}")
+        else:
+            b = dict(b_src=f"Bk, %s + r, {clamp('n0 + c', 'N', vb)}, kend, N, N", b_check=along(vb),
+                     b_first="B, r, n0 + c, kfirst, N, N", b_shift=f"B + (ptrdiff_t){shift} * N")
         return dict(
+            a, **b,
             a_per_row=(k["bm"] if o.a_t else k["bk"]) // va, b_per_row=(k["bk"] if o.b_t else k["bn"]) // vb,
-            a_src="A, %s + r, m0 + c, K, M, M" if o.a_t else "A, m0 + r, %s + c, M, K, " + stride,
-            b_src=f"B, n0 + r, %s + c, N, K, {stride}" if o.b_t else "B, %s + r, n0 + c, K, N, N",
             a_sts_t=km != o.a_t, b_sts_t=o.b_t,        # the shared store transposes the stored tile
             a_slice="A + (size_t)kbeg * M" if o.a_t else "A + kbeg",
             b_slice="B + kbeg" if o.b_t else "B + (size_t)kbeg * N",
@@ -391,13 +405,20 @@ class Sgemm(Op):
         # of the widths; otherwise the kernel with element-wise global accesses.
         aligned = Operands(kernel.layout).holds((k["vec_a"], k["vec_b"], k["vec_c"]), problem)
         symbol = kernel.name if aligned or not p["vectorised"] else kernel.name + "_unaligned"
-        launches = (Launch(symbol, grid, tuple(p["block"]), ("A", "B", "C", "M", "N", "K"), kernel.static_smem),)
+        out = "partials" if p["workspace"] else "C"
+        launches = (Launch(symbol, grid, tuple(p["block"]), ("A", "B", out, "M", "N", "K"), kernel.static_smem),)
         scalars = tuple(Scalar(n, "int", v) for n, v in (("M", M), ("N", N), ("K", K)))
-        if grid[2] > 1:  # the slices of K add into C: zero it first
+        workspaces = ()
+        if p["atomic"]:      # the slices of K add into C: zero it first
             fill = Launch(kernel.name + "_zero", (min(cdiv(M * N, 256), 4096), 1, 1), (256, 1, 1), ("C", "MN"))
             launches, scalars = (fill,) + launches, scalars + (Scalar("MN", "long long", M * N),)
+        elif p["workspace"]:  # each slice stores its slab; a second kernel sums the slabs into C
+            total = Launch(kernel.name + "_reduce", (min(cdiv(M * N, REDUCE_THREADS * 4), REDUCE_BLOCKS), 1, 1),
+                           (REDUCE_THREADS, 1, 1), ("partials", "C", "MN", "K"))
+            launches, scalars = launches + (total,), scalars + (Scalar("MN", "long long", M * N),)
+            workspaces = (Workspace("partials", "float32", k["split_k"] * slab(M, N)),)
         align = tuple((b, 4 * v) for b, v in (("A", k["vec_a"]), ("B", k["vec_b"]), ("C", k["vec_c"])) if v > 1)
-        return Plan(kernel, problem, launches, (), scalars, align)
+        return Plan(kernel, problem, launches, workspaces, scalars, align)
 
     def launch_recipe(self, kernel: Kernel):
         from ..recipe import Recipe, Step
@@ -407,7 +428,7 @@ class Sgemm(Op):
         if k["swizzle"] > 1:
             requires.append((f"kg_cdiv(M, {k['bm']}) * kg_cdiv(N, {k['bn']}) <= {INT_MAX}",
                              "with swizzle the blocks' linear number is an int"))
-        args = ("A", "B", "C", "M", "N", "K")
+        args = ("A", "B", "partials" if p["workspace"] else "C", "M", "N", "K")
         aligned = Operands(kernel.layout).condition((k["vec_a"], k["vec_b"], k["vec_c"]))
         if p["vectorised"]:
             steps = (Step(kernel.name, grid, tuple(p["block"]), args, kernel.static_smem, when=aligned),
@@ -415,12 +436,17 @@ class Sgemm(Op):
                           when=f"!({aligned})"))
         else:
             steps = (Step(kernel.name, grid, tuple(p["block"]), args, kernel.static_smem),)
-        lets = ()
-        if k["split_k"] > 1:   # the slices of K add into C: zero it first
+        lets, workspaces = (), ()
+        if p["atomic"]:   # the slices of K add into C: zero it first
             steps = (Step(kernel.name + "_zero", ("kg_min(kg_cdiv(MN, 256), 4096)", "1", "1"), (256, 1, 1), ("C", "MN")),) + steps
             lets = (("MN", "long long", "kg_ll(M) * N"),)
+        elif p["workspace"]:   # each slice stores its slab of the workspace; a second kernel sums them in order
+            steps += (Step(kernel.name + "_reduce", (f"kg_min(kg_cdiv(MN, {REDUCE_THREADS * 4}), {REDUCE_BLOCKS})", "1", "1"),
+                           (REDUCE_THREADS, 1, 1), ("partials", "C", "MN", "K")),)
+            lets = (("MN", "long long", "kg_ll(M) * N"),)
+            workspaces = (("partials", "float", f"{k['split_k']} * kg_cdiv(MN, 4) * 4", None),)
         align = tuple((b, 4 * v, "") for b, v in (("A", k["vec_a"]), ("B", k["vec_b"]), ("C", k["vec_c"])) if v > 1)
-        return Recipe(kernel.arch, ("M", "N", "K"), self.recipe_buffers(kernel), steps, lets, alignment=align,
+        return Recipe(kernel.arch, ("M", "N", "K"), self.recipe_buffers(kernel), steps, lets, workspaces, alignment=align,
                       requires=tuple(requires), layout=kernel.layout)
 
     # -- numbers -----------------------------------------------------------------------------------

@@ -2,7 +2,7 @@
 // op: sgemm   kernel: sgemm_f32_sm90_s1_bm128_bn128_tm8_tn8_lcontiguous_wm0_wn0_bk8_akm_pa0_pb0_va4_vb4_vc4_st1_csync_u0_mb1_sw1
 // target: sm_90   types: inputs float32, outputs float32, accumulate in float32
 // problem: sizes are runtime arguments; any size is handled (tails are guarded)
-// knobs: shared=True, bm=128, bn=128, tm=8, tn=8, layout=contiguous, wm=0, wn=0, bk=8, a_layout=km, pad_a=0, pad_b=0, vec_a=4, vec_b=4, vec_c=4, stages=1, copy=sync, unroll_k=0, min_blocks=1, swizzle=1, split_k=1
+// knobs: shared=True, bm=128, bn=128, tm=8, tn=8, layout=contiguous, wm=0, wn=0, bk=8, a_layout=km, pad_a=0, pad_b=0, vec_a=4, vec_b=4, vec_c=4, stages=1, copy=sync, unroll_k=0, min_blocks=1, swizzle=1, split_k=1, reduce_k=atomic
 // schedule:
 //   schedule("sgemm").split("i", 128, 8).bind("i.0", "blockIdx.y").bind("i.1",
 //       "threadIdx.y").split("j", 128, 8).bind("j.0", "blockIdx.x").bind("j.1",
@@ -102,9 +102,10 @@ __device__ __forceinline__ float4 sg_load4(const float* __restrict__ p, int r, i
 // C = A @ B: a block computes a 128x128 tile of C, staging A and B through 1 shared
 // tile(s) of K = 8 (copied through registers); each of its
 // 256 threads (contiguous layout) accumulates 8x8 elements in registers.
-// K is the length of this block's slice of K and ldA A's row stride (the whole K). CHECK: the block's
-// tile crosses an edge of C, or K is not a whole number of tiles, so every global access is tested;
-// blocks inside C (CHECK = false) test nothing. ALIGNED: every row of A, B and C
+// K is the length of this block's slice of K and ldA A's row stride (the whole K). Tile 0 holds K's remainder and
+// is the only one whose loads are tested. CHECK: the block's tile crosses an edge of C, so its loads
+// clamp rows (columns) into C and its stores are tested; blocks inside C (CHECK = false) clamp and test
+// nothing. ALIGNED: every row of A, B and C
 // starts vector-aligned (K % 4 == 0, N % 4 == 0); otherwise accesses are element-wise.
 template <bool CHECK, bool ALIGNED>
 __device__ __forceinline__ void sgemm_f32_sm90_s1_bm128_bn128_tm8_tn8_lcontiguous_wm0_wn0_bk8_akm_pa0_pb0_va4_vb4_vc4_st1_csync_u0_mb1_sw1_tile(const float* __restrict__ A, const float* __restrict__ B,
@@ -121,21 +122,42 @@ __device__ __forceinline__ void sgemm_f32_sm90_s1_bm128_bn128_tm8_tn8_lcontiguou
     #pragma unroll
     for (int j = 0; j < 8; ++j) acc[i][j] = 0.0f;
   }
-  const int ktiles = (K + 8 - 1) / 8;
+  const int ktiles = (K + 8 - 1) / 8;   // >= 1: a slice holding no K returned before
+  // Tile 0 holds the first kfirst = 1..8 values of K; tiles kt >= 1 are whole, at kt * 8 of Ak and Bk,
+  // A and B shifted back by 8 - kfirst along K (addresses before A and B are never read through them).
+  const int kfirst = K - (ktiles - 1) * 8;
+  const float* const Ak = A + (kfirst - 8);
+  const float* const Bk = B + (ptrdiff_t)(kfirst - 8) * N;
+  const int kend = ktiles * 8;               // K's end, counted from Ak and Bk
   float4 ra[1];
   float4 rb[1];
   for (int kt = 0; kt < ktiles; ++kt) {
-    #pragma unroll
-    for (int it = 0; it < 1; ++it) {
-      const int e = tid + it * 256;
-      const int r = e / 2, c = e % 2 * 4;
-      ra[it] = sg_load4<CHECK, ALIGNED>(A, m0 + r, kt * 8 + c, M, K, ldA);
-    }
-    #pragma unroll
-    for (int it = 0; it < 1; ++it) {
-      const int e = tid + it * 256;
-      const int r = e / 32, c = e % 32 * 4;
-      rb[it] = sg_load4<CHECK, ALIGNED>(B, kt * 8 + r, n0 + c, K, N, N);
+    if (kt == 0) {
+      #pragma unroll
+      for (int it = 0; it < 1; ++it) {
+        const int e = tid + it * 256;
+        const int r = e / 2, c = e % 2 * 4;
+        ra[it] = sg_load4<true, ALIGNED>(A, m0 + r, c, M, kfirst, ldA);
+      }
+      #pragma unroll
+      for (int it = 0; it < 1; ++it) {
+        const int e = tid + it * 256;
+        const int r = e / 32, c = e % 32 * 4;
+        rb[it] = sg_load4<true, ALIGNED>(B, r, n0 + c, kfirst, N, N);
+      }
+    } else {
+      #pragma unroll
+      for (int it = 0; it < 1; ++it) {
+        const int e = tid + it * 256;
+        const int r = e / 2, c = e % 2 * 4;
+        ra[it] = sg_load4<false, ALIGNED>(Ak, CHECK ? min(m0 + r, M - 1) : m0 + r, kt * 8 + c, M, kend, ldA);
+      }
+      #pragma unroll
+      for (int it = 0; it < 1; ++it) {
+        const int e = tid + it * 256;
+        const int r = e / 32, c = e % 32 * 4;
+        rb[it] = sg_load4<CHECK && !ALIGNED, ALIGNED>(Bk, kt * 8 + r, CHECK && ALIGNED ? min(n0 + c, N - 4) : n0 + c, kend, N, N);
+      }
     }
     {
       float* const as = As + (0) * 1024;
@@ -225,7 +247,7 @@ sgemm_f32_sm90_s1_bm128_bn128_tm8_tn8_lcontiguous_wm0_wn0_bk8_akm_pa0_pb0_va4_vb
   const int bx = blockIdx.x, by = blockIdx.y;
   const int m0 = by * 128, n0 = bx * 128;
   const int kbeg = 0, klen = K;
-  const bool inside = m0 + 128 <= M && n0 + 128 <= N && klen % 8 == 0;
+  const bool inside = m0 + 128 <= M && n0 + 128 <= N;
   if (inside)
     sgemm_f32_sm90_s1_bm128_bn128_tm8_tn8_lcontiguous_wm0_wn0_bk8_akm_pa0_pb0_va4_vb4_vc4_st1_csync_u0_mb1_sw1_tile<false, true>(A + kbeg, B + (size_t)kbeg * N, C, M, N, klen, K, m0, n0, smem);
   else
@@ -239,7 +261,7 @@ sgemm_f32_sm90_s1_bm128_bn128_tm8_tn8_lcontiguous_wm0_wn0_bk8_akm_pa0_pb0_va4_vb
   const int bx = blockIdx.x, by = blockIdx.y;
   const int m0 = by * 128, n0 = bx * 128;
   const int kbeg = 0, klen = K;
-  const bool inside = m0 + 128 <= M && n0 + 128 <= N && klen % 8 == 0;
+  const bool inside = m0 + 128 <= M && n0 + 128 <= N;
   if (inside)
     sgemm_f32_sm90_s1_bm128_bn128_tm8_tn8_lcontiguous_wm0_wn0_bk8_akm_pa0_pb0_va4_vb4_vc4_st1_csync_u0_mb1_sw1_tile<false, false>(A + kbeg, B + (size_t)kbeg * N, C, M, N, klen, K, m0, n0, smem);
   else

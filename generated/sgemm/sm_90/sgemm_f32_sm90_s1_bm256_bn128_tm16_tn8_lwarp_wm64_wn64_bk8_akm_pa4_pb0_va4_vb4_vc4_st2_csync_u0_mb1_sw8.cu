@@ -2,7 +2,7 @@
 // op: sgemm   kernel: sgemm_f32_sm90_s1_bm256_bn128_tm16_tn8_lwarp_wm64_wn64_bk8_akm_pa4_pb0_va4_vb4_vc4_st2_csync_u0_mb1_sw8
 // target: sm_90   types: inputs float32, outputs float32, accumulate in float32
 // problem: sizes are runtime arguments; any size is handled (tails are guarded)
-// knobs: shared=True, bm=256, bn=128, tm=16, tn=8, layout=warp, wm=64, wn=64, bk=8, a_layout=km, pad_a=4, pad_b=0, vec_a=4, vec_b=4, vec_c=4, stages=2, copy=sync, unroll_k=0, min_blocks=1, swizzle=8, split_k=1
+// knobs: shared=True, bm=256, bn=128, tm=16, tn=8, layout=warp, wm=64, wn=64, bk=8, a_layout=km, pad_a=4, pad_b=0, vec_a=4, vec_b=4, vec_c=4, stages=2, copy=sync, unroll_k=0, min_blocks=1, swizzle=8, split_k=1, reduce_k=atomic
 // schedule:
 //   schedule("sgemm").split("i", 256, 64, 16, 4).bind("i.0", "blockIdx.y").bind("i.1",
 //       "warp").bind("i.3", "lane").split("j", 128, 64, 32, 4).bind("j.0", "blockIdx.x").bind("j.1",
@@ -103,9 +103,10 @@ __device__ __forceinline__ float4 sg_load4(const float* __restrict__ p, int r, i
 // C = A @ B: a block computes a 256x128 tile of C, staging A and B through 2 shared
 // tile(s) of K = 8 (copied through registers); each of its
 // 256 threads (warp layout) accumulates 16x8 elements in registers.
-// K is the length of this block's slice of K and ldA A's row stride (the whole K). CHECK: the block's
-// tile crosses an edge of C, or K is not a whole number of tiles, so every global access is tested;
-// blocks inside C (CHECK = false) test nothing. ALIGNED: every row of A, B and C
+// K is the length of this block's slice of K and ldA A's row stride (the whole K). Tile 0 holds K's remainder and
+// is the only one whose loads are tested. CHECK: the block's tile crosses an edge of C, so its loads
+// clamp rows (columns) into C and its stores are tested; blocks inside C (CHECK = false) clamp and test
+// nothing. ALIGNED: every row of A, B and C
 // starts vector-aligned (K % 4 == 0, N % 4 == 0); otherwise accesses are element-wise.
 template <bool CHECK, bool ALIGNED>
 __device__ __forceinline__ void sgemm_f32_sm90_s1_bm256_bn128_tm16_tn8_lwarp_wm64_wn64_bk8_akm_pa4_pb0_va4_vb4_vc4_st2_csync_u0_mb1_sw8_tile(const float* __restrict__ A, const float* __restrict__ B,
@@ -124,21 +125,29 @@ __device__ __forceinline__ void sgemm_f32_sm90_s1_bm256_bn128_tm16_tn8_lwarp_wm6
     #pragma unroll
     for (int j = 0; j < 8; ++j) acc[i][j] = 0.0f;
   }
-  const int ktiles = (K + 8 - 1) / 8;
+  const int ktiles = (K + 8 - 1) / 8;   // >= 1: a slice holding no K returned before
+  // Tile 0 holds the first kfirst = 1..8 values of K; tiles kt >= 1 are whole, at kt * 8 of Ak and Bk,
+  // A and B shifted back by 8 - kfirst along K (addresses before A and B are never read through them).
+  const int kfirst = K - (ktiles - 1) * 8;
+  const float* const Ak = A + (kfirst - 8);
+  const float* const Bk = B + (ptrdiff_t)(kfirst - 8) * N;
+  const int kend = ktiles * 8;               // K's end, counted from Ak and Bk
   float4 ra[2];
   float4 rb[1];
-  // Double buffering: the next tile's loads are issued before this tile's math and stored after it.
+  // Double buffering: the next tile's loads are issued before this tile's math and stored after it. They
+  // are issued at the end of the iteration before (ahead of its barrier): with tile 0 peeled off, a
+  // guarded load block at the top of the iteration was moved by ptxas to its stores (no overlap left).
   #pragma unroll
   for (int it = 0; it < 2; ++it) {
     const int e = tid + it * 256;
     const int r = e / 2, c = e % 2 * 4;
-    ra[it] = sg_load4<CHECK, ALIGNED>(A, m0 + r, 0 + c, M, K, ldA);
+    ra[it] = sg_load4<true, ALIGNED>(A, m0 + r, c, M, kfirst, ldA);
   }
   #pragma unroll
   for (int it = 0; it < 1; ++it) {
     const int e = tid + it * 256;
     const int r = e / 32, c = e % 32 * 4;
-    rb[it] = sg_load4<CHECK, ALIGNED>(B, 0 + r, n0 + c, K, N, N);
+    rb[it] = sg_load4<true, ALIGNED>(B, r, n0 + c, kfirst, N, N);
   }
   {
     float* const as = As + (0) * 2080;
@@ -160,22 +169,21 @@ __device__ __forceinline__ void sgemm_f32_sm90_s1_bm256_bn128_tm16_tn8_lwarp_wm6
     }
   }
   __syncthreads();
-  for (int kt = 0; kt < ktiles; ++kt) {
-    const bool more = kt + 1 < ktiles;
-    if (more) {
-      #pragma unroll
-      for (int it = 0; it < 2; ++it) {
-        const int e = tid + it * 256;
-        const int r = e / 2, c = e % 2 * 4;
-        ra[it] = sg_load4<CHECK, ALIGNED>(A, m0 + r, (kt + 1) * 8 + c, M, K, ldA);
-      }
-      #pragma unroll
-      for (int it = 0; it < 1; ++it) {
-        const int e = tid + it * 256;
-        const int r = e / 32, c = e % 32 * 4;
-        rb[it] = sg_load4<CHECK, ALIGNED>(B, (kt + 1) * 8 + r, n0 + c, K, N, N);
-      }
+  if (ktiles > 1) {
+    #pragma unroll
+    for (int it = 0; it < 2; ++it) {
+      const int e = tid + it * 256;
+      const int r = e / 2, c = e % 2 * 4;
+      ra[it] = sg_load4<false, ALIGNED>(Ak, CHECK ? min(m0 + r, M - 1) : m0 + r, 1 * 8 + c, M, kend, ldA);
     }
+    #pragma unroll
+    for (int it = 0; it < 1; ++it) {
+      const int e = tid + it * 256;
+      const int r = e / 32, c = e % 32 * 4;
+      rb[it] = sg_load4<CHECK && !ALIGNED, ALIGNED>(Bk, 1 * 8 + r, CHECK && ALIGNED ? min(n0 + c, N - 4) : n0 + c, kend, N, N);
+    }
+  }
+  for (int kt = 0; kt < ktiles; ++kt) {
     {
       const float* const as = As + (kt & 1) * 2080;
       const float* const bs = Bs + (kt & 1) * 1024;
@@ -207,7 +215,7 @@ __device__ __forceinline__ void sgemm_f32_sm90_s1_bm256_bn128_tm16_tn8_lwarp_wm6
         }
       }
     }
-    if (more) {
+    if (kt + 1 < ktiles) {
       float* const as = As + ((kt + 1) & 1) * 2080;
       float* const bs = Bs + ((kt + 1) & 1) * 1024;
       #pragma unroll
@@ -224,6 +232,20 @@ __device__ __forceinline__ void sgemm_f32_sm90_s1_bm256_bn128_tm16_tn8_lwarp_wm6
         const int e = tid + it * 256;
         const int r = e / 32, c = e % 32 * 4;
         *reinterpret_cast<float4*>(bs + r * 128 + c) = rb[it];
+      }
+    }
+    if (kt + 2 < ktiles) {
+      #pragma unroll
+      for (int it = 0; it < 2; ++it) {
+        const int e = tid + it * 256;
+        const int r = e / 2, c = e % 2 * 4;
+        ra[it] = sg_load4<false, ALIGNED>(Ak, CHECK ? min(m0 + r, M - 1) : m0 + r, (kt + 2) * 8 + c, M, kend, ldA);
+      }
+      #pragma unroll
+      for (int it = 0; it < 1; ++it) {
+        const int e = tid + it * 256;
+        const int r = e / 32, c = e % 32 * 4;
+        rb[it] = sg_load4<CHECK && !ALIGNED, ALIGNED>(Bk, (kt + 2) * 8 + r, CHECK && ALIGNED ? min(n0 + c, N - 4) : n0 + c, kend, N, N);
       }
     }
     __syncthreads();
@@ -272,7 +294,7 @@ sgemm_f32_sm90_s1_bm256_bn128_tm16_tn8_lwarp_wm64_wn64_bk8_akm_pa4_pb0_va4_vb4_v
   }
   const int m0 = by * 256, n0 = bx * 128;
   const int kbeg = 0, klen = K;
-  const bool inside = m0 + 256 <= M && n0 + 128 <= N && klen % 8 == 0;
+  const bool inside = m0 + 256 <= M && n0 + 128 <= N;
   if (inside)
     sgemm_f32_sm90_s1_bm256_bn128_tm16_tn8_lwarp_wm64_wn64_bk8_akm_pa4_pb0_va4_vb4_vc4_st2_csync_u0_mb1_sw8_tile<false, true>(A + kbeg, B + (size_t)kbeg * N, C, M, N, klen, K, m0, n0, smem);
   else
@@ -295,7 +317,7 @@ sgemm_f32_sm90_s1_bm256_bn128_tm16_tn8_lwarp_wm64_wn64_bk8_akm_pa4_pb0_va4_vb4_v
   }
   const int m0 = by * 256, n0 = bx * 128;
   const int kbeg = 0, klen = K;
-  const bool inside = m0 + 256 <= M && n0 + 128 <= N && klen % 8 == 0;
+  const bool inside = m0 + 256 <= M && n0 + 128 <= N;
   if (inside)
     sgemm_f32_sm90_s1_bm256_bn128_tm16_tn8_lwarp_wm64_wn64_bk8_akm_pa4_pb0_va4_vb4_vc4_st2_csync_u0_mb1_sw8_tile<false, false>(A + kbeg, B + (size_t)kbeg * N, C, M, N, klen, K, m0, n0, smem);
   else

@@ -2,7 +2,7 @@
 // op: sgemm   kernel: sgemm_f32_sm90_s1_bm32_bn32_tm1_tn1_lcontiguous_wm0_wn0_bk32_amk_pa0_pb0_va1_vb1_vc1_st1_csync_u0_mb1_sw1
 // target: sm_90   types: inputs float32, outputs float32, accumulate in float32
 // problem: sizes are runtime arguments; any size is handled (tails are guarded)
-// knobs: shared=True, bm=32, bn=32, tm=1, tn=1, layout=contiguous, wm=0, wn=0, bk=32, a_layout=mk, pad_a=0, pad_b=0, vec_a=1, vec_b=1, vec_c=1, stages=1, copy=sync, unroll_k=0, min_blocks=1, swizzle=1, split_k=1
+// knobs: shared=True, bm=32, bn=32, tm=1, tn=1, layout=contiguous, wm=0, wn=0, bk=32, a_layout=mk, pad_a=0, pad_b=0, vec_a=1, vec_b=1, vec_c=1, stages=1, copy=sync, unroll_k=0, min_blocks=1, swizzle=1, split_k=1, reduce_k=atomic
 // schedule:
 //   schedule("sgemm").split("i", 32).bind("i.0", "blockIdx.y").bind("i.1", "threadIdx.y").split("j",
 //       32).bind("j.0", "blockIdx.x").bind("j.1", "threadIdx.x").split("k", 32).cache_read("A",
@@ -86,9 +86,10 @@ __device__ __forceinline__ float sg_load1(const float* __restrict__ p, int r, in
 // C = A @ B: a block computes a 32x32 tile of C, staging A and B through 1 shared
 // tile(s) of K = 32 (copied through registers); each of its
 // 1024 threads (contiguous layout) accumulates 1x1 elements in registers.
-// K is the length of this block's slice of K and ldA A's row stride (the whole K). CHECK: the block's
-// tile crosses an edge of C, or K is not a whole number of tiles, so every global access is tested;
-// blocks inside C (CHECK = false) test nothing. ALIGNED: every row of A, B and C
+// K is the length of this block's slice of K and ldA A's row stride (the whole K). Tile 0 holds K's remainder and
+// is the only one whose loads are tested. CHECK: the block's tile crosses an edge of C, so its loads
+// clamp rows (columns) into C and its stores are tested; blocks inside C (CHECK = false) clamp and test
+// nothing. ALIGNED: every row of A, B and C
 // starts vector-aligned (K % 1 == 0, N % 1 == 0); otherwise accesses are element-wise.
 template <bool CHECK, bool ALIGNED>
 __device__ __forceinline__ void sgemm_f32_sm90_s1_bm32_bn32_tm1_tn1_lcontiguous_wm0_wn0_bk32_amk_pa0_pb0_va1_vb1_vc1_st1_csync_u0_mb1_sw1_tile(const float* __restrict__ A, const float* __restrict__ B,
@@ -105,21 +106,42 @@ __device__ __forceinline__ void sgemm_f32_sm90_s1_bm32_bn32_tm1_tn1_lcontiguous_
     #pragma unroll
     for (int j = 0; j < 1; ++j) acc[i][j] = 0.0f;
   }
-  const int ktiles = (K + 32 - 1) / 32;
+  const int ktiles = (K + 32 - 1) / 32;   // >= 1: a slice holding no K returned before
+  // Tile 0 holds the first kfirst = 1..32 values of K; tiles kt >= 1 are whole, at kt * 32 of Ak and Bk,
+  // A and B shifted back by 32 - kfirst along K (addresses before A and B are never read through them).
+  const int kfirst = K - (ktiles - 1) * 32;
+  const float* const Ak = A + (kfirst - 32);
+  const float* const Bk = B + (ptrdiff_t)(kfirst - 32) * N;
+  const int kend = ktiles * 32;               // K's end, counted from Ak and Bk
   float ra[1];
   float rb[1];
   for (int kt = 0; kt < ktiles; ++kt) {
-    #pragma unroll
-    for (int it = 0; it < 1; ++it) {
-      const int e = tid + it * 1024;
-      const int r = e / 32, c = e % 32 * 1;
-      ra[it] = sg_load1<CHECK, ALIGNED>(A, m0 + r, kt * 32 + c, M, K, ldA);
-    }
-    #pragma unroll
-    for (int it = 0; it < 1; ++it) {
-      const int e = tid + it * 1024;
-      const int r = e / 32, c = e % 32 * 1;
-      rb[it] = sg_load1<CHECK, ALIGNED>(B, kt * 32 + r, n0 + c, K, N, N);
+    if (kt == 0) {
+      #pragma unroll
+      for (int it = 0; it < 1; ++it) {
+        const int e = tid + it * 1024;
+        const int r = e / 32, c = e % 32 * 1;
+        ra[it] = sg_load1<true, ALIGNED>(A, m0 + r, c, M, kfirst, ldA);
+      }
+      #pragma unroll
+      for (int it = 0; it < 1; ++it) {
+        const int e = tid + it * 1024;
+        const int r = e / 32, c = e % 32 * 1;
+        rb[it] = sg_load1<true, ALIGNED>(B, r, n0 + c, kfirst, N, N);
+      }
+    } else {
+      #pragma unroll
+      for (int it = 0; it < 1; ++it) {
+        const int e = tid + it * 1024;
+        const int r = e / 32, c = e % 32 * 1;
+        ra[it] = sg_load1<false, ALIGNED>(Ak, CHECK ? min(m0 + r, M - 1) : m0 + r, kt * 32 + c, M, kend, ldA);
+      }
+      #pragma unroll
+      for (int it = 0; it < 1; ++it) {
+        const int e = tid + it * 1024;
+        const int r = e / 32, c = e % 32 * 1;
+        rb[it] = sg_load1<false, ALIGNED>(Bk, kt * 32 + r, CHECK ? min(n0 + c, N - 1) : n0 + c, kend, N, N);
+      }
     }
     {
       float* const as = As + (0) * 1024;
@@ -193,7 +215,7 @@ sgemm_f32_sm90_s1_bm32_bn32_tm1_tn1_lcontiguous_wm0_wn0_bk32_amk_pa0_pb0_va1_vb1
   const int bx = blockIdx.x, by = blockIdx.y;
   const int m0 = by * 32, n0 = bx * 32;
   const int kbeg = 0, klen = K;
-  const bool inside = m0 + 32 <= M && n0 + 32 <= N && klen % 32 == 0;
+  const bool inside = m0 + 32 <= M && n0 + 32 <= N;
   if (inside)
     sgemm_f32_sm90_s1_bm32_bn32_tm1_tn1_lcontiguous_wm0_wn0_bk32_amk_pa0_pb0_va1_vb1_vc1_st1_csync_u0_mb1_sw1_tile<false, true>(A + kbeg, B + (size_t)kbeg * N, C, M, N, klen, K, m0, n0, smem);
   else

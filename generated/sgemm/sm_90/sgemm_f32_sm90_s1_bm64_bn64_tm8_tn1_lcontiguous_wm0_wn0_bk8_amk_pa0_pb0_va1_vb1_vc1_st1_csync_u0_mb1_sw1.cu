@@ -2,7 +2,7 @@
 // op: sgemm   kernel: sgemm_f32_sm90_s1_bm64_bn64_tm8_tn1_lcontiguous_wm0_wn0_bk8_amk_pa0_pb0_va1_vb1_vc1_st1_csync_u0_mb1_sw1
 // target: sm_90   types: inputs float32, outputs float32, accumulate in float32
 // problem: sizes are runtime arguments; any size is handled (tails are guarded)
-// knobs: shared=True, bm=64, bn=64, tm=8, tn=1, layout=contiguous, wm=0, wn=0, bk=8, a_layout=mk, pad_a=0, pad_b=0, vec_a=1, vec_b=1, vec_c=1, stages=1, copy=sync, unroll_k=0, min_blocks=1, swizzle=1, split_k=1
+// knobs: shared=True, bm=64, bn=64, tm=8, tn=1, layout=contiguous, wm=0, wn=0, bk=8, a_layout=mk, pad_a=0, pad_b=0, vec_a=1, vec_b=1, vec_c=1, stages=1, copy=sync, unroll_k=0, min_blocks=1, swizzle=1, split_k=1, reduce_k=atomic
 // schedule:
 //   schedule("sgemm").split("i", 64, 8).bind("i.0", "blockIdx.y").bind("i.1",
 //       "threadIdx.y").split("j", 64).bind("j.0", "blockIdx.x").bind("j.1",
@@ -87,9 +87,10 @@ __device__ __forceinline__ float sg_load1(const float* __restrict__ p, int r, in
 // C = A @ B: a block computes a 64x64 tile of C, staging A and B through 1 shared
 // tile(s) of K = 8 (copied through registers); each of its
 // 512 threads (contiguous layout) accumulates 8x1 elements in registers.
-// K is the length of this block's slice of K and ldA A's row stride (the whole K). CHECK: the block's
-// tile crosses an edge of C, or K is not a whole number of tiles, so every global access is tested;
-// blocks inside C (CHECK = false) test nothing. ALIGNED: every row of A, B and C
+// K is the length of this block's slice of K and ldA A's row stride (the whole K). Tile 0 holds K's remainder and
+// is the only one whose loads are tested. CHECK: the block's tile crosses an edge of C, so its loads
+// clamp rows (columns) into C and its stores are tested; blocks inside C (CHECK = false) clamp and test
+// nothing. ALIGNED: every row of A, B and C
 // starts vector-aligned (K % 1 == 0, N % 1 == 0); otherwise accesses are element-wise.
 template <bool CHECK, bool ALIGNED>
 __device__ __forceinline__ void sgemm_f32_sm90_s1_bm64_bn64_tm8_tn1_lcontiguous_wm0_wn0_bk8_amk_pa0_pb0_va1_vb1_vc1_st1_csync_u0_mb1_sw1_tile(const float* __restrict__ A, const float* __restrict__ B,
@@ -106,21 +107,42 @@ __device__ __forceinline__ void sgemm_f32_sm90_s1_bm64_bn64_tm8_tn1_lcontiguous_
     #pragma unroll
     for (int j = 0; j < 1; ++j) acc[i][j] = 0.0f;
   }
-  const int ktiles = (K + 8 - 1) / 8;
+  const int ktiles = (K + 8 - 1) / 8;   // >= 1: a slice holding no K returned before
+  // Tile 0 holds the first kfirst = 1..8 values of K; tiles kt >= 1 are whole, at kt * 8 of Ak and Bk,
+  // A and B shifted back by 8 - kfirst along K (addresses before A and B are never read through them).
+  const int kfirst = K - (ktiles - 1) * 8;
+  const float* const Ak = A + (kfirst - 8);
+  const float* const Bk = B + (ptrdiff_t)(kfirst - 8) * N;
+  const int kend = ktiles * 8;               // K's end, counted from Ak and Bk
   float ra[1];
   float rb[1];
   for (int kt = 0; kt < ktiles; ++kt) {
-    #pragma unroll
-    for (int it = 0; it < 1; ++it) {
-      const int e = tid + it * 512;
-      const int r = e / 8, c = e % 8 * 1;
-      ra[it] = sg_load1<CHECK, ALIGNED>(A, m0 + r, kt * 8 + c, M, K, ldA);
-    }
-    #pragma unroll
-    for (int it = 0; it < 1; ++it) {
-      const int e = tid + it * 512;
-      const int r = e / 64, c = e % 64 * 1;
-      rb[it] = sg_load1<CHECK, ALIGNED>(B, kt * 8 + r, n0 + c, K, N, N);
+    if (kt == 0) {
+      #pragma unroll
+      for (int it = 0; it < 1; ++it) {
+        const int e = tid + it * 512;
+        const int r = e / 8, c = e % 8 * 1;
+        ra[it] = sg_load1<true, ALIGNED>(A, m0 + r, c, M, kfirst, ldA);
+      }
+      #pragma unroll
+      for (int it = 0; it < 1; ++it) {
+        const int e = tid + it * 512;
+        const int r = e / 64, c = e % 64 * 1;
+        rb[it] = sg_load1<true, ALIGNED>(B, r, n0 + c, kfirst, N, N);
+      }
+    } else {
+      #pragma unroll
+      for (int it = 0; it < 1; ++it) {
+        const int e = tid + it * 512;
+        const int r = e / 8, c = e % 8 * 1;
+        ra[it] = sg_load1<false, ALIGNED>(Ak, CHECK ? min(m0 + r, M - 1) : m0 + r, kt * 8 + c, M, kend, ldA);
+      }
+      #pragma unroll
+      for (int it = 0; it < 1; ++it) {
+        const int e = tid + it * 512;
+        const int r = e / 64, c = e % 64 * 1;
+        rb[it] = sg_load1<false, ALIGNED>(Bk, kt * 8 + r, CHECK ? min(n0 + c, N - 1) : n0 + c, kend, N, N);
+      }
     }
     {
       float* const as = As + (0) * 512;
@@ -194,7 +216,7 @@ sgemm_f32_sm90_s1_bm64_bn64_tm8_tn1_lcontiguous_wm0_wn0_bk8_amk_pa0_pb0_va1_vb1_
   const int bx = blockIdx.x, by = blockIdx.y;
   const int m0 = by * 64, n0 = bx * 64;
   const int kbeg = 0, klen = K;
-  const bool inside = m0 + 64 <= M && n0 + 64 <= N && klen % 8 == 0;
+  const bool inside = m0 + 64 <= M && n0 + 64 <= N;
   if (inside)
     sgemm_f32_sm90_s1_bm64_bn64_tm8_tn1_lcontiguous_wm0_wn0_bk8_amk_pa0_pb0_va1_vb1_vc1_st1_csync_u0_mb1_sw1_tile<false, true>(A + kbeg, B + (size_t)kbeg * N, C, M, N, klen, K, m0, n0, smem);
   else

@@ -1,0 +1,213 @@
+"""SGEMM's heuristic: a small cost model over a few tile families and numbers of K slices.
+
+>>> from kernelgen.ops import get_op
+>>> from kernelgen.ops.sgemm_cost import choose
+>>> op = get_op("sgemm")
+>>> best = choose(op, op.problem({"M": 512, "N": 16, "K": 500000}))     # very long K, 16 columns
+>>> dict(best.knobs)["bn"], best.split_k >= 16, best.reduce_k
+(16, True, 'workspace')
+
+Each candidate is a tile family (a row of FAMILIES) with K cut into `split_k` slices (gridDim.z),
+summed by atomics or through a workspace (`reduce_k`). Its time, in seconds, is estimated from the
+shape and the Target only (no shape is listed anywhere):
+
+    blocks        = ceil(M / bm) * ceil(N / bn) * slices
+    resident r    = blocks an SM holds at once (threads, shared memory and the registers' estimate)
+    one SM, r blocks at once, each over kchunk of K:
+        compute   = r * 2 * bm * bn * kchunk / (SM's fp32 peak * family efficiency)
+        latency   = (kchunk / bk) tiles * LATENCY_S / tiles in flight (1 copied through registers,
+                    stages - 1 with cp.async): a block waits for each tile it did not prefetch
+        bandwidth = r * 4 * (bm + bn) * kchunk / SM_BYTES_PER_S
+        wave(r)   = max(compute, latency, bandwidth)
+    main kernel   = max(full waves * wave(r) + wave(last wave's blocks per SM),
+                        4 * (M*K + K*N + M*N) / (DRAM bandwidth * DRAM_EFFICIENCY))
+    reduction     = atomic:    LAUNCH_S + 4*M*N / bandwidth + 4*M*N*slices / ATOMIC_BYTES_PER_S
+                    workspace: LAUNCH_S + 4*M*N*(2*slices + 1) / WORKSPACE_BYTES_PER_S
+    estimate      = LAUNCH_S + main kernel + reduction
+
+The estimate is wave quantisation (a last wave of few blocks costs as much as a full one per
+block), Little's law for the loads (a block brings at most its tiles in flight per latency) and a
+roofline. The regimes it produces, for an H100 (132 SMs):
+
+| regime | example | picked | why |
+| --- | --- | --- | --- |
+| large, full waves | 4096^3 | 256x128, K whole | best tile efficiency, waves full |
+| tiles fill 1-2 waves badly | 2047x2049x1023 | 128x128 (2 an SM), K in 2-3 slices | the last wave's idle SMs |
+| small | 1000^3, 512^3 | 128x128 or 64x64, K in 2-8 slices | 132 SMs need more blocks than the tiles give |
+| very long K | M=1024, N=16, K=500000 | a skinny tile, K in up to 256 slices, workspace | blocks in flight to stream A at full bandwidth |
+| skinny N (<= ~64) | 3000x64x2000, 4096x8x100000 | bn = 8/16/32/64 tiles, slices | no columns of C computed for nothing |
+| skinny M (<= ~64) | 16x5000x4000 | bm = 8/16/32 tiles, slices | the same for rows |
+
+Slices are summed through a workspace (deterministic: the same bits every run, which users value)
+unless atomics are estimated faster by more than DETERMINISM_PREMIUM. Every constant is in the one
+table COSTS below and every family's efficiency in FAMILIES: `bench/sgemm_regimes_probe.py` times
+candidates on an H100 beside the model's estimate, to calibrate them.
+"""
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+
+from ..errors import KernelgenError
+from ..target import Target, default_target
+from .base import INT_MAX, Problem, cdiv
+from .operands import Operands
+
+# The model's constants (H100 SXM figures, first guesses from the 2026-11-22 measurements; calibrate
+# with bench/sgemm_regimes_probe.py). Rates are per second.
+COSTS = dict(
+    LATENCY_S=1.0e-6,               # a K tile's loads, issue to use (DRAM latency under load + a barrier)
+    SM_BYTES_PER_S=100e9,           # the most one SM's loads bring in (L2 -> SM)
+    DRAM_EFFICIENCY=0.9,            # of the datasheet bandwidth, streaming A and B
+    LAUNCH_S=2.0e-6,                # a kernel launch (event timing)
+    ATOMIC_BYTES_PER_S=1.5e12,      # split-K atomics: C's bytes added per slice
+    WORKSPACE_BYTES_PER_S=3.0e12,   # split-K workspace: slabs written, read back, C written (mostly L2)
+    UNALIGNED=0.85,                 # speed of the element-wise twin (K or N not a multiple of 4)
+    DETERMINISM_PREMIUM=0.05,       # atomics must be estimated this much faster to be picked
+    MAX_WORKSPACE_BYTES=1 << 30,    # no workspace beyond this (atomics instead)
+)
+
+DEFAULT_PEAK = (66.9e12, 3.35e12)  # fp32 flop/s and bytes/s where the target names no GPU
+
+_SYNC = dict(copy="sync", stages=2)
+_ASYNC = dict(copy="cp_async", stages=4, bk=16, a_layout="mk", vec_a=4)
+# Tile families: (name, knobs over the default schedule, fraction of an SM's fp32 peak the main loop
+# reaches when nothing else limits it). 256x128 and 128x128 are measured (73%, 72%); the rest are
+# guesses for the probe to replace.
+FAMILIES = (
+    ("256x128", dict(), 0.73),
+    ("128x128", dict(bm=128), 0.72),
+    ("128x256", dict(bm=128, bn=256, tm=8, tn=16), 0.69),
+    ("128x64", dict(bm=128, bn=64, wm=64, wn=32, tm=8, tn=8), 0.62),
+    ("64x128", dict(bm=64, bn=128, wm=32, wn=64, tm=8, tn=8), 0.62),
+    ("64x64", dict(bm=64, bn=64, wm=32, wn=32, tm=4, tn=8), 0.50),
+    ("256x32", dict(bm=256, bn=32, wm=64, wn=32, tm=8, tn=8), 0.60),
+    ("128x32", dict(bm=128, bn=32, wm=32, wn=32, tm=4, tn=8), 0.50),
+    ("256x16", dict(bm=256, bn=16, wm=64, wn=16, tm=8, tn=4), 0.50),
+    ("128x16", dict(bm=128, bn=16, wm=32, wn=16, tm=4, tn=4), 0.40),
+    ("256x8", dict(bm=256, bn=8, wm=64, wn=8, tm=4, tn=4), 0.30),
+    ("32x256", dict(bm=32, bn=256, wm=32, wn=64, tm=8, tn=8), 0.60),
+    ("32x128", dict(bm=32, bn=128, wm=32, wn=32, tm=8, tn=4), 0.50),
+    ("16x256", dict(bm=16, bn=256, wm=16, wn=64, tm=4, tn=8), 0.50),
+    ("16x128", dict(bm=16, bn=128, wm=16, wn=32, tm=4, tn=4), 0.40),
+    ("8x256", dict(bm=8, bn=256, wm=8, wn=64, tm=4, tn=4), 0.30),
+    # cp.async, 4 stages of bk 16 (A's tile as in memory): three tiles in flight a block, for shapes
+    # whose blocks wait on their loads (short K slices, skinny tiles)
+    ("128x128/cp.async", dict(bm=128, bn=128, wm=64, wn=32, tm=8, tn=8, **_ASYNC), 0.60),
+    ("64x64/cp.async", dict(bm=64, bn=64, wm=32, wn=32, tm=4, tn=8, **_ASYNC), 0.45),
+    ("256x16/cp.async", dict(bm=256, bn=16, wm=64, wn=16, tm=8, tn=4, **_ASYNC), 0.45),
+    ("256x8/cp.async", dict(bm=256, bn=8, wm=64, wn=8, tm=4, tn=4, **_ASYNC), 0.28),
+    ("16x256/cp.async", dict(bm=16, bn=256, wm=16, wn=64, tm=4, tn=8, **_ASYNC), 0.45),
+)
+SPLITS = (1, 2, 3, 4, 5, 6, 8, 10, 12, 16, 20, 24, 32, 48, 64, 96, 128, 192, 256)
+
+
+@dataclass(frozen=True)
+class Family:
+    name: str
+    knobs: dict
+    efficiency: float
+    resident: int          # blocks an SM holds at once
+    in_flight: int         # K tiles a block has in flight
+
+
+@dataclass(frozen=True)
+class Choice:
+    family: str
+    split_k: int
+    reduce_k: str
+    seconds: float
+    knobs: tuple
+
+
+@functools.lru_cache(maxsize=64)
+def families(op, target: Target, layout: str = "NN") -> tuple[Family, ...]:
+    """The families legal on `target` for operand layout `layout` (checked as op.kernel checks a
+    schedule; nothing compiled), with what the layout changes in a schedule (op.layout_knobs), and the
+    blocks an SM holds: its threads, shared memory and registers (the kernel's estimate) allow."""
+    out = []
+    for name, over, eff in FAMILIES:
+        k = dict(op.default_knobs(), **over, **op.layout_knobs(layout))
+        try:
+            kernel = op.kernel(op.schedule_from_knobs(**k), target, None, layout)
+        except KernelgenError:
+            continue
+        threads = op.threads(k)
+        regs = min(255, -(-max(kernel.registers_estimate, 32) // 8) * 8)
+        smem = op.shared_bytes(k) + 1024          # the SM reserves 1 KB a block
+        resident = max(1, min(32, target.max_threads_per_sm // threads, target.smem_per_sm // smem,
+                              target.regs_per_sm // (regs * threads)))
+        in_flight = k["stages"] - 1 if k["copy"] == "cp_async" else 1
+        out.append(Family(name, k, eff, resident, in_flight))
+    return tuple(out)
+
+
+def estimate(fam: Family, split_k: int, reduce_k: str, M: int, N: int, K: int, target: Target,
+             layout: str = "NN") -> float:
+    """Seconds for `fam` with K in `split_k` slices summed by `reduce_k` (see the module doc)."""
+    c = COSTS
+    k = fam.knobs
+    bm, bn, bk = k["bm"], k["bn"], k["bk"]
+    flops, bw = (target.peaks.fp32, target.peaks.bytes_per_s) if target.peaks else DEFAULT_PEAK
+    kchunk = cdiv(K, split_k * bk) * bk
+    slices = cdiv(K, kchunk)
+    blocks = cdiv(M, bm) * cdiv(N, bn) * slices
+    aligned = Operands(layout).holds((k["vec_a"], k["vec_b"], k["vec_c"]), {"M": M, "N": N, "K": K})
+    sm_flops = flops / target.sms * fam.efficiency * (1.0 if aligned else c["UNALIGNED"])
+
+    def wave(r: int) -> float:
+        return max(r * 2.0 * bm * bn * kchunk / sm_flops,
+                   cdiv(kchunk, bk) * c["LATENCY_S"] / fam.in_flight,
+                   r * 4.0 * (bm + bn) * kchunk / c["SM_BYTES_PER_S"])
+
+    full, rest = divmod(blocks, target.sms * fam.resident)
+    main = full * wave(fam.resident) + (wave(cdiv(rest, target.sms)) if rest else 0.0)
+    main = max(main, 4.0 * (M * K + K * N + M * N) / (bw * c["DRAM_EFFICIENCY"]))
+    if slices == 1:
+        reduce = 0.0
+    elif reduce_k == "atomic":
+        reduce = c["LAUNCH_S"] + 4.0 * M * N / bw + 4.0 * M * N * slices / c["ATOMIC_BYTES_PER_S"]
+    else:
+        reduce = c["LAUNCH_S"] + 4.0 * M * N * (2 * slices + 1) / c["WORKSPACE_BYTES_PER_S"]
+    return c["LAUNCH_S"] + main + reduce
+
+
+def legal_here(fam: Family, split_k: int, reduce_k: str, M: int, N: int, K: int) -> bool:
+    """What the plan checks for these sizes (grid rows, the blocks' int number), no empty slices, and a
+    workspace within MAX_WORKSPACE_BYTES."""
+    k = fam.knobs
+    if cdiv(M, k["bm"]) > 65535 or cdiv(M, k["bm"]) * cdiv(N, k["bn"]) > INT_MAX:
+        return False
+    if split_k > 1 and cdiv(K, cdiv(K, split_k * k["bk"]) * k["bk"]) < split_k:
+        return False
+    return not (split_k > 1 and reduce_k == "workspace"
+                and 4 * split_k * cdiv(M * N, 4) * 4 > COSTS["MAX_WORKSPACE_BYTES"])
+
+
+def candidates(op, problem: Problem, target: Target | None = None) -> list[Choice]:
+    """Every legal candidate for `problem`, cheapest first (atomics weighed with DETERMINISM_PREMIUM)."""
+    target = target or default_target()
+    M, N, K = problem["M"], problem["N"], problem["K"]
+    layout = problem.layout or "NN"
+    out = []
+    for fam in families(op, target, layout):
+        for s in SPLITS:
+            for reduce_k in (("atomic",) if s == 1 else ("workspace", "atomic")):
+                if legal_here(fam, s, reduce_k, M, N, K):
+                    sec = estimate(fam, s, reduce_k, M, N, K, target, layout)
+                    knobs = dict(fam.knobs, split_k=s, reduce_k=reduce_k)
+                    out.append(Choice(fam.name, s, reduce_k, sec, tuple(knobs.items())))
+    weight = 1.0 + COSTS["DETERMINISM_PREMIUM"]
+    eff = {f.name: f.efficiency for f in families(op, target, layout)}
+    # ties (several candidates at one bound): fewer slices, then the more efficient tile
+    return sorted(out, key=lambda ch: (ch.seconds * (weight if ch.reduce_k == "atomic" and ch.split_k > 1 else 1.0),
+                                       ch.split_k, -eff[ch.family]))
+
+
+def choose(op, problem: Problem, target: Target | None = None) -> Choice:
+    """The cheapest candidate (the default tile, K whole, when nothing else is legal)."""
+    found = candidates(op, problem, target)
+    if found:
+        return found[0]
+    knobs = dict(op.default_knobs(), **op.layout_knobs(problem.layout or "NN"))
+    return Choice("256x128", 1, "atomic", float("inf"), tuple(knobs.items()))
