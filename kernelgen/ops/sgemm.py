@@ -310,7 +310,12 @@ class Sgemm(Op):
         p = dict(k, threads=nt, block=block, warps_n=k["bn"] // max(k["wn"], 1), lanes_n=k["wn"] // k["tn"],
                  vectorised=max(k["vec_a"], k["vec_b"], k["vec_c"]) > 1,
                  atomic=k["split_k"] > 1 and k["reduce_k"] == "atomic",
-                 workspace=k["split_k"] > 1 and k["reduce_k"] == "workspace")
+                 workspace=k["split_k"] > 1 and k["reduce_k"] == "workspace",
+                 # Where the peeled double-buffered loop issues tile kt+1's loads (C++ condition): at the
+                 # top of iteration kt (870f29a's schedule) for vector loads with registers uncapped;
+                 # with element-wise loads or min_blocks > 1 ptxas sank that block to its stores, so
+                 # there they close the iteration before (tests/test_op_sgemm.py checks the SASS).
+                 prefetch_top="ALIGNED" if k["min_blocks"] == 1 and k["vec_a"] > 1 and k["vec_b"] > 1 else "false")
         if not k["shared"]:
             return dict(p, **self._naive_operands(Operands(layout))), 0, 24
         for d, t in (("m", k["tm"]), ("n", k["tn"])):

@@ -135,8 +135,9 @@ __device__ __forceinline__ void sgemm_f32_sm90_s1_bm256_bn128_tm16_tn8_lwarp_wm6
   float4 ra[2];
   float4 rb[1];
   // Double buffering: the next tile's loads are issued before this tile's math and stored after it.
-  // Tile 0 (tested) is loaded before the loop; the loop's loads are whole tiles, in the same order
-  // as without `first`, so the loop keeps that schedule (LDG at the top, STS after the FFMAs).
+  // Where ALIGNED holds (a compile-time constant), tile kt+1's loads open iteration kt, as without a peeled
+  // tile 0: ptxas keeps them there, ahead of all the FFMAs. Elsewhere ptxas moved such a block next to its
+  // stores (the element-wise loads), so there they close the iteration before, ahead of its barrier.
   #pragma unroll
   for (int it = 0; it < 2; ++it) {
     const int e = tid + it * 256;
@@ -169,9 +170,23 @@ __device__ __forceinline__ void sgemm_f32_sm90_s1_bm256_bn128_tm16_tn8_lwarp_wm6
     }
   }
   __syncthreads();
+  if (!(ALIGNED) && ktiles > 1) {
+    #pragma unroll
+    for (int it = 0; it < 2; ++it) {
+      const int e = tid + it * 256;
+      const int r = e / 2, c = e % 2 * 4;
+      ra[it] = sg_load4<false, ALIGNED>(Ak, CHECK ? min(m0 + r, M - 1) : m0 + r, 1 * 8 + c, M, kend, ldA);
+    }
+    #pragma unroll
+    for (int it = 0; it < 1; ++it) {
+      const int e = tid + it * 256;
+      const int r = e / 32, c = e % 32 * 4;
+      rb[it] = sg_load4<CHECK && !ALIGNED, ALIGNED>(Bk, 1 * 8 + r, CHECK && ALIGNED ? min(n0 + c, N - 4) : n0 + c, kend, N, N);
+    }
+  }
   for (int kt = 0; kt < ktiles; ++kt) {
     const bool more = kt + 1 < ktiles;
-    if (more) {
+    if ((ALIGNED) && more) {
       #pragma unroll
       for (int it = 0; it < 2; ++it) {
         const int e = tid + it * 256;
@@ -233,6 +248,20 @@ __device__ __forceinline__ void sgemm_f32_sm90_s1_bm256_bn128_tm16_tn8_lwarp_wm6
         const int e = tid + it * 256;
         const int r = e / 32, c = e % 32 * 4;
         *reinterpret_cast<float4*>(bs + r * 128 + c) = rb[it];
+      }
+    }
+    if (!(ALIGNED) && kt + 2 < ktiles) {
+      #pragma unroll
+      for (int it = 0; it < 2; ++it) {
+        const int e = tid + it * 256;
+        const int r = e / 2, c = e % 2 * 4;
+        ra[it] = sg_load4<false, ALIGNED>(Ak, CHECK ? min(m0 + r, M - 1) : m0 + r, (kt + 2) * 8 + c, M, kend, ldA);
+      }
+      #pragma unroll
+      for (int it = 0; it < 1; ++it) {
+        const int e = tid + it * 256;
+        const int r = e / 32, c = e % 32 * 4;
+        rb[it] = sg_load4<CHECK && !ALIGNED, ALIGNED>(Bk, (kt + 2) * 8 + r, CHECK && ALIGNED ? min(n0 + c, N - 4) : n0 + c, kend, N, N);
       }
     }
     __syncthreads();
