@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One call on a GPU machine does it all: the gpu test tier, then every benchmark in benchmarks.txt
 # (each compared with the vendor library in the same process). Results go to $OUT (or ./bench_out).
-#   bench/gpu_all.sh [tests] [launch] [bench] [changed] [gemm] [half] [tune OP SIZE BUDGET]...
+#   bench/gpu_all.sh [tests] [launch] [bench] [changed] [gemm] [half] [suites] [tune OP SIZE BUDGET]...
 set -uo pipefail
 cd "$(dirname "$0")/.."
 export PYTHONPATH=$PWD PYTHONUNBUFFERED=1
@@ -35,6 +35,11 @@ while [ $# -gt 0 ]; do
       for o in transpose:M=8192,N=8192 gemv:M=8192,N=8192; do
         for d in float16 bfloat16; do timeout 60 $K bench ${o%%:*} --size ${o#*:} --dtype $d --markdown --reps 30; done
       done 2>&1 | tee "$OUT/half.md"; shift ;;
+    suites) # the shape suites, each in parts under its own time limit; --json keeps every shape measured before a limit
+      for s in deepbench-conv-train:3 deepbench-gemm-train:4 llm-layers:4; do n=${s#*:}
+        for i in $(seq 1 "$n"); do timeout 280 $K bench --suite "${s%%:*}" --shard "$i/$n" --reps 10 --markdown \
+          --json "$OUT/${s%%:*}_$i.json" > "$OUT/${s%%:*}_$i.md" 2>/dev/null; tail -3 "$OUT/${s%%:*}_$i.md"; done
+      done; shift ;;
     *) echo "unknown step $1"; exit 2 ;;
   esac
 done
