@@ -54,14 +54,21 @@ class RowRules:
     min_threads: int = 4          # threads per row at least
     block: int = 256              # threads per block when a row takes a warp or less (several rows per block)
     fill: float = 0.5             # fewer rows than fill * SMs: split the row over blocks (a block per row idles SMs),
-    split_min_mb: float = 4.0     #   if x holds this many MB (smaller: one launch beats two)
+    split_min_mb: float = 0.0625  #   if x holds this many MB (smaller: one launch beats two); H100: one row of
+                                  #   32000 floats (125 KB) ran 1.4x faster split in 32 chunks than in one block
     loop_threads: int = 1024      # rows too long for registers, many rows: a block per row looping over it,
     loop_items: int = 2           #   items vectors per thread per chunk; one such block per SM ...
-    l2_fit: float = 1.0           #   ... when an SM's row each fit in l2_fit * L2 (the re-read hits L2), else split
+    l2_fit: float = float("inf")  #   ... when an SM's row each fit in l2_fit * L2, else split. On the H100 the loop
+                                  #   won wherever rows filled the SMs, the re-read missing L2 or not (1024-4096 rows
+                                  #   of 65536-262144: loop 1.05-1.32x torch, split 0.77-1.30x): no L2 limit
     split_threads: int = 256      # the split form: threads per block at most,
     split_floats: int = 16        #   floats per thread per chunk at most,
-    split_blocks_per_sm: int = 4  #   and chunks small enough for this many blocks per SM (few rows)
-    batch_share: float = 1 / 3    # split row batches: at most this share of L2 per stats+write launch pair
+    split_blocks_per_sm: float = 0.5   # and chunks small enough for this many blocks per SM (few rows); H100, one
+                                  #   row of 32000-262144: chunks of 1024-4096 (32-64 blocks) beat 128-wide
+                                  #   ones (500+ blocks) by 1.2-1.5x, so half a block per SM, not 4
+    batch_share: float | None = None   # split row batches: at most this share of L2 per stats+write launch pair;
+                                  #   None: one pair over every row (H100: unbatched equalled or beat 16-64 MB batches
+                                  #   on every shape probed, 1024 x 262144 by 1.39x over 16 MB)
 
 
 def pow2_at_least(n: int) -> int:
@@ -84,13 +91,16 @@ def register_row(rows: int, cols: int, vec: int, target: Target, r: RowRules) ->
 def split_row(rows: int, cols: int, vec: int, itemsize: int, target: Target, r: RowRules) -> dict:
     """Several blocks per row: chunks of at most split_threads x split_floats, smaller until the grid
     has split_blocks_per_sm blocks per SM; batches of rows of at most batch_share of L2."""
-    want = cdiv(rows * cols, target.sms * r.split_blocks_per_sm)       # columns per block
+    want = cdiv(rows * cols, max(1, int(target.sms * r.split_blocks_per_sm)))   # columns per block
     threads = min(r.split_threads, max(32, pow2_at_least(cdiv(want, vec))))
     items = max(1, min(r.split_floats // vec, want // (threads * vec)))
     if cdiv(cols, threads * items * vec) > 65535:        # gridDim.y: longer chunks for rows of billions
         threads = r.split_threads
         items = cdiv(cols, 65535 * threads * vec)
-    batch = max([b for b in BATCH_MB if b and b << 20 <= r.batch_share * target.l2_bytes] or [min(b for b in BATCH_MB if b)])
+    if r.batch_share is None:
+        batch = 0
+    else:
+        batch = max([b for b in BATCH_MB if b and b << 20 <= r.batch_share * target.l2_bytes] or [min(b for b in BATCH_MB if b)])
     return dict(threads=threads, rows_per_block=1, items=items, vec=vec, algo="split", l2_batch_mb=batch)
 
 
