@@ -199,7 +199,7 @@ def describe(recipe: Recipe, name: str) -> list[str]:
     """The recipe as comment lines (without the leading //)."""
     sizes = ", ".join(f"{s} in {lo}..{hi}" for s, lo, hi in recipe.limits())
     lines = ["launch recipe (sizes are runtime ints; expressions are C, kg_cdiv(a, b) = (a + b - 1) / b):",
-             f"  target: {recipe.arch}; compile with nvcc -arch={_nvcc_arch(recipe.arch)}",
+             f"  target: {recipe.arch}; compile with nvcc {_nvcc_arch(recipe.arch)}",
              f"  buffers: " + ", ".join(f"{'const ' if b.const else ''}{b.ctype}* {b.name}" for b in recipe.buffers),
              f"  sizes: {sizes}"]
     if recipe.layout not in (None, "NN"):    # NN files read as before layouts existed
@@ -249,7 +249,11 @@ def describe(recipe: Recipe, name: str) -> list[str]:
 
 
 def _nvcc_arch(arch: str) -> str:
-    return arch
+    """nvcc's flag for the arch: an arch-specific target (sm_90a) in the -gencode form, which reaches its
+    own instructions with every nvcc (CUDA 13's -arch=sm_90a also assembles compute_90 PTX, which has no wgmma)."""
+    if arch.endswith("a"):
+        return f"-gencode=arch=compute_{arch[3:]},code={arch}"
+    return f"-arch={arch}"
 
 
 # -- the host launcher ---------------------------------------------------------------------------

@@ -10,7 +10,7 @@
 //       4).double_buffer("B", 4).annotate("copy", "tma").annotate("shared_layout",
 //       "xor").annotate("warp_specialize", 1).cache_write("C", "shared").swizzle(8)
 // launch recipe (sizes are runtime ints; expressions are C, kg_cdiv(a, b) = (a + b - 1) / b):
-//   target: sm_90a; compile with nvcc -arch=sm_90a
+//   target: sm_90a; compile with nvcc -gencode=arch=compute_90a,code=sm_90a
 //   buffers: const __half* A, const __half* B, __half* C
 //   sizes: M in 1..16776960, N in 1..2147483391, K in 1..2147483391
 //   requires kg_cdiv(M, 128) <= 65535  (gridDim.y holds 65535 block rows of 128)
