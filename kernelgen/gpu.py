@@ -26,7 +26,7 @@ import numpy as np
 from . import config
 from .compile import compile_cuda
 from .errors import LaunchError, UsageError
-from .ops.base import Plan
+from .ops.base import TMA_DATA_TYPES, TMA_L2_PROMOTION, TMA_SWIZZLE, Plan
 from .target import Peaks, Target, for_device
 
 # (FP32 lanes per SM) by compute capability, for the roofline of a GPU missing from target.GPUS.
@@ -228,9 +228,10 @@ def _stream_reader(library: str) -> Callable[[], int]:
     return lambda: get().ptr
 
 
-# CUtensorMapDataType by element type; CU_TENSOR_MAP_SWIZZLE_128B; CU_TENSOR_MAP_L2_PROMOTION_L2_256B.
-_TMA_DTYPES = {"float16": 6, "bfloat16": 9, "float32": 7}
-_TMA_SWIZZLE_128B, _TMA_L2_256B = 3, 3
+# CUtensorMapDataType by element type, the swizzle and the L2 promotion: the values of ops/base.py's
+# table, which the host launchers name.
+_TMA_DTYPES = {name: value for name, (_, value) in TMA_DATA_TYPES.items()}
+_TMA_SWIZZLE_128B, _TMA_L2_256B = TMA_SWIZZLE[1], TMA_L2_PROMOTION[1]
 
 
 class _TensorMapSlot:

@@ -23,6 +23,7 @@ import re
 from dataclasses import dataclass, field
 
 from .errors import UsageError
+from .ops.base import TMA_DATA_TYPES, TMA_L2_PROMOTION, TMA_SWIZZLE
 
 SMEM_OPT_IN = 48 * 1024          # dynamic shared memory above this needs cudaFuncSetAttribute
 WORKSPACE_ALIGN = 256            # each workspace starts at a multiple of this many bytes
@@ -40,6 +41,20 @@ class Step:
     shared_bytes: int = 0
     when: str = ""
     loop: tuple[str, str, str] | None = None
+
+
+@dataclass(frozen=True)
+class Map:
+    """A TMA descriptor argument (a CUtensorMap passed by value) that the launcher encodes from a
+    buffer's address, as ops/base.py's TensorMap: `buffer` seen as a row-major rows x cols tensor of
+    `dtype` (rows and cols C expressions of the sizes), copied in boxes of box_rows x box_cols."""
+    name: str
+    buffer: str
+    dtype: str
+    rows: str
+    cols: str
+    box_rows: int
+    box_cols: int
 
 
 @dataclass(frozen=True)
@@ -61,8 +76,7 @@ class Recipe:
     requires: tuple[tuple[str, str], ...] = ()       # (condition, what it means) checked before launching
     minimum: tuple[tuple[str, int], ...] = ()        # each size's smallest legal value (1 where not named)
     maximum: tuple[tuple[str, int], ...] = ()        # each size's largest (2^31 - 1 where not named)
-    tensor_maps: tuple[str, ...] = ()                # TMA descriptor arguments the caller encodes
-    launcher: bool = True
+    tensor_maps: tuple[Map, ...] = ()                # TMA descriptor arguments the launcher encodes
     note: str = ""                                   # what the recipe leaves to the caller
     layout: str | None = None                        # GEMM-like ops: the operand layout (ops/operands.py), which
                                                      # decides the buffers' shapes and leading dimensions
@@ -75,6 +89,7 @@ class Recipe:
     def expressions(self) -> list[str]:
         out = [e for _, _, e in self.lets] + [c for c, _ in self.requires]
         out += [w[2] for w in self.workspaces] + [a[2] for a in self.alignment]
+        out += [e for m in self.tensor_maps for e in (m.rows, m.cols)]
         for s in self.steps:
             out += list(s.grid) + [s.when] + (list(s.loop[1:]) if s.loop else [])
         return [e for e in out if e]
@@ -136,6 +151,7 @@ class Evaluated:
     workspaces: tuple[tuple[str, str, int, float | None], ...] = ()
     alignment: tuple[tuple[str, int], ...] = ()
     env: dict = field(default_factory=dict)
+    tensor_maps: tuple[tuple[str, str, int, int, int, int], ...] = ()   # (name, buffer, rows, cols, box rows, box cols)
 
 
 def evaluate(recipe: Recipe, sizes: dict[str, int], sms: int) -> Evaluated:
@@ -149,7 +165,7 @@ def evaluate(recipe: Recipe, sizes: dict[str, int], sms: int) -> Evaluated:
             env[item[0]] = py(item[2], env)
         elif not py(item[0], env):
             return Evaluated(False, (item[1],), env=env)
-    pointers = {b.name for b in recipe.buffers} | {w[0] for w in recipe.workspaces} | set(recipe.tensor_maps)
+    pointers = {b.name for b in recipe.buffers} | {w[0] for w in recipe.workspaces} | {m.name for m in recipe.tensor_maps}
     launches = []
     for group in _groups(recipe.steps):
         loop = group[0].loop
@@ -164,7 +180,8 @@ def evaluate(recipe: Recipe, sizes: dict[str, int], sms: int) -> Evaluated:
                                          s.shared_bytes))
     workspaces = tuple((n, t, py(c, env), f) for n, t, c, f in recipe.workspaces)
     alignment = tuple((b, n) for b, n, when in recipe.alignment if not when or py(when, env))
-    return Evaluated(True, (), tuple(launches), workspaces, alignment, env)
+    maps = tuple((m.name, m.buffer, py(m.rows, env), py(m.cols, env), m.box_rows, m.box_cols) for m in recipe.tensor_maps)
+    return Evaluated(True, (), tuple(launches), workspaces, alignment, env, maps)
 
 
 def _groups(steps):
@@ -182,7 +199,7 @@ def describe(recipe: Recipe, name: str) -> list[str]:
     """The recipe as comment lines (without the leading //)."""
     sizes = ", ".join(f"{s} in {lo}..{hi}" for s, lo, hi in recipe.limits())
     lines = ["launch recipe (sizes are runtime ints; expressions are C, kg_cdiv(a, b) = (a + b - 1) / b):",
-             f"  target: {recipe.arch}; compile with nvcc -arch={_nvcc_arch(recipe.arch)}",
+             f"  target: {recipe.arch}; compile with nvcc {_nvcc_arch(recipe.arch)}",
              f"  buffers: " + ", ".join(f"{'const ' if b.const else ''}{b.ctype}* {b.name}" for b in recipe.buffers),
              f"  sizes: {sizes}"]
     if recipe.layout not in (None, "NN"):    # NN files read as before layouts existed
@@ -201,6 +218,10 @@ def describe(recipe: Recipe, name: str) -> list[str]:
             lines.append(f"    {n}: {c} x {t}" + (f", cleared to {fill:g} before the first kernel" if fill is not None else ""))
     else:
         lines.append("  workspace: none")
+    for m in recipe.tensor_maps:
+        lines.append(f"  {m.name}: a CUtensorMap (128 bytes, by value) the launcher encodes with cuTensorMapEncodeTiled: "
+                     f"{m.buffer} as a row-major {m.rows} x {m.cols} {m.dtype} tensor, boxes of {m.box_rows} x "
+                     f"{m.box_cols}, {TMA_SWIZZLE[0]}, {TMA_L2_PROMOTION[0]}")
     lines.append("  kernels, in order on one stream:")
     for i, group in enumerate(_groups(recipe.steps)):
         loop = group[0].loop
@@ -216,22 +237,23 @@ def describe(recipe: Recipe, name: str) -> list[str]:
             lines.append(f"{indent}  args ({', '.join(s.args)})")
     if recipe.note:
         lines.append(f"  note: {recipe.note}")
-    if recipe.launcher:
-        lines.append("host launcher (build with -DKERNELGEN_HOST_LAUNCHER; returns cudaErrorInvalidValue for a null "
-                     "pointer, a size outside its range, a broken requirement, a misaligned pointer or a workspace "
-                     "too small):")
-        sizes = ", ".join(f"int {s}" for s in recipe.sizes)
-        bufs = ", ".join(f"{'const ' if b.const else ''}{b.ctype}* {b.name}" for b in recipe.buffers)
-        lines.append(f'  extern "C" size_t kg_workspace_bytes_{name}({sizes});')
-        lines.append(f'  extern "C" cudaError_t kg_launch_{name}({bufs}, {sizes}, void* workspace, '
-                     'size_t workspace_bytes, cudaStream_t stream);')
-    else:
-        lines.append("host launcher: none in this file (see the note)")
+    lines.append("host launcher (build with -DKERNELGEN_HOST_LAUNCHER; returns cudaErrorInvalidValue for a null "
+                 "pointer, a size outside its range, a broken requirement, a misaligned pointer or a workspace "
+                 "too small" + (", and where a tensor map cannot be encoded" if recipe.tensor_maps else "") + "):")
+    sizes = ", ".join(f"int {s}" for s in recipe.sizes)
+    bufs = ", ".join(f"{'const ' if b.const else ''}{b.ctype}* {b.name}" for b in recipe.buffers)
+    lines.append(f'  extern "C" size_t kg_workspace_bytes_{name}({sizes});')
+    lines.append(f'  extern "C" cudaError_t kg_launch_{name}({bufs}, {sizes}, void* workspace, '
+                 'size_t workspace_bytes, cudaStream_t stream);')
     return lines
 
 
 def _nvcc_arch(arch: str) -> str:
-    return arch
+    """nvcc's flag for the arch: an arch-specific target (sm_90a) in the -gencode form, which reaches its
+    own instructions with every nvcc (CUDA 13's -arch=sm_90a also assembles compute_90 PTX, which has no wgmma)."""
+    if arch.endswith("a"):
+        return f"-gencode=arch=compute_{arch[3:]},code={arch}"
+    return f"-arch={arch}"
 
 
 # -- the host launcher ---------------------------------------------------------------------------
@@ -261,12 +283,66 @@ inline bool kg_misaligned(const void* p, size_t bytes) { return ((uintptr_t)p) %
 """
 
 
+TMA_HELPERS = """\
+#ifndef KERNELGEN_TMA_HELPERS
+#define KERNELGEN_TMA_HELPERS
+#include <cstring>
+#include <cuda.h>
+#include <cudaTypedefs.h>
+static_assert(sizeof(CUtensorMap) == sizeof(kg_tensor_map), "kg_tensor_map holds a CUtensorMap");
+// A 2-D TMA descriptor: `base` seen as a row-major rows x cols tensor of `bytes`-byte elements, copied
+// in boxes of box_rows x box_cols, encoded as kernelgen/gpu.py encodes it (%(swizzle)s,
+// %(l2)s). The driver's cuTensorMapEncodeTiled is reached through the runtime,
+// so nothing links -lcuda. Returns
+// cudaErrorInvalidValue for a tensor TMA cannot take (base not 16-byte aligned, a row's bytes not a
+// multiple of 16) before touching the driver, and where the encoding fails.
+inline cudaError_t kg_encode_tensor_map(kg_tensor_map* map, CUtensorMapDataType type, const void* base,
+                                        unsigned long long rows, unsigned long long cols, unsigned long long bytes,
+                                        unsigned box_rows, unsigned box_cols) {
+  const cuuint64_t dims[2] = {cols, rows}, strides[1] = {cols * bytes};   // innermost first; bytes between rows
+  const cuuint32_t box[2] = {box_cols, box_rows}, ones[2] = {1, 1};
+  if (base == nullptr || kg_misaligned(base, 16) || strides[0] %% 16 != 0 || strides[0] >= (1ull << 40))
+    return cudaErrorInvalidValue;
+  void* fn = nullptr;
+  cudaDriverEntryPointQueryResult found = cudaDriverEntryPointSymbolNotFound;
+#if CUDART_VERSION >= 12050
+  cudaError_t e = cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &fn, 12000, cudaEnableDefault, &found);
+#else
+  cudaError_t e = cudaGetDriverEntryPoint("cuTensorMapEncodeTiled", &fn, cudaEnableDefault, &found);
+#endif
+  if (e != cudaSuccess) return e;
+  if (found != cudaDriverEntryPointSuccess || fn == nullptr) return cudaErrorInsufficientDriver;
+  CUtensorMap m;
+  CUresult r = reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(fn)(
+      &m, type, 2, const_cast<void*>(base), dims, strides, box, ones, CU_TENSOR_MAP_INTERLEAVE_NONE,
+      %(swizzle)s, %(l2)s, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  if (r != CUDA_SUCCESS) return cudaErrorInvalidValue;
+  std::memcpy(map, &m, sizeof m);
+  return cudaSuccess;
+}
+#endif
+""" % dict(swizzle=TMA_SWIZZLE[0], l2=TMA_L2_PROMOTION[0])
+
+
+def _encode(recipe: Recipe) -> list[str]:
+    """The launcher's lines declaring and encoding its tensor maps (after every check of the input)."""
+    ctype = {b.name: b.ctype for b in recipe.buffers}
+    out = [f"  kg_tensor_map {', '.join(m.name for m in recipe.tensor_maps)};"] if recipe.tensor_maps else []
+    for m in recipe.tensor_maps:
+        out.append(f"  {{ cudaError_t e = kg_encode_tensor_map(&{m.name}, {TMA_DATA_TYPES[m.dtype][0]}, {m.buffer}, "
+                   f"(unsigned long long)({m.rows}), (unsigned long long)({m.cols}), sizeof({ctype[m.buffer]}), "
+                   f"{m.box_rows}, {m.box_cols}); if (e != cudaSuccess) return e; }}")
+    return out
+
+
 def launcher_source(recipe: Recipe, name: str) -> str:
     """The host code: kg_workspace_bytes_<name> and kg_launch_<name>, behind KERNELGEN_HOST_LAUNCHER."""
     sizes = ", ".join(f"int {s}" for s in recipe.sizes)
     bufs = ", ".join(f"{'const ' if b.const else ''}{b.ctype}* {b.name}" for b in recipe.buffers)
     out = ["", "// ---- host launcher: the launch recipe above, as C (define KERNELGEN_HOST_LAUNCHER to build it) ----",
            "#ifdef KERNELGEN_HOST_LAUNCHER", HELPERS.rstrip()]
+    if recipe.tensor_maps:
+        out.append(TMA_HELPERS.rstrip())
 
     def prologue(fail: str, no_device: str) -> list[str]:
         body = [f"  if ({s} < {lo}{f' || {s} > {hi}' if hi < 2**31 - 1 else ''}) return {fail};"
@@ -312,6 +388,7 @@ def launcher_source(recipe: Recipe, name: str) -> str:
                            "if (e != cudaSuccess) return e; }")
     else:
         out.append("  (void)workspace; (void)workspace_bytes;")
+    out += _encode(recipe)
     seen = set()
     for s in recipe.steps:
         if s.shared_bytes > SMEM_OPT_IN and s.symbol not in seen:
@@ -347,17 +424,13 @@ def _workspace_layout(recipe: Recipe) -> list[str]:
 
 
 def declarations(recipe: Recipe, name: str, version: str, includes: tuple[str, ...] = ()) -> str:
-    """The `.h` beside `<name>.cu`: the launcher's declarations (an empty set of them where the file
-    has no launcher, with the note saying why)."""
+    """The `.h` beside `<name>.cu`: the launcher's declarations."""
     sizes = ", ".join(f"int {s}" for s in recipe.sizes)
     bufs = ", ".join(f"{'const ' if b.const else ''}{b.ctype}* {b.name}" for b in recipe.buffers)
     lines = [f"// Generated by kernelgen {version}: the host launcher of {name}.cu; build that file with",
              "// nvcc -DKERNELGEN_HOST_LAUNCHER. Its header comment states the launch recipe.",
              "#pragma once", "#include <cstddef>", "#include <cuda_runtime.h>"]
     lines += [f"#include <{h}>" for h in includes]
-    if not recipe.launcher:
-        lines.append(f"// {name}.cu has no host launcher: {recipe.note}")
-        return "\n".join(lines) + "\n"
     lines += ['extern "C" {', f"size_t kg_workspace_bytes_{name}({sizes});",
               f"cudaError_t kg_launch_{name}({bufs}, {sizes}, void* workspace, size_t workspace_bytes, "
               "cudaStream_t stream);", "}"]
@@ -366,4 +439,4 @@ def declarations(recipe: Recipe, name: str, version: str, includes: tuple[str, .
 
 def header_and_launcher(recipe: Recipe, name: str) -> tuple[str, str]:
     head = "".join(f"// {ln}\n" if ln else "//\n" for ln in describe(recipe, name))
-    return head, (launcher_source(recipe, name) if recipe.launcher else "")
+    return head, launcher_source(recipe, name)

@@ -152,7 +152,7 @@ def test_recipes_match_plans_and_state_the_layout(op, kernel):
             plan = op.plan(kernel, op.problem(sizes, dtype=kernel.types.input.name, layout=kernel.layout),
                            dataclasses.replace(target(kernel.arch), sms=132))
         except KernelgenError:
-            assert not evaluate(recipe, sizes, 132).ok or not recipe.launcher, sizes
+            assert not evaluate(recipe, sizes, 132).ok, sizes
             continue
         run = evaluate(recipe, sizes, 132)
         assert run.ok and as_recipe(run) == as_plan(plan), sizes

@@ -72,13 +72,14 @@ def as_plan(plan):
     scalars = {s.name: s.value for s in plan.scalars}
     launches = [(l.symbol, l.grid, l.block, tuple(scalars.get(a) for a in l.args),
                  tuple(a for a in l.args if a not in scalars), l.shared_bytes) for l in plan.launches]
-    return launches, sorted((w.name, w.count, w.fill) for w in plan.workspaces), dict(plan.alignment)
+    maps = [(t.name, t.buffer, t.rows, t.cols, t.box_rows, t.box_cols) for t in plan.tensor_maps]
+    return launches, sorted((w.name, w.count, w.fill) for w in plan.workspaces), dict(plan.alignment), maps
 
 
 def as_recipe(run):
     launches = [(l.symbol, l.grid, l.block, tuple(v for _, v in l.args),
                  tuple(a for a, v in l.args if v is None), l.shared_bytes) for l in run.launches]
-    return launches, sorted((n, c, f) for n, _, c, f in run.workspaces if c), dict(run.alignment)
+    return launches, sorted((n, c, f) for n, _, c, f in run.workspaces if c), dict(run.alignment), list(run.tensor_maps)
 
 
 @pytest.mark.parametrize("op,kernel", list(kernels()))
@@ -94,8 +95,7 @@ def test_recipe_matches_plan(op, kernel, sms):
             plan = op.plan(kernel, problem, tgt)
         except KernelgenError:
             run = evaluate(recipe, sizes, sms)
-            if recipe.launcher:
-                assert not run.ok, f"{sizes}: the plan refuses these sizes but the launcher would run them"
+            assert not run.ok, f"{sizes}: the plan refuses these sizes but the launcher would run them"
             continue
         run = evaluate(recipe, sizes, sms)
         assert run.ok, f"{sizes}: the launcher refuses ({run.failed}) sizes the plan runs"
@@ -107,10 +107,9 @@ def test_recipe_matches_plan(op, kernel, sms):
 def test_every_generated_file_has_a_recipe_and_a_launcher():
     for rel, text in expected_files("sm_90").items():
         assert "// launch recipe" in text and "kernels, in order on one stream:" in text, rel
-        if "/sm_90a/" not in rel:
-            assert "#ifdef KERNELGEN_HOST_LAUNCHER" in text and "kg_launch_" in text, rel
-        else:
-            assert "cuTensorMapEncodeTiled" in text, rel
+        assert "#ifdef KERNELGEN_HOST_LAUNCHER" in text and "kg_launch_" in text, rel
+        if "/sm_90a/" in rel:       # the wgmma files encode their TMA descriptors themselves
+            assert text.count("kg_encode_tensor_map(&tm") == 2, rel
 
 
 # a sample, cheap enough for CI: the simplest plans and the ones with workspaces, twins and loops
@@ -177,3 +176,101 @@ def test_device_only_compile_is_unchanged_by_the_launcher():
         device = [ln for ln in text.split("#ifdef KERNELGEN_HOST_LAUNCHER")[0].splitlines() if not ln.startswith("//")]
         assert not any("cudaStream_t" in ln or "kg_launch_" in ln for ln in device), rel
         assert compile_cuda(text, "sm_90").cubin
+
+
+# -- the sm_90a wgmma files: the launcher encodes the TMA descriptors itself -----------------------
+def _wgmma(layout="NN", dtype="float16"):
+    from kernelgen.ops.gemm import WGMMA_HEURISTIC
+    gemm = OPS["gemm"]
+    return gemm.kernel(gemm.schedule_from_knobs(**WGMMA_HEURISTIC), target("sm_90a"), gemm.types(dtype), layout)
+
+
+@pytest.mark.parametrize("layout,maps", [
+    ("NN", [("A", "M", "K", 128, 64), ("B", "K", "N", 64, 64)]),
+    ("NT", [("A", "M", "K", 128, 64), ("B", "N", "K", 64, 64)]),
+    ("TN", [("A", "K", "M", 64, 64), ("B", "K", "N", 64, 64)]),
+    ("TT", [("A", "K", "M", 64, 64), ("B", "N", "K", 64, 64)])])
+def test_wgmma_launcher_encodes_the_stored_tensors_of_each_layout(layout, maps):
+    """Each map is encoded from its stored rows x cols (the sizes as the layout stores them), in the
+    kernel's parameter order, before the launch that passes them by value."""
+    from kernelgen.render import render
+    kernel = _wgmma(layout, "bfloat16" if layout == "TT" else "float16")
+    src = render(kernel)
+    host = src.split("#ifdef KERNELGEN_HOST_LAUNCHER")[1]
+    kind, ctype = ("BFLOAT16", "__nv_bfloat16") if layout == "TT" else ("FLOAT16", "__half")
+    encodes = re.findall(r"kg_encode_tensor_map\(&(tm\w), CU_TENSOR_MAP_DATA_TYPE_(\w+), (\w), \(unsigned long long\)"
+                         r"\((\w)\), \(unsigned long long\)\((\w)\), sizeof\(([\w ]+)\), (\d+), (\d+)\)", host)
+    assert encodes == [(f"tm{b}", kind, b, r, c, ctype, str(br), str(bc)) for b, r, c, br, bc in maps]
+    assert f"<<<" in host and host.index("kg_encode_tensor_map(&tmB") < host.index("<<<")
+    assert re.search(rf"{kernel.name}\(const __grid_constant__ kg_tensor_map tmA, const __grid_constant__ "
+                     r"kg_tensor_map tmB,\s+\w+\* __restrict__ C, int M, int N, int K\)", src)
+    assert f">>>(tmA, tmB, C, M, N, K);" in host and "cudaFuncSetAttribute" in host
+    assert "CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B" in host and "cudaGetDriverEntryPoint" in host
+    # every row length TMA cannot take is refused before the maps are encoded
+    lead = {"NN": ("K", "N"), "NT": ("K", "K"), "TN": ("M", "N"), "TT": ("M", "K")}[layout]
+    for dim in set(lead):
+        assert host.index(f"if (!({dim} % 8 == 0)) return cudaErrorInvalidValue;") < host.index("kg_encode_tensor_map(&tmA")
+
+
+REFUSALS = r"""
+#include <cstdio>
+#include <cstdint>
+#include <cuda.h>
+#include KG_HEADER
+#define KG_CAT(a, b) a##b
+#define KG_XCAT(a, b) KG_CAT(a, b)
+#define LAUNCH KG_XCAT(kg_launch_, KG_NAME)
+// the enums' values kernelgen/gpu.py passes (ops/base.py's table) are the ones cuda.h names
+%(asserts)s
+static T* fake(uintptr_t offset = 0) { return reinterpret_cast<T*>(uintptr_t(1) << 20 | offset); }
+int main() {
+  int failures = 0;
+  struct { const T *a, *b; T* c; int m, n, k; const char* what; } bad[] = {
+    {nullptr, fake(), fake(), 8, 8, 8, "null A"}, {fake(), fake(), nullptr, 8, 8, 8, "null C"},
+    {fake(), fake(), fake(), 0, 8, 8, "M = 0"}, {fake(), fake(), fake(), 8, -8, 8, "N < 0"},
+    {fake(), fake(), fake(), 16776961, 8, 8, "M above its maximum"},
+    {fake(), fake(), fake(), 8, 8, 12, "K = 12"}, {fake(), fake(), fake(), 8, 4, 8, "N = 4"},
+    {fake(), fake(), fake(), 12, 8, 8, "M = 12"},
+    {fake(8), fake(), fake(), 8, 8, 8, "A 8 bytes off"}, {fake(), fake(2), fake(), 8, 8, 8, "B 2 bytes off"},
+    {fake(), fake(), fake(2), 8, 8, 8, "C 2 bytes off"}};
+  for (auto& b : bad) {
+    // a row length of 12 or 4 halves is bad only where the stored rows are that size's long
+    if ((b.m == 12 && !KG_M_LEADS) || (b.k == 12 && !KG_K_LEADS) || (b.n == 4 && !KG_N_LEADS)) continue;
+    cudaError_t e = LAUNCH(b.a, b.b, b.c, b.m, b.n, b.k, nullptr, 0, 0);
+    if (e != cudaErrorInvalidValue) { std::printf("FAIL %%s: %%s\n", b.what, cudaGetErrorString(e)); ++failures; }
+  }
+  std::printf("%%d failures\n", failures);
+  return failures != 0;
+}
+"""
+
+
+@pytest.mark.nvcc
+@pytest.mark.parametrize("layout", ["NN", "TN"])
+def test_wgmma_launcher_builds_for_sm_90a_and_refuses_bad_input(tmp_path, layout):
+    """The launcher builds with nvcc for sm_90a (no host warnings, no -lcuda) and refuses bad input with
+    cudaErrorInvalidValue before touching a device: the program makes only refused calls, with or
+    without a GPU."""
+    from kernelgen.ops.base import TMA_DATA_TYPES, TMA_L2_PROMOTION, TMA_SWIZZLE
+    from kernelgen.render import declarations, render
+    kernel = _wgmma(layout)
+    lead = {"NN": "KN", "TN": "MN"}[layout]      # the sizes that are the stored rows' lengths
+    cu, h = tmp_path / f"{kernel.name}.cu", tmp_path / f"{kernel.name}.h"
+    cu.write_text(render(kernel))
+    h.write_text(declarations(kernel))
+    asserts = "\n".join(f'static_assert({n} == {v}, "{n}");' for n, v in
+                        [*TMA_DATA_TYPES.values(), TMA_SWIZZLE, TMA_L2_PROMOTION])
+    main = tmp_path / "main.cu"
+    main.write_text(REFUSALS % dict(asserts=asserts))
+    gencode = "-gencode=arch=compute_90a,code=sm_90a"
+    out = subprocess.run(["nvcc", "-DKERNELGEN_HOST_LAUNCHER", "-c", gencode, "-Xcompiler", "-Wall", "-o",
+                          str(tmp_path / "k.o"), str(cu)], capture_output=True, text=True)
+    assert out.returncode == 0 and "warning" not in out.stderr, out.stderr[-2000:]
+    out = subprocess.run(["nvcc", gencode, "-Xcompiler", "-Wall", f"-I{tmp_path}", f'-DKG_HEADER="{h.name}"',
+                          f"-DKG_NAME={kernel.name}", "-DT=__half", *(f"-DKG_{d}_LEADS={int(d in lead)}" for d in "MNK"),
+                          "-o", str(tmp_path / "main"), str(main), str(tmp_path / "k.o")],
+                         capture_output=True, text=True)
+    assert out.returncode == 0 and "warning" not in out.stderr, out.stderr[-2000:]
+    run = subprocess.run([str(tmp_path / "main")], capture_output=True, text=True, timeout=60)
+    assert run.returncode == 0, run.stdout + run.stderr
+

@@ -23,6 +23,10 @@
 #include KG_XSTR(KG_SOFTMAX.h)
 #include KG_XSTR(KG_CONV2D.h)
 #include KG_XSTR(KG_CONV2D_SPLIT.h)
+#ifdef KG_WGMMA      // make ARCH=sm_90a: the wgmma+TMA fp16 GEMM, whose launcher encodes its TMA descriptors
+#include <cuda_fp16.h>
+#include KG_XSTR(KG_WGMMA.h)
+#endif
 
 static int failures = 0;
 static void expect(bool ok, const char* what) {
@@ -54,6 +58,16 @@ static void bad_input() {
   REFUSED(LAUNCH(KG_CONV2D)(A, B, C, 1, 3, 11, 13, 5, 3, 3, 1, 1, 0, 0, 1, 0, nullptr, 0, 0));    // dil_w < 1
   REFUSED(LAUNCH(KG_CONV2D)(A, B, C, 1, 3, 1, 13, 5, 3, 3, 1, 1, 0, 0, 1, 1, nullptr, 0, 0));     // empty output
   REFUSED(LAUNCH(KG_CONV2D)(A, B, C, 1, 3, 11, 13, 5, 3, 3, 1, 1, 0, 0, 6, 1, nullptr, 0, 0));    // dilated: empty
+#ifdef KG_WGMMA
+  const __half *HA = reinterpret_cast<const __half*>(fake()), *HB = HA;
+  __half* HC = reinterpret_cast<__half*>(fake());
+  REFUSED(LAUNCH(KG_WGMMA)(nullptr, HB, HC, 8, 8, 8, nullptr, 0, 0));
+  REFUSED(LAUNCH(KG_WGMMA)(HA, HB, HC, 0, 8, 8, nullptr, 0, 0));
+  REFUSED(LAUNCH(KG_WGMMA)(HA, HB, HC, 8, 8, 12, nullptr, 0, 0));     // A's rows of 24 bytes: TMA takes 16k
+  REFUSED(LAUNCH(KG_WGMMA)(HA, HB, HC, 8, 1, 8, nullptr, 0, 0));      // B's rows of 2 bytes
+  REFUSED(LAUNCH(KG_WGMMA)(reinterpret_cast<const __half*>(fake(8)), HB, HC, 8, 8, 8, nullptr, 0, 0));
+  REFUSED(LAUNCH(KG_WGMMA)(HA, HB, reinterpret_cast<__half*>(fake(2)), 8, 8, 8, nullptr, 0, 0));
+#endif
 }
 
 // -- on a GPU -------------------------------------------------------------------------------------
@@ -102,6 +116,44 @@ static void gemm(const char* name, GemmLaunch launch, GemmWorkspace wsb, int M, 
   expect(e == cudaSuccess && err < 1e-4, name);
   cudaFree(A); cudaFree(B); cudaFree(C); cudaFree(ws);
 }
+
+#ifdef KG_WGMMA
+// C = A @ B in fp16 with fp32 sums: inputs are small integers, so the sums are exact and each output
+// must be the correctly rounded exact product (within half an fp16 ulp: u = 2^-11 relative).
+static void wgmma_gemm(int M, int N, int K) {
+  auto ints = [](size_t n, unsigned seed) {
+    std::vector<float> v(n);
+    for (auto& x : v) { seed = seed * 1664525u + 1013904223u; x = float(int(seed >> 24) % 7 - 3); }
+    return v;
+  };
+  auto a = ints(size_t(M) * K, 7), b = ints(size_t(K) * N, 8);
+  std::vector<double> ref(size_t(M) * N, 0.0);
+  for (int i = 0; i < M; ++i)
+    for (int k = 0; k < K; ++k)
+      for (int j = 0; j < N; ++j) ref[size_t(i) * N + j] += double(a[size_t(i) * K + k]) * b[size_t(k) * N + j];
+  auto to_half = [](const std::vector<float>& v) {
+    std::vector<__half> h(v.size());
+    for (size_t i = 0; i < v.size(); ++i) h[i] = __float2half(v[i]);
+    return h;
+  };
+  auto ha = to_half(a), hb = to_half(b), hc = to_half(std::vector<float>(ref.size(), NAN));
+  __half *A = nullptr, *B = nullptr, *C = nullptr;
+  cudaMalloc(&A, ha.size() * 2); cudaMalloc(&B, hb.size() * 2); cudaMalloc(&C, hc.size() * 2);
+  cudaMemcpy(A, ha.data(), ha.size() * 2, cudaMemcpyHostToDevice);
+  cudaMemcpy(B, hb.data(), hb.size() * 2, cudaMemcpyHostToDevice);
+  cudaMemcpy(C, hc.data(), hc.size() * 2, cudaMemcpyHostToDevice);
+  cudaError_t e = LAUNCH(KG_WGMMA)(A, B, C, M, N, K, nullptr, WORKSPACE(KG_WGMMA)(M, N, K), 0);
+  cudaMemcpy(hc.data(), C, hc.size() * 2, cudaMemcpyDeviceToHost);
+  double err = 0;     // in units of u |ref|; any error where ref is 0 is infinite
+  for (size_t i = 0; i < ref.size(); ++i) {
+    double d = std::fabs(double(__half2float(hc[i])) - ref[i]);
+    if (d != 0) err = std::fmax(err, std::isfinite(d) && ref[i] != 0 ? d / (std::ldexp(1.0, -11) * std::fabs(ref[i])) : INFINITY);
+  }
+  std::printf("wgmma    M=%d N=%d K=%d: %s, max error %.2g u\n", M, N, K, cudaGetErrorString(e), err);
+  expect(e == cudaSuccess && err <= 1.0, "wgmma");
+  cudaFree(A); cudaFree(B); cudaFree(C);
+}
+#endif
 
 static void reduce(long n) {
   auto x = randoms(n, 3);
@@ -245,6 +297,9 @@ int main(int argc, char** argv) {
     gemm("sgemm", LAUNCH(KG_SGEMM), WORKSPACE(KG_SGEMM), M, N, K);
     gemm("split-K", LAUNCH(KG_SPLITK), WORKSPACE(KG_SPLITK), M, N, K);
   }
+#ifdef KG_WGMMA
+  for (int M : {1, 8, 136, 1000}) for (int N : {8, 136, 1000}) for (int K : {8, 136, 1000}) wgmma_gemm(M, N, K);
+#endif
   for (long n : {1L, 127L, 1000L, 1000003L}) reduce(n);
   softmax(1, 1); softmax(127, 1000); softmax(37, 100000);
   const ConvLaunch convs[] = {LAUNCH(KG_CONV2D), LAUNCH(KG_CONV2D_SPLIT)};

@@ -135,6 +135,15 @@ class TensorMap:
     box_cols: int
 
 
+# How every TensorMap is encoded (cuTensorMapEncodeTiled's enums, as cuda.h names them and their
+# values): kernelgen/gpu.py passes the values at launch, a file's host launcher (recipe.py) the names,
+# and an nvcc test checks that the two agree.
+TMA_DATA_TYPES = {"float16": ("CU_TENSOR_MAP_DATA_TYPE_FLOAT16", 6), "bfloat16": ("CU_TENSOR_MAP_DATA_TYPE_BFLOAT16", 9),
+                  "float32": ("CU_TENSOR_MAP_DATA_TYPE_FLOAT32", 7)}
+TMA_SWIZZLE = ("CU_TENSOR_MAP_SWIZZLE_128B", 3)
+TMA_L2_PROMOTION = ("CU_TENSOR_MAP_L2_PROMOTION_L2_256B", 3)
+
+
 @dataclass(frozen=True)
 class Scalar:
     name: str

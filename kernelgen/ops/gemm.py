@@ -399,11 +399,17 @@ class Gemm(Op):
                 raise UsageError(f"gemm: {dim}={problem[dim]} is not a multiple of 8, and TMA (copy=tma, wgmma) needs "
                                  f"rows of A and B to start 16-byte aligned; use tensorize(k.1, mma.m16n8k16) there")
         # TMA reads A and B through descriptors encoded at launch from their addresses.
-        tma = self._tma(k, o)
-        maps = tuple(TensorMap(f"tm{b}", b, rows=problem[tma[b]["shape"][0]], cols=problem[tma[b]["shape"][1]],
-                               box_rows=tma[b]["box"][0], box_cols=tma[b]["box"][1]) for b in ("A", "B"))
-        launch = Launch(kernel.name, grid, block, ("tmA", "tmB", "C", "M", "N", "K"), kernel.static_smem)
+        maps = tuple(TensorMap(name, b, problem[rows], problem[cols], *box) for name, b, rows, cols, box in self._maps(k, o))
+        launch = Launch(kernel.name, grid, block, (*(m.name for m in maps), "C", "M", "N", "K"), kernel.static_smem)
         return Plan(kernel, problem, (launch,), (), scalars, align, maps)
+
+    @classmethod
+    def _maps(cls, k: dict, o: Operands) -> list[tuple[str, str, str, str, tuple[int, int]]]:
+        """The kernel's TMA descriptor arguments, in its parameter order: (name, buffer, the size naming
+        the stored rows, the size naming the stored columns, (box rows, box cols)). The plan and the
+        host launcher both encode these."""
+        tma = cls._tma(k, o)
+        return [(f"tm{b}", b, *tma[b]["shape"], tma[b]["box"]) for b in ("A", "B")]
 
     @staticmethod
     def _block_rows(M: int, k: dict) -> int:
@@ -411,7 +417,7 @@ class Gemm(Op):
         return cdiv(cdiv(M, k["bm"]), k["cluster"]) * k["cluster"]
 
     def launch_recipe(self, kernel: Kernel):
-        from ..recipe import Recipe, Step
+        from ..recipe import Map, Recipe, Step
         k = dict(kernel.knobs)
         types = kernel.types or self.types()
         rows = f"kg_cdiv(M, {k['bm']})" if k["cluster"] == 1 else \
@@ -430,18 +436,11 @@ class Gemm(Op):
                 rows = [b for b in "AB" if lay.lead(b) == dim]
                 requires.append((f"{dim} % 8 == 0", f"TMA needs rows of {' and '.join(rows)} ({dim} halves) to start "
                                  "16-byte aligned" if rows else f"C's rows ({dim} halves) are stored in 16-byte chunks"))
-            step = Step(kernel.name, tuple(grid), block, ("tmA", "tmB", "C", "M", "N", "K"), kernel.static_smem)
-            tma = self._tma(k, lay)
-            (ar, ac), (br, bc) = tma["A"]["shape"], tma["B"]["shape"]
-            note = (f"tmA and tmB are CUtensorMap values (128 bytes, passed by value) encoded on the host by "
-                    f"cuTensorMapEncodeTiled: tmA views A as {ar} x {ac} {types['A'].name}, box "
-                    f"{tma['A']['box'][0]} x {tma['A']['box'][1]}; tmB views B as {br} x {bc}, box "
-                    f"{tma['B']['box'][0]} x {tma['B']['box'][1]}; both 128-byte swizzled. "
-                    + (f"The kernel declares its cluster (__cluster_dims__(1, {k['cluster']}, 1)), so a plain "
-                       "<<<>>> launch forms clusters. " if k["cluster"] > 1 else "") + "This file has no host "
-                    "launcher: kernelgen's Python runtime encodes them (kernelgen/gpu.py)")
-            return Recipe(steps=(step,), requires=tuple(requires), tensor_maps=("tmA", "tmB"), launcher=False,
-                          layout=kernel.layout,
+            maps = tuple(Map(name, b, types[b].name, rows, cols, *box) for name, b, rows, cols, box in self._maps(k, lay))
+            step = Step(kernel.name, tuple(grid), block, (*(m.name for m in maps), "C", "M", "N", "K"), kernel.static_smem)
+            note = ("the kernel declares its cluster (__cluster_dims__(1, %d, 1)), so a plain <<<>>> launch forms "
+                    "clusters" % k["cluster"]) if k["cluster"] > 1 else ""
+            return Recipe(steps=(step,), requires=tuple(requires), tensor_maps=maps, layout=kernel.layout,
                           note=note, alignment=(("A", 16, ""), ("B", 16, ""), ("C", 2 * out, "")), **common)
         aligned = Operands(kernel.layout).condition((8, 8, 8))
         args = ("A", "B", "C", "M", "N", "K")

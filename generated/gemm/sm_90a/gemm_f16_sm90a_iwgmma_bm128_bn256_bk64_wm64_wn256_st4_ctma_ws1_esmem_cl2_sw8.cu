@@ -11,7 +11,7 @@
 //       "xor").annotate("warp_specialize", 1).cache_write("C", "shared").annotate("cluster",
 //       2).swizzle(8)
 // launch recipe (sizes are runtime ints; expressions are C, kg_cdiv(a, b) = (a + b - 1) / b):
-//   target: sm_90a; compile with nvcc -arch=sm_90a
+//   target: sm_90a; compile with nvcc -gencode=arch=compute_90a,code=sm_90a
 //   buffers: const __half* A, const __half* B, __half* C
 //   sizes: M in 1..16776960, N in 1..2147483391, K in 1..2147483391
 //   requires kg_cdiv(kg_cdiv(M, 128), 2) * 2 <= 65535  (gridDim.y holds 65535 block rows of 128)
@@ -22,12 +22,16 @@
 //   B must be 16-byte aligned
 //   C must be 4-byte aligned
 //   workspace: none
+//   tmA: a CUtensorMap (128 bytes, by value) the launcher encodes with cuTensorMapEncodeTiled: A as a row-major M x K float16 tensor, boxes of 128 x 64, CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B
+//   tmB: a CUtensorMap (128 bytes, by value) the launcher encodes with cuTensorMapEncodeTiled: B as a row-major K x N float16 tensor, boxes of 64 x 64, CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B
 //   kernels, in order on one stream:
 //     gemm_f16_sm90a_iwgmma_bm128_bn256_bk64_wm64_wn256_st4_ctma_ws1_esmem_cl2_sw8
 //       grid (kg_cdiv(N, 256), kg_cdiv(kg_cdiv(M, 128), 2) * 2, 1), block (384, 1, 1), 197696 bytes dynamic shared (needs cudaFuncSetAttribute MaxDynamicSharedMemorySize)
 //       args (tmA, tmB, C, M, N, K)
-//   note: tmA and tmB are CUtensorMap values (128 bytes, passed by value) encoded on the host by cuTensorMapEncodeTiled: tmA views A as M x K float16, box 128 x 64; tmB views B as K x N, box 64 x 64; both 128-byte swizzled. The kernel declares its cluster (__cluster_dims__(1, 2, 1)), so a plain <<<>>> launch forms clusters. This file has no host launcher: kernelgen's Python runtime encodes them (kernelgen/gpu.py)
-// host launcher: none in this file (see the note)
+//   note: the kernel declares its cluster (__cluster_dims__(1, 2, 1)), so a plain <<<>>> launch forms clusters
+// host launcher (build with -DKERNELGEN_HOST_LAUNCHER; returns cudaErrorInvalidValue for a null pointer, a size outside its range, a broken requirement, a misaligned pointer or a workspace too small, and where a tensor map cannot be encoded):
+//   extern "C" size_t kg_workspace_bytes_gemm_f16_sm90a_iwgmma_bm128_bn256_bk64_wm64_wn256_st4_ctma_ws1_esmem_cl2_sw8(int M, int N, int K);
+//   extern "C" cudaError_t kg_launch_gemm_f16_sm90a_iwgmma_bm128_bn256_bk64_wm64_wn256_st4_ctma_ws1_esmem_cl2_sw8(const __half* A, const __half* B, __half* C, int M, int N, int K, void* workspace, size_t workspace_bytes, cudaStream_t stream);
 
 // ---- kernelgen prelude: portable helpers (the CPU emulator defines KERNELGEN_EMULATE) ----
 #ifndef KERNELGEN_PRELUDE
@@ -352,3 +356,97 @@ gemm_f16_sm90a_iwgmma_bm128_bn256_bk64_wm64_wn256_st4_ctma_ws1_esmem_cl2_sw8(con
     gemm_f16_sm90a_iwgmma_bm128_bn256_bk64_wm64_wn256_st4_ctma_ws1_esmem_cl2_sw8_store_staged<true>(acc, C, staged, M, N, m0 + wg * 64, n0, wg);
   kg_cluster_sync();   // a peer's last arrivals on this block's barriers land before the block exits
 }
+
+// ---- host launcher: the launch recipe above, as C (define KERNELGEN_HOST_LAUNCHER to build it) ----
+#ifdef KERNELGEN_HOST_LAUNCHER
+#ifndef KERNELGEN_HOST_HELPERS
+#define KERNELGEN_HOST_HELPERS
+#include <cstddef>
+#include <cstdint>
+#include <cuda_runtime.h>
+inline long long kg_cdiv(long long a, long long b) { return (a + b - 1) / b; }
+inline long long kg_div(long long a, long long b) { return a / b; }
+inline long long kg_min(long long a, long long b) { return a < b ? a : b; }
+inline long long kg_max(long long a, long long b) { return a > b ? a : b; }
+inline long long kg_ll(long long a) { return a; }
+// x / d == (x * mul) >> shr for 0 <= x < 2^31 (the same search as kernelgen's fast_div)
+inline void kg_fast_div(long long d, long long* mul, long long* shr) {
+  for (int s = 31; s < 64; ++s) {
+    unsigned long long p = 1ull << s, m = (p + (unsigned long long)d - 1) / (unsigned long long)d;
+    if (m < (1ull << 32) && ((m * (unsigned long long)d - p) << 31) <= p) { *mul = (long long)m; *shr = s; return; }
+  }
+  *mul = 0; *shr = 0;
+}
+inline long long kg_fast_mul(long long d) { long long m, s; kg_fast_div(d, &m, &s); return m; }
+inline long long kg_fast_shr(long long d) { long long m, s; kg_fast_div(d, &m, &s); return s; }
+inline bool kg_misaligned(const void* p, size_t bytes) { return ((uintptr_t)p) % bytes != 0; }
+#endif
+#ifndef KERNELGEN_TMA_HELPERS
+#define KERNELGEN_TMA_HELPERS
+#include <cstring>
+#include <cuda.h>
+#include <cudaTypedefs.h>
+static_assert(sizeof(CUtensorMap) == sizeof(kg_tensor_map), "kg_tensor_map holds a CUtensorMap");
+// A 2-D TMA descriptor: `base` seen as a row-major rows x cols tensor of `bytes`-byte elements, copied
+// in boxes of box_rows x box_cols, encoded as kernelgen/gpu.py encodes it (CU_TENSOR_MAP_SWIZZLE_128B,
+// CU_TENSOR_MAP_L2_PROMOTION_L2_256B). The driver's cuTensorMapEncodeTiled is reached through the runtime,
+// so nothing links -lcuda. Returns
+// cudaErrorInvalidValue for a tensor TMA cannot take (base not 16-byte aligned, a row's bytes not a
+// multiple of 16) before touching the driver, and where the encoding fails.
+inline cudaError_t kg_encode_tensor_map(kg_tensor_map* map, CUtensorMapDataType type, const void* base,
+                                        unsigned long long rows, unsigned long long cols, unsigned long long bytes,
+                                        unsigned box_rows, unsigned box_cols) {
+  const cuuint64_t dims[2] = {cols, rows}, strides[1] = {cols * bytes};   // innermost first; bytes between rows
+  const cuuint32_t box[2] = {box_cols, box_rows}, ones[2] = {1, 1};
+  if (base == nullptr || kg_misaligned(base, 16) || strides[0] % 16 != 0 || strides[0] >= (1ull << 40))
+    return cudaErrorInvalidValue;
+  void* fn = nullptr;
+  cudaDriverEntryPointQueryResult found = cudaDriverEntryPointSymbolNotFound;
+#if CUDART_VERSION >= 12050
+  cudaError_t e = cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &fn, 12000, cudaEnableDefault, &found);
+#else
+  cudaError_t e = cudaGetDriverEntryPoint("cuTensorMapEncodeTiled", &fn, cudaEnableDefault, &found);
+#endif
+  if (e != cudaSuccess) return e;
+  if (found != cudaDriverEntryPointSuccess || fn == nullptr) return cudaErrorInsufficientDriver;
+  CUtensorMap m;
+  CUresult r = reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(fn)(
+      &m, type, 2, const_cast<void*>(base), dims, strides, box, ones, CU_TENSOR_MAP_INTERLEAVE_NONE,
+      CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  if (r != CUDA_SUCCESS) return cudaErrorInvalidValue;
+  std::memcpy(map, &m, sizeof m);
+  return cudaSuccess;
+}
+#endif
+extern "C" size_t kg_workspace_bytes_gemm_f16_sm90a_iwgmma_bm128_bn256_bk64_wm64_wn256_st4_ctma_ws1_esmem_cl2_sw8(int M, int N, int K) {
+  (void)M;
+  (void)N;
+  (void)K;
+  return 0;
+}
+extern "C" cudaError_t kg_launch_gemm_f16_sm90a_iwgmma_bm128_bn256_bk64_wm64_wn256_st4_ctma_ws1_esmem_cl2_sw8(const __half* A, const __half* B, __half* C, int M, int N, int K, void* workspace, size_t workspace_bytes, cudaStream_t stream) {
+  if (A == nullptr) return cudaErrorInvalidValue;
+  if (B == nullptr) return cudaErrorInvalidValue;
+  if (C == nullptr) return cudaErrorInvalidValue;
+  if (M < 1 || M > 16776960) return cudaErrorInvalidValue;
+  if (N < 1 || N > 2147483391) return cudaErrorInvalidValue;
+  if (K < 1 || K > 2147483391) return cudaErrorInvalidValue;
+  if (!(kg_cdiv(kg_cdiv(M, 128), 2) * 2 <= 65535)) return cudaErrorInvalidValue;  // gridDim.y holds 65535 block rows of 128
+  if (!(kg_ll(kg_cdiv(kg_cdiv(M, 128), 2) * 2) * kg_cdiv(N, 256) <= 2147483647)) return cudaErrorInvalidValue;  // with swizzle the blocks' linear number is an int
+  if (!(K % 8 == 0)) return cudaErrorInvalidValue;  // TMA needs rows of A (K halves) to start 16-byte aligned
+  if (!(N % 8 == 0)) return cudaErrorInvalidValue;  // TMA needs rows of B (N halves) to start 16-byte aligned
+  if (kg_misaligned(A, 16)) return cudaErrorInvalidValue;
+  if (kg_misaligned(B, 16)) return cudaErrorInvalidValue;
+  if (kg_misaligned(C, 4)) return cudaErrorInvalidValue;
+  (void)workspace; (void)workspace_bytes;
+  kg_tensor_map tmA, tmB;
+  { cudaError_t e = kg_encode_tensor_map(&tmA, CU_TENSOR_MAP_DATA_TYPE_FLOAT16, A, (unsigned long long)(M), (unsigned long long)(K), sizeof(__half), 128, 64); if (e != cudaSuccess) return e; }
+  { cudaError_t e = kg_encode_tensor_map(&tmB, CU_TENSOR_MAP_DATA_TYPE_FLOAT16, B, (unsigned long long)(K), (unsigned long long)(N), sizeof(__half), 64, 64); if (e != cudaSuccess) return e; }
+  { cudaError_t e = cudaFuncSetAttribute(gemm_f16_sm90a_iwgmma_bm128_bn256_bk64_wm64_wn256_st4_ctma_ws1_esmem_cl2_sw8, cudaFuncAttributeMaxDynamicSharedMemorySize, 197696); if (e != cudaSuccess) return e; }
+  {
+    gemm_f16_sm90a_iwgmma_bm128_bn256_bk64_wm64_wn256_st4_ctma_ws1_esmem_cl2_sw8<<<dim3((unsigned)(kg_cdiv(N, 256)), (unsigned)(kg_cdiv(kg_cdiv(M, 128), 2) * 2), (unsigned)(1)), dim3(384, 1, 1), 197696, stream>>>(tmA, tmB, C, M, N, K);
+    { cudaError_t e = cudaGetLastError(); if (e != cudaSuccess) return e; }
+  }
+  return cudaSuccess;
+}
+#endif  // KERNELGEN_HOST_LAUNCHER
