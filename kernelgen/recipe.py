@@ -23,7 +23,7 @@ import re
 from dataclasses import dataclass, field
 
 from .errors import UsageError
-from .ops.base import TMA_DATA_TYPES, TMA_L2_PROMOTION, TMA_SWIZZLE
+from .ops.base import TMA_DATA_TYPES, TMA_L2_PROMOTION, TMA_SWIZZLE, fast_div
 
 SMEM_OPT_IN = 48 * 1024          # dynamic shared memory above this needs cudaFuncSetAttribute
 WORKSPACE_ALIGN = 256            # each workspace starts at a multiple of this many bytes
@@ -118,13 +118,10 @@ class Recipe:
 
 
 # -- Python evaluation ---------------------------------------------------------------------------
-def _fast_div(d: int) -> tuple[int, int]:
-    from .ops.conv2d import fast_div
-    return fast_div(d)
 
 
 FUNCS = {"kg_cdiv": lambda a, b: -(-a // b), "kg_div": lambda a, b: a // b, "kg_min": min, "kg_max": max,
-         "kg_ll": int, "kg_fast_mul": lambda d: _fast_div(d)[0], "kg_fast_shr": lambda d: _fast_div(d)[1]}
+         "kg_ll": int, "kg_fast_mul": lambda d: fast_div(d)[0], "kg_fast_shr": lambda d: fast_div(d)[1]}
 
 
 def py(expr: str, env: dict) -> int | float:

@@ -312,7 +312,7 @@ def _md_run(head, timing: str, cells: list[dict], device: dict) -> dict:
 
 
 def _parse_problem(op, text: str):
-    from .cli import parse_size
+    from .sizes import parse_size
     sizes, _, types = text.partition(":")
     dtype = out = None
     if types:

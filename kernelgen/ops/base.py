@@ -46,6 +46,15 @@ class Dim:
     why: str = "kernels index with 32-bit int"   # what sets `maximum`
 
 
+def fast_div(d: int) -> tuple[int, int]:
+    """(mul, shift) with x // d == (x * mul) >> shift for every 0 <= x < 2**31 (mul < 2**32)."""
+    for shift in range(31, 64):
+        mul = -(-(1 << shift) // d)
+        if mul < 1 << 32 and (mul * d - (1 << shift)) << 31 <= 1 << shift:
+            return mul, shift
+    raise AssertionError(d)
+
+
 @dataclass(frozen=True)
 class Shorthand:
     """A size name that sets several dims at once: conv2d's `stride` is stride_h and stride_w. On input

@@ -40,7 +40,7 @@ import numpy as np
 
 from ..errors import UsageError, check
 from ..schedule import Schedule, ScheduleReader, schedule
-from .base import INT_MAX, Dim, Kernel, Knob, LadderStep, Launch, Op, Plan, Problem, Scalar, Shorthand, Workspace, cdiv
+from .base import INT_MAX, Dim, Kernel, Knob, LadderStep, Launch, Op, Plan, Problem, Scalar, Shorthand, Workspace, cdiv, fast_div
 from .knobs import Prim
 from ..dtypes import Types
 from ..target import Target
@@ -58,15 +58,6 @@ ROW_SPAN = 1 << 29
 # Per direction: input extent, filter extent, output extent, stride, padding, dilation, what it is.
 AXES = (("H", "R", "P", "stride_h", "pad_h", "dil_h", "height"), ("W", "S", "Q", "stride_w", "pad_w", "dil_w", "width"))
 SPLITS = (1, 2, 3, 4, 6, 8, 12, 16)   # split_k's choices
-
-
-def fast_div(d: int) -> tuple[int, int]:
-    """(mul, shift) with x // d == (x * mul) >> shift for every 0 <= x < 2**31 (mul < 2**32)."""
-    for shift in range(31, 64):
-        mul = -(-(1 << shift) // d)
-        if mul < 1 << 32 and (mul * d - (1 << shift)) << 31 <= 1 << shift:
-            return mul, shift
-    raise AssertionError(d)
 
 
 def gather_layout(bk: int, bn: int, threads: int) -> tuple[int, int]:
