@@ -13,6 +13,7 @@ check; the seed is drawn fresh unless given, and is part of the result so a fail
 from __future__ import annotations
 
 import secrets
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -91,8 +92,10 @@ def poisoned(problem: Problem, shapes: dict[str, tuple[int, ...]]) -> dict[str, 
     return {k: problem.dtype(k).encode(np.full(s, np.nan)) for k, s in shapes.items()}
 
 
-def execute(prep: Prepared, inputs: dict[str, np.ndarray], backend: str, **emulate_opts) -> dict[str, np.ndarray]:
-    """Run a prepared kernel on host `inputs`; return host outputs (poisoned with NaN before the run)."""
+def execute(prep: Prepared, inputs: dict[str, np.ndarray], backend: str, *, source: str | None = None,
+            **emulate_opts) -> dict[str, np.ndarray]:
+    """Run a prepared kernel on host `inputs`; return host outputs (poisoned with NaN before the run).
+    `source` (emulator only) runs that text in place of the rendered kernel, e.g. a mutant of it."""
     outputs = poisoned(prep.problem, prep.op.output_shapes(prep.problem))
     if backend == "gpu":
         import cupy
@@ -104,13 +107,15 @@ def execute(prep: Prepared, inputs: dict[str, np.ndarray], backend: str, **emula
     if backend == "emulate":
         from . import emulate
         buffers = dict({k: np.ascontiguousarray(v) for k, v in inputs.items()}, **outputs)
-        emulate.execute(prep.plan, prep.source, buffers, **emulate_opts)
+        emulate.execute(prep.plan, prep.source if source is None else source, buffers, **emulate_opts)
         return {k: buffers[k] for k in outputs}
     raise UsageError(f"backend {backend!r} is unknown; choose one of {', '.join(BACKENDS)}")
 
 
 def validate(op: Op, sched: Schedule, problem: Problem, *, backend: str = "gpu", seed: int | None = None,
-             arch: str | None = None, **emulate_opts) -> Validation:
+             arch: str | None = None, mutate: Callable[[str], str] | None = None, **emulate_opts) -> Validation:
+    """Validate `sched` on `problem`; `mutate` (emulator only, for mutation tests) rewrites the rendered
+    source before it runs."""
     if backend not in BACKENDS:
         raise UsageError(f"backend {backend!r} is unknown; choose one of {', '.join(BACKENDS)}")
     if arch is not None:
@@ -119,6 +124,8 @@ def validate(op: Op, sched: Schedule, problem: Problem, *, backend: str = "gpu",
         from . import gpu
         gpu.require()
     unknown = sorted(set(emulate_opts) - {"check", "order", "seed"})
+    if mutate is not None and backend != "emulate":
+        raise UsageError("validate: mutate= runs a rewritten source on the emulator only (backend='emulate')")
     if unknown or (emulate_opts and backend != "emulate"):
         raise UsageError(f"validate: option {(unknown or sorted(emulate_opts))[0]!r} is not one of the emulator's "
                          "(check, order, seed; backend='emulate' only)")
@@ -137,7 +144,8 @@ def validate(op: Op, sched: Schedule, problem: Problem, *, backend: str = "gpu",
     inputs = op.make_inputs(problem, np.random.default_rng(seed))
     if backend == "emulate":
         emulate_opts.setdefault("seed", seed)  # the same seed orders threads, so --order random reproduces
-    stored = execute(prep, inputs, backend, **emulate_opts)
+    source = None if mutate is None else mutate(prep.source)
+    stored = execute(prep, inputs, backend, source=source, **emulate_opts)
     outputs = {k: problem.dtype(k).decode(v) for k, v in stored.items()}
     refs = op.reference(inputs, problem)
     errors = tuple((k, op.error(k, outputs[k], refs[k], inputs, problem)) for k in refs)

@@ -128,10 +128,11 @@ extern "C" __global__ void vectors(const float* __restrict__ x, float* __restric
   const uint4 u = make_uint4(t, t + 1u, t + 2u, t + 3u);
   const int2 p = make_int2(u.y, u.w);
   reinterpret_cast<int4*>(yi)[t] = make_int4(p.x, p.y, (int)u.z, (int)u.x);
-  float4 tmp;
-  kg_cp_async16(&tmp, &reinterpret_cast<const float4*>(x)[t]);   // the prelude's guarded cp.async
+  alignas(16) __shared__ float4 st[32];
+  kg_cp_async16(&st[t], &reinterpret_cast<const float4*>(x)[t]);   // the prelude's guarded cp.async
   kg_cp_async_commit();
   kg_cp_async_wait<0>();
+  const float4 tmp = st[t];
   y[128 + t] = tmp.x + tmp.w;
 }
 

@@ -9,7 +9,8 @@
 // readers (plus a summary of the rest) of the current barrier phase. An access by another thread
 // conflicts unless a warp-wide synchronisation (a shuffle, vote or __syncwarp of every live lane of
 // the warp) happened in between, i.e. both threads are in one warp and the warp's epoch moved on.
-// Atomics never conflict with atomics. The grain is 2 bytes, not 4, because neighbouring threads
+// Atomics never conflict with atomics. Bytes that a cp.async copy has yet to land in are marked with
+// their issuing thread (async_owner); any access to them is reported. The grain is 2 bytes, not 4, because neighbouring threads
 // storing neighbouring __half values is common and no race; single bytes are still tracked per pair.
 // ---- check mode: shadow state of each shared word -------------------------------------------------
 constexpr size_t KG_SHADOW_GRAIN = 2;
@@ -103,7 +104,23 @@ void shared_word(size_t w, int access) {
   fiber_fail();
 }
 
+// An access to bytes that a cp.async copy has yet to land in (its group not waited for yet).
+[[noreturn]] void async_pending(size_t word, int access, int issuer) {
+  KgError* err = record(E_ASYNC, cur->linear);
+  if (err) {
+    err->access = access;
+    set_thread(err->other_thread, issuer);
+    err->addr = (uint64_t)(uintptr_t)(smem + word * KG_SHADOW_GRAIN);
+    shared_name(word * KG_SHADOW_GRAIN, err);
+    err->size = (int32_t)KG_SHADOW_GRAIN;
+  }
+  fiber_fail();
+}
+
 void shared_access(size_t off, unsigned size, int access) {
+  if (async_marked)
+    for (size_t w = off / KG_SHADOW_GRAIN; w <= (off + size - 1) / KG_SHADOW_GRAIN; ++w)
+      if (async_owner[w]) async_pending(w, access, async_owner[w] - 1);
   bool ok = off + size <= L->shared_bytes;
   for (size_t i = 0; !ok && i < slots.size(); ++i) ok = slots[i].lo <= off && off + size <= slots[i].hi;
   for (int i = 0; !ok && i < nfile_slots && i < MAX_FILE_SLOTS; ++i) ok = file_slots[i].lo <= off && off + size <= file_slots[i].hi;

@@ -39,7 +39,7 @@ _run_lock = threading.Lock()      # one launch at a time per process: the runner
 _stacks: list[int] = []           # the process's fiber stacks (runner.cpp's kg_stack_pool), shared by all libraries
 
 E_NAMES = {1: "out-of-bounds", 2: "out-of-bounds", 3: "race", 4: "fault", 5: "deadlock", 6: "warp", 7: "trap",
-           8: "shuffle", 9: "misaligned", 10: "resources"}
+           8: "shuffle", 9: "misaligned", 10: "resources", 11: "race"}
 ACCESS = {0: ("read", "reads", "read"), 1: ("write", "writes", "wrote"), 2: ("atomic", "atomically updates",
                                                                             "atomically updated")}
 CTYPE_CODE = {"int": "i", "long long": "l", "float": "f", "unsigned int": "u", "unsigned": "u", "double": "d",
@@ -211,6 +211,12 @@ def launch_error(symbol: str, err: _Error, arena: Arena, shared_bytes: int = 0) 
         msg = (f"shared-memory race on {where}: thread ({t[0]},{t[1]},{t[2]}) "
                f"{verb} it after thread ({o[0]},{o[1]},{o[2]}) {other_verb} it in the same barrier phase, in "
                f"block ({b[0]},{b[1]},{b[2]}) (missing __syncthreads or __syncwarp?)")
+    elif err.kind == 11:                                      # a cp.async destination not landed yet
+        where, index = _shared_where(name, err.offset, err.elem, shared_bytes)
+        buffer = name
+        msg = (f"shared {acc} of a cp.async destination before its group was waited for: {where}, by "
+               f"{_where(t, b)}; thread ({o[0]},{o[1]},{o[2]}) issued the copy (cp.async.wait_group waits "
+               f"for too few groups, or a __syncthreads after the wait is missing?)")
     elif err.kind == 9:                                       # misaligned
         found = arena.find(err.addr)
         where = _describe(arena, *found)[0] if found else f"shared address 0x{err.addr:x}"

@@ -59,7 +59,7 @@ struct KgLaunch {
   uint64_t stack_bytes, stack_count;
 };
 enum { E_NONE, E_GLOBAL_OOB, E_SHARED_OOB, E_RACE, E_FAULT, E_DEADLOCK, E_WARP, E_TRAP, E_SHFL_INACTIVE,
-       E_MISALIGNED, E_RESOURCES };
+       E_MISALIGNED, E_RESOURCES, E_ASYNC };
 enum { A_READ, A_WRITE, A_ATOMIC };
 struct KgError {
   int32_t kind, access, size, other_access;
@@ -192,8 +192,11 @@ inline void yield_fiber() {
 #endif
 }
 
+void async_finish();
+
 void fiber_main(void*) {
   L->entry(L->args);
+  async_finish();
   cur->state = DONE;
   yield_fiber();
   __builtin_unreachable();
@@ -260,7 +263,51 @@ size_t smem_next = 0, smem_top = SMEM_ARENA, smem_used = 0, file_used = 0;
 
 inline size_t align_up(size_t v, size_t a) { return (v + a - 1) / a * a; }
 
+// ---- cp.async: each thread's copies wait in its queue until their group is waited for ------------
+// A copy reads its source when issued and poisons its destination (0xff bytes: NaN floats); the data
+// lands at the cp.async.wait_group that completes its group (every committed group but the newest N),
+// or when the thread exits. Check builds also mark the destination with the issuing thread, so an
+// access before the data landed is reported (check.hpp) rather than just reading NaN.
+struct AsyncCopy { uint32_t group, off, size; unsigned char data[16]; };
+std::vector<std::vector<AsyncCopy>> async_queue;   // per thread of the block, in issue order
+std::vector<uint32_t> async_committed;             // groups committed so far, per thread
+uint16_t* async_owner = nullptr;                   // check builds: issuing thread + 1, per shared grain
+size_t async_marked = 0;                           // grains marked now
+
 #include "check.hpp"
+
+void async_mark(const AsyncCopy& c, int owner) {
+  if (!async_owner) return;
+  for (size_t w = c.off / KG_SHADOW_GRAIN; w <= (c.off + c.size - 1) / KG_SHADOW_GRAIN; ++w) {
+    async_marked += owner && !async_owner[w];
+    async_marked -= !owner && async_owner[w];
+    async_owner[w] = (uint16_t)owner;
+  }
+}
+
+// Land the first `n` copies of the current thread's queue; `checked` records them as its writes.
+void async_land(size_t n, bool checked) {
+  std::vector<AsyncCopy>& q = async_queue[cur->linear];
+  for (size_t i = 0; i < n; ++i) {
+    async_mark(q[i], 0);
+    memcpy(smem + q[i].off, q[i].data, q[i].size);
+    if (checked) shared_access(q[i].off, q[i].size, A_WRITE);
+  }
+  q.erase(q.begin(), q.begin() + n);
+}
+
+// A thread exits: its copies still in flight land (as they would on the GPU), unchecked.
+void async_finish() { async_land(async_queue[cur->linear].size(), false); }
+
+// Forget every queued copy (a new block, or the end of a launch).
+void async_reset(int threads) {
+  for (auto& q : async_queue) {
+    for (const AsyncCopy& c : q) async_mark(c, 0);
+    q.clear();
+  }
+  async_queue.resize(threads);
+  async_committed.assign(threads, 0);
+}
 
 // ---- warp exchanges ------------------------------------------------------------------------------
 // Per warp of the block: lanes that have not exited, and lanes waiting at a warp exchange.
@@ -434,6 +481,7 @@ bool run_block() {
     char* hi = stacks + (size_t)(i + 1) * stacks_size - (size_t)(i % 64) * 64;
     fiber_init(f, lo, hi);
   }
+  async_reset(nthreads);
   std::fill(warp_epoch.begin(), warp_epoch.end(), 0);
   for (size_t w = 0; w < warp_live.size(); ++w) {
     const int lanes = std::min(32, nthreads - (int)w * 32);
@@ -579,6 +627,39 @@ extern "C" void* kg_shared_slot(void* key, size_t bytes, size_t align, size_t el
   return smem + lo;
 }
 
+extern "C" void kg_emu_cp_async(void* dst, const void* src, int bytes) {
+  Fiber* me = cur;
+  const size_t off = (uintptr_t)dst - (uintptr_t)smem;
+  if (bytes != 4 && bytes != 8 && bytes != 16) {
+    record(E_TRAP, me->linear, "cp.async of %d bytes (cp.async copies 4, 8 or 16)", bytes);
+    fiber_fail();
+  }
+  if (off >= SMEM_ARENA || off + bytes > SMEM_ARENA) {
+    record(E_TRAP, me->linear, "cp.async destination %p is not in shared memory", dst);
+    fiber_fail();
+  }
+  if (L->check) {
+    check_access(src, (unsigned)bytes, A_READ, true);
+    check_access(dst, (unsigned)bytes, A_WRITE, true);
+  }
+  AsyncCopy c{async_committed[me->linear], (uint32_t)off, (uint32_t)bytes, {}};
+  memcpy(c.data, src, bytes);
+  memset(dst, 0xff, bytes);
+  async_mark(c, me->linear + 1);
+  async_queue[me->linear].push_back(c);
+}
+
+extern "C" void kg_emu_cp_async_commit(void) { ++async_committed[cur->linear]; }
+
+// cp.async.wait_group N: every committed group but the newest N has landed.
+extern "C" void kg_emu_cp_async_wait(int pending) {
+  const std::vector<AsyncCopy>& q = async_queue[cur->linear];
+  const uint32_t done = async_committed[cur->linear] - std::min<uint32_t>(pending, async_committed[cur->linear]);
+  size_t n = 0;
+  while (n < q.size() && q[n].group < done) ++n;
+  async_land(n, L->check);
+}
+
 extern "C" void kg_atomic_hook(const void* p, int size) { check_access(p, (unsigned)size, A_ATOMIC, true); }
 
 extern "C" void kg_trap(const char* what) {
@@ -646,6 +727,7 @@ KG_API int kg_launch(const KgLaunch* launch, KgError* err) {
     return err->kind;
   }
   if (launch->check && !shadow) shadow = (Shadow*)calloc(SMEM_ARENA / KG_SHADOW_GRAIN, sizeof(Shadow));
+  if (launch->check && !async_owner) async_owner = (uint16_t*)calloc(SMEM_ARENA / KG_SHADOW_GRAIN, sizeof(uint16_t));
 
   const uint64_t nblocks = (uint64_t)launch->grid[0] * launch->grid[1] * launch->grid[2];
   std::vector<uint64_t> block_order;
@@ -668,6 +750,7 @@ KG_API int kg_launch(const KgLaunch* launch, KgError* err) {
   }
   in_launch = 0;
   cur = nullptr;
+  async_reset(0);
   restore_handlers();
   fflush(stdout);
   L = nullptr;

@@ -31,9 +31,12 @@
 #define KG_NEG_INF __int_as_float(0xff800000)
 #endif
 
-// 16-byte asynchronous global->shared copy (cp.async, sm_80+); a plain copy elsewhere.
+// 16-byte asynchronous global->shared copy (cp.async, sm_80+); a plain copy elsewhere. The CPU
+// emulator lands it only when its group is waited for (kg_emu_cp_async in its runner).
 __device__ __forceinline__ void kg_cp_async16(void* smem, const void* gmem) {
-#if !defined(KERNELGEN_EMULATE) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+#if defined(KERNELGEN_EMULATE)
+  kg_emu_cp_async(smem, gmem, 16);
+#elif defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
   unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(smem));
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" :: "r"(s), "l"(gmem));
 #else
@@ -42,7 +45,9 @@ __device__ __forceinline__ void kg_cp_async16(void* smem, const void* gmem) {
 }
 // 4-byte variant (cp.async.ca), for copies that cannot be 16-byte aligned.
 __device__ __forceinline__ void kg_cp_async4(void* smem, const void* gmem) {
-#if !defined(KERNELGEN_EMULATE) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+#if defined(KERNELGEN_EMULATE)
+  kg_emu_cp_async(smem, gmem, 4);
+#elif defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
   unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(smem));
   asm volatile("cp.async.ca.shared.global [%0], [%1], 4;\n" :: "r"(s), "l"(gmem));
 #else
@@ -50,13 +55,17 @@ __device__ __forceinline__ void kg_cp_async4(void* smem, const void* gmem) {
 #endif
 }
 __device__ __forceinline__ void kg_cp_async_commit() {
-#if !defined(KERNELGEN_EMULATE) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+#if defined(KERNELGEN_EMULATE)
+  kg_emu_cp_async_commit();
+#elif defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
   asm volatile("cp.async.commit_group;\n" ::);
 #endif
 }
 template <int N>
 __device__ __forceinline__ void kg_cp_async_wait() {
-#if !defined(KERNELGEN_EMULATE) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+#if defined(KERNELGEN_EMULATE)
+  kg_emu_cp_async_wait(N);
+#elif defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
   asm volatile("cp.async.wait_group %0;\n" :: "n"(N));
 #endif
 }
