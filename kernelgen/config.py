@@ -39,6 +39,12 @@ def cxx() -> str:
     return os.environ.get("KERNELGEN_CXX", "g++")
 
 
+def emulate_check() -> bool:
+    """Validations on the emulator run with the checker (races, out-of-bounds, partial barriers) unless
+    told otherwise (KERNELGEN_EMULATE_CHECK=1; the test suite sets it)."""
+    return os.environ.get("KERNELGEN_EMULATE_CHECK", "") not in ("", "0")
+
+
 def force_no_gpu() -> bool:
     """Pretend there is no GPU (KERNELGEN_NO_GPU=1), for testing the no-GPU paths on a GPU machine."""
     return os.environ.get("KERNELGEN_NO_GPU", "") not in ("", "0")

@@ -143,6 +143,7 @@ def validate(op: Op, sched: Schedule, problem: Problem, *, backend: str = "gpu",
     op = prep.op
     inputs = op.make_inputs(problem, np.random.default_rng(seed))
     if backend == "emulate":
+        emulate_opts.setdefault("check", config.emulate_check())
         emulate_opts.setdefault("seed", seed)  # the same seed orders threads, so --order random reproduces
     source = None if mutate is None else mutate(prep.source)
     stored = execute(prep, inputs, backend, source=source, **emulate_opts)

@@ -1,10 +1,15 @@
 """Test tiers: plain Python; `nvrtc` (compile and read SASS, no GPU); `nvcc` (the toolkit compiler); `emulate` (CPU emulator,
 needs g++); `gpu` (skipped with a reason where there is no GPU)."""
+import os
 import shutil
 
 import pytest
 
 from kernelgen import config
+
+# Every emulator validation runs with the checker on (races, out-of-bounds, partial barriers): bugs
+# that leave the answer right are still bugs on the GPU. A test asks for check=False to go without.
+os.environ.setdefault("KERNELGEN_EMULATE_CHECK", "1")
 
 
 def _gpu_reason():
