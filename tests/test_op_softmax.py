@@ -157,5 +157,5 @@ def test_other_layouts_are_correct_on_the_emulator(knobs):
     for sizes in op.test_problems():
         if k["algo"] == "registers" and sizes["cols"] > op.max_cols(k):
             continue    # the plan refuses it (tested above)
-        v = validate(op, op.schedule(**knobs), op.problem(sizes), backend="emulate")
+        v = validate(op, op.schedule(**knobs), op.problem(sizes), backend="emulate", order="reverse")
         assert v.ok, (knobs, sizes, v.summary())

@@ -1,0 +1,110 @@
+"""Mutation check: one-line mutations of the templates, each run through the emulator validation the
+test suite makes (checker on, reverse thread order, the op's awkward test sizes); prints which are
+caught and a score. Runs on the CPU (g++), no GPU:
+
+    PYTHONPATH=. python3 bench/mutations.py            # all
+    PYTHONPATH=. python3 bench/mutations.py -k reduce  # those whose name contains "reduce"
+
+A mutation is caught when a validation fails (wrong answer, unwritten output), the emulator reports
+a race, an out-of-bounds access or a fault, or the mutant no longer compiles. Exit status 1 when one
+escapes, so the script can gate a change.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from kernelgen import get_op  # noqa: E402
+from kernelgen.errors import CompileError, LaunchError  # noqa: E402
+from kernelgen.mutate import Mutation, render_mutant  # noqa: E402
+from kernelgen.prepared import prepare  # noqa: E402
+from kernelgen.validate import target_for, validate  # noqa: E402
+
+M = Mutation
+# (name, op, knobs, mutation): sizes are the op's test_problems (awkward: 1, odd, not tile multiples)
+MUTATIONS = [
+    ("reduce: strided step one level too far (reads one past the end)", "reduce_sum",
+     dict(strategy="strided", threads=128),
+     M("reduce_sum.cu.j2", "for (int s = 1; s < {{ threads }}; s *= 2) {\n    const int index",
+       "for (int s = 1; s <= {{ threads }}; s *= 2) {\n    const int index")),
+    ("reduce: strided step bound < turned into <=", "reduce_sum", dict(strategy="strided", threads=128),
+     M("reduce_sum.cu.j2", "if (index < {{ threads }})", "if (index <= {{ threads }})")),
+    ("reduce: shared tree without its barrier", "reduce_sum", dict(strategy="sequential", threads=128),
+     M("lib/reduce.j2", "{% endif %}\n  __syncthreads();\n}\n{% endmacro %}", "{% endif %}\n}\n{% endmacro %}")),
+    ("reduce: warp step without __syncwarp", "reduce_sum", dict(strategy="unrolled", threads=256),
+     M("reduce_sum.cu.j2", "      __syncwarp();\n      vs[tid] = t;", "      vs[tid] = t;")),
+    ("softmax: all-reduce without its trailing barrier", "softmax", {},
+     M("lib/reduce.j2", "  {{ warp(vals, op, warps) | indent(2) | trim }}\n  __syncthreads();\n",
+       "  {{ warp(vals, op, warps) | indent(2) | trim }}\n")),
+    ("softmax: all-reduce without the barrier after the per-warp words", "softmax", {},
+     M("lib/reduce.j2", "{% endfor %}}\n  __syncthreads();\n", "{% endfor %}}\n")),
+    ("softmax: butterfly one step short", "softmax", {},
+     M("lib/reduce.j2", "for (int o = {{ width // 2 }}; o > 0; o >>= 1) {{ vals[0] }}",
+       "for (int o = {{ width // 2 }}; o > 1; o >>= 1) {{ vals[0] }}")),
+    ("softmax: wrong shuffle offset", "softmax", {},
+     M("lib/reduce.j2", "\"__shfl_%s_sync(KG_FULL_MASK, %s, o)\"", "\"__shfl_%s_sync(KG_FULL_MASK, %s, o + 1)\"")),
+    ("layernorm: all-reduce without its trailing barrier", "layernorm", {},
+     M("lib/reduce.j2", "  {{ warp(vals, op, warps) | indent(2) | trim }}\n  __syncthreads();\n",
+       "  {{ warp(vals, op, warps) | indent(2) | trim }}\n")),
+    ("transpose: no barrier between the tile's store and its read", "transpose", dict(vec=1),
+     M("transpose.cu.j2", "tile[ty + r][tx] = x[(long long)i * N + j];\n  }\n  __syncthreads();\n",
+       "tile[ty + r][tx] = x[(long long)i * N + j];\n  }\n")),
+    ("transpose: store bound < turned into <=", "transpose", dict(vec=1),
+     M("transpose.cu.j2", "if (jo < N && io < M) out[(long long)jo * M + io] = tile[tx][ty + r];",
+       "if (jo <= N && io < M) out[(long long)jo * M + io] = tile[tx][ty + r];")),
+    ("elementwise: partial-chunk bound < turned into <=", "elementwise", {},
+     M("elementwise.cu.j2", "        if (idx < nvec)\n", "        if (idx <= nvec)\n")),
+    ("elementwise: partial chunk one vector short", "elementwise", {},
+     M("elementwise.cu.j2", "        if (idx < nvec)\n", "        if (idx < nvec - 1)\n")),
+    ("sgemm: cp.async waits for one group too few", "sgemm", dict(copy="cp_async", stages=3, vec_a=1),
+     M("lib/gemm_mainloop.j2", "kg_cp_async_wait<{{ stages - 2 }}>();", "kg_cp_async_wait<{{ stages - 1 }}>();")),
+    ("sgemm: cp.async pipeline without its barrier", "sgemm", dict(copy="cp_async", stages=3, vec_a=1),
+     M("lib/gemm_mainloop.j2", "  __syncthreads();  // tile kt has landed", "  // tile kt has landed")),
+    ("sgemm: register tile loop one short", "sgemm", {},
+     M("lib/gemm_mainloop.j2", "for (int kk = 0; kk < {{ bk }}; ++kk) {", "for (int kk = 0; kk < {{ bk }} - 1; ++kk) {")),
+]
+
+
+def verdict(opname: str, knobs: dict, mutation: Mutation, sizes: list[dict]) -> str:
+    """How the mutation is caught ('' when it escapes)."""
+    op = get_op(opname)
+    sched = op.schedule(**knobs)
+    for s in sizes:
+        p = op.problem(s)
+        try:
+            mutant = render_mutant(prepare(op, sched, p, target_for("emulate", None)).kernel, mutation)
+            v = validate(op, sched, p, backend="emulate", check=True, order="reverse", seed=1,
+                         mutate=lambda _: mutant)
+        except CompileError as e:
+            return f"does not compile ({str(e).splitlines()[0][:80]})"
+        except LaunchError as e:
+            kind = getattr(e, "kind", "") or "error"
+            return f"{kind} at {s}"
+        if not v.ok:
+            return f"wrong answer at {s}"
+    return ""
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("-k", default="", help="run the mutations whose name contains this")
+    args = ap.parse_args(argv)
+    chosen = [m for m in MUTATIONS if args.k in m[0]]
+    caught = 0
+    for name, opname, knobs, mutation in chosen:
+        t0 = time.perf_counter()
+        sizes = list(get_op(opname).test_problems())
+        how = verdict(opname, knobs, mutation, sizes)
+        caught += bool(how)
+        print(f"{'caught ' if how else 'ESCAPED'}  {name}: {how or 'every validation passed'} "
+              f"({time.perf_counter() - t0:.1f} s)", flush=True)
+    print(f"score: {caught}/{len(chosen)} mutations caught ({100 * caught / max(1, len(chosen)):.0f}%)")
+    return 0 if caught == len(chosen) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
