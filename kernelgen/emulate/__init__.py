@@ -22,6 +22,8 @@ threads switch only at barriers and warp exchanges (runner.cpp). `order` runs th
 phase (and the blocks) forward, reversed or in a seeded random order, so a missing barrier reads a
 value not written yet; `check=True` also reports out-of-bounds global and shared accesses and
 shared-memory races between two barriers, as an EmulationError naming the thread and the offset.
+A cp.async copy lands only when its group is waited for (cp.async.wait_group), its destination
+poisoned until then; `check=True` reports any access to it before that.
 """
 from __future__ import annotations
 
