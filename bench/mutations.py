@@ -26,6 +26,7 @@ from kernelgen.validate import target_for, validate  # noqa: E402
 
 M = Mutation
 # (name, op, knobs, mutation): sizes are the op's test_problems (awkward: 1, odd, not tile multiples)
+# unless the knobs carry sizes=[...]
 MUTATIONS = [
     ("reduce: strided step one level too far (reads one past the end)", "reduce_sum",
      dict(strategy="strided", threads=128),
@@ -45,8 +46,9 @@ MUTATIONS = [
     ("softmax: butterfly one step short", "softmax", {},
      M("lib/reduce.j2", "for (int o = {{ width // 2 }}; o > 0; o >>= 1) {{ vals[0] }}",
        "for (int o = {{ width // 2 }}; o > 1; o >>= 1) {{ vals[0] }}")),
+    # (offset o + 1 is no bug: xor masks 17, 9, 5, 3, 2 still reach all 32 lanes, each once)
     ("softmax: wrong shuffle offset", "softmax", {},
-     M("lib/reduce.j2", "\"__shfl_%s_sync(KG_FULL_MASK, %s, o)\"", "\"__shfl_%s_sync(KG_FULL_MASK, %s, o + 1)\"")),
+     M("lib/reduce.j2", "\"__shfl_%s_sync(KG_FULL_MASK, %s, o)\"", "\"__shfl_%s_sync(KG_FULL_MASK, %s, o / 2)\"")),
     ("layernorm: all-reduce without its trailing barrier", "layernorm", {},
      M("lib/reduce.j2", "  {{ warp(vals, op, warps) | indent(2) | trim }}\n  __syncthreads();\n",
        "  {{ warp(vals, op, warps) | indent(2) | trim }}\n")),
@@ -60,6 +62,16 @@ MUTATIONS = [
      M("elementwise.cu.j2", "        if (idx < nvec)\n", "        if (idx <= nvec)\n")),
     ("elementwise: partial chunk one vector short", "elementwise", {},
      M("elementwise.cu.j2", "        if (idx < nvec)\n", "        if (idx < nvec - 1)\n")),
+    ("gemv: element tail loop dropped", "gemv", {},
+     M("gemv.cu.j2", "for (int j = nv * {{ V }} + sub; j < n; j += {{ lanes }}) acc[0]",
+       "for (int j = nv * {{ V }} + sub; j < nv * {{ V }}; j += {{ lanes }}) acc[0]")),
+    # the op's test sizes give every block one group of rows: the loop comes round only at 1000 rows
+    ("gemv: grid-stride groups without the barrier before red is reused", "gemv",
+     dict(threads=256, lanes=64, grid_stride=1, sizes=[{"M": 1000, "N": 33}]),
+     M("gemv.cu.j2", "  __syncthreads();                                              // red is written again",
+       "  // red is written again")),
+    ("staged_load: no barrier between staging and use", "staged_load", {},
+     M("staged_load.cu.j2", "{% if threads > 1 %}\n  __syncthreads();\n{% endif %}\n", "")),
     ("sgemm: cp.async waits for one group too few", "sgemm", dict(copy="cp_async", stages=3, vec_a=1),
      M("lib/gemm_mainloop.j2", "kg_cp_async_wait<{{ stages - 2 }}>();", "kg_cp_async_wait<{{ stages - 1 }}>();")),
     ("sgemm: cp.async pipeline without its barrier", "sgemm", dict(copy="cp_async", stages=3, vec_a=1),
@@ -72,6 +84,8 @@ MUTATIONS = [
 def verdict(opname: str, knobs: dict, mutation: Mutation, sizes: list[dict]) -> str:
     """How the mutation is caught ('' when it escapes)."""
     op = get_op(opname)
+    knobs = dict(knobs)
+    sizes = knobs.pop("sizes", sizes)
     sched = op.schedule(**knobs)
     for s in sizes:
         p = op.problem(s)

@@ -161,6 +161,15 @@ def test_other_layouts_are_correct_on_the_emulator(knobs):
 
 
 @pytest.mark.emulate
+def test_grid_stride_blocks_come_round_to_a_second_group_on_the_emulator():
+    # 1000 rows in groups of 4 over one block per SM: each block reduces a second group through the
+    # same shared words, so a missing barrier between groups is a race the checker sees
+    v = validate(op, op.schedule(threads=256, lanes=64, grid_stride=1), op.problem({"M": 1000, "N": 33}),
+                 backend="emulate", order="reverse")
+    assert v.ok, v.summary()
+
+
+@pytest.mark.emulate
 @pytest.mark.parametrize("knobs", [dict(threads=64, lanes=64, vec=4, unroll=1),
                                    dict(threads=512, lanes=128, vec=4, unroll=8),
                                    dict(threads=1024, lanes=1024, vec=2, unroll=2),
