@@ -37,6 +37,7 @@ SHIM = HERE / "shim.h"
 SHIM_HEADERS = (SHIM, HERE / "half.h", HERE / "wmma.h")   # shim.h and what it includes: all in the cache key
 RUNNER = HERE / "runner.cpp"
 CHECK = HERE / "check.hpp"          # part of runner.cpp's translation unit
+BANKS = HERE / "banks.hpp"          # likewise
 BUILD_VERSION = 2          # bump when the build steps change: it is part of the cache key
 
 COMMON_FLAGS = ("-std=gnu++17", "-O2", "-fPIC", "-fno-strict-aliasing", "-fno-math-errno", "-fvisibility=hidden",
@@ -112,7 +113,7 @@ def _atomic_copy(tmp: Path, dest: Path) -> None:
 def _runner_object(cxx: str, workdir: Path) -> Path:
     """runner.cpp compiled once per compiler and runner version (never instrumented)."""
     flags = COMMON_FLAGS + (f"-I{HERE}",)
-    key = hashlib.sha256("\0".join((RUNNER.read_text(), CHECK.read_text(), shim_text(), *flags,
+    key = hashlib.sha256("\0".join((RUNNER.read_text(), CHECK.read_text(), BANKS.read_text(), shim_text(), *flags,
                                     compiler_version(cxx)))
                          .encode()).hexdigest()[:32]
     cached = config.cache_dir() / "emulate" / f"runner-{key}.o"
@@ -158,7 +159,7 @@ def build(source: str, symbols, *, check: bool = False, name: str | None = None)
     cpp = src.prepare(source, symbols, name)
     cxx = config.cxx()
     flags = COMMON_FLAGS + ("-DKERNELGEN_EMULATE", "-include", str(SHIM)) + (CHECK_FLAGS if check else ())
-    key = hashlib.sha256("\0".join((cpp, shim_text(), RUNNER.read_text(), CHECK.read_text(), *flags, *LINK_FLAGS,
+    key = hashlib.sha256("\0".join((cpp, shim_text(), RUNNER.read_text(), CHECK.read_text(), BANKS.read_text(), *flags, *LINK_FLAGS,
                                     compiler_version(cxx), str(BUILD_VERSION))).encode()).hexdigest()
     path = config.cache_dir() / "emulate" / key[:2] / f"{key}.so"
     with _lock:
