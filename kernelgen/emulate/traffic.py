@@ -38,7 +38,8 @@ ACCESS_NAMES = ("load", "store")
 class _BankStat(ctypes.Structure):     # banks.hpp's KgBankStat
     _fields_ = [("space", ctypes.c_int32), ("access", ctypes.c_int32), ("region", ctypes.c_int32),
                 ("worst", ctypes.c_int32), ("requests", ctypes.c_uint64), ("units", ctypes.c_uint64),
-                ("phases", ctypes.c_uint64), ("name", ctypes.c_char * 64)]
+                ("phases", ctypes.c_uint64), ("lo", ctypes.c_uint64), ("hi", ctypes.c_uint64),
+                ("name", ctypes.c_char * 64)]
 
 
 @dataclass(frozen=True)
@@ -102,13 +103,32 @@ class Traffic:
         return out
 
 
+def _extern_parts(raw: list[tuple[_BankStat, str]]) -> list[tuple[_BankStat, str]]:
+    """Name each extern __shared__ statistic (one per instruction) by the byte range of its part of the
+    dynamic shared memory: the instructions whose ranges overlap, loads and stores together, are one part."""
+    spans = sorted((s.lo, s.hi) for s, _ in raw if s.space == 0 and s.region >= 0)
+    parts: list[list[int]] = []
+    for lo, hi in spans:
+        if parts and lo < parts[-1][1]:
+            parts[-1][1] = max(parts[-1][1], hi)
+        else:
+            parts.append([lo, hi])
+    out = []
+    for s, name in raw:
+        if s.space == 0 and s.region >= 0:
+            lo, hi = next((p for p in parts if p[0] <= s.lo < p[1]), (s.lo, s.hi))
+            name = f"{name} bytes {lo}-{hi}"
+        out.append((s, name))
+    return out
+
+
 def collect(lib, names: list[str]) -> Traffic:
     """The statistics gathered since kg_banks_enable(1); `names` are the arena's regions in order."""
     count = lib.dll.kg_banks_count
     count.restype = ctypes.c_int
     get = lib.dll.kg_banks_get
     get.argtypes = [ctypes.c_int, ctypes.c_void_p]
-    stats = []
+    raw = []
     for i in range(count()):
         s = _BankStat()
         get(i, ctypes.byref(s))
@@ -116,8 +136,16 @@ def collect(lib, names: list[str]) -> Traffic:
             name = s.name.decode(errors="replace")
         else:
             name = names[s.region] if 0 <= s.region < len(names) else "?"
-        stats.append(AccessStat("shared" if s.space == 0 else "global", name, ACCESS_NAMES[s.access != 0],
-                                int(s.requests), int(s.units), int(s.phases), int(s.worst)))
+        raw.append((s, name))
+    merged: dict[tuple[str, str, str], list[int]] = {}
+    for s, name in _extern_parts(raw):
+        key = ("shared" if s.space == 0 else "global", name, ACCESS_NAMES[s.access != 0])
+        acc = merged.setdefault(key, [0, 0, 0, 0])
+        acc[0] += s.requests
+        acc[1] += s.units
+        acc[2] += s.phases
+        acc[3] = max(acc[3], s.worst)
+    stats = [AccessStat(*key, *map(int, v)) for key, v in merged.items() if v[0]]
     stats.sort(key=lambda s: (s.space != "shared", s.name, s.access))
     return Traffic(tuple(stats))
 
