@@ -138,3 +138,13 @@ def test_sgemm_padded_a_tile_removes_its_store_conflicts():
     nxt = op.ladder()[op.ladder().index(step) + 1]
     a, b = sgemm_tiles(profile(op, nxt.schedule, problem))
     assert b0["load"].ways == 2 and max(s.ways for s in (*a.values(), *b.values())) == 1
+
+
+def test_cli_run_banks_prints_each_array():
+    from click.testing import CliRunner
+    from kernelgen.cli import main
+    r = CliRunner().invoke(main, ["run", "transpose", "--step", "2", "--size", "M=64,N=64", "--backend", "emulate",
+                                  "--banks"], catch_exceptions=False)
+    assert r.exit_code == 0, r.output
+    assert "traffic  tile (shared): loads 32-way (avg 32.0, 128 requests), stores 1-way" in r.output
+    assert "traffic  out (global): stores 4.0 sectors/request" in r.output

@@ -26,7 +26,8 @@ aligned to the vector's size for every lane, is joined back into one request (as
 it), so scalar accesses that merely happen to be adjacent and aligned count as one vector access.
 Lanes are grouped by how often each ran the instruction since the last barrier, so where lanes of a
 warp loop a different number of times (a tail tile) a request can mix iterations: count on sizes
-that are whole tiles for exact figures. Accesses through cp.async or atomics are not counted.
+that are whole tiles for exact figures. A cp.async counts as the plain copy the emulator makes (a global
+load and a shared store); atomics are not counted.
 """
 from __future__ import annotations
 
