@@ -117,7 +117,8 @@ def test_staged_load_padding_removes_the_store_conflicts():
 
 def sgemm_tiles(traffic):
     """(A tile, B tile) statistics by direction: A is staged first in the dynamic shared memory."""
-    names = sorted({s.name for s in traffic.stats if s.space == "shared"}, key=lambda n: int(n.split()[-1].split("-")[0]))
+    names = {s.name for s in traffic.stats if s.space == "shared"}
+    names = sorted(names, key=lambda n: int(n.split()[-1].split("-")[0]))
     assert len(names) == 2, names
     return [{a: traffic.shared(a, n) for a in ("load", "store")} for n in names]
 

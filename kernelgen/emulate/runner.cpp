@@ -687,12 +687,12 @@ void __tsan_func_entry(void*) {}
 void __tsan_func_exit(void) {}
 void __tsan_vptr_update(void**, void*) {}
 void __tsan_vptr_read(void**) {}
-#define KG_HOOKS(N)                                                                        \
-  void __tsan_read##N(void* p) { KG_SITE(p, N, A_READ); check_access(p, N, A_READ, true); }                       \
-  void __tsan_write##N(void* p) { KG_SITE(p, N, A_WRITE); check_access(p, N, A_WRITE, true); }                     \
-  void __tsan_unaligned_read##N(void* p) { KG_SITE(p, N, A_READ); check_access(p, N, A_READ, false); }            \
-  void __tsan_unaligned_write##N(void* p) { KG_SITE(p, N, A_WRITE); check_access(p, N, A_WRITE, false); }          \
-  void __tsan_volatile_read##N(void* p) { KG_SITE(p, N, A_READ); check_access(p, N, A_READ, true); }              \
+#define KG_HOOKS(N)                                                                                       \
+  void __tsan_read##N(void* p) { KG_SITE(p, N, A_READ); check_access(p, N, A_READ, true); }               \
+  void __tsan_write##N(void* p) { KG_SITE(p, N, A_WRITE); check_access(p, N, A_WRITE, true); }            \
+  void __tsan_unaligned_read##N(void* p) { KG_SITE(p, N, A_READ); check_access(p, N, A_READ, false); }    \
+  void __tsan_unaligned_write##N(void* p) { KG_SITE(p, N, A_WRITE); check_access(p, N, A_WRITE, false); } \
+  void __tsan_volatile_read##N(void* p) { KG_SITE(p, N, A_READ); check_access(p, N, A_READ, true); }      \
   void __tsan_volatile_write##N(void* p) { KG_SITE(p, N, A_WRITE); check_access(p, N, A_WRITE, true); }
 KG_HOOKS(1) KG_HOOKS(2) KG_HOOKS(4) KG_HOOKS(8) KG_HOOKS(16)
 #undef KG_HOOKS
