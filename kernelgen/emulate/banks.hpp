@@ -11,7 +11,8 @@
 // 8- and 16-byte accesses run in 2 phases of 16 lanes and 4 phases of 8 lanes, as the hardware
 // does. A request costs, per phase, the largest number of distinct words any one bank holds
 // (wavefronts); "ways" is that number, 1 without conflicts. Global memory: the number of distinct
-// 32-byte sectors the request touches.
+// 32-byte sectors the request touches. A float4 is one 16-byte access because check builds keep
+// aggregates whole (-fno-tree-sra in build.py), as NVCC's LDS.128/STS.128 do.
 #include <string>
 #include <unordered_map>
 
@@ -41,16 +42,10 @@ struct BankGroup {
   uint64_t addr[32];          // shared: byte offset in smem; global: the address
   unsigned mask;
   uint32_t stat;              // index in bank_stats, resolved by the first lane (while the launch's slots exist)
-  uint8_t size, space, access;
-  bool chain;                 // every lane's previous access was request `prev`, ending where this one starts
-  BankKey prev, self;
+  uint8_t size, space;
 };
-// A thread's previous access in this phase: g++ splits a float4 it loads into registers into 4
-// scalar accesses (SRA), which the GPU makes as one; bank_flush joins such runs back.
-struct BankLast { BankKey key; uint64_t end; uint8_t size, space, access, valid; };
 std::unordered_map<uint64_t, uint32_t> bank_occurrences;   // (site, thread) -> executions this phase
 std::unordered_map<BankKey, BankGroup, BankKeyHash> bank_groups;
-std::vector<BankLast> bank_last;                           // per thread of the block
 std::vector<KgBankStat> bank_stats;
 
 // Wavefronts of one shared-memory request, and how many of its phases had an active lane.
@@ -122,58 +117,11 @@ void bank_score(const BankGroup& g) {
   }
 }
 
-// Can requests run[i..i+n) be one vector access of n * size bytes: the same lanes, each lane's
-// addresses consecutive (checked when they were recorded) and aligned to the vector's size?
-bool bank_joinable(const std::vector<const BankGroup*>& run, size_t i, size_t n) {
-  const BankGroup& h = *run[i];
-  const unsigned bytes = (unsigned)n * h.size;
-  if (i + n > run.size() || bytes > 16) return false;
-  for (size_t k = i + 1; k < i + n; ++k) {
-    if (run[k]->mask != h.mask) return false;
-    for (size_t j = i; j < k; ++j)          // one instruction's repeats are a loop, not a split vector
-      if (run[j]->self.site == run[k]->self.site) return false;
-  }
-  for (unsigned m = h.mask; m; m &= m - 1)
-    if (h.addr[__builtin_ctz(m)] % bytes) return false;
-  return true;
-}
-
 // Score every request gathered so far and forget them: called when a new phase starts.
 void bank_flush() {
-  std::unordered_map<BankKey, BankKey, BankKeyHash> next;      // a request -> the one that continues it
-  for (auto& kv : bank_groups)
-    if (kv.second.chain && bank_groups.count(kv.second.prev)) next.emplace(kv.second.prev, kv.first);
-  std::vector<const BankGroup*> run;
-  for (auto& kv : bank_groups) {
-    if (kv.second.chain) {                                     // continues another request: scored with its run
-      auto it = next.find(kv.second.prev);
-      if (it != next.end() && it->second == kv.first) continue;
-    }
-    run.clear();
-    for (BankKey k = kv.first;;) {
-      run.push_back(&bank_groups.at(k));
-      auto it = next.find(k);
-      if (it == next.end()) break;
-      k = it->second;
-    }
-    for (size_t i = 0; i < run.size();) {
-      const unsigned size = run[i]->size;
-      size_t n = 1;
-      for (size_t c : {16 / size, 8 / size, 4 / size})
-        if (c > 1 && bank_joinable(run, i, c)) { n = c; break; }
-      if (n == 1) {
-        bank_score(*run[i]);
-      } else {
-        BankGroup joined = *run[i];
-        joined.size = (uint8_t)(n * size);
-        bank_score(joined);
-      }
-      i += n;
-    }
-  }
+  for (auto& kv : bank_groups) bank_score(kv.second);
   bank_groups.clear();
   bank_occurrences.clear();
-  std::fill(bank_last.begin(), bank_last.end(), BankLast{});
 }
 
 // One access of `size` bytes at `p` by the current thread, from the instruction before `site`.
@@ -186,33 +134,21 @@ inline void bank_access(const void* p, unsigned size, int access, void* site) {
     bank_flush();
     banks_phase = phase;
   }
-  if (bank_last.size() < (size_t)nthreads) bank_last.resize(nthreads, BankLast{});
   const uint64_t at = in_smem ? a - (uintptr_t)smem : a;
-  const uint8_t space = in_smem ? 0 : 1;
-  size = std::min(size, 16u);
   const uint32_t k = bank_occurrences[(uint64_t)(uintptr_t)site << 11 ^ (uint64_t)cur->linear]++;
   const BankKey key{(uintptr_t)site, (uint32_t)cur->warp, k};
   BankGroup& g = bank_groups[key];
-  BankLast& last = bank_last[cur->linear];
-  const bool follows = last.valid && last.space == space && last.access == access && last.size == size &&
-                       last.end == at && !(last.key == key);
   if (!g.mask) {
-    g.size = (uint8_t)size;
-    g.space = space;
-    g.access = (uint8_t)access;
-    g.self = key;
-    g.chain = follows;
-    g.prev = last.key;
+    g.size = (uint8_t)std::min(size, 16u);
+    g.space = in_smem ? 0 : 1;
     if (in_smem) {
       KgError where{};
       shared_name(at, &where);
       // the parts of extern __shared__ are told apart by instruction: Python merges them by the offsets they touch
-      g.stat = bank_stat(0, access, where.name[0] == 'e' ? (int32_t)(key.site & 0x7fffffff) : -1, where.name);
+      g.stat = bank_stat(0, access, !strcmp(where.name, "extern __shared__") ? (int32_t)(key.site & 0x7fffffff) : -1, where.name);
     } else {
       g.stat = bank_stat(1, access, global_region(a), "");
     }
-  } else if (g.chain && !(follows && last.key == g.prev)) {
-    g.chain = false;
   }
   if (in_smem) {
     KgBankStat& s = bank_stats[g.stat];
@@ -221,7 +157,6 @@ inline void bank_access(const void* p, unsigned size, int access, void* site) {
   }
   g.mask |= 1u << cur->lane;
   g.addr[cur->lane] = at;
-  last = BankLast{key, at + size, (uint8_t)size, space, (uint8_t)access, 1};
 }
 
 }  // namespace
@@ -230,7 +165,6 @@ KG_API void kg_banks_enable(int on) {
   banks_on = on != 0;
   bank_groups.clear();
   bank_occurrences.clear();
-  bank_last.clear();
   bank_stats.clear();
 }
 

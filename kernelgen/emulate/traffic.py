@@ -20,10 +20,9 @@ l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum / _op_st.sum (our `conf
 sectors as l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum / _op_st.sum per
 l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum / _op_st.sum.
 
-Limits, from what the CPU sees (g++'s code for one thread): g++ splits a float4 it keeps in registers
-into 4 scalar accesses; a run of such accesses from distinct instructions, at consecutive addresses
-aligned to the vector's size for every lane, is joined back into one request (as NVCC would emit
-it), so scalar accesses that merely happen to be adjacent and aligned count as one vector access.
+Limits, from what the CPU sees (g++'s code for one thread): check builds keep aggregates whole
+(-fno-tree-sra), so a float4 loaded or stored whole is one 16-byte request, as on the GPU; where g++
+and NVCC vectorise differently (NVCC merging adjacent scalars it proves aligned) the counts differ.
 Lanes are grouped by how often each ran the instruction since the last barrier, so where lanes of a
 warp loop a different number of times (a tail tile) a request can mix iterations: count on sizes
 that are whole tiles for exact figures. A cp.async counts as the plain copy the emulator makes (a global
