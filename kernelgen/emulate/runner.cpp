@@ -11,7 +11,9 @@
 // compiler's __tsan_readN/__tsan_writeN calls land in the hooks at the end of this file, which
 // (check.hpp) bounds-check global buffers (the Python side packs them into one arena with red
 // zones) and shared slots, and keep a shadow record per 2 bytes of shared memory to find accesses by two
-// threads in the same barrier phase that no warp-wide synchronisation orders.
+// threads in the same barrier phase that no warp-wide synchronisation orders. When Python asks
+// (kg_banks_enable), banks.hpp also groups the accesses into warp requests and counts shared-memory
+// wavefronts (bank conflicts) and global sectors per request.
 //
 // This file is compiled without instrumentation and linked into every kernel's shared library.
 #include "shim.h"
