@@ -62,7 +62,7 @@ def ncu_counts(op, index: int) -> dict[str, float]:
            "--launch-count", str(len(plan.launches)), sys.executable, __file__, "launch", op.name, str(index)]
     out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
     rows = list(csv.reader(io.StringIO(out[out.index('"ID"'):])))
-    header, data = rows[0], rows[2:]            # rows[1] holds the units
+    header, data = rows[0], [r for r in rows[1:] if r and r[0].strip().isdigit()]   # not the units row
     sums = {m: 0.0 for m in METRICS.values()}
     for row in data:
         for m in sums:
