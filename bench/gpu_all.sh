@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One call on a GPU machine does it all: the gpu test tier, then every benchmark in benchmarks.txt
 # (each compared with the vendor library in the same process). Results go to $OUT (or ./bench_out).
-#   bench/gpu_all.sh [tests] [launch] [bench] [changed] [gemm] [half] [suites] [tune OP SIZE BUDGET]...
+#   bench/gpu_all.sh [tests] [launch] [bench] [changed] [gemm] [half] [suites] [followup] [tune OP SIZE BUDGET]...
 set -uo pipefail
 cd "$(dirname "$0")/.."
 export PYTHONPATH=$PWD PYTHONUNBUFFERED=1
@@ -40,6 +40,14 @@ while [ $# -gt 0 ]; do
         for i in $(seq 1 "$n"); do timeout 280 $K bench --suite "${s%%:*}" --shard "$i/$n" --reps 10 --markdown \
           --json "$OUT/${s%%:*}_$i.json" > "$OUT/${s%%:*}_$i.md" 2>/dev/null; tail -3 "$OUT/${s%%:*}_$i.md"; done
       done; shift ;;
+    followup) # what the 2026-11-23 third session built after its last device call: the wgmma launchers in the C++
+      # client, the device-side float64 reference, the fp16 long-row layer norm, the recalibrated picks
+      { ( cd examples/launcher && make -s clean && make -s -j8 ARCH=sm_90a PYTHON=python3 >/dev/null && ./client | tail -4 )
+        timeout 200 $PT tests/test_layouts.py tests/test_rows.py tests/test_recipe.py -k "reference or long_rows or wgmma or example"
+        for s in M=8457,N=35,K=4096,layout=NT M=700,N=1024,K=512 M=8,N=512,K=500000,layout=NT M=128,N=3072,K=1024,layout=NT; do
+          timeout 60 $K bench sgemm --size $s --markdown --reps 10 | grep -E "heuristic|default|vendor:"; done
+        for s in rows=4096,cols=128256 rows=1,cols=32000; do timeout 60 $K bench softmax --size $s --markdown | grep -E "heuristic|vendor:"; done
+        timeout 60 $K bench transpose --size M=12345,N=6789 --markdown | grep -E "heuristic|vendor:"; } 2>&1 | tee "$OUT/followup.txt"; shift ;;
     *) echo "unknown step $1"; exit 2 ;;
   esac
 done

@@ -382,10 +382,12 @@ def inspect(op_name, knobs, schedule_file, step, best, db, ladder, arch, as_json
 @click.option("--order", type=click.Choice(["forward", "reverse", "random"]), default="forward", show_default=True,
               help="Emulator: order of threads between barriers.")
 @click.option("--emit", "emit_dir", metavar="DIR", help="Also write the .cu file to DIR.")
+@click.option("--banks", is_flag=True, help="Emulator: count shared-memory bank conflicts (ways per warp request) "
+              "and global sectors per request, per array (one more, checked, run).")
 @timing_option
 @dtype_options
 def run(op_name, knobs, schedule_file, step, best, db, size, backend, arch, seed, reps, check, order, emit_dir,
-        timing, dtype, out_dtype, layout):
+        timing, dtype, out_dtype, layout, banks=False):
     """Compile, inspect, validate against float64 numpy, and (on a GPU) time one schedule."""
     from . import gpu
     from .inspect import inspect_kernel
@@ -399,7 +401,8 @@ def run(op_name, knobs, schedule_file, step, best, db, size, backend, arch, seed
         backend = "gpu" if gpu.available() else "emulate"
     if backend == "gpu":
         gpu.require()
-        for given, flag in ((arch is not None, "--arch"), (check, "--check"), (order != "forward", "--order")):
+        for given, flag in ((arch is not None, "--arch"), (check, "--check"), (order != "forward", "--order"),
+                            (banks, "--banks")):
             if given:
                 raise UsageError(f"{flag} is for --backend emulate; on the GPU kernels are compiled for and run on "
                                  "the GPU itself")
@@ -425,6 +428,10 @@ def run(op_name, knobs, schedule_file, step, best, db, size, backend, arch, seed
     click.echo(f"validate {v.summary()}")
     if not v.ok:
         raise ValidationError(f"{kernel.name} gave a wrong answer on {problem}: {v.summary()}")
+    if banks:
+        from .emulate.traffic import profile
+        for line in profile(op, sched, problem, seed=v.seed, arch=arch).lines():
+            click.echo(f"traffic  {line}")
     if backend == "gpu":
         from .timing import describe, measure
         m = measure(op, sched, problem, reps=reps, timing=timing)

@@ -53,12 +53,12 @@ class DType:
         nan = np.isnan(x.astype(np.float32))
         return np.where(nan, 0x7FC0, rounded).astype(np.uint16)
 
-    def decode(self, stored) -> np.ndarray:
-        """Storage back to float64 values."""
-        stored = np.asarray(stored)
+    def decode(self, stored, xp=np) -> np.ndarray:
+        """Storage back to float64 values (`xp`: numpy, or cupy for arrays on the GPU)."""
+        stored = xp.asarray(stored)
         if self.name != "bfloat16":
-            return stored.astype(np.float64)
-        return (stored.astype(np.uint32) << 16).view(np.float32).astype(np.float64)
+            return stored.astype(xp.float64)
+        return (stored.astype(xp.uint32) << 16).view(xp.float32).astype(xp.float64)
 
 
 FLOAT32 = DType("float32", "f32", "float", 4, "float32", 2.0 ** -24)

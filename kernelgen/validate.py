@@ -13,6 +13,7 @@ check; the seed is drawn fresh unless given, and is part of the result so a fail
 from __future__ import annotations
 
 import secrets
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -112,6 +113,21 @@ def execute(prep: Prepared, inputs: dict[str, np.ndarray], backend: str, *, sour
     raise UsageError(f"backend {backend!r} is unknown; choose one of {', '.join(BACKENDS)}")
 
 
+def reference(op: Op, inputs: dict[str, np.ndarray], problem: Problem, backend: str) -> dict[str, np.ndarray]:
+    """The float64 reference, on the GPU where the op can compute it there (`device_reference`: a GEMM of
+    10^12 multiply-adds takes minutes on the host, milliseconds in FP64 on an H100). Where the device
+    cannot (out of memory, say), the host computes it, with a warning."""
+    if backend == "gpu" and getattr(op, "device_reference", False):
+        import cupy
+        try:
+            refs = op.reference({k: cupy.asarray(v) for k, v in inputs.items()}, problem, xp=cupy)
+            return {k: cupy.asnumpy(v) for k, v in refs.items()}
+        except cupy.cuda.memory.OutOfMemoryError as e:
+            warnings.warn(f"{op.name} {problem}: the float64 reference does not fit the GPU ({e}); computing it on "
+                          "the host", stacklevel=2)
+    return op.reference(inputs, problem)
+
+
 def validate(op: Op, sched: Schedule, problem: Problem, *, backend: str = "gpu", seed: int | None = None,
              arch: str | None = None, mutate: Callable[[str], str] | None = None, **emulate_opts) -> Validation:
     """Validate `sched` on `problem`; `mutate` (emulator only, for mutation tests) rewrites the rendered
@@ -148,7 +164,7 @@ def validate(op: Op, sched: Schedule, problem: Problem, *, backend: str = "gpu",
     source = None if mutate is None else mutate(prep.source)
     stored = execute(prep, inputs, backend, source=source, **emulate_opts)
     outputs = {k: problem.dtype(k).decode(v) for k, v in stored.items()}
-    refs = op.reference(inputs, problem)
+    refs = reference(op, inputs, problem, backend)
     errors = tuple((k, op.error(k, outputs[k], refs[k], inputs, problem)) for k in refs)
     unwritten = tuple((k, int(np.count_nonzero(np.isnan(outputs[k]) & ~np.isnan(refs[k])))) for k in refs)
     return Validation(op.name, prep.kernel.name, str(problem), backend, seed, errors, unwritten, op.tolerance(problem),

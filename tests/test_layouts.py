@@ -331,3 +331,27 @@ def test_the_vendor_computes_the_same_product_from_the_same_stored_arrays(layout
         host = {k: arrays[k].get() for k in op.inputs}
         ref = op.reference(host, p)["C"]
         assert np.abs(out - ref).max() <= np.abs(ref).max() * 2 ** -8, (op.name, dtype)
+
+
+# -- the float64 reference computed on the device (validate on a GPU) -------------------------------
+@pytest.mark.parametrize("name, dtype", [("sgemm", "float32"), ("gemm", "float16"), ("gemm", "bfloat16")])
+@pytest.mark.parametrize("layout", ["NN", "NT", "TN", "TT"])
+def test_reference_is_the_same_through_the_array_module(name, dtype, layout):
+    """validate's GPU path calls reference(..., xp=cupy); with xp=numpy the same code gives the host's answer."""
+    from kernelgen.validate import reference
+    op = get_op(name)
+    p = op.problem({"M": 5, "N": 7, "K": 3}, dtype=dtype, layout=layout)
+    inputs = op.make_inputs(p, np.random.default_rng(3))
+    assert op.device_reference
+    assert np.array_equal(op.reference(inputs, p, xp=np)["C"], op.reference(inputs, p)["C"])
+    assert np.array_equal(reference(op, inputs, p, "emulate")["C"], op.reference(inputs, p)["C"])
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("name, dtype", [("sgemm", "float32"), ("gemm", "bfloat16")])
+def test_device_reference_matches_the_host(name, dtype):
+    from kernelgen.validate import reference
+    op = get_op(name)
+    p = op.problem({"M": 129, "N": 67, "K": 1001}, dtype=dtype, layout="TN")
+    inputs = op.make_inputs(p, np.random.default_rng(4))
+    assert np.array_equal(reference(op, inputs, p, "gpu")["C"], op.reference(inputs, p)["C"])

@@ -11,7 +11,9 @@
 // compiler's __tsan_readN/__tsan_writeN calls land in the hooks at the end of this file, which
 // (check.hpp) bounds-check global buffers (the Python side packs them into one arena with red
 // zones) and shared slots, and keep a shadow record per 2 bytes of shared memory to find accesses by two
-// threads in the same barrier phase that no warp-wide synchronisation orders.
+// threads in the same barrier phase that no warp-wide synchronisation orders. When Python asks
+// (kg_banks_enable), banks.hpp also groups the accesses into warp requests and counts shared-memory
+// wavefronts (bank conflicts) and global sectors per request.
 //
 // This file is compiled without instrumentation and linked into every kernel's shared library.
 #include "shim.h"
@@ -627,8 +629,16 @@ extern "C" void* kg_shared_slot(void* key, size_t bytes, size_t align, size_t el
   return smem + lo;
 }
 
+namespace {
+inline void bank_access(const void* p, unsigned size, int access, void* site);   // banks.hpp
+}
+
 extern "C" void kg_emu_cp_async(void* dst, const void* src, int bytes) {
   Fiber* me = cur;
+  // counted as the global load and shared store the copy makes (two sites: one request each per warp)
+  void* site = __builtin_return_address(0);
+  bank_access(src, (unsigned)bytes, A_READ, site);
+  bank_access(dst, (unsigned)bytes, A_WRITE, (char*)site + 1);
   const size_t off = (uintptr_t)dst - (uintptr_t)smem;
   if (bytes != 4 && bytes != 8 && bytes != 16) {
     record(E_TRAP, me->linear, "cp.async of %d bytes (cp.async copies 4, 8 or 16)", bytes);
@@ -759,20 +769,24 @@ KG_API int kg_launch(const KgLaunch* launch, KgError* err) {
 
 KG_API int kg_abi_version(void) { return 1; }
 
+#include "banks.hpp"
+
 // ---- the check-mode hooks that g++ -fsanitize=thread calls ---------------------------------------
+// KG_SITE: the access's instruction (the hook's return address), which banks.hpp groups lanes by.
+#define KG_SITE(p, N, access) bank_access(p, N, access, __builtin_return_address(0))
 extern "C" {
 void __tsan_init(void) {}
 void __tsan_func_entry(void*) {}
 void __tsan_func_exit(void) {}
 void __tsan_vptr_update(void**, void*) {}
 void __tsan_vptr_read(void**) {}
-#define KG_HOOKS(N)                                                                        \
-  void __tsan_read##N(void* p) { check_access(p, N, A_READ, true); }                       \
-  void __tsan_write##N(void* p) { check_access(p, N, A_WRITE, true); }                     \
-  void __tsan_unaligned_read##N(void* p) { check_access(p, N, A_READ, false); }            \
-  void __tsan_unaligned_write##N(void* p) { check_access(p, N, A_WRITE, false); }          \
-  void __tsan_volatile_read##N(void* p) { check_access(p, N, A_READ, true); }              \
-  void __tsan_volatile_write##N(void* p) { check_access(p, N, A_WRITE, true); }
+#define KG_HOOKS(N)                                                                                       \
+  void __tsan_read##N(void* p) { KG_SITE(p, N, A_READ); check_access(p, N, A_READ, true); }               \
+  void __tsan_write##N(void* p) { KG_SITE(p, N, A_WRITE); check_access(p, N, A_WRITE, true); }            \
+  void __tsan_unaligned_read##N(void* p) { KG_SITE(p, N, A_READ); check_access(p, N, A_READ, false); }    \
+  void __tsan_unaligned_write##N(void* p) { KG_SITE(p, N, A_WRITE); check_access(p, N, A_WRITE, false); } \
+  void __tsan_volatile_read##N(void* p) { KG_SITE(p, N, A_READ); check_access(p, N, A_READ, true); }      \
+  void __tsan_volatile_write##N(void* p) { KG_SITE(p, N, A_WRITE); check_access(p, N, A_WRITE, true); }
 KG_HOOKS(1) KG_HOOKS(2) KG_HOOKS(4) KG_HOOKS(8) KG_HOOKS(16)
 #undef KG_HOOKS
 void __tsan_read_range(void* p, size_t n) { if (n) check_access(p, (unsigned)n, A_READ, false); }

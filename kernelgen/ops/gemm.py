@@ -496,9 +496,11 @@ class Gemm(Op):
     def input_shapes(self, problem: Problem) -> dict[str, tuple[int, ...]]:
         return Operands(problem.layout).stored(problem)      # as stored: K x M for A transposed
 
-    def reference(self, inputs, problem):
+    device_reference = True     # validate on a GPU computes the float64 product there (xp=cupy)
+
+    def reference(self, inputs, problem, xp=np):
         d = problem.dtype("A")
-        a, b = Operands(problem.layout).product(d.decode(inputs["A"]), d.decode(inputs["B"]))
+        a, b = Operands(problem.layout).product(d.decode(inputs["A"], xp), d.decode(inputs["B"], xp))
         return {"C": a @ b}
 
     error_measure = "max |C - ref| / (u |ref|), u the output's unit roundoff (1: half an ulp)"

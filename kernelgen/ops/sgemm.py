@@ -473,9 +473,11 @@ class Sgemm(Op):
     def input_shapes(self, problem: Problem) -> dict[str, tuple[int, ...]]:
         return Operands(problem.layout).stored(problem)      # as stored: K x M for A transposed
 
-    def reference(self, inputs, problem):
+    device_reference = True     # validate on a GPU computes the float64 product there (xp=cupy)
+
+    def reference(self, inputs, problem, xp=np):
         a, b = Operands(problem.layout).product(inputs["A"], inputs["B"])
-        return {"C": a.astype(np.float64) @ b.astype(np.float64)}
+        return {"C": a.astype(xp.float64) @ b.astype(xp.float64)}
 
     error_measure = "max absolute error"
 

@@ -1,0 +1,177 @@
+// kernelgen CPU emulator, access statistics: shared-memory bank conflicts and global-memory sectors per warp request.
+//
+// Part of runner.cpp's translation unit (after check.hpp), active only in check builds once Python
+// called kg_banks_enable(1). A warp request is the lanes of one warp executing the same access
+// site (the hook's return address, i.e. one load or store instruction of the compiled kernel) for
+// the same time in the current barrier phase: lane l's k-th execution of site s joins lane m's k-th.
+// Fibers run one after another, so a phase's requests are complete when the next phase starts;
+// they are scored then (and when Python reads the counts).
+//
+// Shared memory: bank = (byte address / 4) % 32; lanes reading the same 4-byte word are a broadcast;
+// 8- and 16-byte accesses run in 2 phases of 16 lanes and 4 phases of 8 lanes, as the hardware
+// does. A request costs, per phase, the largest number of distinct words any one bank holds
+// (wavefronts); "ways" is that number, 1 without conflicts. Global memory: the number of distinct
+// 32-byte sectors the request touches. A float4 is one 16-byte access because check builds keep
+// aggregates whole (-fno-tree-sra in build.py), as NVCC's LDS.128/STS.128 do.
+#include <string>
+#include <unordered_map>
+
+struct KgBankStat {           // launch.py's _BankStat mirrors this layout
+  int32_t space, access;      // space 0 shared, 1 global; access A_READ or A_WRITE
+  int32_t region, worst;      // global: the arena region; worst wavefronts (shared, per phase) or sectors (global)
+  uint64_t requests, units, phases;   // units: wavefronts (shared) or sectors (global); phases: active phases
+  uint64_t lo, hi;            // shared: the byte offsets touched
+  char name[64];
+};
+
+namespace {
+
+bool banks_on = false;
+uint32_t banks_phase = 0;
+struct BankKey {
+  uintptr_t site;
+  uint32_t warp, occurrence;
+  bool operator==(const BankKey& o) const { return site == o.site && warp == o.warp && occurrence == o.occurrence; }
+};
+struct BankKeyHash {
+  size_t operator()(const BankKey& k) const {
+    return std::hash<uint64_t>()(k.site * 0x9E3779B97F4A7C15ull ^ ((uint64_t)k.warp << 32 | k.occurrence));
+  }
+};
+struct BankGroup {
+  uint64_t addr[32];          // shared: byte offset in smem; global: the address
+  unsigned mask;
+  uint32_t stat;              // index in bank_stats, resolved by the first lane (while the launch's slots exist)
+  uint8_t size, space;
+};
+std::unordered_map<uint64_t, uint32_t> bank_occurrences;   // (site, thread) -> executions this phase
+std::unordered_map<BankKey, BankGroup, BankKeyHash> bank_groups;
+std::vector<KgBankStat> bank_stats;
+
+// Wavefronts of one shared-memory request, and how many of its phases had an active lane.
+void shared_wavefronts(const BankGroup& g, uint64_t* waves, uint64_t* phases, int* worst) {
+  const int nphase = g.size <= 4 ? 1 : g.size <= 8 ? 2 : 4, per = 32 / nphase;
+  *waves = *phases = 0;
+  *worst = 0;
+  for (int p = 0; p < nphase; ++p) {
+    uint64_t words[32 * 4];
+    int n = 0;
+    for (int l = p * per; l < (p + 1) * per; ++l) {
+      if (!(g.mask >> l & 1)) continue;
+      for (uint64_t w = g.addr[l] / 4; w <= (g.addr[l] + g.size - 1) / 4 && n < 128; ++w) words[n++] = w;
+    }
+    if (!n) continue;
+    std::sort(words, words + n);
+    n = (int)(std::unique(words, words + n) - words);
+    int per_bank[32] = {0}, most = 0;
+    for (int i = 0; i < n; ++i) most = std::max(most, ++per_bank[words[i] % 32]);
+    *waves += most;
+    *phases += 1;
+    *worst = std::max(*worst, most);
+  }
+}
+
+int global_sectors(const BankGroup& g) {
+  uint64_t sectors[32 * 2];
+  int n = 0;
+  for (int l = 0; l < 32; ++l) {
+    if (!(g.mask >> l & 1)) continue;
+    for (uint64_t s = g.addr[l] / 32; s <= (g.addr[l] + g.size - 1) / 32 && n < 64; ++s) sectors[n++] = s;
+  }
+  std::sort(sectors, sectors + n);
+  return (int)(std::unique(sectors, sectors + n) - sectors);
+}
+
+// Which arena region holds `a` (the one starting at or below it), -1 if none.
+int32_t global_region(uintptr_t a) {
+  int64_t lo = 0, hi = L ? L->nregions : 0;
+  while (lo < hi) {
+    int64_t mid = (lo + hi) / 2;
+    if (L->regions[mid].lo <= a) lo = mid + 1; else hi = mid;
+  }
+  return (int32_t)(lo - 1);
+}
+
+uint32_t bank_stat(int space, int access, int32_t region, const char* name) {
+  for (size_t i = 0; i < bank_stats.size(); ++i) {
+    const KgBankStat& s = bank_stats[i];
+    if (s.space == space && s.access == access && s.region == region && !strcmp(s.name, name)) return (uint32_t)i;
+  }
+  KgBankStat s{};
+  s.space = space; s.access = access; s.region = region;
+  snprintf(s.name, sizeof s.name, "%s", name);
+  bank_stats.push_back(s);
+  return (uint32_t)(bank_stats.size() - 1);
+}
+
+void bank_score(const BankGroup& g) {
+  KgBankStat& s = bank_stats[g.stat];
+  if (g.space == 0) {
+    uint64_t waves, phases;
+    int worst;
+    shared_wavefronts(g, &waves, &phases, &worst);
+    s.requests += 1; s.units += waves; s.phases += phases; s.worst = std::max(s.worst, (int32_t)worst);
+  } else {
+    int sectors = global_sectors(g);
+    s.requests += 1; s.units += sectors; s.phases += 1; s.worst = std::max(s.worst, (int32_t)sectors);
+  }
+}
+
+// Score every request gathered so far and forget them: called when a new phase starts.
+void bank_flush() {
+  for (auto& kv : bank_groups) bank_score(kv.second);
+  bank_groups.clear();
+  bank_occurrences.clear();
+}
+
+// One access of `size` bytes at `p` by the current thread, from the instruction before `site`.
+inline void bank_access(const void* p, unsigned size, int access, void* site) {
+  if (!banks_on || !L || !cur) return;
+  const uintptr_t a = (uintptr_t)p;
+  const bool in_smem = a - (uintptr_t)smem < SMEM_ARENA;
+  if (!in_smem && a - L->arena >= L->arena_size) return;     // the fiber's stack, the library's own data
+  if (banks_phase != phase) {
+    bank_flush();
+    banks_phase = phase;
+  }
+  const uint64_t at = in_smem ? a - (uintptr_t)smem : a;
+  const uint32_t k = bank_occurrences[(uint64_t)(uintptr_t)site << 11 ^ (uint64_t)cur->linear]++;
+  const BankKey key{(uintptr_t)site, (uint32_t)cur->warp, k};
+  BankGroup& g = bank_groups[key];
+  if (!g.mask) {
+    g.size = (uint8_t)std::min(size, 16u);
+    g.space = in_smem ? 0 : 1;
+    if (in_smem) {
+      KgError where{};
+      shared_name(at, &where);
+      // the parts of extern __shared__ are told apart by instruction: Python merges them by the offsets they touch
+      g.stat = bank_stat(0, access, !strcmp(where.name, "extern __shared__") ? (int32_t)(key.site & 0x7fffffff) : -1, where.name);
+    } else {
+      g.stat = bank_stat(1, access, global_region(a), "");
+    }
+  }
+  if (in_smem) {
+    KgBankStat& s = bank_stats[g.stat];
+    s.lo = s.hi ? std::min(s.lo, at) : at;
+    s.hi = std::max(s.hi, at + size);
+  }
+  g.mask |= 1u << cur->lane;
+  g.addr[cur->lane] = at;
+}
+
+}  // namespace
+
+KG_API void kg_banks_enable(int on) {
+  banks_on = on != 0;
+  bank_groups.clear();
+  bank_occurrences.clear();
+  bank_stats.clear();
+}
+
+// Score what is pending and return how many statistics kg_banks_get can read.
+KG_API int kg_banks_count(void) {
+  bank_flush();
+  return (int)bank_stats.size();
+}
+
+KG_API void kg_banks_get(int i, KgBankStat* out) { *out = bank_stats[(size_t)i]; }
