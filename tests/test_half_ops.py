@@ -148,7 +148,9 @@ def test_the_error_passes_correct_rounding_and_fails_a_wrong_element(name, dt):
 def test_float32_keeps_its_measure_and_tolerance(name):
     op = get_op(name)
     p = op.problem(small=True)
-    assert op.tolerance(p) == op.rel_tolerance and op.measure(p) == op.error_measure
+    assert op.tolerance(p) == op.rel_tolerance
+    # layer norm's relative L2 error adds the fp32 noise of x - mean to its scale (see LayerNorm.error)
+    assert op.measure(p) == op.error_measure or name == "layernorm" and op.measure(p).startswith("||y - ref|| / (||ref||")
 
 
 @pytest.mark.parametrize("name", HALF_OPS + ("elementwise",))
