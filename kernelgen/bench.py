@@ -15,7 +15,7 @@ from .errors import ScheduleError
 from .ops.base import Op, Problem
 from .prepared import prepare
 from .schedule import Schedule
-from .timing import choose_method, describe, measure, measure_vendor
+from .timing import choose_method, describe, measure, measure_vendor, roofline
 from .validate import validate
 
 COLUMNS = ["step", "time_us", "GB/s", "TFLOP/s", "roofline", "speedup", "vs_vendor", "valid", "kernel"]
@@ -167,3 +167,30 @@ def format_suite(name: str, rows: list[dict], markdown: bool, *, timing: str, re
         lines += ["| " + " | ".join(str(c[k]) for k in SUITE_COLUMNS) + " |" for c in cells]
         return "\n".join([*lines, "", *notes, "", *summary])
     return "\n".join([head, table(cells, SUITE_COLUMNS), *notes, *summary])
+
+
+def suite_document(work: list, rows: list[dict], reps: int, timing: str) -> dict:
+    """The suite's timed shapes so far as a results document: one run per shape, kernelgen's row and the vendor's."""
+    from . import results
+    dev = gpu.device()
+    runs = []
+    for (e, op, problem), r in zip(work, rows):
+        if r["time_us"] is None:
+            continue
+        how = describe(choose_method(timing, op.bytes_moved(problem)), op, problem, reps).removeprefix("timing: ")
+        mine = {"step": "heuristic for this size", "kernel": r["kernel"], "schedule": r["schedule"],
+                "time_us": r["time_us"], "valid": r["valid"], "timing": r.get("timing")}
+        pair = [mine] + ([{"step": f"vendor: {r['vendor']}", "kernel": r["vendor"], "time_us": r["vendor_us"],
+                           "valid": "-"}] if r["vendor_us"] else [])
+        runs.append(results.run_dict(op, problem, dev, with_rates(op, problem, pair, r), ladder=False, timing=how))
+    return results.document("bench", device=results.device_dict(dev), runs=runs)
+
+
+def with_rates(op, problem, pair: list[dict], r: dict) -> list[dict]:
+    """The roofline columns bench rows carry, from the times (the suite table leaves them out)."""
+    vendor = r["vendor_us"]
+    for row in pair:
+        gbps, tflops, frac, _ = roofline(op, problem, row["time_us"])
+        row.update({"GB/s": gbps, "TFLOP/s": tflops, "roofline": frac, "speedup": pair[0]["time_us"] / row["time_us"],
+                    "vs_vendor": vendor / row["time_us"] if vendor else float("nan")})
+    return pair

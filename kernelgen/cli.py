@@ -684,7 +684,7 @@ def bench_suite(name: str, shard_text: str | None, reps: int, markdown: bool, js
     """Every entry of the suite parsed and checked first (a typo on line 90 stops the run before the GPU
     starts), then each shape benched on the GPU with a progress line, then the table and the summary."""
     from . import gpu, results, suites
-    from .bench import format_suite, suite_row
+    from .bench import format_suite, suite_document, suite_row
     from .tune.progress import Progress
     suite = suites.load(name)
     index, count = suites.parse_shard(shard_text)
@@ -706,7 +706,7 @@ def bench_suite(name: str, shard_text: str | None, reps: int, markdown: bool, js
         progress.failed += rows[-1]["valid"] in ("refused", "WRONG")
         progress.show()
         if json_file:   # rewritten after every shape (atomically): a run stopped half-way keeps what it measured
-            results.write(_suite_document(work, rows, reps, timing), json_file)
+            results.write(suite_document(work, rows, reps, timing), json_file)
     progress.show(final=True)
     part = "" if count == 1 else f" (part {index}/{count})"
     click.echo(format_suite(suite.name, rows, markdown, timing=timing, reps=reps, shard=part))
@@ -714,35 +714,6 @@ def bench_suite(name: str, shard_text: str | None, reps: int, markdown: bool, js
         click.echo(f"wrote {json_file}")
     if any(r["valid"] == "WRONG" for r in rows):
         raise ValidationError("a kernel of the suite gave a wrong answer (see the table)")
-
-
-def _suite_document(work: list, rows: list[dict], reps: int, timing: str) -> dict:
-    """The suite's timed shapes so far as a results document: one run per shape, kernelgen's row and the vendor's."""
-    from . import gpu, results
-    from .timing import choose_method, describe
-    dev = gpu.device()
-    runs = []
-    for (e, op, problem), r in zip(work, rows):
-        if r["time_us"] is None:
-            continue
-        how = describe(choose_method(timing, op.bytes_moved(problem)), op, problem, reps).removeprefix("timing: ")
-        mine = {"step": "heuristic for this size", "kernel": r["kernel"], "schedule": r["schedule"],
-                "time_us": r["time_us"], "valid": r["valid"], "timing": r.get("timing")}
-        pair = [mine] + ([{"step": f"vendor: {r['vendor']}", "kernel": r["vendor"], "time_us": r["vendor_us"],
-                           "valid": "-"}] if r["vendor_us"] else [])
-        runs.append(results.run_dict(op, problem, dev, _with_rates(op, problem, pair, r), ladder=False, timing=how))
-    return results.document("bench", device=results.device_dict(dev), runs=runs)
-
-
-def _with_rates(op, problem, pair: list[dict], r: dict) -> list[dict]:
-    """The roofline columns bench rows carry, from the times (the suite table leaves them out)."""
-    from .timing import roofline
-    vendor = r["vendor_us"]
-    for row in pair:
-        gbps, tflops, frac, _ = roofline(op, problem, row["time_us"])
-        row.update({"GB/s": gbps, "TFLOP/s": tflops, "roofline": frac, "speedup": pair[0]["time_us"] / row["time_us"],
-                    "vs_vendor": vendor / row["time_us"] if vendor else float("nan")})
-    return pair
 
 
 def chart_format(path: str, option: str) -> str:

@@ -38,7 +38,7 @@ from ..dtypes import Types
 from ..target import Target, default_target
 from .io import torch_tensor
 from .knobs import Prim
-from .rows import BATCH_MB, L2_BATCH, MAX_CHUNK, ROW_KNOBS, HalfRowNumbers, RowRules, RowSchedule, row_heuristic, row_space
+from .rows import L2_BATCH, MAX_CHUNK, ROW_KNOBS, HalfRowNumbers, RowRules, RowSchedule, row_heuristic, row_space
 
 PASSES = ("three_pass", "online")                 # the algorithms annotate(softmax, ...) names
 ALGOS = PASSES + ("registers", "split")
