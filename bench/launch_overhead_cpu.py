@@ -39,6 +39,8 @@ int cuLaunchKernel(void* f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, 
 int cuLaunchKernelEx(const void* config, void* f, void** params, void** extra) { return 0; }
 int cuMemsetD32Async(unsigned long long ptr, unsigned bits, unsigned long count, void* stream) { return 0; }
 int cuGetErrorName(int status, const char** name) { *name = "CUDA_ERROR_STUB"; return 0; }
+int cuTensorMapEncodeTiled(void* map, int type, unsigned rank, void* addr, void* dims, void* strides, void* box,
+                           void* elem_strides, int interleave, int swizzle, int promotion, int fill) { return 0; }
 """
 
 
