@@ -4,10 +4,13 @@ to calibrate kernelgen/ops/sgemm_cost.py (COSTS and the FAMILIES' efficiencies).
     PYTHONPATH=. python3 bench/sgemm_regimes_probe.py                 # writes $OUT/sgemm_regimes_probe.{json,md}
     PYTHONPATH=. python3 bench/sgemm_regimes_probe.py --list          # no GPU: the candidates and estimates
     PYTHONPATH=. python3 bench/sgemm_regimes_probe.py --shapes 4096x8x100000,1000x1000x1000 --timing auto
+    PYTHONPATH=. python3 bench/sgemm_regimes_probe.py --shapes 8457x35x4096:NT --families all   # every family
 
 Shapes are representative of each regime and none is one of DeepBench's. Per shape the candidates are
 schedule_for's pick, the pick summed the other way (atomic / workspace), its family with half and twice
-the K slices, the best of the next families the model ranks, and the default schedule (K whole). Each
+the K slices, the best of the next families the model ranks, and the default schedule (K whole); with
+`--families all`, instead, every family at the slices the model ranks best for it (what calibrates the
+families' efficiencies). A shape may carry its operand layout (`MxNxK:NT`). Each
 is compiled (in parallel, before any timing), validated once on the GPU against a float64 product
 (inputs are small integers: the check is exact while 9K < 2^24), then timed with kernelgen.timing
 (events, L2 flushed, unless --timing says otherwise); cuBLAS (TF32 off) is timed the same way on the
@@ -51,9 +54,16 @@ def knob_key(knobs: dict) -> tuple:
     return tuple(sorted(knobs.items()))
 
 
-def plan_candidates(op, problem, target) -> list[dict]:
+def plan_candidates(op, problem, target, every_family: bool = False) -> list[dict]:
     """[{label, family, split_k, reduce_k, model_us, knobs}] for one shape, deduplicated."""
     ranked = candidates(op, problem, target)
+    if every_family:
+        firsts = {}
+        for c in ranked:
+            firsts.setdefault(c.family, c)
+        return [dict(label="best of family" if i else "schedule_for", family=c.family, split_k=c.split_k,
+                     reduce_k=c.reduce_k, model_us=round(c.seconds * 1e6, 2), knobs=dict(c.knobs))
+                for i, c in enumerate(firsts.values())]
     by = {(c.family, c.split_k, c.reduce_k): c for c in ranked}
     out, seen = [], set()
 
@@ -102,13 +112,14 @@ def _compile(job):
 
 
 def compile_all(op, schedules, target, jobs: int) -> dict[str, tuple]:
+    """schedules: (schedule, operand layout) pairs."""
     """Compile every kernel once (the disk cache keeps them for prepare); {kernel name: (error or '',
     the main kernel's registers, spilled bytes of all its kernels)}: the registers tell the blocks an SM
     really holds, which the model estimates."""
     from kernelgen.render import render
     work = {}
-    for s in schedules:
-        k = op.kernel(s, target)
+    for s, layout in schedules:
+        k = op.kernel(s, target, None, layout)
         work.setdefault(k.name, (render(k), k.arch, k.name))
     import multiprocessing                       # spawn: the parent already holds a CUDA context
     with ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
@@ -139,26 +150,26 @@ def run(args) -> int:
     out.mkdir(parents=True, exist_ok=True)
     start = time.time()
     shapes = parse_shapes(args.shapes)
-    plans = [(s, plan_candidates(op, op.problem(dict(zip("MNK", s))), target)) for s in shapes]
-    scheds = [op.schedule_from_knobs(**c["knobs"]) for _, cs in plans for c in cs]
+    plans = [(s, plan_candidates(op, problem_of(op, s), target, args.families == "all")) for s in shapes]
+    scheds = [(op.schedule_from_knobs(**c["knobs"]), problem_of(op, s).layout) for s, cs in plans for c in cs]
     errors = compile_all(op, scheds, target, args.jobs)
     print(f"compiled {len(errors)} kernels in {time.time() - start:.0f} s "
           f"({sum(bool(e[0]) for e in errors.values())} failed)", flush=True)
     rows, skipped = [], []
     for shape, cands in plans:
         if time.time() - start > args.deadline:
-            skipped.append("x".join(map(str, shape)))
+            skipped.append(shape_name(shape))
             continue
-        problem = op.problem(dict(zip("MNK", shape)))
+        problem = problem_of(op, shape)
         sets = device_sets(op, problem, 1)[0]
-        ref = sets["A"].astype(cupy.float64) @ sets["B"].astype(cupy.float64)
+        ref = op.reference(sets, problem, xp=cupy)["C"]
         vendor = measure_vendor(op, problem, reps=args.reps, timing=args.timing)
         vendor_us = vendor[1].time_us if vendor else None
         for c in cands:
             sched = op.schedule_from_knobs(**c["knobs"])
-            name = op.kernel(sched, target).name
+            name = op.kernel(sched, target, None, problem.layout).name
             error, regs, spills = errors.get(name, ("", None, None))
-            row = dict(shape="x".join(map(str, shape)), **{k: v for k, v in c.items() if k != "knobs"},
+            row = dict(shape=shape_name(shape), **{k: v for k, v in c.items() if k != "knobs"},
                        kernel=name, registers=regs, spill_bytes=spills, cublas_us=vendor_us, knobs=c["knobs"])
             try:
                 if error:
@@ -203,9 +214,22 @@ def write(out: Path, rows, skipped, target, args) -> None:
 
 
 def parse_shapes(text: str | None) -> tuple:
+    """((M, N, K, layout), ...) from "MxNxK[:LAYOUT],..."."""
     if not text:
-        return SHAPES
-    return tuple(tuple(int(v) for v in s.lower().split("x")) for s in text.split(","))
+        return tuple((*s, "NN") for s in SHAPES)
+    out = []
+    for s in text.split(","):
+        dims, _, layout = s.partition(":")
+        out.append((*(int(v) for v in dims.lower().split("x")), layout.upper() or "NN"))
+    return tuple(out)
+
+
+def problem_of(op, shape):
+    return op.problem(dict(zip("MNK", shape[:3])), layout=shape[3])
+
+
+def shape_name(shape) -> str:
+    return "x".join(map(str, shape[:3])) + ("" if shape[3] == "NN" else f":{shape[3]}")
 
 
 def listing(args) -> int:
@@ -213,8 +237,8 @@ def listing(args) -> int:
     op = get_op("sgemm")
     tgt = target("sm_90a")
     for shape in parse_shapes(args.shapes):
-        for c in plan_candidates(op, op.problem(dict(zip("MNK", shape))), tgt):
-            print(f"{'x'.join(map(str, shape)):>18} {c['label']:<24} {c['family']:<17} sk{c['split_k']:<3} "
+        for c in plan_candidates(op, problem_of(op, shape), tgt, args.families == "all"):
+            print(f"{shape_name(shape):>18} {c['label']:<24} {c['family']:<17} sk{c['split_k']:<3} "
                   f"{c['reduce_k']:<9} model {c['model_us']:>9} us")
     return 0
 
@@ -222,6 +246,8 @@ def listing(args) -> int:
 if __name__ == "__main__":
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--shapes", help="MxNxK,MxNxK,... (default: the regimes' shapes)")
+    ap.add_argument("--families", default="near", choices=("near", "all"),
+                    help="near: the pick and its neighbours; all: every family at its best slices")
     ap.add_argument("--timing", default="events", choices=("events", "graph", "auto"))
     ap.add_argument("--reps", type=int, default=20)
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 4, help="parallel NVRTC compiles")
