@@ -1,9 +1,10 @@
-"""The `kernelgen` command: list, emit, inspect, run, tune, tune-db, bench, plot, report.
+"""The `kernelgen` command: list, emit, inspect, run, profile, tune, tune-db, bench, plot, report.
 
     kernelgen list sgemm                      # knobs and primitives of an op
     kernelgen emit sgemm -k bm=64 -o out/     # write the .cu of a schedule
     kernelgen inspect sgemm --ladder          # registers, spills, 128-bit loads per ladder step
     kernelgen run sgemm                       # compile + inspect + validate (+ time on a GPU)
+    kernelgen profile transpose --step 2      # Nsight Compute: occupancy, stalls, bank conflicts, sectors
     kernelgen tune sgemm --size 4096,4096,4096
     kernelgen tune sgemm --replay sweep.jsonl --compare random,model   # no GPU: a recorded sweep
     kernelgen tune-db export sgemm --format kerneltuner -o sgemm.json
@@ -439,6 +440,46 @@ def run(op_name, knobs, schedule_file, step, best, db, size, backend, arch, seed
         click.echo(f"time     {m.time_us:.2f} us (spread {m.spread:.1%})  {m.gbps:.0f} GB/s  "
                    f"{m.tflops:.2f} TFLOP/s  {m.roofline:.0%} of the {m.bound} roof of {dev.gpu}\n"
                    f"         {describe(m.method, op.for_schedule(sched), problem, reps)}")
+
+
+# -- profile -------------------------------------------------------------------------------------
+@main.command()
+@click.argument("op_name")
+@selection_options
+@click.option("--size", help="Problem size (default: the op's benchmark size).")
+@click.option("--ladder", is_flag=True, help="Every step of the op's ladder.")
+@click.option("--json", "json_file", metavar="FILE", help="Also write the figures as JSON (kernelgen-results/1, "
+              "kind profile) for `kernelgen report`.")
+@dtype_options
+def profile(op_name, knobs, schedule_file, step, best, db, size, ladder, json_file, dtype, out_dtype, layout):
+    """One launch under Nsight Compute (ncu): occupancy, issue slots, DRAM and L2 throughput, top stall
+    reasons, shared-memory wavefronts and bank conflicts, global sectors per request."""
+    from . import gpu, ncu, results
+    op = get_op(op_name)
+    if ladder and (knobs or schedule_file or step is not None or best):
+        raise UsageError("--ladder profiles every ladder step; it takes no --knob, --schedule, --step or --best")
+    if json_file:
+        check_out_file(json_file, "--json")
+    problem = parse_size(op, size, False, dtype, out_dtype, layout)
+    ncu.executable()                      # said before the GPU is asked for
+    dev = gpu.device()
+    steps = ([(f"{i}. {s.title}", s.schedule) for i, s in enumerate(op.ladder(), 1)] if ladder
+             else [("selected", select(op, knobs, schedule_file, step, best, problem, db, dev))])
+    click.echo(f"problem  {problem}   device {dev.gpu} ({dev.arch})   Nsight Compute: one launch, caches flushed, "
+               "clocks as they run")
+    rows = []
+    for label, sched in steps:
+        kernel, launches = ncu.profile(op, sched, problem, dev)
+        rows.append(ncu.result_row(op, problem, label, sched, kernel, launches, dev))
+        click.echo(f"\n{label}: {kernel.name}" if ladder else f"kernel   {kernel.name}\nschedule {sched}")
+        for launch in rows[-1]["profile"]:
+            if len(launches) > 1:
+                click.echo(f"launch   {launch['symbol']} block {launch['block']} grid {launch['grid']}")
+            click.echo("\n".join(f"  {line}" for line in ncu.lines(launch)))
+    if json_file:
+        run = results.run_dict(op, problem, dev, rows, ladder=ladder, timing="Nsight Compute, one launch")
+        results.write(results.document("profile", device=results.device_dict(dev), runs=[run]), json_file)
+        click.echo(f"wrote {json_file}")
 
 
 # -- tune ----------------------------------------------------------------------------------------
