@@ -341,22 +341,33 @@ def emit(op_name, knobs, schedule_file, step, best, db, size, all_ops, ladder, a
 @click.option("--arch", default=DEFAULT_ARCH, show_default=True, callback=lambda c, p, v: parse_arch(v),
               help="Compile target.")
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per kernel.")
+@click.option("--banks", is_flag=True, help="Also run each kernel on the CPU emulator and count, per array, "
+              "shared-memory wavefronts per warp request (bank conflicts) and global sectors per request.")
+@click.option("--size", help="With --banks: the problem to count on (default: the op's small size; sizes that are "
+              "whole tiles give exact counts).")
 @dtype_options
-def inspect(op_name, knobs, schedule_file, step, best, db, ladder, arch, as_json, dtype, out_dtype, layout):
+def inspect(op_name, knobs, schedule_file, step, best, db, ladder, arch, as_json, banks, size, dtype, out_dtype,
+            layout):
     """Registers, shared/local memory, spills and SASS facts of each kernel (no GPU needed)."""
     from .emit import generated_kernels
-    from .inspect import inspect_kernel
+    from .inspect import inspect_kernel, traffic
     op = get_op(op_name)
     limits = target(arch)
     layout = op.check_layout(layout)
+    if size and not banks:
+        raise UsageError("--size is read only with --banks (the problem the emulator counts on)")
+    problem = parse_size(op, size, True, dtype, out_dtype, layout) if banks else None
     kernels = (generated_kernels(op, limits, op.types(dtype, out_dtype), layout) if ladder
                else [("selected", op.kernel(select(op, knobs, schedule_file, step, best, None, db), limits,
                                             op.types(dtype, out_dtype), layout))])
     from .inspect import sass_note
-    rows = []
+    rows, counts = [], {}
     for label, kernel in kernels:
+        step_name = label.split(":")[0]
+        if banks:
+            counts[step_name] = traffic(op, kernel, problem)
         for f in inspect_kernel(kernel, kernel.arch):  # a ladder step may name its own arch
-            rows.append(dict(f.row(), step=label.split(":")[0]))
+            rows.append(dict(f.row(), step=step_name, **({"traffic": counts[step_name][1]} if banks else {})))
     notes = sorted({n for _, k in kernels if (n := sass_note(k.arch))})
     if as_json:
         for r in rows:
@@ -365,6 +376,10 @@ def inspect(op_name, knobs, schedule_file, step, best, db, ladder, arch, as_json
         click.echo(table([{k: "n/a" if v is None else v for k, v in r.items()} for r in rows],
                          ["step", "symbol", "registers", "shared_bytes", "local_bytes", "spill_bytes",
                           "ldg128", "stg128", "lds128", "ffma", "hmma", "hgmma", "ldsm", "tma"]))
+        if banks:
+            click.echo(f"traffic on the emulator, {problem} (per array: shared wavefronts, global sectors per request):")
+        for name, (lines, _) in counts.items():
+            click.echo("\n".join(f"  {name}: {line}" for line in lines))
     for n in notes:
         click.echo(f"note: {n}", err=True)
 

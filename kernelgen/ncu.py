@@ -218,14 +218,27 @@ def run(cmd: list[str], expect: int) -> list[Launch]:
     return launches
 
 
-def profile(op, sched, problem, on) -> tuple[object, list[Launch]]:
+def profile(op, sched, problem, on, metrics=METRICS) -> tuple[object, list[Launch]]:
     """(the kernel, each of its plan's launches under ncu), compiled and run for the Target `on` (the GPU)."""
     from .prepared import prepare
     prep = prepare(op, sched, problem, on)
     prep.binary                              # compiled here, into the disk cache the profiled process reads
     symbols = [launch.symbol for launch in prep.plan.launches]
-    cmd = command(executable(), symbols, len(symbols), launch_argv(op, sched, problem))
+    cmd = command(executable(), symbols, len(symbols), launch_argv(op, sched, problem), metrics)
     return prep.kernel, run(cmd, len(symbols))
+
+
+def traffic_metrics(traffic) -> dict[str, int]:
+    """The emulator's counts (kernelgen.emulate.traffic.Traffic) as ncu's TRAFFIC metrics, summed over
+    the arrays of each space and direction, for comparing the two."""
+    return {metric: sum(getattr(s, what) for s in traffic.stats if (s.space, s.access) == (space, access))
+            for (space, access, what), metric in TRAFFIC.items()}
+
+
+def sum_launches(launches: list[Launch], metrics=TRAFFIC.values()) -> dict[str, float | None]:
+    """`metrics` summed over the launches of a plan (None where ncu gave none)."""
+    vals = {m: [l.metrics.get(m) for l in launches] for m in metrics}
+    return {m: None if all(x is None for x in v) else sum(x or 0.0 for x in v) for m, v in vals.items()}
 
 
 def result_row(op, problem, label: str, sched, kernel, launches: list[Launch], on) -> dict:
