@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import csv
 import io
+import os
 import re
 import shutil
 import subprocess
@@ -196,17 +197,25 @@ def lines(f: dict, top: int = 4) -> list[str]:
 
 
 # -- running it ----------------------------------------------------------------------------------
+def _unknown(metrics: list[str], errors: list[str]) -> list[str]:
+    """The metrics ncu's errors name as unknown ("==ERROR== Failed to find metric regex:^name\\.(sum|...)$")."""
+    said = " ".join(e.replace("\\", "") for e in errors if "metric" in e.lower())
+    return [m for m in metrics if re.search(rf"(?<!\w){re.escape(m.split('.')[0])}(?!\w)", said)]
+
+
 def run(cmd: list[str], expect: int) -> list[Launch]:
     """Run ncu and parse its CSV; a UsageError with ncu's (or the program's) one line where it fails.
     Metrics this ncu or GPU does not know are left out on a second try (and come back as None)."""
-    proc = subprocess.run(cmd, capture_output=True, text=True)
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))     # this kernelgen, from any folder
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p))
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
     text = proc.stdout + "\n" + proc.stderr
     errors = [ln.strip() for ln in text.splitlines() if ln.startswith("==ERROR==")]
     if any("ERR_NVGPUCTRPERM" in e for e in errors):
         raise UsageError("ncu may not read the GPU's performance counters here (ERR_NVGPUCTRPERM): run as root, or "
                          "allow it (NVreg_RestrictProfilingToAdminUsers=0, see NVIDIA's ERR_NVGPUCTRPERM page)")
     at = cmd.index("--metrics") + 1
-    unknown = [m for m in cmd[at].split(",") if any(m in e for e in errors)]
+    unknown = _unknown(cmd[at].split(","), errors)
     if unknown and len(unknown) < len(cmd[at].split(",")):
         return run(cmd[:at] + [",".join(m for m in cmd[at].split(",") if m not in unknown)] + cmd[at + 1:], expect)
     launches = parse_csv(proc.stdout) if '"ID",' in proc.stdout else []

@@ -81,7 +81,8 @@ def test_ncu_failures_are_one_line_and_unknown_metrics_are_left_out(tmp_path):
         ncu.run(ncu.command(str(exe), ["k"], 1, ["prog"]), 1)
     exe = fake_ncu(tmp_path, f"""ms = sys.argv[sys.argv.index('--metrics') + 1]
 if 'bogus__metric.sum' in ms:
-    print('==ERROR== Failed to find metric bogus__metric.sum'); sys.exit(1)
+    print(r'==ERROR== Failed to find metric regex:^bogus__metric\\.(sum|min|max|avg|pct|ratio|max_rate)$')
+    sys.exit(1)
 print(open({str(FIXTURE)!r}).read())""")
     (launch,) = ncu.run(ncu.command(str(exe), ["k"], 1, ["prog"], metrics=ncu.METRICS + ("bogus__metric.sum",)), 1)
     assert launch.kernel == STEP2
@@ -131,3 +132,52 @@ def test_profile_against_a_recorded_ncu(tmp_path, monkeypatch):
 def test_profile_ladder_takes_no_schedule():
     r = CliRunner().invoke(main, ["profile", "transpose", "--ladder", "--step", "2"])
     assert r.exit_code == 2 and "--ladder profiles every ladder step" in r.output
+
+
+# -- on a GPU with Nsight Compute -----------------------------------------------------------------
+def _needs_ncu():
+    import shutil
+    from kernelgen import config
+    return pytest.mark.skipif(shutil.which(config.ncu()) is None, reason="Nsight Compute (ncu) is not on PATH")
+
+
+@pytest.mark.gpu
+@_needs_ncu()
+def test_profile_transpose_on_the_gpu(tmp_path):
+    from kernelgen import results
+    out = tmp_path / "profile.json"
+    r = CliRunner().invoke(main, ["profile", "transpose", "--size", "M=1024,N=1024", "--json", str(out)])
+    assert r.exit_code == 0, r.output
+    (row,) = results.load(out)["runs"][0]["rows"]
+    (f,) = row["profile"]
+    assert 0 < f["duration_ns"] < 1e6 and 0 < row["time_us"] < 1e3
+    for k in ("occupancy_pct", "occupancy_limit_pct", "issue_active_pct", "dram_pct", "l2_pct"):
+        assert 0 < f[k] <= 100.5, (k, f[k])
+    assert 1e9 < f["dram_bytes_per_s"] < 1e13 and 1e9 < f["l2_bytes_per_s"] < 1e14
+    assert f["stalls"] and all(v >= 0 for v in f["stalls"].values())
+    assert f["global"]["load"]["requests"] > 0 and 1 <= f["global"]["load"]["per_request"] <= 32
+    assert f["global"]["store"]["requests"] > 0 and 1 <= f["global"]["store"]["per_request"] <= 32
+    assert f["shared"]["load"]["per_request"] >= 1 and f["shared"]["store"]["per_request"] >= 1
+    assert "occupancy" in r.output and "stalls" in r.output and "wavefronts/request" in r.output
+
+
+@pytest.mark.gpu
+@pytest.mark.emulate
+@_needs_ncu()
+@pytest.mark.parametrize("step, shared_loads", [(2, 32.0), (3, 1.0)])    # the tile unpadded, then padded
+def test_emulator_wavefronts_per_request_agree_with_ncu_on_transpose_storage_alignment(step, shared_loads):
+    import kernelgen as kg
+    from kernelgen import gpu
+    from kernelgen.emulate.traffic import profile
+    op = kg.get_op("transpose")
+    sched, problem = op.ladder()[step - 1].schedule, op.problem({"M": 256, "N": 256})
+    ours = ncu.traffic_metrics(profile(op, sched, problem))
+    _, launches = ncu.profile(op, sched, problem, gpu.device(), ncu.TRAFFIC.values())
+    theirs = ncu.sum_launches(launches)
+    for space in ("shared", "global"):
+        for access in ("load", "store"):
+            units, requests = (ncu.TRAFFIC[(space, access, w)] for w in ("units", "requests"))
+            mine = ours[units] / ours[requests]
+            assert theirs[units] / theirs[requests] == pytest.approx(mine, rel=0.02), (space, access, ours, theirs)
+    assert ours[ncu.TRAFFIC[("shared", "load", "units")]] / ours[ncu.TRAFFIC[("shared", "load", "requests")]] \
+        == shared_loads
