@@ -129,6 +129,13 @@ def test_profile_against_a_recorded_ncu(tmp_path, monkeypatch):
     assert "32.00 wavefronts/request" in page.read_text()
 
 
+def test_with_ncu_but_without_a_gpu_one_line(tmp_path, monkeypatch):
+    monkeypatch.setenv("KERNELGEN_NO_GPU", "1")
+    monkeypatch.setenv("KERNELGEN_NCU", str(fake_ncu(tmp_path, "sys.exit(0)")))
+    r = CliRunner().invoke(main, ["profile", "transpose"])
+    assert r.exit_code == 2 and "no CUDA GPU is available" in r.output, r.output
+
+
 def test_profile_ladder_takes_no_schedule():
     r = CliRunner().invoke(main, ["profile", "transpose", "--ladder", "--step", "2"])
     assert r.exit_code == 2 and "--ladder profiles every ladder step" in r.output
