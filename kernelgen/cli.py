@@ -486,11 +486,7 @@ def profile(op_name, knobs, schedule_file, step, best, db, size, ladder, json_fi
     for label, sched in steps:
         kernel, launches = ncu.profile(op, sched, problem, dev)
         rows.append(ncu.result_row(op, problem, label, sched, kernel, launches, dev))
-        click.echo(f"\n{label}: {kernel.name}" if ladder else f"kernel   {kernel.name}\nschedule {sched}")
-        for launch in rows[-1]["profile"]:
-            if len(launches) > 1:
-                click.echo(f"launch   {launch['symbol']} block {launch['block']} grid {launch['grid']}")
-            click.echo("\n".join(f"  {line}" for line in ncu.lines(launch)))
+        click.echo("\n".join(ncu.row_lines(rows[-1], None if ladder else sched)))
     if json_file:
         run = results.run_dict(op, problem, dev, rows, ladder=ladder, timing="Nsight Compute, one launch")
         results.write(results.document("profile", device=results.device_dict(dev), runs=[run]), json_file)

@@ -196,6 +196,17 @@ def lines(f: dict, top: int = 4) -> list[str]:
     return out
 
 
+def row_lines(row: dict, sched=None) -> list[str]:
+    """A profiled row (result_row) as the CLI prints it: the step and kernel (the schedule where given),
+    then each launch's figures."""
+    out = [f"kernel   {row['kernel']}\nschedule {sched}" if sched is not None else f"\n{row['step']}: {row['kernel']}"]
+    for f in row["profile"]:
+        if len(row["profile"]) > 1:
+            out.append(f"launch   {f['symbol']} block {f['block']} grid {f['grid']}")
+        out += [f"  {line}" for line in lines(f)]
+    return out
+
+
 # -- running it ----------------------------------------------------------------------------------
 def _unknown(metrics: list[str], errors: list[str]) -> list[str]:
     """The metrics ncu's errors name as unknown ("==ERROR== Failed to find metric regex:^name\\.(sum|...)$")."""

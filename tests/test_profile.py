@@ -122,6 +122,9 @@ def test_profile_against_a_recorded_ncu(tmp_path, monkeypatch):
     (row,) = doc["runs"][0]["rows"]
     assert doc["kind"] == "profile" and row["kernel"] == STEP2 and row["time_us"] == pytest.approx(10.592)
     assert row["profile"][0]["shared"]["load"]["per_request"] == 32.0
+    r = CliRunner().invoke(main, ["profile", "transpose", "--size", "M=1024,N=1024", "--ladder"])
+    assert r.exit_code == 0, r.output
+    assert r.output.count("occupancy") == 5 and "\n3. padded tile: storage_align(x, 1): transpose_f32_sm90" in r.output
     pytest.importorskip("matplotlib")          # the report page shows the figures
     page = tmp_path / "report.html"
     r = CliRunner().invoke(main, ["report", str(out), "-o", str(page)])
