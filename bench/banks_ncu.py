@@ -2,7 +2,7 @@
 beside Nsight Compute's counters, on every step of the transpose, staged-load and SGEMM ladders.
 
     PYTHONPATH=. python3 bench/banks_ncu.py emulate        # no GPU: $OUT/banks_emulator.json
-    PYTHONPATH=. python3 bench/banks_ncu.py gpu            # GPU + ncu: $OUT/banks_ncu.json and .md; exit 1 on a mismatch
+    PYTHONPATH=. python3 bench/banks_ncu.py gpu            # GPU + ncu: $OUT/banks_ncu.json and .md (exit 1: a mismatch)
 
 `gpu` runs the emulator on each step, then `ncu` on one launch of the same kernel at the same size
 (kernelgen.ncu: the inputs differ, the addresses do not), and tabulates both. The target is equal

@@ -4,9 +4,11 @@ CSV it prints, and the few figures that say why a kernel is slow.
     kernelgen profile transpose --size M=1024,N=1024 --step 2      # the CLI's way to this module
 
 >>> rows = ['"ID","Process ID","Process Name","Host Name","Kernel Name","Context","Stream","Block Size","Grid Size",'
-...         '"Device","CC","l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum","smsp__inst_executed_op_shared_ld.sum"',
+...         '"Device","CC","l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum",'
+...         '"smsp__inst_executed_op_shared_ld.sum"',
 ...         '"","","","","","","","","","","","","inst"',                        # units
-...         '"0","4242","python3","h","transpose_f32","1","7","(32, 8, 1)","(1024, 1, 1)","0","9.0","1,048,576","32,768"']
+...         '"0","4242","python3","h","transpose_f32","1","7","(32, 8, 1)","(1024, 1, 1)","0","9.0",'
+...         '"1,048,576","32,768"']
 >>> (launch,) = parse_csv("==PROF== Disconnected from process 4242\n" + "\n".join(rows))   # `ncu --csv --page raw`
 >>> figures(launch.metrics)["shared"]["load"]
 {'requests': 32768.0, 'wavefronts': 1048576.0, 'conflicts': None, 'per_request': 32.0}
@@ -118,7 +120,10 @@ def _value(text: str, unit: str) -> float | None:
     text = text.strip().replace(",", "")     # ncu writes 5,980,223
     if text in ("", "n/a"):
         return None
-    v = float(text)
+    try:
+        v = float(text)
+    except ValueError:
+        return None
     if unit in _SCALE:
         return v * _SCALE[unit]
     prefix, rest = (unit[0], unit[1:]) if unit[:1] in _PREFIX and unit[1:] else ("", unit)
@@ -136,9 +141,8 @@ def parse_csv(text: str) -> list[Launch]:
     header = rows[0]
     units = rows[1] if len(rows) > 1 and not rows[1][0].strip() else [""] * len(header)
     col = {name: i for i, name in enumerate(header)}
-    for need in ("Kernel Name",):
-        if need not in col:
-            raise UsageError(f"ncu's CSV has no {need!r} column; is it `--page raw` output?")
+    if "Kernel Name" not in col:
+        raise UsageError("ncu's CSV has no 'Kernel Name' column; is it `--page raw` output?")
     out = []
     for r in rows[1:]:
         if not r[0].strip().isdigit() or len(r) != len(header):
@@ -231,7 +235,8 @@ def run(cmd: list[str], expect: int) -> list[Launch]:
         return run(cmd[:at] + [",".join(m for m in cmd[at].split(",") if m not in unknown)] + cmd[at + 1:], expect)
     launches = parse_csv(proc.stdout) if '"ID",' in proc.stdout else []
     if proc.returncode != 0 or len(launches) != expect:
-        said = [ln.strip() for ln in text.splitlines() if ln.startswith("error:")] or errors
+        said = ([ln.strip() for ln in text.splitlines() if ln.startswith("error:")] or errors
+                or [ln.strip() for ln in text.splitlines() if ln.startswith("==WARNING==")])
         why = said[-1] if said else (text.strip().splitlines() or [f"exit status {proc.returncode}"])[-1]
         raise UsageError(f"ncu profiled {len(launches)} of {expect} launches (exit status {proc.returncode}): "
                          f"{' '.join(why.split())[:300]}")

@@ -63,14 +63,15 @@ def test_the_command_line():
     assert cmd[cmd.index("--launch-count") + 1] == "3" and cmd[-3:] == ["python3", "-m", "kernelgen.ncu"]
     metrics = cmd[cmd.index("--metrics") + 1].split(",")
     assert "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum" in metrics
-    assert ncu.stall_metric("long_scoreboard") in metrics and "sm__warps_active.avg.pct_of_peak_sustained_active" in metrics
+    assert ncu.stall_metric("long_scoreboard") in metrics
+    assert "sm__warps_active.avg.pct_of_peak_sustained_active" in metrics
 
 
 def fake_ncu(tmp_path: Path, body: str) -> Path:
     """An executable `ncu` that records its arguments in args.json and then runs `body` (Python)."""
     path = tmp_path / "ncu"
-    path.write_text(f"#!{sys.executable}\nimport json, sys\njson.dump(sys.argv[1:], open({str(tmp_path / 'args.json')!r}, 'w'))\n"
-                    f"{body}\n")
+    record = f"json.dump(sys.argv[1:], open({str(tmp_path / 'args.json')!r}, 'w'))"
+    path.write_text(f"#!{sys.executable}\nimport json, sys\n{record}\n{body}\n")
     path.chmod(path.stat().st_mode | stat.S_IXUSR)
     return path
 
@@ -89,6 +90,9 @@ print(open({str(FIXTURE)!r}).read())""")
     exe = fake_ncu(tmp_path, "print('error: transpose: unknown size q', file=sys.stderr); sys.exit(2)")
     with pytest.raises(UsageError, match=r"ncu profiled 0 of 1 launches \(exit status 2\): error: transpose: unknown"):
         ncu.run(ncu.command(str(exe), ["k"], 1, ["prog"]), 1)
+    exe = fake_ncu(tmp_path, "print('==WARNING== No kernels were profiled.'); print('done')")
+    with pytest.raises(UsageError, match=r"profiled 0 of 2 launches \(exit status 0\): ==WARNING== No kernels were"):
+        ncu.run(ncu.command(str(exe), ["k"], 2, ["prog"]), 2)
 
 
 def test_the_profiled_process_reports_a_mistake_in_one_line(capsys):
