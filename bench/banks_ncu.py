@@ -2,40 +2,28 @@
 beside Nsight Compute's counters, on every step of the transpose, staged-load and SGEMM ladders.
 
     PYTHONPATH=. python3 bench/banks_ncu.py emulate        # no GPU: $OUT/banks_emulator.json
-    PYTHONPATH=. python3 bench/banks_ncu.py gpu            # GPU + ncu: $OUT/banks_ncu.json and .md
-    PYTHONPATH=. python3 bench/banks_ncu.py launch OP STEP # one launch of a ladder step (what ncu profiles)
+    PYTHONPATH=. python3 bench/banks_ncu.py gpu            # GPU + ncu: $OUT/banks_ncu.json and .md (exit 1: a mismatch)
 
-`gpu` runs the emulator on each step, then `ncu` on one launch of the same kernel at the same size (the
-inputs differ, the addresses do not), and tabulates both. Equal columns are the target: conflicts =
-wavefronts beyond one per request phase (Nsight's l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld/st).
+`gpu` runs the emulator on each step, then `ncu` on one launch of the same kernel at the same size
+(kernelgen.ncu: the inputs differ, the addresses do not), and tabulates both. The target is equal
+columns: wavefronts (and sectors) per request and bank conflicts = wavefronts beyond one per request
+phase (Nsight's l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld/st). The sizes are whole tiles,
+where the emulator's grouping of lanes into requests is exact.
 """
 from __future__ import annotations
 
-import csv
-import io
 import json
 import os
-import subprocess
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from kernelgen import ncu                                                 # noqa: E402
 from kernelgen.ops import get_op                                          # noqa: E402
 
 SIZES = {"transpose": {"M": 256, "N": 256}, "staged_load": {"n": 4096}, "sgemm": {"M": 256, "N": 256, "K": 64}}
-METRICS = {   # ours -> Nsight Compute's
-    ("shared", "load", "conflicts"): "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum",
-    ("shared", "store", "conflicts"): "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum",
-    ("shared", "load", "units"): "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum",
-    ("shared", "store", "units"): "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_st.sum",
-    ("shared", "load", "requests"): "smsp__inst_executed_op_shared_ld.sum",
-    ("shared", "store", "requests"): "smsp__inst_executed_op_shared_st.sum",
-    ("global", "load", "units"): "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum",
-    ("global", "store", "units"): "l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum",
-    ("global", "load", "requests"): "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum",
-    ("global", "store", "requests"): "l1tex__t_requests_pipe_lsu_mem_global_op_st.sum",
-}
+TOLERANCE = 0.02      # per-request figures within 2% agree
 
 
 def steps():
@@ -46,45 +34,51 @@ def steps():
 
 
 def emulator_counts(op, step) -> dict[str, int]:
-    """Our side, summed over the arrays of each space and direction, keyed like METRICS."""
+    """Our side, keyed by ncu's metric names (ncu.TRAFFIC)."""
     from kernelgen.emulate.traffic import profile
-    t = profile(op, step.schedule, op.problem(SIZES[op.name]))
-    out: dict[str, int] = {}
-    for (space, access, what), metric in METRICS.items():
-        out[metric] = sum(getattr(s, what) for s in t.stats if (s.space, s.access) == (space, access))
+    return ncu.traffic_metrics(profile(op, step.schedule, op.problem(SIZES[op.name])))
+
+
+def ncu_counts(op, step) -> dict[str, float | None]:
+    from kernelgen import gpu
+    _, launches = ncu.profile(op, step.schedule, op.problem(SIZES[op.name]), gpu.device(), ncu.TRAFFIC.values())
+    return ncu.sum_launches(launches)
+
+
+def per_request(counts: dict) -> dict[str, float | None]:
+    """Wavefronts (shared) or sectors (global) per request, per space and direction: "shared load" -> 32.0."""
+    out = {}
+    for space in ("shared", "global"):
+        for access in ("load", "store"):
+            units, requests = (counts.get(ncu.TRAFFIC[(space, access, w)]) for w in ("units", "requests"))
+            out[f"{space} {access}"] = round(units / requests, 3) if requests and units is not None else None
     return out
 
 
-def ncu_counts(op, index: int) -> dict[str, float]:
-    kernel = op.kernel(op.ladder()[index - 1].schedule)
-    plan = op.plan(kernel, op.problem(SIZES[op.name]))
-    cmd = ["ncu", "--csv", "--page", "raw", "--metrics", ",".join(METRICS.values()), "-k", f"regex:{kernel.name}",
-           "--launch-count", str(len(plan.launches)), sys.executable, __file__, "launch", op.name, str(index)]
-    out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
-    rows = list(csv.reader(io.StringIO(out[out.index('"ID"'):])))
-    header, data = rows[0], [r for r in rows[1:] if r and r[0].strip().isdigit()]   # not the units row
-    sums = {m: 0.0 for m in METRICS.values()}
-    for row in data:
-        for m in sums:
-            if m in header:
-                sums[m] += float(row[header.index(m)].replace(",", "") or 0)
-    return sums
+def agree(ours: dict, theirs: dict) -> bool:
+    """Every per-request figure within TOLERANCE (a space neither side uses counts as 0)."""
+    a, b = per_request(ours), per_request(theirs)
+    return all(abs((a[k] or 0.0) - (b[k] or 0.0)) <= TOLERANCE * max(a[k] or 0.0, b[k] or 0.0) for k in a)
 
 
-def launch(name: str, index: int) -> None:
-    import cupy
-    from kernelgen.timing import prepared
-    op = get_op(name)
-    kernel, run, _ = prepared(op, op.ladder()[index - 1].schedule, op.problem(SIZES[name]))
-    run()
-    cupy.cuda.Device().synchronize()
-    print(kernel.name)
+def table(results: list[dict]) -> str:
+    lines = ["| op | step | figure | emulator | ncu |", "|---|---|---|---|---|"]
+    for r in results:
+        ours, theirs = per_request(r["emulator"]), per_request(r["ncu"])
+        for k in ours:
+            lines.append(f"| {r['op']} | {r['step']} | {k} per request | {ours[k]} | {theirs[k]} |")
+        for (space, access, what), m in ncu.TRAFFIC.items():
+            if what == "conflicts":
+                lines.append(f"| {r['op']} | {r['step']} | {space} {access} bank conflicts | {r['emulator'][m]} | "
+                             f"{r['ncu'][m]} |")
+    return "\n".join(lines) + "\n"
 
 
-def main() -> None:
+def main() -> int:
     mode = sys.argv[1] if len(sys.argv) > 1 else "emulate"
-    if mode == "launch":
-        return launch(sys.argv[2], int(sys.argv[3]))
+    if mode not in ("emulate", "gpu"):
+        print(f"usage: {sys.argv[0]} emulate|gpu", file=sys.stderr)
+        return 2
     out_dir = Path(os.environ.get("OUT", "."))
     out_dir.mkdir(parents=True, exist_ok=True)
     results = []
@@ -92,18 +86,20 @@ def main() -> None:
         row = {"op": op.name, "step": i, "title": step.title, "size": SIZES[op.name],
                "emulator": emulator_counts(op, step)}
         if mode == "gpu":
-            row["ncu"] = ncu_counts(op, i)
+            row["ncu"] = ncu_counts(op, step)
+            row["agree"] = agree(row["emulator"], row["ncu"])
         results.append(row)
-        print(op.name, i, step.title, json.dumps(row.get("ncu", row["emulator"])), flush=True)
+        print(op.name, i, step.title, json.dumps(per_request(row["emulator"])),
+              "" if mode != "gpu" else f"ncu {json.dumps(per_request(row['ncu']))} agree={row['agree']}", flush=True)
     name = "banks_ncu" if mode == "gpu" else "banks_emulator"
     (out_dir / f"{name}.json").write_text(json.dumps(results, indent=1))
     if mode == "gpu":
-        lines = ["| op | step | metric | emulator | ncu |", "|---|---|---|---|---|"]
-        for r in results:
-            for m in METRICS.values():
-                lines.append(f"| {r['op']} | {r['step']} | {m} | {r['emulator'][m]} | {r['ncu'][m]:.0f} |")
-        (out_dir / f"{name}.md").write_text("\n".join(lines) + "\n")
+        (out_dir / f"{name}.md").write_text(table(results))
+        bad = [f"{r['op']} {r['step']}" for r in results if not r["agree"]]
+        print(f"{len(results) - len(bad)} of {len(results)} steps agree" + (f"; not: {', '.join(bad)}" if bad else ""))
+        return 1 if bad else 0
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

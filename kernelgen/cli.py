@@ -1,9 +1,10 @@
-"""The `kernelgen` command: list, emit, inspect, run, tune, tune-db, bench, plot, report.
+"""The `kernelgen` command: list, emit, inspect, run, profile, tune, tune-db, bench, plot, report.
 
     kernelgen list sgemm                      # knobs and primitives of an op
     kernelgen emit sgemm -k bm=64 -o out/     # write the .cu of a schedule
     kernelgen inspect sgemm --ladder          # registers, spills, 128-bit loads per ladder step
     kernelgen run sgemm                       # compile + inspect + validate (+ time on a GPU)
+    kernelgen profile transpose --step 2      # Nsight Compute: occupancy, stalls, bank conflicts, sectors
     kernelgen tune sgemm --size 4096,4096,4096
     kernelgen tune sgemm --replay sweep.jsonl --compare random,model   # no GPU: a recorded sweep
     kernelgen tune-db export sgemm --format kerneltuner -o sgemm.json
@@ -340,22 +341,33 @@ def emit(op_name, knobs, schedule_file, step, best, db, size, all_ops, ladder, a
 @click.option("--arch", default=DEFAULT_ARCH, show_default=True, callback=lambda c, p, v: parse_arch(v),
               help="Compile target.")
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per kernel.")
+@click.option("--banks", is_flag=True, help="Also run each kernel on the CPU emulator and count, per array, "
+              "shared-memory wavefronts per warp request (bank conflicts) and global sectors per request.")
+@click.option("--size", help="With --banks: the problem to count on (default: the op's small size; sizes that are "
+              "whole tiles give exact counts).")
 @dtype_options
-def inspect(op_name, knobs, schedule_file, step, best, db, ladder, arch, as_json, dtype, out_dtype, layout):
+def inspect(op_name, knobs, schedule_file, step, best, db, ladder, arch, as_json, banks, size, dtype, out_dtype,
+            layout):
     """Registers, shared/local memory, spills and SASS facts of each kernel (no GPU needed)."""
     from .emit import generated_kernels
-    from .inspect import inspect_kernel
+    from .inspect import inspect_kernel, traffic
     op = get_op(op_name)
     limits = target(arch)
     layout = op.check_layout(layout)
+    if size and not banks:
+        raise UsageError("--size is read only with --banks (the problem the emulator counts on)")
+    problem = parse_size(op, size, True, dtype, out_dtype, layout) if banks else None
     kernels = (generated_kernels(op, limits, op.types(dtype, out_dtype), layout) if ladder
                else [("selected", op.kernel(select(op, knobs, schedule_file, step, best, None, db), limits,
                                             op.types(dtype, out_dtype), layout))])
     from .inspect import sass_note
-    rows = []
+    rows, counts = [], {}
     for label, kernel in kernels:
+        step_name = label.split(":")[0]
+        if banks:
+            counts[step_name] = traffic(op, kernel, problem)
         for f in inspect_kernel(kernel, kernel.arch):  # a ladder step may name its own arch
-            rows.append(dict(f.row(), step=label.split(":")[0]))
+            rows.append(dict(f.row(), step=step_name, **({"traffic": counts[step_name][1]} if banks else {})))
     notes = sorted({n for _, k in kernels if (n := sass_note(k.arch))})
     if as_json:
         for r in rows:
@@ -364,6 +376,10 @@ def inspect(op_name, knobs, schedule_file, step, best, db, ladder, arch, as_json
         click.echo(table([{k: "n/a" if v is None else v for k, v in r.items()} for r in rows],
                          ["step", "symbol", "registers", "shared_bytes", "local_bytes", "spill_bytes",
                           "ldg128", "stg128", "lds128", "ffma", "hmma", "hgmma", "ldsm", "tma"]))
+        if banks:
+            click.echo(f"traffic on the emulator, {problem} (per array: shared wavefronts, global sectors per request):")
+        for name, (lines, _) in counts.items():
+            click.echo("\n".join(f"  {name}: {line}" for line in lines))
     for n in notes:
         click.echo(f"note: {n}", err=True)
 
@@ -439,6 +455,42 @@ def run(op_name, knobs, schedule_file, step, best, db, size, backend, arch, seed
         click.echo(f"time     {m.time_us:.2f} us (spread {m.spread:.1%})  {m.gbps:.0f} GB/s  "
                    f"{m.tflops:.2f} TFLOP/s  {m.roofline:.0%} of the {m.bound} roof of {dev.gpu}\n"
                    f"         {describe(m.method, op.for_schedule(sched), problem, reps)}")
+
+
+# -- profile -------------------------------------------------------------------------------------
+@main.command()
+@click.argument("op_name")
+@selection_options
+@click.option("--size", help="Problem size (default: the op's benchmark size).")
+@click.option("--ladder", is_flag=True, help="Every step of the op's ladder.")
+@click.option("--json", "json_file", metavar="FILE", help="Also write the figures as JSON (kernelgen-results/1, "
+              "kind profile) for `kernelgen report`.")
+@dtype_options
+def profile(op_name, knobs, schedule_file, step, best, db, size, ladder, json_file, dtype, out_dtype, layout):
+    """One launch under Nsight Compute (ncu): occupancy, issue slots, DRAM and L2 throughput, top stall
+    reasons, shared-memory wavefronts and bank conflicts, global sectors per request."""
+    from . import gpu, ncu, results
+    op = get_op(op_name)
+    if ladder and (knobs or schedule_file or step is not None or best):
+        raise UsageError("--ladder profiles every ladder step; it takes no --knob, --schedule, --step or --best")
+    if json_file:
+        check_out_file(json_file, "--json")
+    problem = parse_size(op, size, False, dtype, out_dtype, layout)
+    ncu.executable()                      # said before the GPU is asked for
+    dev = gpu.device()
+    steps = ([(f"{i}. {s.title}", s.schedule) for i, s in enumerate(op.ladder(), 1)] if ladder
+             else [("selected", select(op, knobs, schedule_file, step, best, problem, db, dev))])
+    click.echo(f"problem  {problem}   device {dev.gpu} ({dev.arch})   Nsight Compute: one launch, caches flushed, "
+               "clocks as they run")
+    rows = []
+    for label, sched in steps:
+        kernel, launches = ncu.profile(op, sched, problem, dev)
+        rows.append(ncu.result_row(op, problem, label, sched, kernel, launches, dev))
+        click.echo("\n".join(ncu.row_lines(rows[-1], None if ladder else sched)))
+    if json_file:
+        run = results.run_dict(op, problem, dev, rows, ladder=ladder, timing="Nsight Compute, one launch")
+        results.write(results.document("profile", device=results.device_dict(dev), runs=[run]), json_file)
+        click.echo(f"wrote {json_file}")
 
 
 # -- tune ----------------------------------------------------------------------------------------

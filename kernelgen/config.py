@@ -39,6 +39,11 @@ def cxx() -> str:
     return os.environ.get("KERNELGEN_CXX", "g++")
 
 
+def ncu() -> str:
+    """The Nsight Compute command `kernelgen profile` runs (KERNELGEN_NCU; default `ncu` on PATH)."""
+    return os.environ.get("KERNELGEN_NCU") or "ncu"
+
+
 def emulate_check() -> bool:
     """Validations on the emulator run with the checker (races, out-of-bounds, partial barriers) unless
     told otherwise (KERNELGEN_EMULATE_CHECK=1; the test suite sets it)."""

@@ -197,3 +197,21 @@ def facts_of(compiled: Compiled) -> list[KernelFacts]:
 def inspect_kernel(kernel: Kernel, arch: str) -> list[KernelFacts]:
     """Compile (cached) and read the facts of every kernel in `kernel`'s source."""
     return facts_of(compile_cuda(render(kernel), arch, kernel.name))
+
+
+def traffic(op, kernel: Kernel, problem) -> tuple[list[str], list[dict] | str]:
+    """(lines, data) of the emulator's memory traffic per warp request (kernelgen.emulate.traffic) when
+    `kernel`'s schedule runs `problem` on the CPU: per array, shared-memory wavefronts (bank conflicts)
+    and global sectors. A kernel the emulator cannot run gives one line saying why, and that reason."""
+    from dataclasses import asdict
+    from .emulate.traffic import profile
+    from .errors import KernelgenError
+    from .validate import check_memory
+    try:
+        check_memory(op, problem, "emulate")
+        t = profile(op, kernel.schedule, problem, arch=kernel.arch)
+    except KernelgenError as e:
+        why = " ".join(str(e).split())
+        return [f"not counted: {why}"], why
+    data = [dict(asdict(s), ways=s.ways, avg=round(s.avg, 3), conflicts=s.conflicts) for s in t.stats]
+    return t.lines() or ["no shared or global requests"], data

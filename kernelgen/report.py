@@ -1,6 +1,7 @@
 """One self-contained HTML page of a results document: device, date and command, a table per run
-(kernel names, schedules, inspect facts, times, rates, roofline fractions, the vendor's row), the roofline of every
-run, each ladder's speed-ups and a tune's best-so-far, the charts inline as base64 PNG.
+(kernel names, schedules, inspect facts, times, rates, roofline fractions, the vendor's row, Nsight Compute's
+figures where `kernelgen profile --json` wrote the file), the roofline of every run, each ladder's
+speed-ups and a tune's best-so-far, the charts inline as base64 PNG.
 
     kernelgen report bench_results/json/gemm_ladders_h100_staged.json -o report.html
 
@@ -33,6 +34,9 @@ def _cell(col: str, v) -> str:
         return "-"
     if col == "schedule":
         return f"<code>{escape(_schedule_text(v))}</code>"
+    if col == "profile" and isinstance(v, list):   # `kernelgen profile --json`: Nsight Compute's figures per launch
+        from .ncu import lines
+        return "<br>".join(escape(line) for f in v if isinstance(f, dict) for line in lines(f))
     if col == "inspect" and isinstance(v, list):
         return "<br>".join(escape(f"{f.get('registers')} registers, {f.get('spill_bytes')} B spilled, "
                                   f"{f.get('shared_bytes')} B static shared, {f.get('ldg128')} 128-bit loads")
@@ -54,9 +58,10 @@ def _schedule_text(d) -> str:
 
 
 def _table(run: dict) -> str:
-    head = "".join(f"<th>{escape(c)}</th>" for c in COLUMNS)
+    cols = COLUMNS + (("profile",) if any(r.get("profile") for r in run["rows"]) else ())
+    head = "".join(f"<th>{escape(c)}</th>" for c in cols)
     body = "".join(f"<tr{' class=vendor' if r.get('vendor') else ''}>"
-                   + "".join(f"<td>{_cell(c, r.get(c))}</td>" for c in COLUMNS) + "</tr>" for r in run["rows"])
+                   + "".join(f"<td>{_cell(c, r.get(c))}</td>" for c in cols) + "</tr>" for r in run["rows"])
     return f'<table class="results"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
 
 

@@ -1,13 +1,14 @@
 """Results as data: what `kernelgen bench --json` and `kernelgen tune --json` write, and what
 `kernelgen plot` and `kernelgen report` read. One versioned JSON document ("kernelgen-results/1"):
 
-    {"schema": "kernelgen-results/1", "kind": "bench" | "tune", "date": ISO date, "kernelgen": version,
+    {"schema": "kernelgen-results/1", "kind": "bench" | "tune" | "profile", "date": ISO date, "kernelgen": version,
      "command": the command line, "device": {"gpu", "arch", "sms", "bytes_per_s", "peak_flops": {math: flop/s}},
      "runs": [{"op", "problem", "ladder", "timing", "math", "flops", "bytes",
                "roofs": {"bytes_per_s", "flops_per_s"},          # the device's roofs for this run's dtype
                "rows": [{"step", "kernel", "schedule" (to_dict, or null), "vendor", "time_us", "GB/s",
                          "TFLOP/s", "roofline", "speedup", "vs_vendor", "valid", "timing",
-                         "inspect": [{"symbol", "registers", "spill_bytes", ...} per kernel] or null}],
+                         "inspect": [{"symbol", "registers", "spill_bytes", ...} per kernel] or null,
+                         "profile": [{"symbol", "occupancy_pct", ...} per launch] (profile only: kernelgen.ncu)}],
                "tune": {"strategy", "measured": [[n, time_us, best_so_far_us], ...]} (tune only)}]}
 
 >>> doc = document("bench", device={"gpu": "H100 80GB HBM3", "arch": "sm_90a"}, runs=[], command="kernelgen bench x")
@@ -36,7 +37,7 @@ from pathlib import Path
 from .errors import UsageError
 
 SCHEMA = "kernelgen-results/1"
-KINDS = ("bench", "tune")
+KINDS = ("bench", "tune", "profile")
 ROW_KEYS = ("step", "kernel", "time_us")
 
 
@@ -61,7 +62,7 @@ def run_dict(op, problem, dev, rows: list[dict], *, ladder: bool, timing: str) -
     """One op on one problem: its rows (bench_rows' dicts) with the roofs they are placed against."""
     m = op.math(problem)
     keep = ("step", "kernel", "schedule", "time_us", "GB/s", "TFLOP/s", "roofline", "speedup", "vs_vendor", "valid",
-            "timing", "inspect")
+            "timing", "inspect", "profile")
     out = [dict({k: _plain(r.get(k)) for k in keep}, vendor=r["step"].startswith("vendor:")) for r in rows]
     return {"op": op.name, "problem": str(problem), "ladder": ladder, "timing": timing, "math": m,
             "flops": op.flops(problem), "bytes": op.bytes_moved(problem),

@@ -3,6 +3,7 @@ conflicts counted as the hardware's wavefronts, global sectors per request, and 
 storage-alignment, staging and vectorising step removes."""
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
@@ -149,3 +150,21 @@ def test_cli_run_banks_prints_each_array():
     assert r.exit_code == 0, r.output
     assert "traffic  tile (shared): loads 32-way (avg 32.0, 128 requests), stores 1-way" in r.output
     assert "traffic  out (global): stores 4.0 sectors/request" in r.output
+
+
+@pytest.mark.nvrtc
+def test_inspect_banks_prints_the_counts_beside_the_sass_facts():
+    from click.testing import CliRunner
+    from kernelgen.cli import main
+    args = ["inspect", "transpose", "--step", "2", "--banks", "--size", "M=64,N=64"]
+    r = CliRunner().invoke(main, args)
+    assert r.exit_code == 0, r.output
+    assert "registers" in r.output and "traffic on the emulator, M=64,N=64" in r.output
+    assert "selected: tile (shared): loads 32-way (avg 32.0, 128 requests), stores 1-way" in r.output
+    r = CliRunner().invoke(main, args + ["--json"])
+    assert r.exit_code == 0, r.output
+    row = json.loads(r.output.splitlines()[0])
+    loads = next(t for t in row["traffic"] if (t["space"], t["access"]) == ("shared", "load"))
+    assert (loads["name"], loads["ways"], loads["conflicts"]) == ("tile", 32, 31 * 128)
+    r = CliRunner().invoke(main, ["inspect", "transpose", "--size", "M=64,N=64"])
+    assert r.exit_code == 2 and "--size is read only with --banks" in r.output
