@@ -16,6 +16,15 @@
 // wavefronts (bank conflicts) and global sectors per request.
 //
 // This file is compiled without instrumentation and linked into every kernel's shared library.
+// The C++ library comes before shim.h: shim.h defines CUDA's __noinline__, which libstdc++ 13 and
+// later spell inside its own attributes (`__attribute__((__noinline__))`), so a standard header read
+// after it no longer compiles.
+#include <algorithm>
+#include <cstdarg>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
 #include "shim.h"
 
 // x86-64 gets a hand-rolled switch (no signal-mask system call per switch, unlike swapcontext);
@@ -31,9 +40,6 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include <algorithm>
-#include <cstdarg>
-#include <vector>
 #if !KG_X86_SWITCH
 #include <ucontext.h>
 #endif
