@@ -141,6 +141,11 @@ class Fusing:
     epilogue: Epilogue | None = None
     batched: bool = False
     bias_dim = "N"                 # the size the bias vector runs along (conv2d: K, the channels)
+    exact_check = True             # the plain op checks exactly (sgemm, gemm): a relative measure with an epilogue
+
+    def bias_shape(self, ndim: int) -> tuple:
+        """How the bias broadcasts against the output: along its last axis (C's columns)."""
+        return (-1,)
 
     def with_fusion(self, epilogue=None, batched: bool = False):
         ep = None if epilogue is None else Epilogue.parse(epilogue)
@@ -249,10 +254,6 @@ class Fused:
             env[k] = v.reshape(self.bias_shape(acc.ndim)) if k == "bias" else v
         return {name: self.epilogue.apply(acc, env)}
 
-    def bias_shape(self, ndim: int) -> tuple:
-        return (-1,)                            # along the last axis (C's columns); conv2d: channels
-
-    exact_check = True                          # the plain op checks exactly (sgemm, gemm): relax with an epilogue
 
     def measure(self, problem):
         return "max |C - ref| / (1 + |ref|)" if self.epilogue and self.exact_check else super().measure(problem)
