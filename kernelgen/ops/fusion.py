@@ -198,9 +198,16 @@ class Fusing:
         import dataclasses
         if not self.batched:
             return recipe
-        return dataclasses.replace(recipe, sizes=recipe.sizes + BATCH_SCALARS,
-                                   minimum=recipe.minimum + (("stride_a", 0), ("stride_b", 0)),
-                                   maximum=recipe.maximum + (("batch", 65535),))
+        return dataclasses.replace(recipe, sizes=recipe.sizes + BATCH_SCALARS)
+
+    def recipe(self, kernel):
+        """Op.recipe, with the batch's limits (a stride may be 0; at most 65535 products: gridDim.z)."""
+        import dataclasses
+        r = super().recipe(kernel)
+        if not self.batched:
+            return r
+        return dataclasses.replace(r, minimum=r.minimum + (("stride_a", 0), ("stride_b", 0)),
+                                   maximum=r.maximum + (("batch", 65535),))
 
 
 class Fused:
