@@ -122,7 +122,8 @@ def test_plain_kernels_render_as_before():
 @pytest.mark.parametrize("dt", ["float16", "bfloat16"])
 def test_tensor_core_gemm_with_an_epilogue_compiles(knobs, arch, dt):
     from kernelgen.ops.gemm import WGMMA_HEURISTIC, WGMMA_KNOBS
-    knobs = {"wgmma": WGMMA_KNOBS, "wgmma_staged": WGMMA_HEURISTIC}.get(knobs, knobs)
+    if isinstance(knobs, str):
+        knobs = {"wgmma": WGMMA_KNOBS, "wgmma_staged": WGMMA_HEURISTIC}[knobs]
     op = get_op("gemm")
     p = op.problem({"M": 64, "N": 72, "K": 40}, dtype=dt, epilogue="gelu(acc + bias) + res")
     prep = prepare(op, op.schedule(**knobs), p, target(arch))
