@@ -14,7 +14,7 @@ rounded to its type.
 
 >>> e = Epilogue.parse("gelu(acc+bias)")
 >>> e.expr, e.inputs, e.token
-('gelu(acc + bias)', ('bias',), 'ep1b0b5ba7')
+('gelu(acc + bias)', ('bias',), 'ep3ac88ab5')
 >>> Epilogue.parse("relu(acc + x)")
 Traceback (most recent call last):
 ...
