@@ -60,7 +60,7 @@ def recipe(kernel: Kernel) -> tuple[str, str]:
     """(the launch recipe as header comment lines, the host launcher behind KERNELGEN_HOST_LAUNCHER)."""
     from .ops import get_op
     from .recipe import header_and_launcher
-    op = get_op(kernel.op).for_schedule(kernel.schedule)
+    op = get_op(kernel.op).for_kernel(kernel)
     return header_and_launcher(op.recipe(kernel), kernel.name)
 
 
@@ -68,7 +68,7 @@ def declarations(kernel: Kernel) -> str:
     """The `.h` text declaring the kernel's host launcher (`kernelgen emit --header`)."""
     from .ops import get_op
     from .recipe import declarations as decl
-    op = get_op(kernel.op).for_schedule(kernel.schedule)
+    op = get_op(kernel.op).for_kernel(kernel)
     types = kernel.types or op.types()
     includes = tuple(sorted({d.header for _, d in types.buffers if d.header}))
     return decl(op.recipe(kernel), kernel.name, config.VERSION, includes)

@@ -1,6 +1,7 @@
 """Problem sizes as the command line and suite files write them: `M=127,N=1000,K=1`, values in the op's
 dim order (`127x1000x1`), shorthands (conv2d's `stride=2`), a GEMM's layout (`layout=NT`) and the types
-a printed problem carries (`:f16`). Below the CLI so that results files and suites read sizes too.
+a printed problem carries (`:f16`), a batch (`batch=8,stride_b=0`) and a fused epilogue after a semicolon
+(`M=64,N=32,K=8;epilogue=gelu(acc + bias)`, ops/fusion.py). Below the CLI so that results files and suites read sizes too.
 
 >>> from kernelgen.ops import get_op
 >>> str(parse_size(get_op("sgemm"), "64x32x8", False, layout="NT"))
@@ -24,8 +25,16 @@ def parse_size(op: Op, text: str | None, small: bool, dtype: str | None = None, 
     Named sizes may leave dims out (they keep the default); values in dim order must give every dim.
     A size given twice, a value that is not a whole number or a dim the op lacks is a UsageError, and so
     is a layout that disagrees with `layout` (--layout)."""
-    if text is None:
-        return op.problem(small=small, dtype=dtype, out_dtype=out_dtype, layout=layout)
+    fused: dict = {}
+    if text is not None and ";" in text:       # the epilogue: everything after `;epilogue=`
+        text, _, tail = text.partition(";")
+        name, eq, expr = tail.partition("=")
+        if name.strip() != "epilogue" or not eq:
+            raise UsageError(f"--size: {tail!r} after ';' must be epilogue=EXPRESSION, e.g. epilogue=gelu(acc + bias)")
+        fused["epilogue"] = expr.strip()
+        op.check_fusion(fused["epilogue"], None, None, None)
+    if text is None or not text.strip() and fused:
+        return op.problem(small=small, dtype=dtype, out_dtype=out_dtype, layout=layout, **fused)
     dims = ", ".join(d.name for d in op.dims)
     example = ",".join(f"{d.name}={d.small}" for d in op.dims)
     body, colon, suffix = text.partition(":")
@@ -49,6 +58,11 @@ def parse_size(op: Op, text: str | None, small: bool, dtype: str | None = None, 
                 raise UsageError(f"--size {text!r} names layout {given} but --layout gives {layout!r}; give one "
                                  "(NN, NT, TN or TT)")
             continue
+        if eq and name.strip() in ("batch", "stride_a", "stride_b"):
+            if not _INT.fullmatch(value.strip()) or name.strip() in fused:
+                raise UsageError(f"--size {text!r}: {part!r} must be given once, as a whole number")
+            fused[name.strip()] = int(value)
+            continue
         items = [(name.strip(), value.strip())] if eq else [(None, v.strip()) for v in part.split("x")]
         for name, value in items:
             if name is None:
@@ -70,4 +84,4 @@ def parse_size(op: Op, text: str | None, small: bool, dtype: str | None = None, 
         if missing:
             raise UsageError(f"--size {text!r} leaves out {', '.join(missing)}: values in dim order must give all of "
                              f"{op.name}'s sizes ({dims}), or name them ({example})")
-    return op.problem(sizes, small=small, dtype=dtype, out_dtype=out_dtype, layout=given or layout)
+    return op.problem(sizes, small=small, dtype=dtype, out_dtype=out_dtype, layout=given or layout, **fused)

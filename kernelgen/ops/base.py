@@ -79,6 +79,8 @@ class Problem:
     types: Types | None = None     # None: every buffer float32
     layout: str | None = None      # GEMM-like ops: "NN", "NT", "TN" or "TT" (see LAYOUTS); None for the others
     shorthands: tuple[Shorthand, ...] = field(default=(), compare=False, repr=False)   # how it prints
+    epilogue: str | None = None    # sgemm, gemm, conv2d: the fused epilogue's canonical text (ops/fusion.py)
+    batch: Any = None              # sgemm, gemm: a fusion.Batch (count and A's and B's strides), None: one product
 
     def __getitem__(self, name: str) -> int:
         return dict(self.sizes)[name]
@@ -107,7 +109,12 @@ class Problem:
         sizes = ",".join(f"{k}={v}" for k, v in self.printed_sizes())
         if self.layout not in (None, "NN"):   # NN problems print as before layouts existed
             sizes += f",layout={self.layout}"
-        return sizes if self.types is None or self.types.short == "f32" else f"{sizes}:{self.types.short}"
+        if self.batch is not None:             # strides print only where they broadcast (0)
+            b = self.batch
+            sizes += f",batch={b.count}" + "".join(f",stride_{x}=0" for x, v in (("a", b.stride_a), ("b", b.stride_b))
+                                                     if v == 0)
+        text = sizes if self.types is None or self.types.short == "f32" else f"{sizes}:{self.types.short}"
+        return text + (f";epilogue={self.epilogue}" if self.epilogue else "")
 
 
 @dataclass(frozen=True)
@@ -181,6 +188,8 @@ class Kernel:
     arch: str = DEFAULT_ARCH       # what it is compiled for
     types: Types | None = None     # element types of its buffers (None: float32)
     layout: str | None = None      # operand layout (GEMM-like ops; see LAYOUTS), None for the others
+    epilogue: str | None = None    # the fused epilogue (sgemm, gemm, conv2d; ops/fusion.py), None for none
+    batched: bool = False          # a batched product over blockIdx.z (sgemm, gemm)
 
     def knob(self, name: str):
         return dict(self.knobs)[name]
@@ -267,17 +276,65 @@ class Op:
                              f"{problem.layout}: build the kernel with op.kernel(..., layout={problem.layout!r})")
 
     def problem(self, sizes: dict[str, int] | None = None, *, small: bool = False, dtype: str | None = None,
-                out_dtype: str | None = None, layout: str | None = None) -> Problem:
-        types = self.types(dtype, out_dtype)
+                out_dtype: str | None = None, layout: str | None = None, epilogue: str | None = None,
+                batch: int | None = None, stride_a: int | None = None, stride_b: int | None = None) -> Problem:
+        """The problem of `sizes` (the op's defaults, or its small sizes, for the rest); sgemm, gemm and
+        conv2d also take a fused `epilogue` and sgemm and gemm a `batch` (ops/fusion.py)."""
+        self.check_fusion(epilogue, batch, stride_a, stride_b)
+        ep = None
+        if epilogue is not None:
+            from .fusion import Epilogue
+            ep = Epilogue.parse(epilogue)
         layout = self.check_layout(layout)
+        types = (self.with_fusion(ep, batch is not None) if self.fuses else self).types(dtype, out_dtype)
         sizes = self.expand_shorthands(dict(sizes or {}))
         unknown = set(sizes) - {d.name for d in self.dims}
         if unknown:
             raise UsageError(f"{self.name}: unknown size {sorted(unknown)[0]!r}; sizes are {self.size_names()}")
         out = [(d.name, self._size(d, d.name, sizes.get(d.name, d.small if small else d.default))) for d in self.dims]
-        problem = Problem(tuple(out), types, layout, shorthands=self.shorthands)
+        problem = Problem(tuple(out), types, layout, shorthands=self.shorthands, epilogue=ep and ep.expr)
+        if batch is not None:
+            from .fusion import make_batch
+            import dataclasses
+            stored = self.input_shapes(problem)
+            problem = dataclasses.replace(problem, batch=make_batch(self.name, batch, stride_a, stride_b,
+                                                                    problem.as_dict(), stored))
         self.check_problem(problem)
         return problem
+
+    fuses: tuple[str, ...] = ()    # what a problem may add: "epilogue" (sgemm, gemm, conv2d), "batch" (sgemm, gemm)
+
+    def check_fusion(self, epilogue, batch, stride_a, stride_b) -> None:
+        """An epilogue or batch given to an op that does not take it is a UsageError naming those that do."""
+        from . import OPS
+        for what, given in (("epilogue", epilogue is not None), ("batch", batch is not None),
+                            ("batch", stride_a is not None or stride_b is not None)):
+            if given and what not in self.fuses:
+                takes = ", ".join(n for n, o in OPS.items() if what in o.fuses)
+                raise UsageError(f"{self.name} takes no {what}; {what}es are for {takes}" if what == "batch" else
+                                 f"{self.name} takes no {what}; epilogues are for {takes}")
+        if batch is None and (stride_a is not None or stride_b is not None):
+            raise UsageError(f"{self.name}: stride_a and stride_b need batch=COUNT")
+
+    def with_fusion(self, epilogue=None, batched: bool = False) -> "Op":
+        """The op instance computing products with this epilogue (and batch); self for the others."""
+        return self
+
+    def for_problem(self, problem: Problem) -> "Op":
+        """The op instance whose inputs and reference match `problem` (its epilogue and batch)."""
+        return self
+
+    def for_kernel(self, kernel: Kernel) -> "Op":
+        """The op instance that built `kernel` (its schedule's expression, its epilogue and batch)."""
+        return self.for_schedule(kernel.schedule)
+
+    def name_tokens(self) -> list[str]:
+        """Parts of a kernel's name the op instance adds after the types and layout (epilogue, batch)."""
+        return []
+
+    def kernel_fields(self) -> dict:
+        """Kernel fields the op instance sets (epilogue, batched)."""
+        return {}
 
     def size_names(self) -> str:
         """The dims, and the shorthands where the op has some, as messages list them."""
@@ -460,14 +517,15 @@ class Op:
         by_layout = {"layout": layout} if self.layouts else {}   # only ops with layouts take the argument
         self.check_knobs(knobs, target, **by_layout)
         name = "_".join([self.name, types.short] + ([layout.lower()] if layout not in (None, "NN") else [])
-                        + [target.short] + [self.knob(k).encode(v) for k, v in self.name_knobs(knobs).items()])
+                        + self.name_tokens() + [target.short] + [self.knob(k).encode(v) for k, v in self.name_knobs(knobs).items()])
         params, static_smem, regs = self.template_params(knobs, types, target, **by_layout)
         check(static_smem <= target.max_smem, "cache_read", "shared", f"{static_smem} bytes",
               limit=f"{target.max_smem} bytes of shared memory per block on {target.arch}")
         check(regs <= target.max_registers, "split", "register tile", f"~{regs} registers per thread",
               limit=f"{target.max_registers} registers per thread")
         return Kernel(self.name, name, sched, tuple(knobs.items()), self.template(knobs),
-                      tuple(sorted(params.items())), static_smem, regs, target.arch, types, layout)
+                      tuple(sorted(params.items())), static_smem, regs, target.arch, types, layout,
+                      **self.kernel_fields())
 
     def name_knobs(self, knobs: dict) -> dict:
         """The knobs that decide the source, which the kernel's name spells out (all of them unless

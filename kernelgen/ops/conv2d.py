@@ -38,10 +38,11 @@ import math
 
 import numpy as np
 
-from ..errors import UsageError, check
+from ..errors import ScheduleError, UsageError, check
 from ..schedule import Schedule, ScheduleReader, schedule
 from .base import INT_MAX, Dim, Kernel, Knob, LadderStep, Launch, Op, Plan, Problem, Scalar, Shorthand, Workspace, cdiv, fast_div
 from .knobs import Prim
+from .fusion import Fusing
 from ..dtypes import Types
 from ..target import Target
 
@@ -79,7 +80,7 @@ def gather_layout(bk: int, bn: int, threads: int) -> tuple[int, int]:
     return (best[1], best[2]) if best else (0, 0)
 
 
-class Conv2d(Op):
+class Conv2d(Fusing, Op):
     name = "conv2d"
     summary = "y[N,K,P,Q] = conv2d(x[N,C,H,W], w[K,C,R,S], stride, pad, dilation per direction), float32 NCHW"
     dims = (Dim("N", 2, 2), Dim("C", 12, 3), Dim("H", 130, 11), Dim("W", 514, 13), Dim("K", 24, 5),
@@ -90,6 +91,9 @@ class Conv2d(Op):
     loops = ("n", "k", "p", "q", "c", "r", "s", "npq", "crs", "nkpq")
     inputs = ("x", "w")
     outputs = ("y",)
+    fuses = ("epilogue",)
+    bias_dim = "K"                 # one bias per output channel
+    exact_check = False            # the relative L2 error of the plain op holds with an epilogue too
     knobs = (
         Knob("algo", "implicit", ALGOS, "direct | im2col + GEMM | implicit GEMM", "a",
              Prim("annotate", "algo", absent="implicit", always=True)),
@@ -178,7 +182,14 @@ class Conv2d(Op):
             r.expect("cache_read", buf, "shared")
         return k
 
+    def bias_shape(self, ndim: int) -> tuple:
+        return (1, -1, 1, 1)       # y[n, k, p, q]: per channel
+
     def check_knobs(self, k: dict, target: Target) -> None:
+        if self.epilogue and k["algo"] != "direct" and k["split_k"] > 1:
+            raise ScheduleError("annotate", "split_k", k["split_k"], allowed="1",
+                                limit=f"the epilogue {self.epilogue.expr!r} runs once on the summed c*r*s; the slices "
+                                      "add into y with atomics, with no pass after them")
         if k["algo"] == "direct":
             check(32 <= k["threads"] <= target.max_threads and k["threads"] % 32 == 0, "split", "nkpq", k["threads"],
                   limit=f"a multiple of 32 threads up to {target.max_threads}")
@@ -206,8 +217,9 @@ class Conv2d(Op):
         return {n: v for n, v in k.items() if n != "split_k" or v != 1}
 
     def template_params(self, k: dict, types: Types, target: Target) -> tuple[dict, int, int]:
+        fused = self.fusion_params(types)
         if k["algo"] == "direct":
-            return dict(threads=k["threads"]), 0, 40
+            return dict(threads=k["threads"], **fused), 0, 40
         threads = k["bm"] // k["tm"] * (k["bn"] // k["tn"])
         rows, pix = gather_layout(k["bk"], k["bn"], threads)
         a_slots = k["bm"] * k["bk"] // 4
@@ -217,13 +229,15 @@ class Conv2d(Op):
                       # a thread's fragment: tm/4 (tn/4) float4s half a tile apart
                       runs_m=k["tm"] // 4, runs_n=k["tn"] // 4, run_stride_m=k["bm"] // 2, run_stride_n=k["bn"] // 2,
                       # slices of c*r*s add into y: scalar atomics, never the float4 stores
-                      atomic=k["split_k"] > 1, vec_y=k["vec"] == 4 and k["split_k"] == 1, kslice=k["split_k"] * k["bk"])
+                      atomic=k["split_k"] > 1, vec_y=k["vec"] == 4 and k["split_k"] == 1, kslice=k["split_k"] * k["bk"],
+                      **fused)
         smem = 4 * k["stages"] * k["bk"] * (k["bm"] + k["pad"] + k["bn"])
         regs = k["tm"] * k["tn"] + k["tm"] + k["tn"] + 4 * params["a_iters"] + rows * pix + 3 * pix + 2 * rows + 30
         return params, smem, regs
 
     def plan(self, kernel: Kernel, problem: Problem, target: Target | None = None) -> Plan:
         k = dict(kernel.knobs)
+        self.same_fusion(kernel, problem)
         d = problem.as_dict()
         P, Q = self.out_hw(problem)
         npq, crs = d["N"] * P * Q, d["C"] * d["R"] * d["S"]
@@ -234,13 +248,13 @@ class Conv2d(Op):
         if k["algo"] == "direct":
             total = d["N"] * d["K"] * P * Q
             launch = Launch(kernel.name, (cdiv(total, k["threads"]), 1, 1), (k["threads"], 1, 1),
-                            ("x", "w", "y") + DIRECT_SCALARS)
+                            ("x", "w", "y") + DIRECT_SCALARS + self.fusion_args())
             return Plan(kernel, problem, (launch,), (), tuple(s for s in scalars if s.name in DIRECT_SCALARS))
         threads = k["bm"] // k["tm"] * (k["bn"] // k["tn"])
         grid = (cdiv(npq, k["bn"]), cdiv(d["K"], k["bm"]), k["split_k"])
         check(grid[1] <= 65535, "split", "k", k["bm"], limit=f"K={d['K']} needs <= 65535 blocks along y")
         src = "col" if k["algo"] == "im2col" else "x"
-        launches = (Launch(f"{kernel.name}_gemm", grid, (threads, 1, 1), (src, "w", "y") + GEMM_SCALARS),)
+        launches = (Launch(f"{kernel.name}_gemm", grid, (threads, 1, 1), (src, "w", "y") + GEMM_SCALARS + self.fusion_args()),)
         if k["split_k"] > 1:    # the slices add into y: zero it first
             launches = (Launch(f"{kernel.name}_zero", (min(cdiv(sizes["NKPQ"], 256), 4096), 1, 1), (256, 1, 1),
                                ("y", "NKPQ")),) + launches
@@ -275,13 +289,13 @@ class Conv2d(Op):
         common = dict(arch=kernel.arch, sizes=tuple(d.name for d in self.dims), buffers=self.recipe_buffers(kernel))
         if k["algo"] == "direct":
             step = Step(kernel.name, (f"kg_cdiv(kg_ll(N) * K * P * Q, {k['threads']})", "1", "1"), (k["threads"], 1, 1),
-                        ("x", "w", "y") + DIRECT_SCALARS)
+                        ("x", "w", "y") + DIRECT_SCALARS + self.fusion_args())
             return Recipe(steps=(step,), requires=tuple(requires), lets=tuple(lets), **common)
         threads = k["bm"] // k["tm"] * (k["bn"] // k["tn"])
         requires.append((f"kg_cdiv(K, {k['bm']}) <= 65535", f"gridDim.y holds 65535 blocks of {k['bm']} filters"))
         src = "col" if k["algo"] == "im2col" else "x"
         steps = (Step(f"{kernel.name}_gemm", (f"kg_cdiv(NPQ, {k['bn']})", f"kg_cdiv(K, {k['bm']})", str(k["split_k"])),
-                      (threads, 1, 1), (src, "w", "y") + GEMM_SCALARS),)
+                      (threads, 1, 1), (src, "w", "y") + GEMM_SCALARS + self.fusion_args()),)
         if k["split_k"] > 1:    # the slices add into y: zero it first
             lets.append(("NKPQ", "long long", "kg_ll(K) * NPQ"))
             steps = (Step(f"{kernel.name}_zero", ("kg_min(kg_cdiv(NKPQ, 256), 4096)", "1", "1"), (256, 1, 1),
@@ -389,7 +403,10 @@ class Conv2d(Op):
         """The implicit-GEMM tiling (and slices of c*r*s) a small cost model of the target estimates
         fastest, over a few tile families (kernelgen/ops/conv2d_model.py)."""
         from .conv2d_model import pick
-        return self.schedule_from_knobs(**pick(self, problem.as_dict(), target))
+        k = pick(self, problem.as_dict(), target)
+        if problem.epilogue:           # applied once: no slices of c*r*s adding into y
+            k = dict(k, split_k=1)
+        return self.schedule_from_knobs(**k)
 
     def space(self, problem: Problem, target: Target):
         """Implicit-GEMM tilings; 24-channel and 12-deep tiles only where they waste less than powers of

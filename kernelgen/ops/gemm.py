@@ -43,6 +43,7 @@ from .base import INT_MAX, LAYOUTS, Dim, Kernel, Knob, LadderStep, Launch, Op, P
 from .knobs import Prim, Range
 from .io import torch_tensor
 from .operands import Operands
+from .fusion import Fusing
 from .sgemm import MAX_GRID_Y, check_grid
 
 INTRINSICS = {"mma": "mma.m16n8k16", "wmma": "wmma.m16n16k16", "wgmma": "wgmma.m64nNk16"}
@@ -87,7 +88,7 @@ def smem_tile(rows: int, cols: int, pad: int, xor: bool, threads: int) -> dict:
                 xor_div=max(1, 8 // per_row) if swz else 1, xor_mod=min(per_row, 8) if swz else 0)
 
 
-class Gemm(Op):
+class Gemm(Fusing, Op):
     name = "gemm"
     summary = ("C[M,N] = A[M,K] @ B[K,N], fp16/bf16 on tensor cores, fp32 accumulation, row-major; A and B each as "
                "is or transposed (--layout)")
@@ -100,6 +101,7 @@ class Gemm(Op):
     outputs = ("C",)
     dtypes = ("float16", "bfloat16")
     layouts = LAYOUTS
+    fuses = ("epilogue", "batch")
     knobs = (
         Knob("instr", "mma", ("mma", "wmma", "wgmma"),
              "tensor-core instruction (mma.sync, sm_80+; nvcuda::wmma, sm_70+; wgmma fed by TMA, sm_90a)", "i",
@@ -209,6 +211,8 @@ class Gemm(Op):
         """wgmma.m64nNk16 with TMA copies: each consumer warpgroup computes wm rows (m64 tiles) by the
         block's whole width bn; K goes through shared memory 64 at a time (the 128-byte swizzle)."""
         target.require("wgmma", "tensorize", "k.1", INTRINSICS["wgmma"])
+        check(not self.batched, "tensorize", "k.1", INTRINSICS["wgmma"], allowed=f"{INTRINSICS['mma']}, {INTRINSICS['wmma']}",
+              limit="a batched product: the TMA descriptors of the wgmma kernel are 2-D (one matrix)")
         target.require("tma", "annotate", "copy", "tma")
         check(k["copy"] == "tma", "annotate", "copy", k["copy"], limit="wgmma's tiles arrive by TMA", allowed="tma")
         check(k["wm"] % 64 == 0 and k["bm"] % k["wm"] == 0, "split", "i", (k["bm"], k["wm"]),
@@ -305,7 +309,9 @@ class Gemm(Op):
                  warps_n=k["bn"] // k["wn"], mi=k["wm"] // sm, ni=k["wn"] // sn, ta=ta, tb=tb,
                  a_stage=ta["rows"] * ta["ld"], b_stage=tb["rows"] * tb["ld"], epilogue_offset=pipeline // 2,
                  in_ctype=d.ctype, in_header=d.header, out_header=o.header, out=o,
-                 wtype=d.ctype, mma_fn=f"kg_mma_m16n8k16_{d.short}", **self._operands(Operands(layout)))
+                 wtype=d.ctype, mma_fn=f"kg_mma_m16n8k16_{d.short}", **self._operands(Operands(layout)),
+                 **self.fusion_params(types),
+                 batch_params=", int batch, long long stride_a, long long stride_b" if self.batched else "")
         return p, self.shared_bytes(k, layout), self.registers(k)
 
     @staticmethod
@@ -374,25 +380,28 @@ class Gemm(Op):
                     epilogue=k["epilogue"], c_ld=self._c_ld(k, o.itemsize), cluster=k["cluster"],
                     in_ctype=d.ctype, in_header=d.header, out_header=o.header, out=o,
                     a_boxes=tma["A"]["boxes"], b_boxes=tma["B"]["boxes"], **self._wgmma_operands(k, lay),
-                    aligned_note=lay.condition((8, 8, 8), ", "), layout_note="" if layout == "NN" else lay.describe())
+                    aligned_note=lay.condition((8, 8, 8), ", "), layout_note="" if layout == "NN" else lay.describe(),
+                    **self.fusion_params(types))
 
     def plan(self, kernel: Kernel, problem: Problem, target: Target | None = None) -> Plan:
         k = dict(kernel.knobs)
         self.same_layout(kernel, problem)
+        self.same_fusion(kernel, problem)
         o = Operands(kernel.layout)
         M, N, K = problem["M"], problem["N"], problem["K"]
-        grid = (cdiv(N, k["bn"]), self._block_rows(M, k), 1)
+        grid = (cdiv(N, k["bn"]), self._block_rows(M, k), problem.batch.count if problem.batch else 1)
         check_grid(self.name, problem, grid, k["bm"], k["swizzle"])
         # Rows start 16-byte aligned only when the stored rows' lengths (K and N for NN) are multiples of 8
         # halves; otherwise the kernel with element-wise global accesses (mma, wmma) or a refusal (TMA
         # cannot read such rows).
         aligned = o.holds((8, 8, 8), problem)
-        scalars = tuple(Scalar(n, "int", v) for n, v in (("M", M), ("N", N), ("K", K)))
+        scalars = tuple(Scalar(n, "int", v) for n, v in (("M", M), ("N", N), ("K", K))) + self.fusion_scalars(problem)
         align = (("A", 16), ("B", 16), ("C", 2 * problem.dtype("C").itemsize)) if aligned else ()
         block = (self.threads(k), 1, 1)
         if k["instr"] != "wgmma":
             symbol = kernel.name if aligned else kernel.name + "_unaligned"
-            launches = (Launch(symbol, grid, block, ("A", "B", "C", "M", "N", "K"), kernel.static_smem),)
+            launches = (Launch(symbol, grid, block, ("A", "B", "C", "M", "N", "K") + self.fusion_args(),
+                               kernel.static_smem),)
             return Plan(kernel, problem, launches, (), scalars, align)
         for dim, _ in o.aligned((8, 8, 8)):
             if problem[dim] % 8:
@@ -400,7 +409,8 @@ class Gemm(Op):
                                  f"rows of A and B to start 16-byte aligned; use tensorize(k.1, mma.m16n8k16) there")
         # TMA reads A and B through descriptors encoded at launch from their addresses.
         maps = tuple(TensorMap(name, b, problem[rows], problem[cols], *box) for name, b, rows, cols, box in self._maps(k, o))
-        launch = Launch(kernel.name, grid, block, (*(m.name for m in maps), "C", "M", "N", "K"), kernel.static_smem)
+        launch = Launch(kernel.name, grid, block, (*(m.name for m in maps), "C", "M", "N", "K") + self.fusion_args(),
+                        kernel.static_smem)
         return Plan(kernel, problem, (launch,), (), scalars, align, maps)
 
     @classmethod
@@ -422,7 +432,7 @@ class Gemm(Op):
         types = kernel.types or self.types()
         rows = f"kg_cdiv(M, {k['bm']})" if k["cluster"] == 1 else \
             f"kg_cdiv(kg_cdiv(M, {k['bm']}), {k['cluster']}) * {k['cluster']}"      # as _block_rows
-        grid = [f"kg_cdiv(N, {k['bn']})", rows, "1"]
+        grid = [f"kg_cdiv(N, {k['bn']})", rows, "batch" if self.batched else "1"]
         requires = [(f"{rows} <= {MAX_GRID_Y}", f"gridDim.y holds {MAX_GRID_Y} block rows of {k['bm']}")]
         if k["swizzle"] > 1:
             requires.append((f"kg_ll({rows}) * kg_cdiv(N, {k['bn']}) <= {INT_MAX}",
@@ -437,17 +447,20 @@ class Gemm(Op):
                 requires.append((f"{dim} % 8 == 0", f"TMA needs rows of {' and '.join(rows)} ({dim} halves) to start "
                                  "16-byte aligned" if rows else f"C's rows ({dim} halves) are stored in 16-byte chunks"))
             maps = tuple(Map(name, b, types[b].name, rows, cols, *box) for name, b, rows, cols, box in self._maps(k, lay))
-            step = Step(kernel.name, tuple(grid), block, (*(m.name for m in maps), "C", "M", "N", "K"), kernel.static_smem)
+            step = Step(kernel.name, tuple(grid), block, (*(m.name for m in maps), "C", "M", "N", "K") + self.fusion_args(),
+                        kernel.static_smem)
             note = ("the kernel declares its cluster (__cluster_dims__(1, %d, 1)), so a plain <<<>>> launch forms "
                     "clusters" % k["cluster"]) if k["cluster"] > 1 else ""
-            return Recipe(steps=(step,), requires=tuple(requires), tensor_maps=maps, layout=kernel.layout,
-                          note=note, alignment=(("A", 16, ""), ("B", 16, ""), ("C", 2 * out, "")), **common)
+            return self.fusion_recipe(Recipe(steps=(step,), requires=tuple(requires), tensor_maps=maps, layout=kernel.layout,
+                                             note=note, alignment=(("A", 16, ""), ("B", 16, ""), ("C", 2 * out, "")),
+                                             **common))
         aligned = Operands(kernel.layout).condition((8, 8, 8))
-        args = ("A", "B", "C", "M", "N", "K")
+        args = ("A", "B", "C", "M", "N", "K") + self.fusion_args()
         steps = (Step(kernel.name, tuple(grid), block, args, kernel.static_smem, when=aligned),
                  Step(kernel.name + "_unaligned", tuple(grid), block, args, kernel.static_smem, when=f"!({aligned})"))
-        return Recipe(steps=steps, requires=tuple(requires), layout=kernel.layout,
-                      alignment=(("A", 16, aligned), ("B", 16, aligned), ("C", 2 * out, aligned)), **common)
+        return self.fusion_recipe(Recipe(steps=steps, requires=tuple(requires), layout=kernel.layout,
+                                         alignment=(("A", 16, aligned), ("B", 16, aligned), ("C", 2 * out, aligned)),
+                                         **common))
 
     def schedule_for(self, problem: Problem, target: Target | None = None) -> Schedule:
         """The tile that wastes least on the last, partly filled wave (as sgemm.schedule_for): a wave is
@@ -471,7 +484,7 @@ class Gemm(Op):
             return (full + cdiv(rest, t.sms) / slots) * wave
 
         choices = TILE_CHOICES
-        if t.has("wgmma") and Operands(problem.layout).holds((8, 8, 8), problem):   # TMA's aligned rows
+        if t.has("wgmma") and Operands(problem.layout).holds((8, 8, 8), problem) and problem.batch is None:   # TMA's aligned rows
             base, choices = WGMMA_HEURISTIC, WGMMA_TILE_CHOICES
         over, _ = min(choices, key=lambda c: cost(*c))
         return self.schedule_from_knobs(**dict(base, **over))

@@ -41,12 +41,13 @@ import math
 
 import numpy as np
 
-from ..errors import UsageError, check
+from ..errors import ScheduleError, UsageError, check
 from ..schedule import Schedule, ScheduleReader, schedule
 from .base import INT_MAX, LAYOUTS as OPERAND_LAYOUTS, Dim, Kernel, Knob, LadderStep, Launch, Op, Plan, Problem, \
     Scalar, Workspace, cdiv
 from .knobs import Prim, Range
 from .operands import Operands
+from .fusion import Fusing
 from ..dtypes import Types
 from ..target import Target, default_target
 
@@ -78,7 +79,7 @@ def check_grid(op: str, problem: Problem, grid: tuple[int, int, int], bm: int, s
                          f"{swizzle} their number is an int: at most {INT_MAX} (use swizzle 1)")
 
 
-class Sgemm(Op):
+class Sgemm(Fusing, Op):
     name = "sgemm"
     summary = "C[M,N] = A[M,K] @ B[K,N], float32, row-major; A and B each as is or transposed (--layout)"
     dims = (Dim("M", 2048, 131, maximum=MAX_GRID_Y * 256, why=f"gridDim.y holds {MAX_GRID_Y} block rows of at most 256; "
@@ -89,6 +90,7 @@ class Sgemm(Op):
     inputs = ("A", "B")
     outputs = ("C",)
     layouts = OPERAND_LAYOUTS
+    fuses = ("epilogue", "batch")
     knobs = (
         Knob("shared", True, (False, True), "stage A and B tiles in shared memory (else: the naive kernel)", "s",
              Prim("cache_read", ("A", "B"), absent=False, values=((True, "shared"),))),
@@ -166,7 +168,12 @@ class Sgemm(Op):
         price of summing the slices (a workspace, so C's bits repeat between runs, unless atomics are
         clearly faster). The model, its constants and the regimes it yields: kernelgen/ops/sgemm_cost.py."""
         from .sgemm_cost import choose
-        return self.schedule_from_knobs(**dict(choose(self, problem, target or default_target()).knobs))
+        k = dict(choose(self, problem, target or default_target()).knobs)
+        if problem.batch is not None:          # the products take blockIdx.z
+            k["split_k"], k["reduce_k"] = 1, "atomic"
+        elif problem.epilogue and k["split_k"] > 1:    # applied once, after the slices are summed in order
+            k["reduce_k"] = "workspace"
+        return self.schedule_from_knobs(**k)
 
     @staticmethod
     def layout_knobs(layout: str) -> dict:
@@ -207,6 +214,7 @@ class Sgemm(Op):
 
     # -- legality ----------------------------------------------------------------------------------
     def check_knobs(self, k: dict, target: Target, layout: str = "NN") -> None:
+        self._check_fusion(k)
         for loop, b, t, w in (("i", k["bm"], k["tm"], k["wm"]), ("j", k["bn"], k["tn"], k["wn"])):
             check(t >= 1 and b % t == 0, "split", loop, (b, t), limit=f"the thread tile {t} divides the block tile {b}")
             if k["layout"] == "warp":
@@ -267,6 +275,17 @@ class Sgemm(Op):
         check(smem <= target.max_smem, "double_buffer", "A", k["stages"],
               limit=f"{smem} bytes of shared memory > {target.max_smem} on {target.arch}")
 
+    def _check_fusion(self, k: dict) -> None:
+        """An epilogue is applied once, after the slices of K are summed: atomics leave no pass after
+        the sum, so they are refused; a batch takes blockIdx.z, which the slices would share."""
+        if k["split_k"] > 1 and self.epilogue and k["reduce_k"] == "atomic":
+            raise ScheduleError("annotate", "reduce_k", "atomic", allowed="workspace",
+                                limit=f"the epilogue {self.epilogue.expr!r} runs once on the summed slices of K; "
+                                      "atomics add into C with no pass after them")
+        if k["split_k"] > 1 and self.batched:
+            raise ScheduleError("annotate", "split_k", k["split_k"], allowed="1",
+                                limit="a batched product runs its products on blockIdx.z, where the slices of K would go")
+
     def name_knobs(self, knobs: dict) -> dict:
         # One slice of K is how every kernel was named before split_k existed, and atomics how every split
         # kernel was named before reduce_k: keep those names.
@@ -316,6 +335,7 @@ class Sgemm(Op):
                  # with element-wise loads or min_blocks > 1 ptxas sank that block to its stores, so
                  # there they close the iteration before (tests/test_op_sgemm.py checks the SASS).
                  prefetch_top="ALIGNED" if k["min_blocks"] == 1 and k["vec_a"] > 1 and k["vec_b"] > 1 else "false")
+        p.update(self._fusion_params(p, types))
         if not k["shared"]:
             return dict(p, **self._naive_operands(Operands(layout))), 0, 24
         for d, t in (("m", k["tm"]), ("n", k["tn"])):
@@ -349,6 +369,13 @@ class Sgemm(Op):
         check(regs <= cap, "annotate", "min_blocks", k["min_blocks"],
               limit=f"{k['min_blocks']} blocks of {nt} threads leave {cap} registers per thread; the tile needs ~{regs}")
         return p, self.shared_bytes(k), regs
+
+    def _fusion_params(self, p: dict, types: Types) -> dict:
+        """The epilogue goes into the tile's store, or (slices summed in a workspace) into the reduction."""
+        f = self.fusion_params(types)
+        ep = f["ep"]
+        return dict(ep=None if p["workspace"] else ep, reduce_ep=ep if p["workspace"] else None, batched=f["batched"],
+                    batch_params=", int batch, long long stride_a, long long stride_b" if f["batched"] else "")
 
     @staticmethod
     def _operands(k: dict, o: Operands) -> dict:
@@ -403,23 +430,26 @@ class Sgemm(Op):
     def plan(self, kernel: Kernel, problem: Problem, target: Target | None = None) -> Plan:
         k, p = dict(kernel.knobs), dict(kernel.params)
         self.same_layout(kernel, problem)
+        self.same_fusion(kernel, problem)
         M, N, K = problem["M"], problem["N"], problem["K"]
-        grid = (cdiv(N, k["bn"]), cdiv(M, k["bm"]), k["split_k"])
+        grid = (cdiv(N, k["bn"]), cdiv(M, k["bm"]), problem.batch.count if problem.batch else k["split_k"])
         check_grid(self.name, problem, grid, k["bm"], k["swizzle"])
         # Rows all start vector-aligned only when the stored rows' lengths (K and N for NN) are multiples
         # of the widths; otherwise the kernel with element-wise global accesses.
         aligned = Operands(kernel.layout).holds((k["vec_a"], k["vec_b"], k["vec_c"]), problem)
         symbol = kernel.name if aligned or not p["vectorised"] else kernel.name + "_unaligned"
         out = "partials" if p["workspace"] else "C"
-        launches = (Launch(symbol, grid, tuple(p["block"]), ("A", "B", out, "M", "N", "K"), kernel.static_smem),)
-        scalars = tuple(Scalar(n, "int", v) for n, v in (("M", M), ("N", N), ("K", K)))
+        ep_args = ("N",) + self.epilogue.inputs if self.epilogue else ()     # the reduction's epilogue
+        args = ("A", "B", out, "M", "N", "K") + (() if p["workspace"] else self.fusion_args())
+        launches = (Launch(symbol, grid, tuple(p["block"]), args, kernel.static_smem),)
+        scalars = tuple(Scalar(n, "int", v) for n, v in (("M", M), ("N", N), ("K", K))) + self.fusion_scalars(problem)
         workspaces = ()
         if p["atomic"]:      # the slices of K add into C: zero it first
             fill = Launch(kernel.name + "_zero", (min(cdiv(M * N, 256), 4096), 1, 1), (256, 1, 1), ("C", "MN"))
             launches, scalars = (fill,) + launches, scalars + (Scalar("MN", "long long", M * N),)
         elif p["workspace"]:  # each slice stores its slab; a second kernel sums the slabs into C
             total = Launch(kernel.name + "_reduce", (min(cdiv(M * N, REDUCE_THREADS * 4), REDUCE_BLOCKS), 1, 1),
-                           (REDUCE_THREADS, 1, 1), ("partials", "C", "MN", "K"))
+                           (REDUCE_THREADS, 1, 1), ("partials", "C", "MN", "K") + ep_args)
             launches, scalars = launches + (total,), scalars + (Scalar("MN", "long long", M * N),)
             workspaces = (Workspace("partials", "float32", k["split_k"] * slab(M, N)),)
         align = tuple((b, 4 * v) for b, v in (("A", k["vec_a"]), ("B", k["vec_b"]), ("C", k["vec_c"])) if v > 1)
@@ -433,7 +463,11 @@ class Sgemm(Op):
         if k["swizzle"] > 1:
             requires.append((f"kg_cdiv(M, {k['bm']}) * kg_cdiv(N, {k['bn']}) <= {INT_MAX}",
                              "with swizzle the blocks' linear number is an int"))
-        args = ("A", "B", "partials" if p["workspace"] else "C", "M", "N", "K")
+        ep_args = ("N",) + self.epilogue.inputs if self.epilogue else ()
+        args = ("A", "B", "partials" if p["workspace"] else "C", "M", "N", "K") + \
+            (() if p["workspace"] else self.fusion_args())
+        if self.batched:
+            grid = grid[:2] + ("batch",)
         aligned = Operands(kernel.layout).condition((k["vec_a"], k["vec_b"], k["vec_c"]))
         if p["vectorised"]:
             steps = (Step(kernel.name, grid, tuple(p["block"]), args, kernel.static_smem, when=aligned),
@@ -447,12 +481,12 @@ class Sgemm(Op):
             lets = (("MN", "long long", "kg_ll(M) * N"),)
         elif p["workspace"]:   # each slice stores its slab of the workspace; a second kernel sums them in order
             steps += (Step(kernel.name + "_reduce", (f"kg_min(kg_cdiv(MN, {REDUCE_THREADS * 4}), {REDUCE_BLOCKS})", "1", "1"),
-                           (REDUCE_THREADS, 1, 1), ("partials", "C", "MN", "K")),)
+                           (REDUCE_THREADS, 1, 1), ("partials", "C", "MN", "K") + ep_args),)
             lets = (("MN", "long long", "kg_ll(M) * N"),)
             workspaces = (("partials", "float", f"{k['split_k']} * kg_cdiv(MN, 4) * 4", None),)
         align = tuple((b, 4 * v, "") for b, v in (("A", k["vec_a"]), ("B", k["vec_b"]), ("C", k["vec_c"])) if v > 1)
-        return Recipe(kernel.arch, ("M", "N", "K"), self.recipe_buffers(kernel), steps, lets, workspaces, alignment=align,
-                      requires=tuple(requires), layout=kernel.layout)
+        return self.fusion_recipe(Recipe(kernel.arch, ("M", "N", "K"), self.recipe_buffers(kernel), steps, lets,
+                                         workspaces, alignment=align, requires=tuple(requires), layout=kernel.layout))
 
     # -- numbers -----------------------------------------------------------------------------------
     def test_problems(self) -> tuple[dict, ...]:

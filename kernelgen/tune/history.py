@@ -60,7 +60,7 @@ def recompute_features(op: Op, rec: Record) -> dict | None:
         limits = target(rec.arch)
         problem = problem_of(op, rec)
         sched = Schedule.from_dict(rec.schedule)
-        kernel = op.for_schedule(sched).kernel(sched, limits, problem.types, problem.layout)
-        return features(kernel, limits, plan=op.for_schedule(sched).plan(kernel, problem, limits))
+        kernel = op.for_schedule(sched).for_problem(problem).kernel(sched, limits, problem.types, problem.layout)
+        return features(kernel, limits, plan=op.for_schedule(sched).for_problem(problem).plan(kernel, problem, limits))
     except (KernelgenError, ValueError, KeyError, TypeError):
         return None

@@ -75,7 +75,7 @@ def validation_problems(op: Op, sched: Schedule, problem: Problem, limits: Targe
     """The op's awkward test sizes this schedule can run (a schedule specialised for long rows may
     refuse short ones), in the tuned problem's element types (an fp16 tune validates fp16 kernels),
     or the tuning problem itself when it can run none of them."""
-    kernel = op.kernel(sched, limits, problem.types, problem.layout)
+    kernel = op.for_problem(problem).kernel(sched, limits, problem.types, problem.layout)
     types = problem.types or op.types()
     out = []
     for sizes in op.test_problems_for(sched):

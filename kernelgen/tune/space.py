@@ -75,7 +75,7 @@ def legal_space(op: Op, problem: Problem, limits: Target) -> tuple[list[Candidat
     for knobs in op.space(problem, limits):
         try:
             sched = op.schedule_from_knobs(**knobs)
-            kernel = op.kernel(sched, limits, problem.types, problem.layout)
+            kernel = op.for_problem(problem).kernel(sched, limits, problem.types, problem.layout)
             plan = op.plan(kernel, problem, limits)  # legal for this size too
         except ScheduleError:
             pruned += 1

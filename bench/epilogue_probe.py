@@ -1,0 +1,57 @@
+"""A GEMM with a fused bias + GELU epilogue against the same schedule's plain GEMM (issue 15's target:
+the fused one costs <= 1.05x the plain one), on the GPU: sgemm fp32 and the tensor-core gemm in fp16
+and bf16 (wgmma on sm_90a), each validated first, then timed with the suite's method.
+
+    PYTHONPATH=. python3 bench/epilogue_probe.py [M,N,K] [reps]
+
+Writes a markdown table to stdout and to $OUT/epilogue_probe.md (when OUT is set).
+"""
+import os
+import sys
+
+from kernelgen import gpu
+from kernelgen.ops import get_op
+from kernelgen.timing import measure
+from kernelgen.validate import validate
+
+CASES = (("sgemm", None), ("gemm", "float16"), ("gemm", "bfloat16"))
+EPILOGUES = ("gelu(acc + bias)", "gelu_erf(acc + bias) + res")
+
+
+def row(name, dtype, sizes, epilogue, reps):
+    op = get_op(name)
+    plain = op.problem(sizes, dtype=dtype)
+    sched = op.schedule_for(plain, gpu.device())
+    fused = op.problem(sizes, dtype=dtype, epilogue=epilogue)
+    out = []
+    for p in (plain, fused):
+        v = validate(op, sched, p, backend="gpu")
+        if not v.ok:
+            raise SystemExit(f"{p}: {v.summary()}")
+        out.append(measure(op, sched, p, reps=reps))
+    ratio = out[1].time_us / out[0].time_us
+    return (f"| {name} | {dtype or 'float32'} | `{epilogue}` | {out[0].time_us:.1f} | {out[1].time_us:.1f} | "
+            f"{ratio:.3f} | {'yes' if ratio <= 1.05 else 'NO'} | `{out[1].kernel}` |")
+
+
+def main():
+    gpu.require()
+    size = sys.argv[1] if len(sys.argv) > 1 else "4096,4096,4096"
+    reps = int(sys.argv[2]) if len(sys.argv) > 2 else 30
+    sizes = dict(zip("MNK", map(int, size.split(","))))
+    lines = [f"GEMM + fused epilogue vs plain GEMM, same schedule (schedule_for), {size}, {gpu.device().gpu}", "",
+             "| op | dtype | epilogue | plain us | fused us | fused/plain | <= 1.05 | fused kernel |",
+             "|---|---|---|---|---|---|---|---|"]
+    for name, dtype in CASES:
+        for ep in EPILOGUES:
+            lines.append(row(name, dtype, sizes, ep, reps))
+            print(lines[-1], flush=True)
+    text = "\n".join(lines) + "\n"
+    print("\n" + text)
+    if os.environ.get("OUT"):
+        with open(os.path.join(os.environ["OUT"], "epilogue_probe.md"), "w") as f:
+            f.write(text)
+
+
+if __name__ == "__main__":
+    main()

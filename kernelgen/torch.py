@@ -1,0 +1,118 @@
+"""kernelgen ops as PyTorch custom ops (`torch.library.custom_op`), forward only: eager mode,
+`torch.compile` (a fake implementation gives the output shapes and types) and CUDA graphs (each launch
+goes on torch's current stream, allocates nothing but its outputs, and never synchronises).
+
+    import torch, kernelgen.torch as kgt
+    x, w, b = (torch.randn(s, device="cuda") for s in ((512, 768), (768, 3072), (3072,)))
+    y = kgt.run("sgemm", "M=512,N=3072,K=768;epilogue=gelu(acc + bias)", [x, w, b])[0]   # gelu(x @ w + b)
+    y = kgt.linear(x16, w16_t, b16, epilogue="gelu(acc + bias)")   # x @ w_t.T + b, gemm layout NT
+
+Every op is one custom op, `kernelgen::run(op, problem, dtype, out_dtype, inputs) -> outputs`: the
+problem is the problem string the CLI takes (`kernelgen run OP --size ...`), the inputs are the op's
+inputs in order (op.inputs of the problem's instance: A, B, then bias and res for an epilogue) and the
+outputs come back in op.outputs' order. The schedule is the tuning database's best record for that
+problem on this GPU where one exists, else the op's `schedule_for` heuristic. No backward: these ops
+are for inference (autograd raises). torch is an optional dependency: `pip install 'kernelgen[torch]'`.
+"""
+from __future__ import annotations
+
+import functools
+
+try:
+    import torch
+except ImportError as e:             # torch stays optional
+    raise ImportError("kernelgen.torch needs PyTorch: pip install 'kernelgen[torch]' (or torch itself)") from e
+
+from .dtypes import dtype as kg_dtype
+from .ops import get_op
+from .sizes import parse_size
+
+TORCH_TYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
+
+
+@functools.lru_cache(maxsize=4096)
+def _problem(op_name: str, problem: str, dtype: str, out_dtype: str):
+    op = get_op(op_name)
+    p = parse_size(op, problem, False, dtype or None, out_dtype or None)
+    return op.for_problem(p), p
+
+
+@functools.lru_cache(maxsize=4096)
+def _schedule(op_name: str, problem: str, dtype: str, out_dtype: str):
+    """The tuning database's best schedule for this problem on this GPU, else schedule_for's."""
+    from . import gpu
+    from .tune import best_schedule
+    from .tune.db import TuningDB
+    op, p = _problem(op_name, problem, dtype, out_dtype)
+    dev = gpu.device()
+    try:
+        return best_schedule(op, p, TuningDB(), dev.arch)
+    except Exception:                # no database, or no record of this problem
+        return op.schedule_for(p, dev)
+
+
+def _outputs(op_name: str, problem: str, dtype: str, out_dtype: str, device) -> list:
+    op, p = _problem(op_name, problem, dtype, out_dtype)
+    shapes = op.output_shapes(p)
+    return [torch.empty(shapes[b], dtype=TORCH_TYPES[p.dtype(b).name], device=device) for b in op.outputs]
+
+
+def _check(op, p, inputs) -> None:
+    shapes = op.input_shapes(p)
+    if len(inputs) != len(op.inputs):
+        raise ValueError(f"kernelgen {op.name} {p}: {len(inputs)} inputs given, it takes {len(op.inputs)}: "
+                         f"{', '.join(op.inputs)}")
+    for name, t in zip(op.inputs, inputs):
+        want = TORCH_TYPES[p.dtype(name).name]
+        if tuple(t.shape) != tuple(shapes[name]) or t.dtype != want:
+            raise ValueError(f"kernelgen {op.name} {p}: input {name} is {tuple(t.shape)} {t.dtype}, it must be "
+                             f"{tuple(shapes[name])} {want}")
+
+
+@torch.library.custom_op("kernelgen::run", mutates_args=())
+def _run(op_name: str, problem: str, dtype: str, out_dtype: str, inputs: list[torch.Tensor]) -> list[torch.Tensor]:
+    from .prepared import prepare
+    from . import gpu
+    op, p = _problem(op_name, problem, dtype, out_dtype)
+    _check(op, p, inputs)
+    inputs = [t.contiguous() for t in inputs]
+    outs = _outputs(op_name, problem, dtype, out_dtype, inputs[0].device)
+    prep = prepare(op, _schedule(op_name, problem, dtype, out_dtype), p, gpu.device())
+    prep(stream=torch.cuda.current_stream(inputs[0].device).cuda_stream,
+         **dict(zip(op.inputs, inputs)), **dict(zip(op.outputs, outs)))
+    return outs
+
+
+@_run.register_fake
+def _run_fake(op_name, problem, dtype, out_dtype, inputs):
+    op, p = _problem(op_name, problem, dtype, out_dtype)
+    _check(op, p, inputs)
+    return _outputs(op_name, problem, dtype, out_dtype, inputs[0].device)
+
+
+def run(op_name: str, problem: str, inputs, dtype: str | None = None, out_dtype: str | None = None) -> list:
+    """Op `op_name` on `problem` (a --size string) over torch tensors: its outputs, a list. `dtype`
+    defaults to the first input's type."""
+    if dtype is None:
+        dtype = {v: k for k, v in TORCH_TYPES.items()}.get(inputs[0].dtype, "float32")
+    kg_dtype(dtype)
+    return torch.ops.kernelgen.run(op_name, problem, dtype, out_dtype or "", list(inputs))
+
+
+def linear(x, weight, bias=None, epilogue: str | None = None, out_dtype: str | None = None):
+    """x @ weight.T (+ bias), torch.nn.functional.linear's layout (NT), fp32 on sgemm and 16-bit on the
+    tensor-core gemm, with an optional fused epilogue (default `acc + bias` where a bias is given)."""
+    *lead, K = x.shape
+    M = 1
+    for v in lead:
+        M *= v
+    N = weight.shape[0]
+    epilogue = epilogue or ("acc + bias" if bias is not None else None)
+    name = "sgemm" if x.dtype == torch.float32 else "gemm"
+    problem = f"M={M},N={N},K={K},layout=NT" + (f";epilogue={epilogue}" if epilogue else "")
+    from .ops.fusion import Epilogue
+    used = Epilogue.parse(epilogue).inputs if epilogue else ()
+    if "res" in used:
+        raise ValueError(f"linear takes a bias, not a residual ({epilogue!r}); call kernelgen.torch.run with res")
+    inputs = [x.reshape(M, K), weight] + ([bias] if "bias" in used else [])
+    return run(name, problem, inputs, out_dtype=out_dtype)[0].reshape(*lead, N)
