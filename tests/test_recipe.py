@@ -26,7 +26,12 @@ SIZES = {   # per op: a few awkward problems (all-awkward products would be too 
                    (1, 1, 5, 5, 1, 7, 7, 1, 1, 0, 0, 1, 1),                  # the filter does not fit: refused
                    (2, 1, 161, 70, 32, 20, 5, 8, 2, 0, 1, 1, 2),             # DeepBench-like: asymmetric everything
                    (1, 2, 9, 4, 3, 3, 2, 5, 7, 0, 0, 4, 3),                  # a 1x1 output of a dilated filter
-                   (1, 2, 9, 4, 3, 3, 2, 5, 7, 0, 0, 5, 3))]                 # dilated one row too far: refused
+                   (1, 2, 9, 4, 3, 3, 2, 5, 7, 0, 0, 5, 3))],                # dilated one row too far: refused
+    "attention": [dict(batch=b, heads=h, seq_q=q, seq_k=k, head_dim=d, causal=c)
+                  for b, h, q, k, d, c in ((1, 1, 1, 1, 1, 0), (2, 3, 37, 37, 64, 1), (3, 1, 70, 45, 24, 1),
+                                           (1, 2, 19, 83, 63, 0), (1, 1, 5, 5, 128, 1),    # d 128: refused by DMAX 64
+                                           (256, 256, 3, 3, 4, 0),                         # 65536 (b, h) pairs: refused
+                                           (7, 31, 127, 1000, 32, 1))],
 }
 
 
