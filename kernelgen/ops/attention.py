@@ -177,6 +177,7 @@ class Attention(Op):
         threads = tx * ty
         vecs = lambda rows: rows * k["dmax"] // 4          # float4 vectors of a tile
         p = dict(k, tx=tx, ty=ty, rd=rd, threads=threads, rd_vec=4 if rd % 4 == 0 else 1, log2e=LOG2E,
+                 d_unroll=0 if k["dmax"] <= 32 else 4,     # ptxas spilled dmax 32 unrolled by 4, and dmax 64 fully
                  q_iters=cdiv(vecs(k["bq"]), threads), q_vecs=vecs(k["bq"]),
                  kv_iters=cdiv(vecs(k["bk"]), threads), kv_vecs=vecs(k["bk"]), per_row=k["dmax"] // 4, **lay)
         regs = 40 + k["rq"] * (rd + k["rk"] + 2) + 4 * k["rk"] + (8 * p["kv_iters"] if k["copy"] == "sync" and k["stages"] > 1 else 0)
