@@ -215,3 +215,13 @@ def test_heuristic_is_correct_on_the_gpu(sizes):
     p = op.problem(sizes)
     v = validate(op, op.schedule_for(p), p, backend="gpu")
     assert v.ok, v.summary()
+
+
+def test_the_example_ladder_is_the_ops_ladder():
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("ex", "examples/attention_ladder.py")
+    ex = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(ex)
+    assert len(ex.LADDER) == len(STEPS)
+    for sched, step in zip(ex.LADDER.values(), STEPS):
+        assert sched == step.schedule
