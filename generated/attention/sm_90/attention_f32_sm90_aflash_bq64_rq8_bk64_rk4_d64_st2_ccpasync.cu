@@ -341,12 +341,13 @@ __device__ __forceinline__ void attention_f32_sm90_aflash_bq64_rq8_bk64_rk4_d64_
           *reinterpret_cast<float4*>(orow + col) = make_float4(acc[r][i] * inv, acc[r][i + 1] * inv,
                                                                 acc[r][i + 2] * inv, acc[r][i + 3] * inv);
       }
-      continue;
-    }
-    #pragma unroll
-    for (int i = 0; i < 4; ++i) {
-      const int col = tx * 4 + i;
-      if (col < head_dim) orow[col] = acc[r][i] * inv;
+    } else
+    {
+      #pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        const int col = tx * 4 + i;
+        if (col < head_dim) orow[col] = acc[r][i] * inv;
+      }
     }
   }
 }
