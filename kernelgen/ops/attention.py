@@ -156,7 +156,7 @@ class Attention(Op):
         return "attention_flash.cu.j2" if knobs["algo"] == "flash" else "attention_unfused.cu.j2"
 
     @staticmethod
-    def layout(k: dict) -> dict:
+    def smem_layout(k: dict) -> dict:
         """The flash kernel's shared-memory layout in floats: Q and K rows padded by 4 (float4 reads of
         neighbouring rows land in different banks), V rows unpadded (a row is read along d), P rows
         padded by 4; K and V `stages` times."""
@@ -173,7 +173,7 @@ class Attention(Op):
             return dict(tile=UNFUSED_TILE, softmax_rows=SOFTMAX_ROWS, log2e=LOG2E), 0, 40
         tx, ty = k["bk"] // k["rk"], k["bq"] // k["rq"]
         rd = k["dmax"] // tx
-        lay = self.layout(k)
+        lay = self.smem_layout(k)
         threads = tx * ty
         vecs = lambda rows: rows * k["dmax"] // 4          # float4 vectors of a tile
         p = dict(k, tx=tx, ty=ty, rd=rd, threads=threads, rd_vec=4 if rd % 4 == 0 else 1, log2e=LOG2E,
@@ -328,7 +328,7 @@ class Attention(Op):
             for bq_, (bk, rk) in ((bq, (64, 4)), (bq, (32, 2)), (bq // 2, (32, 2))):
                 rq = min(max(1, 32 // (dmax // 16)), 8, bq_ // 4)
                 k = dict(algo="flash", bq=bq_, rq=rq, bk=bk, rk=rk, dmax=dmax, stages=stages, copy=copy)
-                if 4 * self.layout(k)["floats"] <= target.max_smem:
+                if 4 * self.smem_layout(k)["floats"] <= target.max_smem:
                     return self.schedule_from_knobs(**k)
         return self.schedule_from_knobs(**k)      # the smallest: kernel() names the limit it breaks
 
