@@ -275,7 +275,8 @@ def list_cmd(op_name, markdown):
     click.echo(f"{op.name}: {op.summary}")
     click.echo("sizes: " + ", ".join(f"{d.name} (benchmark {d.default}, small {d.small})" for d in op.dims))
     for sh in op.shorthands:
-        click.echo(f"  {sh.name}=V sets {' and '.join(sh.dims)} to V")
+        if sh.dims != (sh.name,):         # a dim that is its own shorthand only prints quietly (causal=0)
+            click.echo(f"  {sh.name}=V sets {' and '.join(sh.dims)} to V")
     click.echo(f"loops: {', '.join(op.loops)}   inputs: {', '.join(op.inputs)}   outputs: {', '.join(op.outputs)}")
     click.echo("dtypes: " + ", ".join(f"{d} (outputs {'|'.join(op.out_dtypes(d))})" for d in op.dtypes))
     if op.layouts:

@@ -14,11 +14,12 @@ written in words into the emitted file's header, and written as a host launcher 
 Expressions use a small language that C and Python both read the same way: integer names (the
 op's sizes, earlier `lets`, `sms` = the device's multiprocessor count), + - * %, comparisons,
 &&, || and !, and the functions kg_cdiv, kg_div, kg_min, kg_max, kg_ll (widen to 64 bits before a
-product), kg_fast_mul and kg_fast_shr (conv2d's division by multiply and shift). Sizes are
+product), sqrt (of a double: attention's scale, a float let), kg_fast_mul and kg_fast_shr (conv2d's division by multiply and shift). Sizes are
 positive, so C's truncating division equals Python's floor division.
 """
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass, field
 
@@ -121,7 +122,7 @@ class Recipe:
 
 
 FUNCS = {"kg_cdiv": lambda a, b: -(-a // b), "kg_div": lambda a, b: a // b, "kg_min": min, "kg_max": max,
-         "kg_ll": int, "kg_fast_mul": lambda d: fast_div(d)[0], "kg_fast_shr": lambda d: fast_div(d)[1]}
+         "kg_ll": int, "sqrt": math.sqrt, "kg_fast_mul": lambda d: fast_div(d)[0], "kg_fast_shr": lambda d: fast_div(d)[1]}
 
 
 def py(expr: str, env: dict) -> int | float:

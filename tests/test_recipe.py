@@ -26,7 +26,12 @@ SIZES = {   # per op: a few awkward problems (all-awkward products would be too 
                    (1, 1, 5, 5, 1, 7, 7, 1, 1, 0, 0, 1, 1),                  # the filter does not fit: refused
                    (2, 1, 161, 70, 32, 20, 5, 8, 2, 0, 1, 1, 2),             # DeepBench-like: asymmetric everything
                    (1, 2, 9, 4, 3, 3, 2, 5, 7, 0, 0, 4, 3),                  # a 1x1 output of a dilated filter
-                   (1, 2, 9, 4, 3, 3, 2, 5, 7, 0, 0, 5, 3))]                 # dilated one row too far: refused
+                   (1, 2, 9, 4, 3, 3, 2, 5, 7, 0, 0, 5, 3))],                # dilated one row too far: refused
+    "attention": [dict(batch=b, heads=h, seq_q=q, seq_k=k, head_dim=d, causal=c)
+                  for b, h, q, k, d, c in ((1, 1, 1, 1, 1, 0), (2, 3, 37, 37, 64, 1), (3, 1, 70, 45, 24, 1),
+                                           (1, 2, 19, 83, 63, 0), (1, 1, 5, 5, 128, 1),    # d 128: refused by DMAX 64
+                                           (256, 256, 3, 3, 4, 0),                         # 65536 (b, h) pairs: refused
+                                           (7, 31, 127, 1000, 32, 1))],
 }
 
 
@@ -117,7 +122,9 @@ SAMPLE = ("sgemm/sm_90/sgemm_f32_sm90_s1_bm128_bn128_tm8_tn8_lwarp_wm64_wn32_bk8
           "reduce_sum/sm_90/reduce_sum_f32_sm90_t512_i4_v4_sshuffle_g4_ftwopass.cu",
           "softmax/sm_90/softmax_f32_sm90_t128_r1_i4_v4_sshuffle_asplit_b16.cu",
           "conv2d/sm_90/conv2d_f32_sm90_aim2col_t256_m32_n256_k8_tm4_tn8_st2_p4_v4_o0.cu",
-          "gemm/sm_90/gemm_f16_sm90_imma_bm128_bn128_bk32_wm64_wn64_st4_ccpasync_p0_sxor_ld1_sw1.cu")  # > 48 KB shared
+          "gemm/sm_90/gemm_f16_sm90_imma_bm128_bn128_bk32_wm64_wn64_st4_ccpasync_p0_sxor_ld1_sw1.cu",  # > 48 KB shared
+          "attention/sm_90/attention_f32_sm90_aunfused.cu",              # a float let (the scale) and a workspace
+          "attention/sm_90/attention_f32_sm90_aflash_bq64_rq8_bk64_rk4_d64_st2_ccpasync.cu")  # twins, > 48 KB shared
 
 
 @pytest.mark.nvcc

@@ -23,6 +23,7 @@ _REGISTRY = {
     "elementwise": "Elementwise",
     "staged_load": "StagedLoad",
     "gemm": "Gemm",
+    "attention": "Attention",
 }
 
 

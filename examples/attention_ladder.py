@@ -1,0 +1,47 @@
+"""The attention ladder, written as schedules: the unfused three kernels (S = Q Kᵀ, softmax, O = P V,
+as torch's math path runs them) -> one fused FlashAttention kernel in float32 (online softmax over
+K/V tiles in shared memory) -> K/V tiles double-buffered with cp.async.
+
+    python3 examples/attention_ladder.py        # emit each step, validate it (GPU, else emulator)
+
+`kernelgen bench attention --ladder --size batch=8,heads=16,seq=2048,head_dim=64` times the same
+steps against torch's SDPA math backend; bench/attention_probe.py adds the causal and d128 shapes and
+torch's other backends.
+"""
+import kernelgen as kg
+from kernelgen import gpu
+from kernelgen.emit import write_kernel
+from kernelgen.validate import validate
+
+op = kg.get_op("attention")
+
+
+def fused(bq=64, rq=8, bk=64, rk=4, dmax=64):
+    """A block of bq queries (rq rows a thread), K/V tiles of bk keys (rk a thread), tiles dmax wide."""
+    return (kg.schedule("attention").fuse("b", "h").bind("bh", "blockIdx.y")
+            .split("i", bq, rq).bind("i.0", "blockIdx.x").bind("i.1", "threadIdx.y")
+            .split("j", bk, rk).bind("j.1", "threadIdx.x").split("d", dmax))
+
+
+def pipelined(s, stages, copy):
+    return s.double_buffer("K", stages).double_buffer("V", stages).annotate("copy", copy)
+
+
+LADDER = {
+    "0 unfused: three kernels, S in a workspace": kg.schedule("attention").fuse("b", "h").bind("bh", "blockIdx.z")
+    .annotate("algo", "unfused"),
+    "1 fused, online softmax (FlashAttention, fp32)": pipelined(fused(), 1, "sync").annotate("algo", "flash"),
+    "2 K/V double-buffered with cp.async": pipelined(fused(), 2, "cp_async").annotate("algo", "flash"),
+}
+
+if __name__ == "__main__":
+    backend = "gpu" if gpu.available() else "emulate"
+    problems = [op.problem({"batch": 8, "heads": 16, "seq": 2048, "head_dim": 64, "causal": c}) for c in (0, 1)] \
+        if backend == "gpu" else [op.problem(small=True)]
+    for (title, sched), step in zip(LADDER.items(), op.ladder()):
+        assert op.knobs_from_schedule(sched) == op.knobs_from_schedule(step.schedule), title
+        path, _ = write_kernel(op.kernel(sched), "out/attention")
+        for p in problems:
+            v = validate(op, sched, p, backend=backend)
+            print(f"{title:48s} {str(p):48s} {v.summary()}")
+        print(f"{'':48s} {path}")
