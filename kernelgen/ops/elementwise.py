@@ -65,6 +65,11 @@ SPLIT = Prim("split", "i", args="items*threads*vec, threads*vec, vec")
 
 
 def _erf(x):
+    """erf of a numpy or, for references computed on the GPU (xp=cupy), a CuPy array; numpy has no erf
+    ufunc, and np.vectorize would copy a device array to the host element by element."""
+    if type(x).__module__.startswith("cupy"):
+        from cupyx.scipy.special import erf
+        return erf(x)
     return np.vectorize(math.erf, otypes=[np.float64])(x)
 
 
