@@ -58,7 +58,8 @@ def parse_size(op: Op, text: str | None, small: bool, dtype: str | None = None, 
                 raise UsageError(f"--size {text!r} names layout {given} but --layout gives {layout!r}; give one "
                                  "(NN, NT, TN or TT)")
             continue
-        if eq and name.strip() in ("batch", "stride_a", "stride_b"):
+        if eq and name.strip() in ("batch", "stride_a", "stride_b") and name.strip() not in {d.name for d in op.dims}:
+            # a batched GEMM's count and strides (an op with its own `batch` size, attention, reads it below)
             if not _INT.fullmatch(value.strip()) or name.strip() in fused:
                 raise UsageError(f"--size {text!r}: {part!r} must be given once, as a whole number")
             fused[name.strip()] = int(value)

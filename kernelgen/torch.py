@@ -110,9 +110,16 @@ def linear(x, weight, bias=None, epilogue: str | None = None, out_dtype: str | N
     epilogue = epilogue or ("acc + bias" if bias is not None else None)
     name = "sgemm" if x.dtype == torch.float32 else "gemm"
     problem = f"M={M},N={N},K={K},layout=NT" + (f";epilogue={epilogue}" if epilogue else "")
-    from .ops.fusion import Epilogue
-    used = Epilogue.parse(epilogue).inputs if epilogue else ()
+    used = _epilogue_inputs(epilogue) if epilogue else ()
     if "res" in used:
         raise ValueError(f"linear takes a bias, not a residual ({epilogue!r}); call kernelgen.torch.run with res")
     inputs = [x.reshape(M, K), weight] + ([bias] if "bias" in used else [])
     return run(name, problem, inputs, out_dtype=out_dtype)[0].reshape(*lead, N)
+
+
+@torch.compiler.assume_constant_result
+def _epilogue_inputs(epilogue: str) -> tuple:
+    """The tensors an epilogue reads ("bias", "res"). torch.compile takes the answer as a constant of the
+    graph: dynamo cannot trace the expression parser (it calls Python's `compile`)."""
+    from .ops.fusion import Epilogue
+    return tuple(Epilogue.parse(epilogue).inputs)

@@ -57,6 +57,18 @@ def test_make_fx_and_torch_compile_capture_the_op_on_cpu():
     assert out.shape == (33, 17) and any("kernelgen.run" in g.code for g in graphs)
 
 
+def test_linear_with_an_epilogue_compiles_as_one_graph_on_cpu():
+    # The epilogue's parser calls Python's `compile`, which dynamo cannot trace: linear must not make
+    # fullgraph=True fail (it did on the H100 before the parse became a constant of the graph).
+    def block(x, w, b):
+        return kgt.linear(x, w, b, epilogue="relu(acc + bias)") + 1
+
+    graphs = []
+    out = torch.compile(block, backend=lambda g, _: graphs.append(g) or g.forward, fullgraph=True)(
+        *_meta((4, 2, 8), (6, 8), (6,)))
+    assert out.shape == (4, 2, 6) and any("kernelgen.run" in g.code for g in graphs)
+
+
 # -- GPU ------------------------------------------------------------------------------------------
 def _cuda(*shapes, dtype=torch.float32):
     return [torch.randn(s, dtype=dtype, device="cuda") for s in shapes]
