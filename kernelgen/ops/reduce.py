@@ -25,7 +25,7 @@ from .base import Dim, Kernel, Knob, LadderStep, Launch, Op, Plan, Problem, Scal
 from . import prefetch
 from .knobs import Prim, Range
 from ..dtypes import Types
-from .io import element_io, torch_tensor, vector_widths
+from .io import element_io, torch_tensor, vector_widths, zero_vector
 from ..target import Target, default_target
 
 STRATEGIES = ("divergent", "strided", "sequential", "last_warp", "unrolled", "shuffle")
@@ -95,7 +95,7 @@ class ReduceSum(Op):
         io, out_io = element_io(d, k["vec"]), element_io(o, 1)
         threads, vbytes = k["threads"], d.itemsize * k["vec"]
         prefetch.check_legal(k, target, "x", threads, [vbytes], 4 * threads)
-        zero = self.zero_vector(io, k["vec"]) if k["vec"] > 1 else io["from_float"] % "0.0f"
+        zero = zero_vector(io, k["vec"])
         src = "x" if k["vec"] == 1 else f"reinterpret_cast<const {io['vtype']}*>(x)"
         pf = prefetch.params(k, target, [dict(name="x", vtype=io["vtype"], src=src, zero=zero, vbytes=vbytes)])
         strides = []
@@ -106,15 +106,10 @@ class ReduceSum(Op):
         params = dict(k, strides=strides, chunk=threads * k["items"], final_threads=FINAL_THREADS, warps=threads // 32, final_warps=FINAL_THREADS // 32,
                       vec_type=io["vtype"], lanes=io["lanes"], io=io, out_ctype=out_io["ctype"],
                       out_from_float=out_io["from_float"], headers=tuple(dict.fromkeys(h for h in (d.header, o.header) if h)),
-                      zero_vec=self.zero_vector(io, k["vec"]), **pf)
+                      zero_vec=zero_vector(io, k["vec"]), **pf)
         smem = 4 * max(threads, FINAL_THREADS) + prefetch.shared_bytes(k, threads, [vbytes])
         return params, smem, 32 + 4 * k["items"] * k["vec"] + prefetch.registers(k, vbytes // 4 or 1)
 
-    @staticmethod
-    def zero_vector(io: dict, vec: int) -> str:
-        """A vector of zeros: float2{ 0.0f, 0.0f } for float32, a struct of an array for 16-bit types."""
-        zeros = ", ".join([io["from_float"] % "0.0f"] * vec)
-        return f"{io['vtype']}{{ {zeros} }}" if io["ctype"] == "float" else f"{io['vtype']}{{ {{ {zeros} }} }}"
 
     def out_dtypes(self, dtype_name: str) -> tuple[str, ...]:
         """out in x's type, or float32 for 16-bit x (a sum outgrows float16 sooner than its inputs)."""
@@ -235,8 +230,25 @@ class ReduceSum(Op):
              dict(threads=512, items=4, vec=4, strategy="shuffle", grid_stride=4, finish="two_pass"), ""),
             ("the same, finished by atomics", dict(threads=512, items=4, vec=4, strategy="shuffle",
                                                     grid_stride=4, finish="atomic"), ""),
-        ]
+        ] + self.prefetch_ladder()
         return tuple(LadderStep(t, self.schedule_from_knobs(**k), n) for t, k, n in steps)
+
+    @staticmethod
+    def prefetch_ladder() -> list[tuple[str, dict, str]]:
+        """The seed notes' software prefetching, at one block per SM (where more warps cannot hide the
+        latency): a plain grid-stride loop, then each form 8 iterations ahead (examples/prefetch_ladder.py)."""
+        one = dict(threads=512, items=1, vec=4, strategy="shuffle", grid_stride=1, finish="two_pass")
+        shared = dict(one, prefetch=8, prefetch_scope="shared")
+        return [
+            ("one block per SM: plain grid-stride loop, one float4 per iteration", one,
+             "seed: a grid-stride loop, one load in flight per thread"),
+            ("batch prefetch into registers, 8 iterations ahead", dict(one, prefetch=8), "seed: PDIST values into registers"),
+            ("batch prefetch into shared memory", shared, "seed: a per-thread slot of PDIST in shared memory (cp.async)"),
+            ("rolling prefetch through shared memory", dict(shared, prefetch_mode="rolling"),
+             "seed: a ring refilled every iteration, any count"),
+            ("rolling, slots padded by one vector", dict(shared, prefetch_mode="rolling", prefetch_pad=1),
+             "seed: padding against bank conflicts (8 + 1 vectors a thread)"),
+        ]
 
     def schedule_for(self, problem: Problem, target: Target | None = None) -> Schedule:
         """The default layout, with 16-byte loads: float4, or 8 elements of a 16-bit type (half as
