@@ -125,5 +125,12 @@ def params(k: dict, target: Target, bufs: list[dict]) -> dict:
 
 def space(op, base) -> list[dict]:
     """The points of `base` (the op's default space) that prefetching can serve: no prefetch anywhere,
-    prefetch only with items 1 and a grid-stride loop (the rest would be pruned as illegal)."""
-    return [k for k in base if not k["prefetch"] or (k["items"] == 1 and k["grid_stride"] >= 1)]
+    prefetch only with items 1 and a grid-stride loop (the rest would be pruned as illegal), and shared
+    slots only with the padding that puts a thread's slots an odd number of vectors apart (conflict-free;
+    another padding only adds bank conflicts)."""
+    def useful(k):
+        if not k["prefetch"]:
+            return True
+        odd = k["prefetch_scope"] != "shared" or (k["prefetch"] + k["prefetch_pad"]) % 2 == 1
+        return k["items"] == 1 and k["grid_stride"] >= 1 and odd
+    return [k for k in base if useful(k)]
