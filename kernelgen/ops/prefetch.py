@@ -69,7 +69,7 @@ def read(r: ScheduleReader, buffers: tuple[str, ...]) -> dict:
                                 limit=f"every input is prefetched alike: {first.to_python()} needs its twin on "
                                       f"{', '.join(buffers)}")
     check(1 <= first.distance <= MAX_DISTANCE, "prefetch", first.buffer, first.distance,
-          limit="the distance is the iterations loaded ahead (no prefetch: leave the step out)",
+          limit="the iterations loaded ahead, at least 1 (no prefetch: leave the step out)",
           allowed=f"1..{MAX_DISTANCE}")
     return {"prefetch": first.distance, "prefetch_scope": first.scope, "prefetch_mode": first.mode}
 
