@@ -204,35 +204,66 @@ def test_the_ladder_on_the_emulator_in_reverse_thread_order():
 def test_shared_slots_without_cp_async_go_through_registers():
     for form in FORMS[2:]:
         s = reduce_op.schedule(**knobs(*form), threads=64)
-        assert "kg_cp_async16" not in render(reduce_op.kernel(s, target("sm_75")))
+        assert "kg_cp_async16(&" not in render(reduce_op.kernel(s, target("sm_75")))
         v = validate(reduce_op, s, reduce_op.problem({"n": 30001}), backend="emulate", arch="sm_75")
         assert v.ok, v.summary()
 
 
 @pytest.mark.emulate
-@pytest.mark.parametrize("line, mutant", [
-    ("kg_cp_async_wait<7>();", "kg_cp_async_wait<8>();"),                # the ring waits for one group too few
-    ("if (jn < nvec) kg_cp_async16", "if (jn <= nvec) kg_cp_async16"),    # refills one iteration past the end
-    ("r = r + 1 == 8 ? 0 : r + 1;", "r = r + 1 == 7 ? 0 : r + 1;"),        # a ring one slot short
+@pytest.mark.parametrize("n, line, mutant", [
+    (304623, "kg_cp_async_wait<7>();", "kg_cp_async_wait<8>();"),            # the ring waits for one group too few
+    (304624, "if (jn < nvec) kg_cp_async16", "if (jn <= nvec) kg_cp_async16"),   # a refill one vector past the end
+    (304623, "r = r + 1 == 8 ? 0 : r + 1;", "r = r + 1 == 7 ? 0 : r + 1;"),    # a ring one slot short
+    (304623, "const long long jn = j + 8 *", "const long long jn = j + 7 *"),  # refilled one iteration short
 ])
-def test_the_rings_off_by_ones_are_caught(line, mutant):
-    sched = STEPS[3].schedule                                      # rolling through shared memory
+def test_the_rings_off_by_ones_are_caught(n, line, mutant):
+    from kernelgen.errors import KernelgenError
+    sched = reduce_op.schedule(**knobs("shared", "rolling", 0, 8, threads=64))
     src = render(reduce_op.kernel(sched))
     assert src.count(line) == 1
-    problem = reduce_op.problem({"n": 1000003})
+    problem = reduce_op.problem({"n": n})          # 10 or 11 iterations a thread (132 blocks x 64 threads x float4)
     assert validate(reduce_op, sched, problem, backend="emulate").ok
-    v = None
     try:
         v = validate(reduce_op, sched, problem, backend="emulate", mutate=lambda s: s.replace(line, mutant))
-    except Exception as e:                                         # the checker's report (a race, out of bounds)
-        assert "race" in str(e) or "out of bounds" in str(e) or "outside" in str(e), e
-    assert v is None or not v.ok
+    except KernelgenError as e:                    # the checker's report: a read before the copy landed, out of bounds
+        assert "cp.async" in str(e) or "out-of-bounds" in str(e), e
+    else:
+        assert not v.ok, v.summary()
 
 
 @pytest.mark.emulate
 def test_padding_the_slots_removes_the_bank_conflicts():
     from kernelgen.emulate.traffic import profile
     problem = reduce_op.problem({"n": 132 * 512 * 4 * 8})          # every thread 8 whole iterations
-    plain, padded = (profile(reduce_op, s.schedule, problem).find("shared", "load", None) for s in STEPS[3:5])
-    assert plain is not None and padded is not None
+    def slot_loads(sched):
+        (stat,) = [s for s in profile(reduce_op, sched, problem).stats
+                   if s.space == "shared" and s.access == "load" and s.name.startswith("extern")]
+        return stat
+    plain, padded = (slot_loads(s.schedule) for s in STEPS[3:5])
     assert plain.ways == 8 and padded.ways == 1                    # 8 float4s a thread: 8 lanes of a phase in one bank group
+
+
+# -- GPU -------------------------------------------------------------------------------------------
+@pytest.mark.gpu
+@pytest.mark.parametrize("step", range(len(STEPS)), ids=lambda i: f"step{i + 1}")
+@pytest.mark.parametrize("grid_stride", [1, 4])                    # one block per SM; 2048 threads an SM
+def test_ladder_on_the_gpu(step, grid_stride):
+    sched = reduce_op.schedule_from_knobs(**dict(reduce_op.knobs_from_schedule(STEPS[step].schedule),
+                                                 grid_stride=grid_stride))
+    for n in (1, 3, 4097, 1000003, (1 << 24) + 5):
+        for dtype in ("float32", "float16"):
+            k = dict(reduce_op.knobs_from_schedule(sched), vec=4 if dtype == "float32" else 8)
+            v = validate(reduce_op, reduce_op.schedule_from_knobs(**k), reduce_op.problem({"n": n}, dtype=dtype),
+                         backend="gpu")
+            assert v.ok, (n, dtype, v.summary())
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("form", FORMS, ids=lambda f: "-".join(map(str, f)))
+def test_elementwise_forms_on_the_gpu(form):
+    op = ew.with_expr("gelu(x + bias) * y")
+    for dtype, vec in (("float32", 4), ("bfloat16", 8), ("float16", 1)):
+        s = op.schedule(**knobs(*form, distance=8, threads=256, vec=vec, grid_stride=2))
+        for sizes in ({"M": 1, "N": 1}, {"M": 37, "N": 1001}, {"M": 4099, "N": 4097}):
+            v = validate(op, s, op.problem(sizes, dtype=dtype), backend="gpu")
+            assert v.ok, (sizes, dtype, v.summary())
