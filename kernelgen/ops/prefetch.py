@@ -94,7 +94,7 @@ def check_legal(k: dict, target: Target, buffer: str, threads: int, vector_bytes
     check(k["grid_stride"] >= 1, "prefetch", buffer, d, limit="prefetching needs a grid-stride loop: "
           "annotate(grid_stride, 1 or more), not 0 (one block per chunk runs one iteration per thread)")
     check(k["items"] == 1, "prefetch", buffer, d, limit=f"an iteration is one vector: split i with items 1, "
-          f"not {k['items']} (prefetch {d} stands in for items)")
+          f"not {k['items']}; the distance stands in for items")
     smem = shared_bytes(k, threads, vector_bytes)
     check(static + smem <= target.max_smem, "prefetch", buffer, f"{smem} bytes",
           limit=f"({d} + {k['prefetch_pad']} pad) vectors x {threads} threads x {'+'.join(map(str, vector_bytes))} "
