@@ -5,6 +5,9 @@
 Each step is the previous schedule with one primitive changed; `kernelgen bench reduce_sum --ladder`
 times the same steps against torch.sum on a GPU.
 """
+import runpy
+from pathlib import Path
+
 import kernelgen as kg
 from kernelgen import gpu
 from kernelgen.emit import write_kernel
@@ -35,6 +38,9 @@ LADDER = {
         .reduction("i", "shuffle").annotate("grid_stride", 4)),
 }
 LADDER["8 finished by atomics"] = LADDER["7 grid-stride, float4, warp shuffle"].annotate("finish", "atomic")
+# 9-13: software prefetching at one block per SM, from examples/prefetch_ladder.py
+_PREFETCH = runpy.run_path(str(Path(__file__).with_name("prefetch_ladder.py")))["LADDER"]
+LADDER.update({f"{i} {title.split(' ', 1)[1]}": sched for i, (title, sched) in enumerate(_PREFETCH.items(), 9)})
 
 if __name__ == "__main__":
     backend = "gpu" if gpu.available() else "emulate"

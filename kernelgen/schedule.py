@@ -183,6 +183,20 @@ class DoubleBuffer(Step):
 
 
 @dataclass(frozen=True)
+class Prefetch(Step):
+    """Software prefetching in a grid-stride loop: each thread loads `distance` of its iterations of
+    `buffer` ahead, into `scope` registers or shared memory, in batches ("batch": `distance` loads,
+    then their `distance` uses) or rolling ("rolling": a ring refilled one iteration at a time).
+    The padding of a thread's shared slot against bank conflicts is storage_align(buffer, pad)."""
+
+    prim: ClassVar[str] = "prefetch"
+    buffer: str
+    distance: int
+    scope: str = "registers"
+    mode: str = "batch"
+
+
+@dataclass(frozen=True)
 class Reduction(Step):
     prim: ClassVar[str] = "reduction"
     loop: str
@@ -218,7 +232,7 @@ class Annotate(Step):
 
 
 PRIMITIVES = {cls.prim: cls for cls in (Split, Reorder, Fuse, Bind, CacheRead, CacheWrite, StorageAlign,
-                                        Vectorize, Unroll, DoubleBuffer, Reduction, Swizzle, Tensorize,
+                                        Vectorize, Unroll, DoubleBuffer, Prefetch, Reduction, Swizzle, Tensorize,
                                         Annotate)}
 
 
@@ -295,6 +309,9 @@ class Schedule:
 
     def double_buffer(self, buffer: str, stages: int = 2) -> "Schedule":
         return self._add(DoubleBuffer(buffer, stages))
+
+    def prefetch(self, buffer: str, distance: int, scope: str = "registers", mode: str = "batch") -> "Schedule":
+        return self._add(Prefetch(buffer, distance, scope, mode))
 
     def reduction(self, loop: str, strategy: str) -> "Schedule":
         return self._add(Reduction(loop, strategy))
@@ -419,7 +436,7 @@ class ScheduleReader:
             elif isinstance(step, Vectorize):
                 if step.target_name not in self.buffers:
                     self._check_loop(i, step, step.target_name)
-            elif isinstance(step, (CacheRead, CacheWrite, StorageAlign, DoubleBuffer)):
+            elif isinstance(step, (CacheRead, CacheWrite, StorageAlign, DoubleBuffer, Prefetch)):
                 self._check_buffer(step, step.buffer)
 
     def _find(self, cls, target: str | None = None) -> list[tuple[int, Step]]:
@@ -471,6 +488,11 @@ class ScheduleReader:
         if allowed is not None and not any(value == a and type(value) is type(a) for a in allowed):
             raise ScheduleError(prim, target, value, allowed=", ".join(map(str, allowed)))
         return value
+
+    def step(self, prim: str, target: str) -> Step | None:
+        """The one `prim(target, ...)` step whole (for a step of several fields, as prefetch), or None;
+        it counts as used."""
+        return self._take(PRIMITIVES[prim], target)
 
     def has(self, prim: str, target: str) -> bool:
         """Whether the schedule holds a `prim(target, ...)` step (without using it)."""

@@ -35,9 +35,12 @@ def test_unknown_primitive_in_json_names_the_choices():
 
 def test_reader_rejects_steps_the_op_does_not_use():
     op = get_op("reduce_sum")
-    s = op.default_schedule().storage_align("x", 1)
-    with pytest.raises(ScheduleError, match=r"storage_align\(x\).*has no use for this step"):
+    s = op.default_schedule().double_buffer("x", 2)
+    with pytest.raises(ScheduleError, match=r"double_buffer\(x\).*has no use for this step"):
         op.knobs_from_schedule(s)
+    # storage_align(x) pads prefetch's shared slots: without them it is refused, naming the knob it needs
+    with pytest.raises(ScheduleError, match=r"storage_align\(x\).*applies only with prefetch_scope shared"):
+        op.knobs_from_schedule(op.default_schedule().storage_align("x", 1))
 
 
 def test_reader_rejects_duplicates_and_bad_values():

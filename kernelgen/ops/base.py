@@ -460,6 +460,7 @@ class Op:
         and a step nobody read is refused."""
         if sched.op != self.name:
             raise ScheduleError("schedule", "op", sched.op, allowed=self.name)
+        self._refuse_unknown_prims(sched)
         r = ScheduleReader(sched, self.all_loops(), self.inputs + self.outputs)
         k = self.read_knobs(r)
         for knob in self.knobs:
@@ -474,6 +475,17 @@ class Op:
                 raise NotImplementedError(f"{self.name}.read_knobs must read knob {knob.name}")
         r.finish()
         return {knob.name: knob.checked(k[knob.name], self.name) for knob in self.knobs}
+
+    def _refuse_unknown_prims(self, sched: Schedule) -> None:
+        """A primitive that only some ops take (prefetch) is refused by name, listing the ops that take it."""
+        mine = {k.step.prim for k in self.knobs if k.step}
+        for step in sched.steps:
+            if step.prim == "prefetch" and step.prim not in mine:
+                from . import OPS
+                takes = ", ".join(n for n, o in OPS.items() if any(k.step and k.step.prim == step.prim for k in o.knobs))
+                raise ScheduleError(step.prim, step.target, step.args()[1:],
+                                    limit=f"{self.name} has no grid-stride loop that prefetch serves",
+                                    allowed=f"ops {takes}")
 
     def _refuse_inapplicable(self, sched: Schedule, knob: Knob, k: dict) -> None:
         """A step of a knob that does not apply (`when`) is refused, naming the knob it needs."""
@@ -612,7 +624,10 @@ class Op:
         pins = self.space_pins(problem)
         names = [k.name for k in self.knobs]
         for combo in itertools.product(*(pins.get(k.name, k.tune_values()) for k in self.knobs)):
-            yield dict(zip(names, combo))
+            point = dict(zip(names, combo))
+            # a knob that does not apply (`when`) takes its off value only: the others are the same schedule
+            if all(k.applies(point) or point[k.name] == k.off_value() for k in self.knobs):
+                yield point
 
     def space_pins(self, problem: Problem) -> dict[str, tuple]:
         """Knobs whose tuning values depend on the problem (e.g. 16-byte accesses: vec from the type)."""

@@ -21,7 +21,9 @@ vec)` gives i.0 (chunks, blockIdx.x), i.1 (items per thread, unrolled: loads in 
 (threadIdx.x) and i.3 (vectorize: float4 loads/stores; the n % vec tail is done by scalar code).
 `annotate("fusion", "none")` is the unfused baseline: one kernel per operator, intermediates in
 workspaces, as a framework runs it; the default fuses the chain so it costs one pass.
-`annotate("grid_stride", k)` launches k blocks per SM that stride over the chunks.
+`annotate("grid_stride", k)` launches k blocks per SM that stride over the chunks (1: one block per
+SM). `prefetch(b, D, scope, mode)` on every matrix input b alike (and `storage_align(b, pad)` for
+shared slots) loads D grid-stride iterations ahead: see kernelgen/ops/prefetch.py.
 """
 from __future__ import annotations
 
@@ -38,8 +40,9 @@ from ..errors import ScheduleError, UsageError, check
 from ..schedule import Schedule, ScheduleReader, schedule
 from .base import INT_MAX, Dim, Kernel, Knob, LadderStep, Launch, Op, Plan, Problem, Scalar, Workspace, cdiv
 from ..dtypes import FLOAT32, Types
+from . import prefetch
 from .knobs import Prim, Range
-from .io import element_io, torch_tensor, vector_widths
+from .io import element_io, torch_tensor, vector_widths, zero_vector
 from ..target import Target, default_target
 
 DEFAULT_EXPR = "relu(a * b + c)"
@@ -239,6 +242,7 @@ class Elementwise(Op):
         self.expr = canonical(expr)
         self.tree = parse(self.expr)
         self.inputs = names(self.tree)
+        self.matrices = tuple(b for b in self.inputs if not is_bias(b))   # what prefetch() names
         self.knobs = (
             ExprKnob("expr", self.expr, (self.expr,), "the expression: names are inputs", "e",
                      Prim("annotate", "expr", always=True, args="EXPRESSION")),
@@ -252,7 +256,7 @@ class Elementwise(Op):
                  "v", Prim("vectorize", "i.3", always=True)),
             Knob("grid_stride", 0, (0, 1, 2, 4, 8, 16, 32), "blocks per SM striding over chunks; 0 = one block per "
                  "chunk", "g", Prim("annotate", "grid_stride", absent=0), tune=(0, 4, 8, 16)),
-        )
+        ) + prefetch.knobs(self.matrices)
 
     def with_expr(self, expr: str) -> "Elementwise":
         """The op instance computing `expr` (its inputs, reference and vendor follow the expression)."""
@@ -260,7 +264,9 @@ class Elementwise(Op):
 
     def for_schedule(self, sched: Schedule) -> "Elementwise":
         """The op instance that computes the expression `sched` names (itself when they agree)."""
-        expr = self.knobs_from_schedule(sched)["expr"]
+        # read from the annotate step alone: the rest of the schedule names this expression's inputs
+        given = [s.value for s in sched.steps if s.prim == "annotate" and s.key == "expr"] if sched.op == self.name else []
+        expr = canonical(given[0]) if given else self.expr
         return self if expr == self.expr else Elementwise(expr)
 
     error_measure = "max |out - ref| / (1 + |ref|)"
@@ -284,7 +290,8 @@ class Elementwise(Op):
         s = (schedule(self.name).annotate("expr", k["expr"])
              .split("i", k["items"] * k["threads"] * k["vec"], k["threads"] * k["vec"], k["vec"])
              .bind("i.0", "blockIdx.x").bind("i.2", "threadIdx.x").unroll("i.1"))
-        return self.put(s, k, "vec", "fusion", "grid_stride")
+        s = self.put(s, k, "vec", "fusion", "grid_stride")
+        return self.put(prefetch.build(s, k, self.matrices), k, "prefetch_pad")
 
     def read_knobs(self, r: ScheduleReader) -> dict:
         expr = canonical(r.read("annotate", "expr", self.expr))
@@ -292,7 +299,11 @@ class Elementwise(Op):
         r.expect("bind", "i.0", "blockIdx.x")
         r.expect("bind", "i.2", "threadIdx.x")
         r.expect("unroll", "i.1", 0)
-        return {"expr": expr, "threads": threads, "items": items, "vec": vec}
+        matrices = tuple(b for b in names(parse(expr)) if not is_bias(b))
+        return {"expr": expr, "threads": threads, "items": items, "vec": vec, **prefetch.read(r, matrices)}
+
+    def name_knobs(self, k: dict) -> dict:
+        return prefetch.name_knobs(self, k)
 
     def check_knobs(self, k: dict, target: Target) -> None:
         check(k["threads"] <= target.max_threads, "split", "i.2", k["threads"],
@@ -343,14 +354,37 @@ class Elementwise(Op):
             # kernel keeps them in registers, so both round once, at out.
             io = {b: element_io(FLOAT32 if b.startswith("tmp") else d, k["vec"]) for b in bufs}
             out_io = element_io(d if j == len(stages) - 1 else FLOAT32, k["vec"])
+            full = [b for b in bufs if not is_bias(b)]
+            pf = prefetch.params(k, target, [dict(name=b, vtype=io[b]["vtype"], src=f"reinterpret_cast<const {io[b]['vtype']}*>(p_{b})",
+                                                  zero=zero_vector(io[b], k["vec"]), vbytes=self._vbytes(b, d, k)) for b in full])
             kernels.append(dict(suffix="" if k["fusion"] == "full" else f"_k{j}", body=to_c(node, var),
-                                io=io, out=out_io,
-                                full=[b for b in bufs if not is_bias(b)], bias=[b for b in bufs if is_bias(b)],
-                                what=k["expr"] if k["fusion"] == "full" else _show(node, temp)))
+                                io=io, out=out_io, full=full, bias=[b for b in bufs if is_bias(b)],
+                                what=k["expr"] if k["fusion"] == "full" else _show(node, temp),
+                                pf_bufs=pf.get("prefetch_bufs", ()), pf_async=pf.get("prefetch_async", False)))
+        # the kernel of the chain with the most slot bytes sets the limit
+        widest = max(([self._vbytes(b, d, k) for b in full] for _, full in self._full_operands(k)),
+                     key=lambda v: prefetch.shared_bytes(k, k["threads"], v))
+        matrices = [b for b in names(root) if not is_bias(b)]
+        prefetch.check_legal(k, target, matrices[0], k["threads"], widest, 0)
+        smem = prefetch.shared_bytes(k, k["threads"], widest)
         params = dict(k, kernels=kernels, chunk=k["items"] * k["threads"], helpers=sorted({o.value for o in order if o.kind == "call"}),
-                      io=element_io(d, k["vec"]))
-        regs = 24 + k["items"] * k["vec"] * max(len(kk["full"]) for kk in kernels)
-        return params, 0, regs
+                      io=element_io(d, k["vec"]), prefetch_slot=k["prefetch"] + k["prefetch_pad"])
+        widest = max(len(kk["full"]) for kk in kernels)
+        regs = 24 + k["items"] * k["vec"] * widest + prefetch.registers(k, widest * max(1, d.itemsize * k["vec"] // 4))
+        return params, smem, regs
+
+    def _full_operands(self, k: dict) -> list[tuple[int, list[str]]]:
+        """(stage, its matrix operands) per kernel of the chain."""
+        return [(j, [b for b in bufs if not is_bias(b)]) for j, (_, bufs) in enumerate(self._stages(k, parse(k["expr"])))]
+
+    @staticmethod
+    def _vbytes(b: str, d, k: dict) -> int:
+        """Bytes of one vector of operand `b`: the unfused chain's intermediates are float32."""
+        return (4 if b.startswith("tmp") else d.itemsize) * k["vec"]
+
+    def prefetch_bytes(self, k: dict, d, full: list[str]) -> int:
+        """Dynamic shared memory of one kernel: the prefetch slots of its matrix operands."""
+        return prefetch.shared_bytes(k, k["threads"], [self._vbytes(b, d, k) for b in full])
 
     def plan(self, kernel: Kernel, problem: Problem, target: Target | None = None) -> Plan:
         target = target or default_target()
@@ -368,7 +402,8 @@ class Elementwise(Op):
             dst = "out" if j == len(stages) - 1 else f"tmp{j}"
             args = bufs + (dst, "n") + (("cols",) if any(is_bias(b) for b in bufs) else ())
             sym = kernel.name if k["fusion"] == "full" else f"{kernel.name}_k{j}"
-            launches.append(Launch(sym, (blocks, 1, 1), (k["threads"], 1, 1), args))
+            smem = self.prefetch_bytes(k, problem.dtype("out"), [b for b in bufs if not is_bias(b)])
+            launches.append(Launch(sym, (blocks, 1, 1), (k["threads"], 1, 1), args, smem))
         workspaces = tuple(Workspace(f"tmp{j}", "float32", n) for j in range(len(stages) - 1))
         size = problem.dtype("out").itemsize
         align = tuple((b, size * k["vec"]) for b in self.inputs + ("out",) if not is_bias(b))
@@ -389,7 +424,8 @@ class Elementwise(Op):
             dst = "out" if j == len(stages) - 1 else f"tmp{j}"
             args = bufs + (dst, "n") + (("cols",) if any(is_bias(b) for b in bufs) else ())
             sym = kernel.name if k["fusion"] == "full" else f"{kernel.name}_k{j}"
-            steps.append(Step(sym, ("blocks", "1", "1"), (k["threads"], 1, 1), args))
+            smem = self.prefetch_bytes(k, types["out"], [b for b in bufs if not is_bias(b)])
+            steps.append(Step(sym, ("blocks", "1", "1"), (k["threads"], 1, 1), args, smem))
         workspaces = tuple((f"tmp{j}", types["out"].ctype, "n", None) for j in range(len(stages) - 1))
         size = types["out"].itemsize
         align = tuple((b, size * k["vec"], "") for b in self.inputs + ("out",) if not is_bias(b))
@@ -455,6 +491,10 @@ class Elementwise(Op):
         """The default layout, whose accesses are 16 bytes: float4, or 8 elements of a 16-bit type."""
         vec = 16 // problem.dtype("out").itemsize
         return self.default_schedule() if vec == 4 else self.schedule(vec=vec)
+
+    def space(self, problem: Problem, target: Target):
+        """The knobs' product, prefetching only where it is legal (items 1, a grid-stride loop)."""
+        return iter(prefetch.space(self, super().space(problem, target)))
 
     def space_pins(self, problem: Problem) -> dict[str, tuple]:
         """This instance's expression; 16-byte accesses."""

@@ -53,6 +53,14 @@ def element_io(d: DType, vec: int) -> dict:
                 bits=BITS[vec * d.itemsize])
 
 
+def zero_vector(io: dict, vec: int) -> str:
+    """A vector of zeros of element_io `io`: 0.0f, float2{ 0.0f, 0.0f }, or a struct of an array for 16-bit types."""
+    zeros = ", ".join([io["from_float"] % "0.0f"] * vec)
+    if vec == 1:
+        return zeros
+    return f"{io['vtype']}{{ {zeros} }}" if io["ctype"] == "float" else f"{io['vtype']}{{ {{ {zeros} }} }}"
+
+
 def torch_tensor(array, d: DType):
     """A torch view of a device array of type `d` (bfloat16 arrays are uint16 bit patterns: viewed as
     int16, which torch takes, then as bfloat16)."""

@@ -77,8 +77,8 @@ class Prim:
     """The step that carries a knob: `prim(target, value)` on each of `targets` (several buffers take
     the same value, e.g. double_buffer(A) and double_buffer(B)). `absent` is the knob's value when the
     step is missing, and the builder leaves the step out for it unless `always`; `values` maps knob
-    values to step values where they differ (a bool knob to cache_read's scope). A split, fuse or
-    bind (steps the op builds and reads itself) only names the knob. `args`, where given, is what
+    values to step values where they differ (a bool knob to cache_read's scope). A split, fuse, bind
+    or prefetch (steps the op builds and reads itself) only names the knob. `args`, where given, is what
     `kernelgen list` shows for the step's arguments (a split's factors in words) instead of the values."""
 
     prim: str
@@ -95,7 +95,7 @@ class Prim:
     @property
     def generic(self) -> bool:
         """Whether the builder and reader follow from this declaration (else the op's own code)."""
-        return self.prim not in ("split", "fuse", "bind")
+        return self.prim not in ("split", "fuse", "bind", "prefetch")
 
     def to_step(self, value):
         return dict(self.values).get(value, value) if self.values else value

@@ -10,8 +10,10 @@ Loop `i` is split as i = ((chunk * items + item) * threads + thread) * vec + lan
 `split("i", items*threads*vec, threads*vec, vec)` gives i.0 (chunks, bound to blockIdx.x), i.1
 (items a thread adds while loading, unrolled), i.2 (threads, threadIdx.x) and i.3 (the vector lane).
 The block-level tree is `reduction("i", strategy)`; `annotate("grid_stride", k)` launches k blocks
-per SM that stride over the chunks; `annotate("finish", "atomic")` finishes with atomics instead of
-a second pass over the per-block partial sums.
+per SM that stride over the chunks (1: one block per SM); `annotate("finish", "atomic")` finishes
+with atomics instead of a second pass over the per-block partial sums. `prefetch("x", D, scope,
+mode)` (with `storage_align("x", pad)` for shared slots) loads D grid-stride iterations ahead: see
+kernelgen/ops/prefetch.py.
 """
 from __future__ import annotations
 
@@ -20,9 +22,10 @@ import numpy as np
 from ..errors import check
 from ..schedule import Schedule, ScheduleReader, schedule
 from .base import Dim, Kernel, Knob, LadderStep, Launch, Op, Plan, Problem, Scalar, Workspace, cdiv
+from . import prefetch
 from .knobs import Prim, Range
 from ..dtypes import Types
-from .io import element_io, torch_tensor, vector_widths
+from .io import element_io, torch_tensor, vector_widths, zero_vector
 from ..target import Target, default_target
 
 STRATEGIES = ("divergent", "strided", "sequential", "last_warp", "unrolled", "shuffle")
@@ -52,21 +55,25 @@ class ReduceSum(Op):
              "g", Prim("annotate", "grid_stride", absent=0), tune=(1, 2, 4, 8)),
         Knob("finish", "two_pass", FINISHES, "combine block sums by a second pass or by atomics", "f",
              Prim("annotate", "finish", absent="two_pass")),
-    )
+    ) + prefetch.knobs(("x",))
     structure_help = "i.0 is the chunk a block adds, i.2 a thread of it, i.3 the vector lane"
 
     # -- schedule <-> knobs ------------------------------------------------------------------------
     def build(self, k: dict) -> Schedule:
         s = (schedule(self.name).split("i", k["items"] * k["threads"] * k["vec"], k["threads"] * k["vec"], k["vec"])
              .bind("i.0", "blockIdx.x").bind("i.2", "threadIdx.x").unroll("i.1"))
-        return self.put(s, k, "vec", "strategy", "grid_stride", "finish")
+        s = self.put(s, k, "vec", "strategy", "grid_stride", "finish")
+        return self.put(prefetch.build(s, k, ("x",)), k, "prefetch_pad")
 
     def read_knobs(self, r: ScheduleReader) -> dict:
         items, threads, vec = r.vector_split("i", (256, 256, 1))
         r.expect("bind", "i.0", "blockIdx.x")
         r.expect("bind", "i.2", "threadIdx.x")
         r.expect("unroll", "i.1", 0)
-        return {"threads": threads, "items": items, "vec": vec}
+        return {"threads": threads, "items": items, "vec": vec, **prefetch.read(r, ("x",))}
+
+    def name_knobs(self, k: dict) -> dict:
+        return prefetch.name_knobs(self, k)
 
     def test_problems(self) -> tuple[dict, ...]:
         return ({"n": 1}, {"n": 3}, {"n": 4097}, {"n": 1000003})
@@ -86,7 +93,11 @@ class ReduceSum(Op):
         check(k["finish"] != "atomic" or o.itemsize == 4, "annotate", "finish", "atomic",
               limit=f"atomics into a {o.name} out would add in 16 bits", allowed="two_pass")
         io, out_io = element_io(d, k["vec"]), element_io(o, 1)
-        threads = k["threads"]
+        threads, vbytes = k["threads"], d.itemsize * k["vec"]
+        prefetch.check_legal(k, target, "x", threads, [vbytes], 4 * threads)
+        zero = zero_vector(io, k["vec"])
+        src = "x" if k["vec"] == 1 else f"reinterpret_cast<const {io['vtype']}*>(x)"
+        pf = prefetch.params(k, target, [dict(name="x", vtype=io["vtype"], src=src, zero=zero, vbytes=vbytes)])
         strides = []
         s = threads // 2
         while s >= 1:
@@ -95,14 +106,10 @@ class ReduceSum(Op):
         params = dict(k, strides=strides, chunk=threads * k["items"], final_threads=FINAL_THREADS, warps=threads // 32, final_warps=FINAL_THREADS // 32,
                       vec_type=io["vtype"], lanes=io["lanes"], io=io, out_ctype=out_io["ctype"],
                       out_from_float=out_io["from_float"], headers=tuple(dict.fromkeys(h for h in (d.header, o.header) if h)),
-                      zero_vec=self.zero_vector(io, k["vec"]))
-        return params, 4 * max(threads, FINAL_THREADS), 32 + 4 * k["items"] * k["vec"]
+                      zero_vec=zero_vector(io, k["vec"]), **pf)
+        smem = 4 * max(threads, FINAL_THREADS) + prefetch.shared_bytes(k, threads, [vbytes])
+        return params, smem, 32 + 4 * k["items"] * k["vec"] + prefetch.registers(k, vbytes // 4 or 1)
 
-    @staticmethod
-    def zero_vector(io: dict, vec: int) -> str:
-        """A vector of zeros: float2{ 0.0f, 0.0f } for float32, a struct of an array for 16-bit types."""
-        zeros = ", ".join([io["from_float"] % "0.0f"] * vec)
-        return f"{io['vtype']}{{ {zeros} }}" if io["ctype"] == "float" else f"{io['vtype']}{{ {{ {zeros} }} }}"
 
     def out_dtypes(self, dtype_name: str) -> tuple[str, ...]:
         """out in x's type, or float32 for 16-bit x (a sum outgrows float16 sooner than its inputs)."""
@@ -116,16 +123,17 @@ class ReduceSum(Op):
         chunks = max(1, cdiv(n // k["vec"], chunk_vecs))
         blocks = min(chunks, target.sms * k["grid_stride"]) if k["grid_stride"] else chunks
         block = (k["threads"], 1, 1)
+        smem = self.prefetch_bytes(kernel)
         scalars = (Scalar("n", "long long", n), Scalar("blocks", "int", blocks))
         if k["finish"] == "atomic":
             launches = (Launch(f"{kernel.name}_init", (1, 1, 1), (1, 1, 1), ("out",)),
-                        Launch(f"{kernel.name}_partial", (blocks, 1, 1), block, ("x", "out", "n")))
+                        Launch(f"{kernel.name}_partial", (blocks, 1, 1), block, ("x", "out", "n"), smem))
             return Plan(kernel, problem, launches, (), scalars, (("x", problem.dtype("x").itemsize * k["vec"]),))
         if blocks == 1 and problem.dtype("out").name == "float32":
             # One block's partial sum is the sum: it goes straight to out, one launch instead of two.
-            launches = (Launch(f"{kernel.name}_partial", (1, 1, 1), block, ("x", "out", "n")),)
+            launches = (Launch(f"{kernel.name}_partial", (1, 1, 1), block, ("x", "out", "n"), smem),)
             return Plan(kernel, problem, launches, (), scalars, (("x", problem.dtype("x").itemsize * k["vec"]),))
-        launches = (Launch(f"{kernel.name}_partial", (blocks, 1, 1), block, ("x", "partials", "n")),
+        launches = (Launch(f"{kernel.name}_partial", (blocks, 1, 1), block, ("x", "partials", "n"), smem),
                     Launch(f"{kernel.name}_final", (1, 1, 1), (FINAL_THREADS, 1, 1), ("partials", "out", "blocks")))
         return Plan(kernel, problem, launches, (Workspace("partials", "float32", blocks),), scalars,
                     (("x", problem.dtype("x").itemsize * k["vec"]),))
@@ -140,18 +148,23 @@ class ReduceSum(Op):
         block = (k["threads"], 1, 1)
         align = (("x", types["x"].itemsize * k["vec"], ""),)
         common = dict(arch=kernel.arch, sizes=("n",), buffers=self.recipe_buffers(kernel), lets=lets, alignment=align)
-        partial = f"{kernel.name}_partial"
+        partial, smem = f"{kernel.name}_partial", self.prefetch_bytes(kernel)
         if k["finish"] == "atomic":
             steps = (Step(f"{kernel.name}_init", ("1", "1", "1"), (1, 1, 1), ("out",)),
-                     Step(partial, ("blocks", "1", "1"), block, ("x", "out", "n")))
+                     Step(partial, ("blocks", "1", "1"), block, ("x", "out", "n"), smem))
             return Recipe(steps=steps, **common)
         one = types["out"].name == "float32"      # one block's partial is the sum: it goes straight to out
-        steps = ((Step(partial, ("1", "1", "1"), block, ("x", "out", "n"), when="blocks == 1"),) if one else ()) + (
-            Step(partial, ("blocks", "1", "1"), block, ("x", "partials", "n"), when="blocks > 1" if one else ""),
+        steps = ((Step(partial, ("1", "1", "1"), block, ("x", "out", "n"), smem, when="blocks == 1"),) if one else ()) + (
+            Step(partial, ("blocks", "1", "1"), block, ("x", "partials", "n"), smem, when="blocks > 1" if one else ""),
             Step(f"{kernel.name}_final", ("1", "1", "1"), (FINAL_THREADS, 1, 1), ("partials", "out", "blocks"),
                  when="blocks > 1" if one else ""))
         count = "blocks * (blocks > 1)" if one else "blocks"
         return Recipe(steps=steps, workspaces=(("partials", "float", count, None),), **common)
+
+    def prefetch_bytes(self, kernel: Kernel) -> int:
+        """Dynamic shared memory of the partial pass: the prefetch slots, if in shared memory."""
+        types = kernel.types or self.types()
+        return prefetch.shared_bytes(dict(kernel.knobs), kernel.knob("threads"), [types["x"].itemsize * kernel.knob("vec")])
 
     # -- numbers -----------------------------------------------------------------------------------
     def make_inputs(self, problem: Problem, rng: np.random.Generator) -> dict[str, np.ndarray]:
@@ -217,8 +230,25 @@ class ReduceSum(Op):
              dict(threads=512, items=4, vec=4, strategy="shuffle", grid_stride=4, finish="two_pass"), ""),
             ("the same, finished by atomics", dict(threads=512, items=4, vec=4, strategy="shuffle",
                                                     grid_stride=4, finish="atomic"), ""),
-        ]
+        ] + self.prefetch_ladder()
         return tuple(LadderStep(t, self.schedule_from_knobs(**k), n) for t, k, n in steps)
+
+    @staticmethod
+    def prefetch_ladder() -> list[tuple[str, dict, str]]:
+        """The seed notes' software prefetching, at one block per SM (where more warps cannot hide the
+        latency): a plain grid-stride loop, then each form 8 iterations ahead (examples/prefetch_ladder.py)."""
+        one = dict(threads=512, items=1, vec=4, strategy="shuffle", grid_stride=1, finish="two_pass")
+        shared = dict(one, prefetch=8, prefetch_scope="shared")
+        return [
+            ("one block per SM: plain grid-stride loop, one float4 per iteration", one,
+             "seed: a grid-stride loop, one load in flight per thread"),
+            ("batch prefetch into registers, 8 iterations ahead", dict(one, prefetch=8), "seed: PDIST values into registers"),
+            ("batch prefetch into shared memory", shared, "seed: a per-thread slot of PDIST in shared memory (cp.async)"),
+            ("rolling prefetch through shared memory", dict(shared, prefetch_mode="rolling"),
+             "seed: a ring refilled every iteration, any count"),
+            ("rolling, slots padded by one vector", dict(shared, prefetch_mode="rolling", prefetch_pad=1),
+             "seed: padding against bank conflicts (8 + 1 vectors a thread)"),
+        ]
 
     def schedule_for(self, problem: Problem, target: Target | None = None) -> Schedule:
         """The default layout, with 16-byte loads: float4, or 8 elements of a 16-bit type (half as
@@ -226,6 +256,10 @@ class ReduceSum(Op):
         if problem.dtype("x").itemsize == 4:
             return self.default_schedule()
         return self.schedule(vec=8, items=2)
+
+    def space(self, problem: Problem, target: Target):
+        """The knobs' product, prefetching only where it is legal (items 1, a grid-stride loop)."""
+        return iter(prefetch.space(self, super().space(problem, target)))
 
     def space_pins(self, problem: Problem) -> dict[str, tuple]:
         """16-byte loads; atomics only into a 4-byte out."""

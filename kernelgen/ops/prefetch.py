@@ -1,0 +1,136 @@
+"""Software prefetching for the grid-stride loops of memory-bound ops (the seed notes' batch and rolling
+forms, into registers or shared memory): the knobs, how a schedule says them, their legality and the
+parameters of templates/lib/prefetch.j2, shared by every op that has such a loop.
+
+>>> from kernelgen.ops import get_op
+>>> op = get_op("reduce_sum")
+>>> s = op.schedule(items=1, grid_stride=1, prefetch=8, prefetch_scope="shared", prefetch_mode="rolling",
+...                 prefetch_pad=1)
+>>> [st.to_python() for st in s.steps if st.prim in ("prefetch", "storage_align")]
+['prefetch("x", 8, "shared", "rolling")', 'storage_align("x", 1)']
+>>> op.kernel(s).name
+'reduce_sum_f32_sm90_t512_i1_v4_sshuffle_g1_ftwopass_p8_psshared_pmrolling_pp1'
+
+A thread of a grid-stride loop visits vectors j = first, first + stride, ... < n: `prefetch(x, D,
+scope, mode)` loads D of those iterations ahead. An iteration is one vector, so the loop must be one
+(`items` 1) and a loop at all (`grid_stride` >= 1). "batch" loads D iterations together and then uses
+them (a thread's last batch is partial: every use is guarded, so any count works); "rolling" keeps D
+loads in flight with a ring refilled once per iteration. The shared forms give each thread D slots
+and `storage_align(x, pad)` vectors of padding: D + pad odd makes a warp's slot accesses
+conflict-free (a 4-, 8- or 16-byte access, each thread `D + pad` vectors from the next). On sm_80
+and later the shared slots are filled by cp.async, so the loads do not wait in registers.
+"""
+from __future__ import annotations
+
+from ..errors import ScheduleError, check
+from ..schedule import Schedule, ScheduleReader
+from ..target import Target
+from .knobs import Knob, Prim, Range
+
+SCOPES = ("registers", "shared")
+MODES = ("batch", "rolling")
+MAX_DISTANCE = 16
+ON = Range(1, MAX_DISTANCE)
+NAMES = ("prefetch", "prefetch_scope", "prefetch_mode", "prefetch_pad")
+
+
+def knobs(buffers: tuple[str, ...]) -> tuple[Knob, ...]:
+    """The four knobs, carried by prefetch(b, ...) and storage_align(b, pad) on each of `buffers` alike."""
+    step = Prim("prefetch", buffers, args="DISTANCE, registers|shared, batch|rolling")
+    return (
+        Knob("prefetch", 0, Range(0, MAX_DISTANCE), "grid-stride iterations each thread loads ahead (needs items 1 "
+             "and grid_stride >= 1); 0 = none", "p", step, tune=(0, 4, 8)),
+        Knob("prefetch_scope", "registers", SCOPES, "where prefetched vectors wait", "ps", step, when=("prefetch", ON)),
+        Knob("prefetch_mode", "batch", MODES, "batch: the loads of `prefetch` iterations, then their uses; "
+             "rolling: a ring refilled every iteration", "pm", step, when=("prefetch", ON)),
+        Knob("prefetch_pad", 0, Range(0, 4), "vectors of padding after each thread's shared slots (bank "
+             "conflicts: prefetch + pad odd)", "pp", Prim("storage_align", buffers, absent=0),
+             when=("prefetch_scope", ("shared",)), tune=(0, 1)),
+    )
+
+
+def build(s: Schedule, k: dict, buffers: tuple[str, ...]) -> Schedule:
+    """`s` with a prefetch step on each buffer (none when `prefetch` is 0)."""
+    for b in buffers if k["prefetch"] else ():
+        s = s.prefetch(b, k["prefetch"], k["prefetch_scope"], k["prefetch_mode"])
+    return s
+
+
+def read(r: ScheduleReader, buffers: tuple[str, ...]) -> dict:
+    """The prefetch knobs of a schedule: one prefetch step per buffer, all alike, distance 1..16."""
+    steps = [r.step("prefetch", b) for b in buffers]
+    given = [s for s in steps if s is not None]
+    if not given:
+        return {"prefetch": 0}
+    first = given[0]
+    for b, s in zip(buffers, steps):
+        if s is None or s.args()[1:] != first.args()[1:]:
+            raise ScheduleError("prefetch", b, "missing" if s is None else s.args()[1:],
+                                limit=f"every input is prefetched alike: {first.to_python()} needs its twin on "
+                                      f"{', '.join(buffers)}")
+    check(1 <= first.distance <= MAX_DISTANCE, "prefetch", first.buffer, first.distance,
+          limit="the iterations loaded ahead, at least 1 (no prefetch: leave the step out)",
+          allowed=f"1..{MAX_DISTANCE}")
+    return {"prefetch": first.distance, "prefetch_scope": first.scope, "prefetch_mode": first.mode}
+
+
+def name_knobs(op, k: dict) -> dict:
+    """The knobs a kernel's name spells: without prefetch, those of every kernel before prefetch existed."""
+    return {n: v for n, v in k.items() if op.knob(n).applies(k) and not (n == "prefetch" and v == 0)}
+
+
+def shared_bytes(k: dict, threads: int, vector_bytes: list[int]) -> int:
+    """Dynamic shared memory of the slots: (distance + pad) vectors per thread and buffer."""
+    if not k["prefetch"] or k["prefetch_scope"] != "shared":
+        return 0
+    return sum(threads * (k["prefetch"] + k["prefetch_pad"]) * b for b in vector_bytes)
+
+
+def check_legal(k: dict, target: Target, buffer: str, threads: int, vector_bytes: list[int], static: int) -> None:
+    """A loop to prefetch in, one vector per iteration, and the slots within the shared memory of a block."""
+    d = k["prefetch"]
+    if not d:
+        return
+    check(k["grid_stride"] >= 1, "prefetch", buffer, d, limit="prefetching needs a grid-stride loop: "
+          "annotate(grid_stride, 1 or more), not 0 (one block per chunk runs one iteration per thread)")
+    check(k["items"] == 1, "prefetch", buffer, d, limit=f"an iteration is one vector: split i with items 1, "
+          f"not {k['items']}; the distance stands in for items")
+    smem = shared_bytes(k, threads, vector_bytes)
+    check(static + smem <= target.max_smem, "prefetch", buffer, f"{smem} bytes",
+          limit=f"({d} + {k['prefetch_pad']} pad) vectors x {threads} threads x {'+'.join(map(str, vector_bytes))} "
+                f"bytes of shared slots + {static} bytes > {target.max_smem} bytes of shared memory per block on "
+                f"{target.arch}", allowed="a shorter distance, fewer threads or scope registers")
+
+
+def registers(k: dict, vec_words: int) -> int:
+    """Registers the register slots hold (`vec_words` 4-byte words per iteration over all buffers)."""
+    return k["prefetch"] * vec_words if k["prefetch"] and k["prefetch_scope"] == "registers" else 0
+
+
+def params(k: dict, target: Target, bufs: list[dict]) -> dict:
+    """Template parameters of lib/prefetch.j2's `stream`: each buf (name, vtype, src, zero, vbytes) gets
+    its offset in the shared slots and its copy size; cp.async where the target has it and every
+    vector is whole 4-byte words (a 2-byte vector goes through registers)."""
+    if not k["prefetch"]:
+        return {"prefetch": 0}
+    slot = k["prefetch"] + (k["prefetch_pad"] if k["prefetch_scope"] == "shared" else 0)
+    threads, offset, out = k["threads"], 0, []
+    for b in bufs:
+        out.append(dict(b, offset=offset, copy_bytes=16 if b["vbytes"] == 16 else 4))
+        offset += threads * slot * b["vbytes"]
+    async_copy = target.has("cp_async") and all(b["vbytes"] % 4 == 0 for b in bufs)
+    return dict(prefetch=k["prefetch"], prefetch_scope=k["prefetch_scope"], prefetch_mode=k["prefetch_mode"],
+                prefetch_slot=slot, prefetch_bufs=out, prefetch_async=async_copy)
+
+
+def space(op, base) -> list[dict]:
+    """The points of `base` (the op's default space) that prefetching can serve: no prefetch anywhere,
+    prefetch only with items 1 and a grid-stride loop (the rest would be pruned as illegal), and shared
+    slots only with the padding that puts a thread's slots an odd number of vectors apart (conflict-free;
+    another padding only adds bank conflicts)."""
+    def useful(k):
+        if not k["prefetch"]:
+            return True
+        odd = k["prefetch_scope"] != "shared" or (k["prefetch"] + k["prefetch_pad"]) % 2 == 1
+        return k["items"] == 1 and k["grid_stride"] >= 1 and odd
+    return [k for k in base if useful(k)]
