@@ -70,13 +70,13 @@ def main() -> None:
         prep = prepare(op, sched, problem, dev)
         device_us = time_callable(lambda: prep(**cp_arrays), reps=50, flush_l2=False).median_us
         print(f"{op_name}: {prep.kernel.name}, {len(prep.plan.launches)} launch(es), {device_us:.2f} us on the device")
-        rows.append((op_name, "Prepared(**cupy arrays)", per_call_us(lambda: prep(**cp_arrays)), back_to_back_us(lambda: prep(**cp_arrays))))
-        rows.append((op_name, "kg.launch(**cupy arrays)", per_call_us(lambda: kg.launch(op, sched, problem, **cp_arrays)), back_to_back_us(lambda: kg.launch(op, sched, problem, **cp_arrays))))
+        rows.append((op_name, "Prepared(**cupy arrays)", *both(lambda: prep(**cp_arrays))))
+        rows.append((op_name, "kg.launch(**cupy arrays)", *both(lambda: kg.launch(op, sched, problem, **cp_arrays))))
         try:
             import torch
             th = {k: torch.rand(*s, device="cuda") for k, s in shapes.items()}
-            rows.append((op_name, "Prepared(**torch tensors)", per_call_us(lambda: prep(**th)), back_to_back_us(lambda: prep(**th))))
-            rows.append((op_name, "kg.launch(**torch tensors)", per_call_us(lambda: kg.launch(op, sched, problem, **th)), back_to_back_us(lambda: kg.launch(op, sched, problem, **th))))
+            rows.append((op_name, "Prepared(**torch tensors)", *both(lambda: prep(**th))))
+            rows.append((op_name, "kg.launch(**torch tensors)", *both(lambda: kg.launch(op, sched, problem, **th))))
         except ImportError:
             pass
     print(f"cached launch host time on {dev.gpu}: one call on an idle GPU, median of {CALLS} calls")
