@@ -198,7 +198,7 @@ __device__ __forceinline__ void kg_setmaxnreg_inc() { asm volatile("setmaxnreg.i
 // Rows of A and B must start 16-byte aligned (K % 8 == 0, N % 8 == 0: TMA's rule); ragged edges of
 // M, N and K arrive as zeros and the epilogue stores no row or column past M or N.
 // The staged epilogue: a warpgroup's 64x256 tile goes to shared memory as __half (rows padded by 16
-// bytes, so the 8 rows a warp writes at once fall in different banks), then out in 16-byte row chunks:
+// bytes, so the 8 rows a warp writes at once fall in different banks), then out in 16-byte row chunks of C:
 // each store instruction of a warp covers whole 512-byte runs of a row of C instead of 8 rows' pieces.
 template <bool CHECK>
 __device__ __forceinline__ void gemm_f16_sm90a_iwgmma_bm128_bn256_bk64_wm64_wn256_st4_ctma_ws1_esmem_cl2_sw8_store_staged(float (&acc)[1][32][4], __half* __restrict__ C,
@@ -215,13 +215,15 @@ __device__ __forceinline__ void gemm_f16_sm90a_iwgmma_bm128_bn256_bk64_wm64_wn25
     }
   }
   asm volatile("bar.sync %0, 128;\n" :: "r"(2 + wg) : "memory");   // this warpgroup's tile is staged
-  constexpr int CHUNKS = 32;   // 16-byte chunks in a row of the tile
+  constexpr int CHUNKS = 32;   // 16-byte chunks in a row of C's tile
+  constexpr int PER = 8;      // elements of C in a chunk
   #pragma unroll 4
   for (int c = t; c < 64 * CHUNKS; c += 128) {
-    const int r = c / CHUNKS, col = c % CHUNKS * 8;
+    const int r = c / CHUNKS, col = c % CHUNKS * PER;
     const int m = m0 + r, n = n0 + col;
-    if (!CHECK || (m < M && n < N))
+    if (!CHECK || (m < M && n < N)) {
       *reinterpret_cast<uint4*>(C + (size_t)m * N + n) = *reinterpret_cast<const uint4*>(stage + r * 528 + col * 2);
+    }
   }
 }
 
