@@ -210,3 +210,17 @@ def test_build_runs_without_a_pool_where_nvrtc_is_missing_it_is_a_usage_error(mo
     op = get_op("reduce_sum")
     with pytest.raises(UsageError, match="NVRTC is not available"):
         build(op, op.schedule(threads=64), op.problem({"n": 4321}), target())
+
+
+def test_knobs_left_unset_survive_the_builders_pickling():
+    # A builder process receives the op by pickle: the "unset" sentinel of a knob must stay itself
+    # there, or it is read as the knob's value (elementwise's prefetch_pad broke every build with it).
+    import pickle
+
+    from kernelgen.ops import get_op
+    from kernelgen.ops.knobs import _MISSING
+    op = get_op("elementwise")
+    assert pickle.loads(pickle.dumps(_MISSING)) is _MISSING
+    sched = op.schedule_from_knobs(**dict(op.default_knobs(), grid_stride=8, prefetch=8, prefetch_scope="registers"))
+    again = pickle.loads(pickle.dumps(op))
+    assert again.knobs_from_schedule(sched) == op.knobs_from_schedule(sched)

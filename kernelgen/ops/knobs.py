@@ -34,7 +34,19 @@ import numpy as np
 
 from ..errors import KnobError, ScheduleError
 
-_MISSING = object()
+class _Missing:
+    """The sentinel of a field left unset. Pickled by name, so that in a process that unpickles a Knob (the
+    tuner's builders) `is _MISSING` still holds: a bare object() came back as another object, read as a
+    knob's value."""
+
+    def __repr__(self) -> str:
+        return "_MISSING"
+
+    def __reduce__(self) -> str:
+        return "_MISSING"
+
+
+_MISSING = _Missing()
 
 
 @dataclass(frozen=True)
