@@ -8,9 +8,10 @@
 // they are scored then (and when Python reads the counts).
 //
 // Shared memory: bank = (byte address / 4) % 32; lanes reading the same 4-byte word are a broadcast;
-// 8- and 16-byte accesses run in 2 phases of 16 lanes and 4 phases of 8 lanes, as the hardware
-// does. A request costs, per phase, the largest number of distinct words any one bank holds
-// (wavefronts); "ways" is that number, 1 without conflicts. Global memory: the number of distinct
+// 8- and 16-byte accesses run in 2 phases of 16 lanes and 4 phases of 8 lanes (a 16-byte phase that
+// repeats its partner's words rides along with it: shared_wavefronts). A request costs, per phase, the
+// largest number of distinct words any one bank holds (wavefronts); "ways" is that number, 1 without
+// conflicts. Global memory: the number of distinct
 // 32-byte sectors the request touches. A float4 is one 16-byte access because check builds keep
 // aggregates whole (-fno-tree-sra in build.py), as NVCC's LDS.128/STS.128 do.
 #include <string>
@@ -48,26 +49,40 @@ std::unordered_map<uint64_t, uint32_t> bank_occurrences;   // (site, thread) -> 
 std::unordered_map<BankKey, BankGroup, BankKeyHash> bank_groups;
 std::vector<KgBankStat> bank_stats;
 
-// Wavefronts of one shared-memory request, and how many of its phases had an active lane.
+// Wavefronts of one shared-memory request, and how many of its phases had an active lane. 4-byte
+// requests are one phase of 32 lanes; 8-byte ones 2 phases of 16 lanes; 16-byte ones 4 phases of 8
+// lanes. A phase costs the largest number of distinct words any one bank holds. 16-byte phases go in
+// pairs (0 with 1, 2 with 3), and the second of a pair reading exactly its partner's words rides along
+// with it. Fitted to Nsight Compute on the H100 (bench/banks_ncu.py): it gives ncu's wavefronts on the
+// SGEMM ladder's float4 steps 5-8 (3.0 a request where quarter-warp phases alone give 4), not on step
+// 9 (3.33 against 2.67).
+static int phase_cost(const BankGroup& g, int lo, int hi, uint64_t* w, int* n) {
+  *n = 0;
+  for (int l = lo; l < hi; ++l) {
+    if (!(g.mask >> l & 1)) continue;
+    for (uint64_t a = g.addr[l] / 4; a <= (g.addr[l] + g.size - 1) / 4 && *n < 128; ++a) w[(*n)++] = a;
+  }
+  std::sort(w, w + *n);
+  *n = (int)(std::unique(w, w + *n) - w);
+  int per_bank[32] = {0}, most = 0;
+  for (int i = 0; i < *n; ++i) most = std::max(most, ++per_bank[w[i] % 32]);
+  return most;                                     // 0: no active lane
+}
+
 void shared_wavefronts(const BankGroup& g, uint64_t* waves, uint64_t* phases, int* worst) {
   const int nphase = g.size <= 4 ? 1 : g.size <= 8 ? 2 : 4, per = 32 / nphase;
+  uint64_t words[2][32 * 4];
+  int count[2] = {0, 0};
   *waves = *phases = 0;
   *worst = 0;
   for (int p = 0; p < nphase; ++p) {
-    uint64_t words[32 * 4];
-    int n = 0;
-    for (int l = p * per; l < (p + 1) * per; ++l) {
-      if (!(g.mask >> l & 1)) continue;
-      for (uint64_t w = g.addr[l] / 4; w <= (g.addr[l] + g.size - 1) / 4 && n < 128; ++w) words[n++] = w;
-    }
-    if (!n) continue;
-    std::sort(words, words + n);
-    n = (int)(std::unique(words, words + n) - words);
-    int per_bank[32] = {0}, most = 0;
-    for (int i = 0; i < n; ++i) most = std::max(most, ++per_bank[words[i] % 32]);
-    *waves += most;
+    const int cost = phase_cost(g, p * per, (p + 1) * per, words[p & 1], &count[p & 1]);
+    const bool rides = nphase == 4 && (p & 1) && cost && count[1] == count[0] &&
+                       std::equal(words[1], words[1] + count[1], words[0]);
+    if (!cost || rides) continue;
+    *waves += cost;
     *phases += 1;
-    *worst = std::max(*worst, most);
+    *worst = std::max(*worst, cost);
   }
 }
 
