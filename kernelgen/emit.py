@@ -93,11 +93,12 @@ def write_kernels(kernels: list[Kernel], out_dir: str | os.PathLike, headers: bo
 def generated_kernels(op: Op, default: Target, types=None, layout: str | None = None) -> list[tuple[str, Kernel]]:
     """(label, kernel) for the op's default schedule and each step of its ladder in `types` (default
     the op's first type) and operand layout (GEMM-like ops; default NN), without repeats; a step that
-    names its own arch (a tensor-core instruction of a later GPU) is built for that arch."""
+    names its own arch (a tensor-core instruction of a later GPU) is built for that arch, and a step that
+    runs only in other input types in its own first type (Op.step_types)."""
     out, seen = [], set()
-    for label, sched, arch in [("default", op.default_schedule(), "")] + [
-            (f"ladder {i}: {s.title}", s.schedule, s.arch) for i, s in enumerate(op.ladder(), 1)]:
-        kernel = op.kernel(sched, target(arch) if arch else default, types, layout)
+    for label, sched, arch, t in [("default", op.default_schedule(), "", types)] + [
+            (f"ladder {i}: {s.title}", s.schedule, s.arch, op.step_types(s, types)) for i, s in enumerate(op.ladder(), 1)]:
+        kernel = op.kernel(sched, target(arch) if arch else default, t, layout)
         if kernel.name not in seen:
             seen.add(kernel.name)
             out.append((label, kernel))
