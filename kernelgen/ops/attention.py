@@ -456,10 +456,11 @@ class Attention(Op):
 
     def _mma_pick(self, problem: Problem, target: Target) -> dict:
         """The tensor-core kernel: tiles as wide as the smallest DMAX that holds head_dim; 128-query
-        blocks of 4 warps where that gives every SM a block, so each K/V tile feeds twice the rows
-        (FlashAttention-2's forward tiles), else 64 queries: 32 rows a warp at DMAX <= 64 (each K and V
-        fragment then serves two m16 tiles), 16 at 128 (32 would need ~250 registers: O alone is 128
-        floats a thread); 64-key tiles, 2 cp.async stages."""
+        blocks where that gives every SM a block, so each K/V tile feeds twice the rows (FlashAttention-2's
+        forward tiles), else 64 queries; 32 rows a warp at DMAX <= 64 (4 warps: each K and V fragment
+        then serves two m16 tiles; 244 registers, no spills), 16 at DMAX 128 (8 warps at 128 queries: 32
+        rows would need ~350 registers, O alone is 128 floats a thread); 64-key tiles, 2 cp.async stages.
+        Untimed so far: bench/attention_probe.py times the neighbours."""
         d, bh = problem["head_dim"], problem["batch"] * problem["heads"]
         dmax = next(w for w in (32, 64, 128) if d <= w)
         wq = 32 if dmax <= 64 else 16
