@@ -37,8 +37,8 @@ Rows start 16-byte aligned when head_dim % 4 == 0: the plan takes the float4 ker
   registers, rounded to 16 bits. K/V tiles are XOR-swizzled in shared memory (conflict-free ldmatrix,
   .trans for V), `double_buffer`/`copy` as above. Rows start 16-byte aligned when head_dim % 8 == 0.
 
->>> k = op.kernel(op.schedule_for(op.problem({"batch": 8, "heads": 16, "seq": 2048, "head_dim": 64}, dtype="bf16")))
->>> k.name
+>>> p16 = op.problem({"batch": 8, "heads": 16, "seq": 2048, "head_dim": 64}, dtype="bf16")
+>>> op.kernel(op.schedule_for(p16), types=p16.types).name
 'attention_bf16_sm90_aflashmma_bq128_wq32_bk64_d64_st2_ccpasync'
 """
 from __future__ import annotations
