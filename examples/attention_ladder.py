@@ -1,12 +1,13 @@
 """The attention ladder, written as schedules: the unfused three kernels (S = Q Kᵀ, softmax, O = P V,
 as torch's math path runs them) -> one fused FlashAttention kernel in float32 (online softmax over
-K/V tiles in shared memory) -> K/V tiles double-buffered with cp.async.
+K/V tiles in shared memory) -> K/V tiles double-buffered with cp.async -> float16 / bfloat16 on
+tensor cores (FlashAttention-2: mma.sync, Q's fragments in registers, P from S's registers).
 
     python3 examples/attention_ladder.py        # emit each step, validate it (GPU, else emulator)
 
-`kernelgen bench attention --ladder --size batch=8,heads=16,seq=2048,head_dim=64` times the same
-steps against torch's SDPA math backend; bench/attention_probe.py adds the causal and d128 shapes and
-torch's other backends.
+`kernelgen bench attention --ladder --size batch=8,heads=16,seq=2048,head_dim=64` times the fp32
+steps against torch's SDPA math backend (`--dtype bf16`: the tensor-core step against SDPA's flash
+kernel); bench/attention_probe.py adds the causal and d128 shapes and torch's other backends.
 """
 import kernelgen as kg
 from kernelgen import gpu
@@ -23,6 +24,13 @@ def fused(bq=64, rq=8, bk=64, rk=4, dmax=64):
             .split("j", bk, rk).bind("j.1", "threadIdx.x").split("d", dmax))
 
 
+def tensor_cores(bq=64, wq=16, bk=64, dmax=64):
+    """A block of bq queries, a warp per wq of them, K/V tiles of bk keys, S and P V by mma.sync."""
+    return (kg.schedule("attention").fuse("b", "h").bind("bh", "blockIdx.y")
+            .split("i", bq, wq).bind("i.0", "blockIdx.x").bind("i.1", "warp")
+            .split("j", bk).split("d", dmax).tensorize("j.1", "mma.m16n8k16"))
+
+
 def pipelined(s, stages, copy):
     return s.double_buffer("K", stages).double_buffer("V", stages).annotate("copy", copy)
 
@@ -32,15 +40,18 @@ LADDER = {
     .annotate("algo", "unfused"),
     "1 fused, online softmax (FlashAttention, fp32)": pipelined(fused(), 1, "sync").annotate("algo", "flash"),
     "2 K/V double-buffered with cp.async": pipelined(fused(), 2, "cp_async").annotate("algo", "flash"),
+    "3 fp16/bf16 on tensor cores (FlashAttention-2)": pipelined(tensor_cores(), 2, "cp_async")
+    .annotate("algo", "flash_mma"),
 }
 
 if __name__ == "__main__":
     backend = "gpu" if gpu.available() else "emulate"
-    problems = [op.problem({"batch": 8, "heads": 16, "seq": 2048, "head_dim": 64, "causal": c}) for c in (0, 1)] \
-        if backend == "gpu" else [op.problem(small=True)]
     for (title, sched), step in zip(LADDER.items(), op.ladder()):
         assert op.knobs_from_schedule(sched) == op.knobs_from_schedule(step.schedule), title
-        path, _ = write_kernel(op.kernel(sched), "out/attention")
+        dt = step.dtypes[0]     # the tensor-core step runs in float16 (and bfloat16), the others in float32
+        problems = [op.problem({"batch": 8, "heads": 16, "seq": 2048, "head_dim": 64, "causal": c}, dtype=dt)
+                    for c in (0, 1)] if backend == "gpu" else [op.problem(small=True, dtype=dt)]
+        path, _ = write_kernel(op.kernel(sched, types=problems[0].types), "out/attention")
         for p in problems:
             v = validate(op, sched, p, backend=backend)
             print(f"{title:48s} {str(p):48s} {v.summary()}")

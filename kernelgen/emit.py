@@ -19,6 +19,7 @@ import os
 import tempfile
 from pathlib import Path
 
+from .errors import ScheduleError
 from .ops import OPS
 from .ops.base import Kernel, Op
 from .render import declarations, render
@@ -93,11 +94,19 @@ def write_kernels(kernels: list[Kernel], out_dir: str | os.PathLike, headers: bo
 def generated_kernels(op: Op, default: Target, types=None, layout: str | None = None) -> list[tuple[str, Kernel]]:
     """(label, kernel) for the op's default schedule and each step of its ladder in `types` (default
     the op's first type) and operand layout (GEMM-like ops; default NN), without repeats; a step that
-    names its own arch (a tensor-core instruction of a later GPU) is built for that arch."""
-    out, seen = [], set()
-    for label, sched, arch in [("default", op.default_schedule(), "")] + [
-            (f"ladder {i}: {s.title}", s.schedule, s.arch) for i, s in enumerate(op.ladder(), 1)]:
-        kernel = op.kernel(sched, target(arch) if arch else default, types, layout)
+    names its own arch (a tensor-core instruction of a later GPU) is built for that arch, and a step that
+    runs only in other input types in its own first type (Op.step_types)."""
+    out, seen, ladder = [], set(), op.ladder()
+    for label, sched, arch, t in [("default", op.default_schedule(), "", types)] + [
+            (f"ladder {i}: {s.title}", s.schedule, s.arch, op.step_types(s, types)) for i, s in enumerate(ladder, 1)]:
+        try:
+            kernel = op.kernel(sched, target(arch) if arch else default, t, layout)
+        except ScheduleError:
+            # an op whose steps split by type (attention: fp32 on CUDA cores, 16 bits on tensor cores) has a
+            # default that runs in some types only; in the others its typed steps stand in for it
+            if label == "default" and any(s.dtypes for s in ladder):
+                continue
+            raise
         if kernel.name not in seen:
             seen.add(kernel.name)
             out.append((label, kernel))

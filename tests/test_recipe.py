@@ -124,7 +124,8 @@ SAMPLE = ("sgemm/sm_90/sgemm_f32_sm90_s1_bm128_bn128_tm8_tn8_lwarp_wm64_wn32_bk8
           "conv2d/sm_90/conv2d_f32_sm90_aim2col_t256_m32_n256_k8_tm4_tn8_st2_p4_v4_o0.cu",
           "gemm/sm_90/gemm_f16_sm90_imma_bm128_bn128_bk32_wm64_wn64_st4_ccpasync_p0_sxor_ld1_sw1.cu",  # > 48 KB shared
           "attention/sm_90/attention_f32_sm90_aunfused.cu",              # a float let (the scale) and a workspace
-          "attention/sm_90/attention_f32_sm90_aflash_bq64_rq8_bk64_rk4_d64_st2_ccpasync.cu")  # twins, > 48 KB shared
+          "attention/sm_90/attention_f32_sm90_aflash_bq64_rq8_bk64_rk4_d64_st2_ccpasync.cu",  # twins, > 48 KB shared
+          "attention/sm_90/attention_f16_sm90_aflashmma_bq64_wq16_bk64_d64_st2_ccpasync.cu")  # __half buffers, mma
 
 
 @pytest.mark.nvcc

@@ -1,4 +1,5 @@
-"""Scaled dot-product attention, float32: O = softmax(Q Kᵀ · scale [+ causal mask]) V per (batch, head).
+"""Scaled dot-product attention: O = softmax(Q Kᵀ · scale [+ causal mask]) V per (batch, head), in float32
+(CUDA cores) or float16 / bfloat16 (tensor cores, fp32 accumulation).
 
 >>> from kernelgen.ops import get_op
 >>> op = get_op("attention")
@@ -28,6 +29,17 @@ Loops: b, h (fused: bh, one per blockIdx.y), i over queries, j over keys, d over
   `double_buffer(K|V, n)` with `annotate("copy", "cp_async")` keeps n-1 K/V tiles in flight.
 Rows start 16-byte aligned when head_dim % 4 == 0: the plan takes the float4 kernel then, its
 `_unaligned` twin (element-wise global accesses) otherwise.
+- `annotate("algo", "flash_mma")`, float16 / bfloat16 only: FlashAttention-2 on tensor cores (sm_80+).
+  `split("i", BQ, WQ)`: BQ queries a block, WQ rows a warp (i.1 -> warp, BQ/WQ warps);
+  `split("j", BK)` with `tensorize("j.1", "mma.m16n8k16")`: K/V tiles of BK keys, S = Q Kᵀ and O += P V
+  by mma.sync on fragments; `split("d", DMAX)` as above. Q's fragments are loaded once (ldmatrix) and
+  stay in registers; the softmax runs on S's fp32 fragments and P goes to the P·V product from the same
+  registers, rounded to 16 bits. K/V tiles are XOR-swizzled in shared memory (conflict-free ldmatrix,
+  .trans for V), `double_buffer`/`copy` as above. Rows start 16-byte aligned when head_dim % 8 == 0.
+
+>>> p16 = op.problem({"batch": 8, "heads": 16, "seq": 2048, "head_dim": 64}, dtype="bf16")
+>>> op.kernel(op.schedule_for(p16), types=p16.types).name
+'attention_bf16_sm90_aflashmma_bq128_wq32_bk64_d64_st2_ccpasync'
 """
 from __future__ import annotations
 
@@ -41,10 +53,16 @@ from ..schedule import Schedule, ScheduleReader, schedule
 from ..target import Target, default_target
 from .base import INT_MAX, Dim, Kernel, Knob, LadderStep, Launch, Op, Plan, Problem, Scalar, Shorthand, \
     Workspace, cdiv, pow2
+from .gemm import smem_tile
+from .io import torch_tensor
 from .knobs import Prim
 
-ALGOS = ("unfused", "flash")
-FLASH = ("algo", ("flash",))            # the knobs of the fused kernel apply with this
+ALGOS = ("unfused", "flash", "flash_mma")
+FLASH = ("algo", ("flash", "flash_mma"))   # the knobs of both fused kernels apply with this
+FMA = ("algo", ("flash",))                  # the float32 kernel's thread tiles
+MMA = ("algo", ("flash_mma",))              # the tensor-core kernel's warp tiles
+INTRINSIC = "mma.m16n8k16"
+HALF = ("float16", "bfloat16")
 MAX_GRID = 65535                        # gridDim.y (flash: batch*heads) and gridDim.z (unfused)
 MAX_HEAD_DIM = 128
 UNFUSED_TILE = 16                       # the unfused kernels' tiles: 16 x 16 threads
@@ -55,29 +73,33 @@ QUIET_CAUSAL = Shorthand("causal", ("causal",), quiet=0)   # non-causal problems
 
 class Attention(Op):
     name = "attention"
-    summary = ("O[b,h] = softmax(Q[b,h] K[b,h]ᵀ / sqrt(head_dim), causal mask optional) V[b,h], float32, "
-               "(batch, heads, seq, head_dim) row-major")
+    summary = ("O[b,h] = softmax(Q[b,h] K[b,h]ᵀ / sqrt(head_dim), causal mask optional) V[b,h], float32 (CUDA "
+               "cores) or float16/bfloat16 (tensor cores, fp32 accumulation), (batch, heads, seq, head_dim) row-major")
     dims = (Dim("batch", 8, 1), Dim("heads", 16, 3),
             Dim("seq_q", 2048, 37, maximum=MAX_GRID * UNFUSED_TILE,
                 why=f"the unfused kernels' gridDim.y holds {MAX_GRID} tiles of {UNFUSED_TILE} queries"),
             Dim("seq_k", 2048, 37, maximum=INT_MAX - 256, why="int key indexes run up to a tile (256) past seq_k"),
             Dim("head_dim", 64, 64, maximum=MAX_HEAD_DIM,
-                why=f"a row of Q, K and V is one shared-memory tile of at most {MAX_HEAD_DIM} floats"),
+                why=f"a row of Q, K and V is one shared-memory tile of at most {MAX_HEAD_DIM} elements"),
             Dim("causal", 0, 1, minimum=0, maximum=1, why="causal is 0 (off) or 1 (on)"))
     shorthands = (Shorthand("seq", ("seq_q", "seq_k")), QUIET_CAUSAL)
     loops = ("b", "h", "i", "j", "d")
     inputs = ("Q", "K", "V")
     outputs = ("O",)
+    dtypes = ("float32",) + HALF
     knobs = (
         Knob("algo", "flash", ALGOS, "unfused (S = Q Kᵀ, softmax, P V: three kernels and a workspace) | flash "
-             "(one kernel, online softmax over K/V tiles)", "a", Prim("annotate", "algo", absent="flash", always=True)),
+             "(one kernel, online softmax over K/V tiles; float32) | flash_mma (flash on tensor cores, mma.sync; "
+             "float16, bfloat16)", "a", Prim("annotate", "algo", absent="flash", always=True)),
         Knob("bq", 64, (16, 32, 64, 128), "queries per block (i.0)", "bq", Prim("split", "i", args="BQ, RQ"), when=FLASH),
         Knob("rq", 8, (1, 2, 4, 8), "query rows per thread (i.2); BQ/RQ threads along y", "rq",
-             Prim("split", "i", args="BQ, RQ"), when=FLASH),
+             Prim("split", "i", args="BQ, RQ"), when=FMA),
+        Knob("wq", 16, (16, 32), "query rows per warp (i.1 -> warp, whole m16 tiles); BQ/WQ warps", "wq",
+             Prim("split", "i", args="BQ, WQ"), when=MMA),
         Knob("bk", 64, (16, 32, 64, 128), "keys per K/V tile (j.0 steps)", "bk", Prim("split", "j", args="BK, RK"),
              when=FLASH),
         Knob("rk", 4, (1, 2, 4, 8), "keys of a tile per thread (j.2, BK/RK apart); BK/RK threads along x", "rk",
-             Prim("split", "j", args="BK, RK"), when=FLASH),
+             Prim("split", "j", args="BK, RK"), when=FMA),
         Knob("dmax", 64, (32, 64, 128), "width of the Q, K and V tiles: the largest head_dim the kernel takes", "d",
              Prim("split", "d", args="DMAX"), when=FLASH),
         Knob("stages", 2, (1, 2, 3), "K/V tiles in shared memory (> 1: the next ones load during this one)", "st",
@@ -86,7 +108,8 @@ class Attention(Op):
              Prim("annotate", "copy", absent="sync", always=True), when=FLASH, unused="sync"),
     )
     structure_help = ("fuse(b, h) with bind(bh, blockIdx.y) (unfused: blockIdx.z); flash: bind(i.0, blockIdx.x), "
-                      "bind(i.1, threadIdx.y), bind(j.1, threadIdx.x); unfused takes no splits")
+                      "bind(i.1, threadIdx.y), bind(j.1, threadIdx.x); flash_mma: split(i, BQ, WQ), bind(i.0, "
+                      f"blockIdx.x), bind(i.1, warp), split(j, BK), tensorize(j.1, {INTRINSIC}); unfused takes no splits")
 
     # -- problems ----------------------------------------------------------------------------------
     def check_problem(self, problem: Problem) -> None:
@@ -107,6 +130,10 @@ class Attention(Op):
         s = schedule(self.name).fuse("b", "h")
         if k["algo"] == "unfused":
             return self.put(s.bind("bh", "blockIdx.z"), k, "algo")
+        if k["algo"] == "flash_mma":
+            s = (s.bind("bh", "blockIdx.y").split("i", k["bq"], k["wq"]).bind("i.0", "blockIdx.x").bind("i.1", "warp")
+                 .split("j", k["bk"]).split("d", k["dmax"]).tensorize("j.1", INTRINSIC))
+            return self.put(s, k, "stages", "copy", "algo")
         s = (s.bind("bh", "blockIdx.y").split("i", k["bq"], k["rq"]).bind("i.0", "blockIdx.x")
              .bind("i.1", "threadIdx.y").split("j", k["bk"], k["rk"]).bind("j.1", "threadIdx.x")
              .split("d", k["dmax"]))
@@ -120,6 +147,14 @@ class Attention(Op):
             r.expect("bind", "bh", "blockIdx.z")
             return dict(algo=algo)
         r.expect("bind", "bh", "blockIdx.y")
+        if algo == "flash_mma":
+            bq, wq = r.split("i", 2, (64, 16))
+            (bk,) = r.split("j", 1, (64,))
+            (dmax,) = r.split("d", 1, (64,))
+            for loop, axis in (("i.0", "blockIdx.x"), ("i.1", "warp")):
+                r.expect("bind", loop, axis)
+            r.expect("tensorize", "j.1", INTRINSIC)
+            return dict(algo=algo, bq=bq, wq=wq, bk=bk, dmax=dmax)
         bq, rq = r.split("i", 2, (64, 8))
         bk, rk = r.split("j", 2, (64, 4))
         (dmax,) = r.split("d", 1, (64,))
@@ -128,12 +163,39 @@ class Attention(Op):
         return dict(algo=algo, bq=bq, rq=rq, bk=bk, rk=rk, dmax=dmax)
 
     def name_knobs(self, k: dict) -> dict:
-        return k if k["algo"] == "flash" else {"algo": k["algo"]}
+        """The knobs the variant uses (the float32 kernels' names as before the tensor-core step)."""
+        if k["algo"] == "unfused":
+            return {"algo": k["algo"]}
+        unused = ("wq",) if k["algo"] == "flash" else ("rq", "rk")
+        return {n: v for n, v in k.items() if n not in unused}
 
     # -- legality ----------------------------------------------------------------------------------
     def check_knobs(self, k: dict, target: Target) -> None:
-        if k["algo"] != "flash":
+        if k["algo"] == "unfused":
             return
+        if k["algo"] == "flash_mma":
+            self._check_mma(k, target)
+        else:
+            self._check_fma(k, target)
+        if k["copy"] == "cp_async":
+            target.require("cp_async", "annotate", "copy", "cp_async")
+            check(k["stages"] >= 2, "double_buffer", "K", k["stages"], limit="cp.async keeps stages-1 tiles in "
+                  "flight: 2 or 3 stages", allowed="2, 3")
+        else:
+            check(k["stages"] <= 2, "double_buffer", "K", k["stages"], limit="copies through registers hold one tile "
+                  "ahead", allowed="1, 2 (3 with copy cp_async)")
+
+    def _check_mma(self, k: dict, target: Target) -> None:
+        """Warps of WQ rows (whole m16 tiles), K/V tiles of whole k16 steps, at most max_threads."""
+        target.require("mma_m16n8k16_f16", "tensorize", "j.1", INTRINSIC)
+        target.require("ldmatrix", "tensorize", "j.1", INTRINSIC)
+        check(k["bq"] % k["wq"] == 0, "split", "i", (k["bq"], k["wq"]),
+              limit=f"the warp's rows {k['wq']} divide the block's {k['bq']}")
+        threads = 32 * (k["bq"] // k["wq"])
+        check(threads <= target.max_threads, "split", "i", (k["bq"], k["wq"]),
+              limit=f"{threads} threads: at most {target.max_threads}")
+
+    def _check_fma(self, k: dict, target: Target) -> None:
         for loop, b, r in (("i", k["bq"], k["rq"]), ("j", k["bk"], k["rk"])):
             check(b % r == 0, "split", loop, (b, r), limit=f"the per-thread factor {r} divides the tile {b}")
         tx, ty = k["bk"] // k["rk"], k["bq"] // k["rq"]
@@ -143,17 +205,11 @@ class Attention(Op):
         threads = tx * ty
         check(threads % 32 == 0 and threads <= target.max_threads, "split", "i", (k["bq"], k["rq"]),
               limit=f"{ty} x {tx} = {threads} threads: whole warps, at most {target.max_threads}")
-        if k["copy"] == "cp_async":
-            target.require("cp_async", "annotate", "copy", "cp_async")
-            check(k["stages"] >= 2, "double_buffer", "K", k["stages"], limit="cp.async keeps stages-1 tiles in "
-                  "flight: 2 or 3 stages", allowed="2, 3")
-        else:
-            check(k["stages"] <= 2, "double_buffer", "K", k["stages"], limit="copies through registers hold one tile "
-                  "ahead", allowed="1, 2 (3 with copy cp_async)")
 
     # -- lowering ----------------------------------------------------------------------------------
     def template(self, knobs: dict) -> str:
-        return "attention_flash.cu.j2" if knobs["algo"] == "flash" else "attention_unfused.cu.j2"
+        return {"flash": "attention_flash.cu.j2", "flash_mma": "attention_mma.cu.j2"}.get(knobs["algo"],
+                                                                                          "attention_unfused.cu.j2")
 
     @staticmethod
     def smem_layout(k: dict) -> dict:
@@ -166,9 +222,37 @@ class Attention(Op):
         return dict(ldq=ldq, ldk=ldk, ldv=ldv, ldp=ldp, q_off=0, k_off=q, v_off=q + kk, p_off=q + kk + v,
                     floats=q + kk + v + k["bq"] * ldp)
 
+    @staticmethod
+    def mma_layout(k: dict) -> dict:
+        """The tensor-core kernel's shared memory in halves: Q's tile, then `stages` K tiles and `stages` V
+        tiles, each bk x dmax, rows XOR-swizzled in 16-byte chunks (lib/tc_copy.j2's tile dicts)."""
+        threads = 32 * (k["bq"] // k["wq"])
+        tq, tk = smem_tile(k["bq"], k["dmax"], 0, True, threads), smem_tile(k["bk"], k["dmax"], 0, True, threads)
+        q, kv = tq["rows"] * tq["ld"], tk["rows"] * tk["ld"]
+        return dict(tq=tq, tk=tk, kv_stage=kv, q_off=0, k_off=q, v_off=q + k["stages"] * kv,
+                    halves=q + 2 * k["stages"] * kv, threads=threads)
+
+    def _mma_params(self, k: dict, types: Types, target: Target) -> tuple[dict, int, int]:
+        d = types.input
+        check(d.name in HALF, "tensorize", "j.1", INTRINSIC, limit=f"{INTRINSIC} takes float16 or bfloat16 inputs, "
+              f"not {d.name}; float32 runs algo flash", allowed="float16, bfloat16")
+        if d.name == "bfloat16":
+            target.require("mma_m16n8k16_bf16", "tensorize", "j.1", f"{INTRINSIC} on bfloat16")
+        lay = self.mma_layout(k)
+        mi, nk, nd, dk = k["wq"] // 16, k["bk"] // 8, k["dmax"] // 8, k["dmax"] // 16
+        p = dict(k, **lay, warps=lay["threads"] // 32, mi=mi, nk=nk, nd=nd, dk=dk, log2e=LOG2E, out=types.output,
+                 in_header=d.header, mma_fn=f"kg_mma_m16n8k16_{d.short}")
+        # per thread: S and O fragments, Q's fragments, one k16 step's B fragments, m and l, ~60 for addresses
+        # and what ptxas keeps in flight (measured: 164 at d64 wq16, 217 at d128 wq16, 244 at d64 wq32; sm_90)
+        regs = 4 * mi * (nk + nd + dk) + 2 * max(nk, nd) + 4 * mi + 60 + \
+            (8 * lay["tk"]["iters"] if k["copy"] == "sync" and k["stages"] > 1 else 0)
+        return p, 2 * lay["halves"], regs
+
     def template_params(self, k: dict, types: Types, target: Target) -> tuple[dict, int, int]:
-        check(types.input.name == "float32", "cache_read", "Q", types.input.name, limit="attention runs in float32",
-              allowed="float32")
+        if k["algo"] == "flash_mma":
+            return self._mma_params(k, types, target)
+        check(types.input.name == "float32", "annotate", "algo", k["algo"], limit=f"algo {k['algo']} runs in float32; "
+              f"{types.input.name} runs on tensor cores", allowed="flash_mma")
         if k["algo"] == "unfused":
             return dict(tile=UNFUSED_TILE, softmax_rows=SOFTMAX_ROWS, log2e=LOG2E), 0, 40
         tx, ty = k["bk"] // k["rk"], k["bq"] // k["rq"]
@@ -189,8 +273,9 @@ class Attention(Op):
         bh = b * h
         scalars = tuple(Scalar(n, "int", v) for n, v in (("seq_q", sq), ("seq_k", sk), ("head_dim", d),
                                                           ("causal", causal))) + (Scalar("scale", "float", 1 / math.sqrt(d)),)
-        aligned = d % 4 == 0
-        align = tuple((buf, 16 if aligned else 4) for buf in ("Q", "K", "V", "O"))
+        vec = self._vec(k)     # elements of a 16-byte access
+        aligned = d % vec == 0
+        align = tuple((buf, 16 if aligned else 16 // vec) for buf in ("Q", "K", "V", "O"))
         if k["algo"] == "unfused":
             t = UNFUSED_TILE
             launches = (
@@ -204,10 +289,16 @@ class Attention(Op):
                         scalars + (Scalar("rows", "long long", bh * sq),), align)
         check(d <= k["dmax"], "split", "d", f"head_dim={d}", limit=f"head_dim <= DMAX = {k['dmax']} (the tiles' width)")
         p = dict(kernel.params)
-        launch = Launch(kernel.name + ("" if aligned else "_unaligned"), (cdiv(sq, k["bq"]), bh, 1),
-                        (p["tx"], p["ty"], 1), ("Q", "K", "V", "O", "seq_q", "seq_k", "head_dim", "causal", "scale"),
-                        kernel.static_smem)
+        block = (p["threads"], 1, 1) if k["algo"] == "flash_mma" else (p["tx"], p["ty"], 1)
+        launch = Launch(kernel.name + ("" if aligned else "_unaligned"), (cdiv(sq, k["bq"]), bh, 1), block,
+                        ("Q", "K", "V", "O", "seq_q", "seq_k", "head_dim", "causal", "scale"), kernel.static_smem)
         return Plan(kernel, problem, (launch,), (), scalars, align)
+
+    @staticmethod
+    def _vec(k: dict) -> int:
+        """Elements of one 16-byte global access: 4 floats, or 8 halves (flash_mma); rows start 16-byte
+        aligned where head_dim is a multiple of it."""
+        return 8 if k["algo"] == "flash_mma" else 4
 
     def launch_recipe(self, kernel: Kernel):
         from ..recipe import Recipe, Step
@@ -215,7 +306,8 @@ class Attention(Op):
         sizes = tuple(d.name for d in self.dims)
         lets = [("scale", "float", "1.0 / sqrt(1.0 * head_dim)")]
         requires = [(f"batch * heads <= {MAX_GRID}", f"a grid dimension holds {MAX_GRID} (batch, head) pairs")]
-        align = tuple((b, n, when) for n, when in ((16, "head_dim % 4 == 0"), (4, "head_dim % 4 != 0"))
+        vec = self._vec(k)
+        align = tuple((b, n, when) for n, when in ((16, f"head_dim % {vec} == 0"), (16 // vec, f"head_dim % {vec} != 0"))
                       for b in ("Q", "K", "V", "O"))
         common = dict(arch=kernel.arch, sizes=sizes, buffers=self.recipe_buffers(kernel), alignment=align)
         if k["algo"] == "unfused":
@@ -233,8 +325,9 @@ class Attention(Op):
         requires.append((f"head_dim <= {k['dmax']}", f"head_dim <= DMAX = {k['dmax']} (the tiles' width)"))
         grid = (f"kg_cdiv(seq_q, {k['bq']})", "batch * heads", "1")
         args = ("Q", "K", "V", "O", "seq_q", "seq_k", "head_dim", "causal", "scale")
-        steps = tuple(Step(kernel.name + sfx, grid, (p["tx"], p["ty"], 1), args, kernel.static_smem, when=when)
-                      for sfx, when in (("", "head_dim % 4 == 0"), ("_unaligned", "head_dim % 4 != 0")))
+        block = (p["threads"], 1, 1) if k["algo"] == "flash_mma" else (p["tx"], p["ty"], 1)
+        steps = tuple(Step(kernel.name + sfx, grid, block, args, kernel.static_smem, when=when)
+                      for sfx, when in (("", f"head_dim % {vec} == 0"), ("_unaligned", f"head_dim % {vec} != 0")))
         return Recipe(steps=steps, lets=tuple(lets), requires=tuple(requires), **common)
 
     # -- numbers -----------------------------------------------------------------------------------
@@ -248,11 +341,12 @@ class Attention(Op):
     def make_inputs(self, problem: Problem, rng: np.random.Generator) -> dict[str, np.ndarray]:
         # Q scaled by 3 spreads the scores (std ~3) so the max subtraction and the rescaling matter;
         # an offset on V keeps O away from 0 (the relative error stays meaningful).
-        shapes = self.input_shapes(problem)
+        # Stored in the problem's type (16-bit inputs rounded once here: the reference reads the same values).
+        shapes, d = self.input_shapes(problem), problem.dtype("Q")
         q = rng.standard_normal(shapes["Q"]) * 3.0
         k = rng.standard_normal(shapes["K"])
         v = rng.standard_normal(shapes["V"]) + 0.5
-        return {n: a.astype(np.float32) for n, a in (("Q", q), ("K", k), ("V", v))}
+        return {n: d.encode(a.astype(np.float32)) for n, a in (("Q", q), ("K", k), ("V", v))}
 
     device_reference = True     # validate on a GPU computes the float64 reference there (xp=cupy)
 
@@ -260,9 +354,10 @@ class Attention(Op):
         """float64 softmax(Q Kᵀ / sqrt(d), masked) V, one batch at a time (S is seq_q x seq_k per head)."""
         sq, sk, d = problem["seq_q"], problem["seq_k"], problem["head_dim"]
         mask = xp.triu(xp.ones((sq, sk), dtype=bool), 1) if problem["causal"] else None
+        dt = problem.dtype("Q")
         out = []
         for b in range(problem["batch"]):
-            q, k, v = (inputs[n][b].astype(xp.float64) for n in ("Q", "K", "V"))
+            q, k, v = (dt.decode(inputs[n][b], xp) for n in ("Q", "K", "V"))
             s = q @ k.transpose(0, 2, 1) / math.sqrt(d)
             if mask is not None:
                 s = xp.where(mask, -xp.inf, s)
@@ -272,8 +367,21 @@ class Attention(Op):
 
     rel_tolerance = 1e-5
 
+    def tolerance(self, problem: Problem) -> float:
+        """float32: 1e-5. 16-bit: 3 u (u the type's unit roundoff, 2^-11 for fp16 and 2^-8 for bf16: 1.5e-3
+        and 1.2e-2). The reference reads the same rounded inputs and S, the softmax and O accumulate in
+        fp32, so what is left is P rounded to 16 bits before P·V (<= u on each weight, averaging down
+        over the keys) and O rounded once on its store (<= u each, ~u/sqrt(3) rms): 0.44 u measured on
+        the emulator for both types. 3 u leaves room for the unlucky draw; a missed mask or rescale
+        costs whole rows (errors of 1e-1 and more)."""
+        d = problem.dtype("Q")
+        return self.rel_tolerance if d.name == "float32" else 3 * d.unit_roundoff
+
+    def math(self, problem: Problem) -> str:
+        return problem.dtype("Q").math
+
     def bytes_moved(self, problem: Problem) -> int:
-        return 4 * sum(int(np.prod(s)) for s in (*self.input_shapes(problem).values(),
+        return problem.dtype("Q").itemsize * sum(int(np.prod(s)) for s in (*self.input_shapes(problem).values(),
                                                  *self.output_shapes(problem).values()))
 
     def flops(self, problem: Problem) -> int:
@@ -283,8 +391,9 @@ class Attention(Op):
         return 4 * b * h * pairs * d
 
     def vendor(self, dev_inputs, problem):
-        """torch's scaled_dot_product_attention restricted to its math backend (the unfused products and
-        softmax that the issue's fp32 target is measured against); bench/attention_probe.py times the
+        """torch's scaled_dot_product_attention: float32 restricted to its math backend (the unfused
+        products and softmax that the issue's fp32 target is measured against), float16 / bfloat16 to its
+        flash backend (FlashAttention-2, the half-precision target); bench/attention_probe.py times the
         other backends too."""
         try:
             import torch
@@ -292,13 +401,16 @@ class Attention(Op):
         except ImportError:
             return None
         torch.backends.cuda.matmul.allow_tf32 = False
-        q, k, v = (torch.as_tensor(dev_inputs[n], device="cuda") for n in ("Q", "K", "V"))
+        d = problem.dtype("Q")
+        q, k, v = (torch_tensor(dev_inputs[n], d) for n in ("Q", "K", "V"))
         causal = bool(problem["causal"])
+        backend, label = ((SDPBackend.MATH, "torch SDPA (math backend, TF32 off)") if d.name == "float32" else
+                          (SDPBackend.FLASH_ATTENTION, f"torch SDPA (flash backend, {d.short})"))
 
         def run():
-            with sdpa_kernel(SDPBackend.MATH):
+            with sdpa_kernel(backend):
                 return torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal)
-        return "torch SDPA (math backend, TF32 off)", run
+        return label, run
 
     # -- ladder and search -------------------------------------------------------------------------
     def ladder(self) -> tuple[LadderStep, ...]:
@@ -310,10 +422,14 @@ class Attention(Op):
              "the seed's softmax notes' online softmax, taken to attention"),
             ("K/V tiles double-buffered with cp.async", dict(flash, stages=2, copy="cp_async"), ""),
         ]
-        return tuple(LadderStep(t, self.schedule_from_knobs(**k), n) for t, k, n in steps)
+        fp32 = tuple(LadderStep(t, self.schedule_from_knobs(**k), n, dtypes=("float32",)) for t, k, n in steps)
+        mma = dict(algo="flash_mma", bq=64, wq=16, bk=64, dmax=64, stages=2, copy="cp_async")
+        return fp32 + (LadderStep("fp16/bf16 on tensor cores: mma.sync, Q in registers, P from S's registers "
+                                  "(FlashAttention-2)", self.schedule_from_knobs(**mma),
+                                  "the issue's target: >= 0.8x torch's SDPA flash kernel", dtypes=HALF),)
 
     def schedule_for(self, problem: Problem, target: Target | None = None) -> Schedule:
-        """The fused kernel: tiles as wide as the smallest DMAX that holds head_dim; 16 threads per
+        """float16 / bfloat16: the tensor-core kernel (_mma_pick). float32: the fused kernel: tiles as wide as the smallest DMAX that holds head_dim; 16 threads per
         row (so each owns DMAX/16 columns of O), RQ rows per thread as many as keep O's registers at
         <= 32 (8 rows at d <= 64, 4 at 128); BQ = 128 queries at d <= 64 where 128-query tiles still
         give every SM two blocks (each K/V tile then serves twice the rows: 2.09x torch's math path
@@ -321,6 +437,8 @@ class Attention(Op):
         cannot give every SM a block; then the first of (cp.async, 2 stages) and (through registers, 1 stage), each with
         64- then 32-key tiles and BQ then BQ/2 queries, whose shared memory the target holds."""
         target = target or default_target()
+        if problem.dtype("Q").name in HALF:
+            return self.schedule_from_knobs(**self._mma_pick(problem, target))
         d, sq = problem["head_dim"], problem["seq_q"]
         dmax = next(w for w in (32, 64, 128) if d <= w)
         bh = problem["batch"] * problem["heads"]
@@ -336,8 +454,28 @@ class Attention(Op):
                     return self.schedule_from_knobs(**k)
         return self.schedule_from_knobs(**k)      # the smallest: kernel() names the limit it breaks
 
+    def _mma_pick(self, problem: Problem, target: Target) -> dict:
+        """The tensor-core kernel: tiles as wide as the smallest DMAX that holds head_dim; 128-query
+        blocks where that gives every SM a block, so each K/V tile feeds twice the rows (FlashAttention-2's
+        forward tiles), else 64 queries; 32 rows a warp at DMAX <= 64 (4 warps: each K and V fragment
+        then serves two m16 tiles; 244 registers, no spills), 16 at DMAX 128 (8 warps at 128 queries: 32
+        rows would need ~350 registers, O alone is 128 floats a thread); 64-key tiles, 2 cp.async stages.
+        Untimed so far: bench/attention_probe.py times the neighbours."""
+        d, bh = problem["head_dim"], problem["batch"] * problem["heads"]
+        dmax = next(w for w in (32, 64, 128) if d <= w)
+        wq = 32 if dmax <= 64 else 16
+        bq = 128 if bh * cdiv(problem["seq_q"], 128) >= target.sms else 64
+        return dict(algo="flash_mma", bq=bq, wq=min(wq, bq // 4), bk=64, dmax=dmax, stages=2, copy="cp_async")
+
     def space(self, problem: Problem, target: Target):
         d = problem["head_dim"]
+        if problem.dtype("Q").name in HALF:
+            for dmax in (w for w in (32, 64, 128) if d <= w):
+                for bq, wq in ((64, 16), (128, 16), (128, 32), (64, 32)):
+                    for bk in (32, 64, 128):
+                        for stages in (2, 3):
+                            yield dict(algo="flash_mma", bq=bq, wq=wq, bk=bk, dmax=dmax, stages=stages, copy="cp_async")
+            return
         for dmax in (w for w in (32, 64, 128) if d <= w):
             for bq, rq in ((32, 4), (64, 4), (64, 8), (128, 8)):
                 for bk, rk in ((32, 2), (64, 4), (64, 2), (128, 8)):

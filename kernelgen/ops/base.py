@@ -214,6 +214,7 @@ class LadderStep:
     schedule: Schedule
     note: str = ""                 # the seed notes' figure or remark for this step
     arch: str = ""                 # the arch the step needs ("" = any the op runs on), e.g. sm_90a for wgmma
+    dtypes: tuple[str, ...] = ()   # the input types the step runs in (() = all the op's); generated/ holds the first
 
 
 class Op:
@@ -439,6 +440,14 @@ class Op:
             if k.step:
                 seen.setdefault(k.step.describe(k))
         return "; ".join(seen) + (f". {self.structure_help}" if self.structure_help else "")
+
+    def step_types(self, step: LadderStep, types: Types | None = None) -> Types | None:
+        """The types ladder step `step` is built in: `types` (None: the op's first) where the step runs in
+        that input type, else the step's own first (attention's tensor-core step is fp16/bf16 only, its
+        others fp32 only)."""
+        if step.dtypes and (types or self.types()).input.name not in step.dtypes:
+            return self.types(step.dtypes[0])
+        return types
 
     def default_schedule(self) -> Schedule:
         return self.schedule_from_knobs(**self.default_knobs())
