@@ -106,3 +106,21 @@ def test_a_kernel_that_drops_the_residual_fails():
     assert validate(op, sched, p, backend="emulate", seed=3).ok
     v = validate(op, sched, p, backend="emulate", seed=3, mutate=lambda src: src.replace("] += ", "] -= "))
     assert not v.ok
+
+
+@pytest.mark.nvrtc
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+def test_residual_kernels_compile_wide_and_spill_nothing(dtype):
+    from kernelgen.compile import compile_cuda
+    from kernelgen.inspect import facts_of
+    p = op.problem({"rows": 8192, "cols": 4096}, residual="add_store", dtype=dtype)
+    inst = op.for_problem(p)
+    # the heuristic's forms (row_heuristic); the 16-bit Welford loop at 256 x 2 (not a heuristic pick) has ptxas
+    # keep two row pointers on the stack (16-32 bytes) with h's
+    for knobs in (dict(algo="registers", threads=256, items=2), dict(algo="welford", threads=512, items=4),
+                  dict(algo="split", threads=128, items=2)):
+        k = inst.kernel(op.schedule(**knobs, vec=4 if dtype == "float32" else 8), types=p.types)
+        for sym, f in {f.symbol: f for f in facts_of(compile_cuda(render(k), "sm_90", k.name))}.items():
+            assert f.spill_bytes == 0 and f.local_ops == 0, (knobs, sym)
+            if not sym.endswith("_scalar"):      # x, res, y and h in 16-byte accesses
+                assert f.ldg128 > 0 and f.stg128 > 0, (knobs, sym, f.ldg128, f.stg128)
