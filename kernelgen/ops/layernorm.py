@@ -62,7 +62,7 @@ FLOAT32_ROUNDOFF = 2.0 ** -24   # unit roundoff of the fp32 arithmetic every for
 class LayerNorm(HalfRowNumbers, RowSchedule, Op):
     name = "layernorm"
     summary = ("y = (x - mean) / sqrt(var + 1e-5) * gamma + beta over each row of x; float32, float16 or "
-               "bfloat16, fp32 math")
+               "bfloat16, fp32 math; `;residual=add` normalises x + res (add_store also writes h = x + res)")
     dims = (Dim("rows", 8192, 37), Dim("cols", 4096, 1000, maximum=INT_MAX - MAX_CHUNK, why=f"int column indexes run up to a chunk of a row (items*threads*vec, "
                                                              f"at most {MAX_CHUNK}) past its end"))
     loops = ("i", "j")
