@@ -124,3 +124,15 @@ def test_residual_kernels_compile_wide_and_spill_nothing(dtype):
             assert f.spill_bytes == 0 and f.local_ops == 0, (knobs, sym)
             if not sym.endswith("_scalar"):      # x, res, y and h in 16-byte accesses
                 assert f.ldg128 > 0 and f.stg128 > 0, (knobs, sym, f.ldg128, f.stg128)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16"])
+@pytest.mark.parametrize("mode", MODES)
+def test_residual_layer_norm_on_the_gpu(mode, dtype):
+    from kernelgen import gpu
+    for sizes in ({"rows": 3, "cols": 1}, {"rows": 37, "cols": 4097}, {"rows": 8192, "cols": 768}, {"rows": 2, "cols": 70000}):
+        p = op.problem(sizes, residual=mode, dtype=dtype)
+        for sched in (op.schedule_for(p, gpu.device()), op.schedule(**SCHEDULES["split"])):
+            v = validate(op, sched, p, backend="gpu")
+            assert v.ok, (sizes, v.summary())

@@ -249,8 +249,9 @@ class LayerNorm(HalfRowNumbers, RowSchedule, Op):
     def measure(self, problem: Problem) -> str:
         c = "c = u32 log2(cols) / tolerance"
         if not self.half_output(problem):
-            return f"||y - ref|| / (||ref|| + c ||mean rstd gamma||), {c}"
-        return f"max |y - ref| / (|ref| + |(x - mean) rstd gamma| + |beta| + c |mean rstd gamma|), {c}, per element"
+            return f"||y - ref|| / (||ref|| + c ||mean rstd gamma||), {c}" + ("; h: ||h - ref|| / ||ref||" if "h" in self.outputs else "")
+        return (f"max |y - ref| / (|ref| + |(x - mean) rstd gamma| + |beta| + c |mean rstd gamma|), {c}, per element"
+                + ("; h: max |h - ref| / (|x| + |res|)" if "h" in self.outputs else ""))
 
     def error(self, name, out, ref, inputs, problem) -> float:
         """x - mean in fp32 (as every form and torch compute it) is off by up to ~log2(cols) fp32 roundoffs
