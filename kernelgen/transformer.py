@@ -173,14 +173,20 @@ def block_error(y, ref, x) -> float:
     return float((y - ref).norm() / (ref - x).norm())
 
 
-def check(cfg: Config, dtype: str, device="cuda", seed: int = 0) -> dict:
-    """Both blocks in `dtype` against the torch block in float64: {"kernelgen": err, "torch": err,
-    "tolerance": tol, "ok": kernelgen err <= tol}."""
+def inputs(cfg: Config, dtype: str, device="cuda", seed: int = 0) -> tuple:
+    """(x, params) of the block in `dtype`, drawn on the CPU from `seed` (the same on every device)."""
+    torch = _torch()
+    t = getattr(torch, dtype)
+    x = torch.randn(cfg.batch, cfg.seq, cfg.d_model, generator=torch.Generator().manual_seed(seed + 1)).to(device, t)
+    return x, init_params(cfg, t, device, seed)
+
+
+def check(cfg: Config, dtype: str, device="cuda", seed: int = 0, given: tuple | None = None) -> dict:
+    """Both blocks in `dtype` (on `given` (x, params), else inputs(...)) against the torch block in float64:
+    {"kernelgen": err, "torch": err, "tolerance": tol, "ok": kernelgen err <= tol}."""
     torch = _torch()
     check_dtype(dtype)
-    t = getattr(torch, dtype)
-    p = init_params(cfg, t, device, seed)
-    x = torch.randn(cfg.batch, cfg.seq, cfg.d_model, generator=torch.Generator().manual_seed(seed + 1)).to(device, t)
+    x, p = given or inputs(cfg, dtype, device, seed)
     with torch.no_grad():
         ref = torch_block(x.double(), {k: v.double() for k, v in p.items()}, cfg.heads)
         errs = {name: block_error(f(x, p, cfg.heads), ref, x) for name, f in
@@ -240,10 +246,8 @@ def bench(cfg: Config, dtype: str, reps: int = 100, warmup: int = 10) -> dict:
     check_dtype(dtype)
     torch.backends.cuda.matmul.allow_tf32 = False          # fp32 is fp32 on both sides (sgemm has no TF32)
     torch.backends.cudnn.allow_tf32 = False
-    result = check(cfg, dtype)
-    t = getattr(torch, dtype)
-    p = init_params(cfg, t, "cuda")
-    x = torch.randn(cfg.batch, cfg.seq, cfg.d_model, device="cuda", dtype=t)
+    x, p = inputs(cfg, dtype)
+    result = check(cfg, dtype, given=(x, p))
     compiled = torch.compile(torch_block)
     runs = [("kernelgen", lambda: kernelgen_block(x, p, cfg.heads)), ("PyTorch eager", lambda: torch_block(x, p, cfg.heads)),
             ("torch.compile", lambda: compiled(x, p, cfg.heads))]
