@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One call on a GPU machine does it all: the gpu test tier, then every benchmark in benchmarks.txt
 # (each compared with the vendor library in the same process). Results go to $OUT (or ./bench_out).
-#   bench/gpu_all.sh [tests] [attention] [launch] [bench] [changed] [gemm] [half] [suites] [followup] [tune OP SIZE BUDGET]...
+#   bench/gpu_all.sh [tests] [attention] [launch] [bench] [changed] [gemm] [half] [suites] [followup] [transformer] [tune OP SIZE BUDGET]...
 set -uo pipefail
 cd "$(dirname "$0")/.."
 export PYTHONPATH=$PWD PYTHONUNBUFFERED=1
@@ -49,6 +49,12 @@ while [ $# -gt 0 ]; do
           timeout 60 $K bench sgemm --size $s --markdown --reps 10 | grep -E "heuristic|default|vendor:"; done
         for s in rows=4096,cols=128256 rows=1,cols=32000; do timeout 60 $K bench softmax --size $s --markdown | grep -E "heuristic|vendor:"; done
         timeout 60 $K bench transpose --size M=12345,N=6789 --markdown | grep -E "heuristic|vendor:"; } 2>&1 | tee "$OUT/followup.txt"; shift ;;
+    transformer) # the GPT-2-style block (issue 15): its gpu tests, then GPT-2 small and the 7B layer against PyTorch eager
+      # and torch.compile, fp32 and bf16 (a type kernelgen's attention does not take yet says so in one line)
+      { timeout 300 $PT tests/test_transformer.py tests/test_torch_ops.py tests/test_layernorm_residual.py
+        for c in gpt2-small 7b; do for d in float32 bfloat16; do echo "## transformer $c $d"
+          timeout 280 $K bench transformer --size $c --dtype $d --markdown --json "$OUT/transformer_${c}_$d.json"; echo; done; done
+      } 2>&1 | tee "$OUT/transformer.md"; shift ;;
     *) echo "unknown step $1"; exit 2 ;;
   esac
 done

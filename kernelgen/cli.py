@@ -11,6 +11,7 @@
     kernelgen bench reduce_sum --ladder       # ladder table against the vendor library
     kernelgen bench softmax --size 8192x128 --timing graph   # CUDA-graph replays: small problems
     kernelgen bench sgemm --ladder --json sgemm.json          # results as JSON, for plot and report
+    kernelgen bench transformer --size gpt2-small --dtype bfloat16   # a GPT-2 block vs PyTorch eager, torch.compile
     kernelgen plot sgemm.json -o roofline.png                 # roofline (--chart ladder: the speed-ups)
     kernelgen report sgemm.json -o report.html                # one self-contained page
 
@@ -660,7 +661,8 @@ def tune_db_import(cache_file, fmt, op_name, size, arch, db, dtype, out_dtype, l
 # -- bench ---------------------------------------------------------------------------------------
 @main.command()
 @click.argument("op_name", required=False)
-@click.option("--size", help="Problem size (default: the op's benchmark size).")
+@click.option("--size", help="Problem size (default: the op's benchmark size); for `bench transformer` a config: "
+              "gpt2-small (default), 7b, or d_model=D,heads=H,seq=S,batch=B.")
 @click.option("--ladder", is_flag=True, help="Every ladder step, not only the default schedule.")
 @click.option("--knob", "-k", "knobs", multiple=True, metavar="NAME=VALUE",
               help="Bench the default schedule with these knobs set, instead of the default and the heuristic.")
@@ -680,8 +682,18 @@ def tune_db_import(cache_file, fmt, op_name, size, arch, db, dtype, out_dtype, l
 @dtype_options
 def bench(op_name, size, ladder, knobs, schedule_file, suite, shard, best, db, reps, markdown, json_file, plot_file,
           timing, dtype, out_dtype, layout):
-    """Validate and time schedules against the vendor library in the same run, the same way."""
+    """Validate and time schedules against the vendor library in the same run, the same way. `bench
+    transformer` times a GPT-2-style block of kernelgen ops against PyTorch eager and torch.compile."""
     from .bench import bench_rows, format_rows
+    if op_name == "transformer":
+        given = [o for o, v in (("--ladder", ladder), ("--knob", knobs), ("--schedule", schedule_file), ("--suite", suite),
+                                ("--shard", shard), ("--best", best), ("--db", db), ("--plot", plot_file),
+                                ("--out-dtype", out_dtype), ("--layout", layout)) if v]
+        if given:
+            raise UsageError(f"bench transformer times a whole block; it takes no {given[0]} (only --size CONFIG, "
+                             "--dtype, --reps, --markdown, --json)")
+        passes = reps if click.get_current_context().get_parameter_source("reps").name != "DEFAULT" else 100
+        return bench_transformer(size or "gpt2-small", dtype or "float32", passes, markdown, json_file)
     if suite is not None or shard is not None:
         given = [o for o, v in (("OP", op_name), ("--size", size), ("--ladder", ladder), ("--knob", knobs),
                                 ("--schedule", schedule_file), ("--best", best), ("--db", db), ("--dtype", dtype),
@@ -731,6 +743,23 @@ def bench(op_name, size, ladder, knobs, schedule_file, suite, shard, best, db, r
             click.echo(f"wrote {plot_file}")
     if any(r["valid"] == "WRONG" for r in rows):
         raise ValidationError("a benchmarked kernel gave a wrong answer (see the table)")
+
+
+def bench_transformer(size: str, dtype: str, passes: int, markdown: bool, json_file: str | None):
+    """The config and type checked, then torch and the GPU, then the runs (default 100 passes each)."""
+    from . import results, transformer
+    cfg = transformer.config(size)
+    transformer.check_dtype(dtype)
+    if json_file:
+        check_out_file(json_file, "--json")
+    transformer.require_cuda()
+    doc = transformer.bench(cfg, dtype, reps=passes)
+    click.echo(transformer.format_bench(doc, markdown))
+    if json_file:
+        results.write(doc, json_file)
+        click.echo(f"wrote {json_file}")
+    if not doc["check"]["ok"]:
+        raise ValidationError("the kernelgen transformer block is outside its tolerance of the float64 reference")
 
 
 def bench_suite(name: str, shard_text: str | None, reps: int, markdown: bool, json_file: str | None, timing: str):

@@ -1,7 +1,8 @@
 """Problem sizes as the command line and suite files write them: `M=127,N=1000,K=1`, values in the op's
 dim order (`127x1000x1`), shorthands (conv2d's `stride=2`), a GEMM's layout (`layout=NT`) and the types
 a printed problem carries (`:f16`), a batch (`batch=8,stride_b=0`) and a fused epilogue after a semicolon
-(`M=64,N=32,K=8;epilogue=gelu(acc + bias)`, ops/fusion.py). Below the CLI so that results files and suites read sizes too.
+(`M=64,N=32,K=8;epilogue=gelu(acc + bias)`, ops/fusion.py), or layer norm's residual add
+(`rows=8,cols=768;residual=add_store`, ops/layernorm.py). Below the CLI so that results files and suites read sizes too.
 
 >>> from kernelgen.ops import get_op
 >>> str(parse_size(get_op("sgemm"), "64x32x8", False, layout="NT"))
@@ -26,13 +27,14 @@ def parse_size(op: Op, text: str | None, small: bool, dtype: str | None = None, 
     A size given twice, a value that is not a whole number or a dim the op lacks is a UsageError, and so
     is a layout that disagrees with `layout` (--layout)."""
     fused: dict = {}
-    if text is not None and ";" in text:       # the epilogue: everything after `;epilogue=`
+    if text is not None and ";" in text:       # the epilogue (`;epilogue=EXPR`) or layer norm's `;residual=MODE`
         text, _, tail = text.partition(";")
         name, eq, expr = tail.partition("=")
-        if name.strip() != "epilogue" or not eq:
-            raise UsageError(f"--size: {tail!r} after ';' must be epilogue=EXPRESSION, e.g. epilogue=gelu(acc + bias)")
-        fused["epilogue"] = expr.strip()
-        op.check_fusion(fused["epilogue"], None, None, None)
+        if name.strip() not in ("epilogue", "residual") or not eq:
+            raise UsageError(f"--size: {tail!r} after ';' must be epilogue=EXPRESSION (e.g. epilogue=gelu(acc + bias)) "
+                             "or residual=add|add_store")
+        fused[name.strip()] = expr.strip()
+        op.check_fusion(fused.get("epilogue"), None, None, None, fused.get("residual"))
     if text is None or not text.strip() and fused:
         return op.problem(small=small, dtype=dtype, out_dtype=out_dtype, layout=layout, **fused)
     dims = ", ".join(d.name for d in op.dims)

@@ -6,6 +6,11 @@ goes on torch's current stream, allocates nothing but its outputs, and never syn
     x, w, b = (torch.randn(s, device="cuda") for s in ((512, 768), (768, 3072), (3072,)))
     y = kgt.run("sgemm", "M=512,N=3072,K=768;epilogue=gelu(acc + bias)", [x, w, b])[0]   # gelu(x @ w + b)
     y = kgt.linear(x16, w16_t, b16, epilogue="gelu(acc + bias)")   # x @ w_t.T + b, gemm layout NT
+    y, h = kgt.layer_norm(x, gamma, beta, residual=r, return_sum=True)   # LN(x + r), and x + r
+    o = kgt.attention(q, k, v, causal=True)                  # (batch, heads, seq, head_dim)
+
+The model-level wrappers (`linear`, `layer_norm`, `softmax`, `attention`) take torch's layouts and
+build the problem string from the shapes; examples/transformer.py builds a GPT-2 block from them.
 
 Every op is one custom op, `kernelgen::run(op, problem, dtype, out_dtype, inputs) -> outputs`: the
 problem is the problem string the CLI takes (`kernelgen run OP --size ...`), the inputs are the op's
@@ -99,21 +104,27 @@ def run(op_name: str, problem: str, inputs, dtype: str | None = None, out_dtype:
     return torch.ops.kernelgen.run(op_name, problem, dtype, out_dtype or "", list(inputs))
 
 
-def linear(x, weight, bias=None, epilogue: str | None = None, out_dtype: str | None = None):
+def linear(x, weight, bias=None, epilogue: str | None = None, out_dtype: str | None = None, residual=None):
     """x @ weight.T (+ bias), torch.nn.functional.linear's layout (NT), fp32 on sgemm and 16-bit on the
-    tensor-core gemm, with an optional fused epilogue (default `acc + bias` where a bias is given)."""
+    tensor-core gemm, with an optional fused epilogue (default `acc + bias` where a bias is given, `acc +
+    bias + res` where a residual is given too); `residual` is the epilogue's res, shaped like the output."""
     *lead, K = x.shape
     M = 1
     for v in lead:
         M *= v
     N = weight.shape[0]
-    epilogue = epilogue or ("acc + bias" if bias is not None else None)
+    epilogue = epilogue or ("acc" + (" + bias" if bias is not None else "") + (" + res" if residual is not None else "")
+                            if bias is not None or residual is not None else None)
     name = "sgemm" if x.dtype == torch.float32 else "gemm"
     problem = f"M={M},N={N},K={K},layout=NT" + (f";epilogue={epilogue}" if epilogue else "")
     used = _epilogue_inputs(epilogue) if epilogue else ()
-    if "res" in used:
-        raise ValueError(f"linear takes a bias, not a residual ({epilogue!r}); call kernelgen.torch.run with res")
-    inputs = [x.reshape(M, K), weight] + ([bias] if "bias" in used else [])
+    for buf, given in (("res", residual), ("bias", bias)):
+        if (buf in used) != (given is not None):
+            arg = "residual" if buf == "res" else buf
+            raise ValueError(f"linear: epilogue {epilogue!r} " + (f"reads {buf} but no {arg}= was given" if given is None
+                             else f"does not read {buf}, yet {arg}= was given"))
+    inputs = [x.reshape(M, K), weight] + ([bias] if "bias" in used else []) + \
+        ([residual.reshape(M, N)] if "res" in used else [])
     return run(name, problem, inputs, out_dtype=out_dtype)[0].reshape(*lead, N)
 
 
@@ -123,3 +134,45 @@ def _epilogue_inputs(epilogue: str) -> tuple:
     graph: dynamo cannot trace the expression parser (it calls Python's `compile`)."""
     from .ops.fusion import Epilogue
     return tuple(Epilogue.parse(epilogue).inputs)
+
+
+def _rows(x) -> tuple[int, int]:
+    """(rows, cols) of x seen as rows of its last dimension."""
+    *lead, cols = x.shape
+    rows = 1
+    for v in lead:
+        rows *= v
+    return rows, cols
+
+
+def layer_norm(x, gamma, beta, residual=None, return_sum: bool = False):
+    """torch.nn.functional.layer_norm(x (+ residual), x.shape[-1:], gamma, beta, eps=1e-5) over x's last
+    dimension, one kernel (the layernorm op, its residual add fused). With `return_sum`, (y, x + residual):
+    the residual stream of a pre-LN block, written by the same kernel."""
+    rows, cols = _rows(x)
+    if return_sum and residual is None:
+        raise ValueError("layer_norm: return_sum=True returns x + residual; give residual=")
+    mode = None if residual is None else "add_store" if return_sum else "add"
+    problem = f"rows={rows},cols={cols}" + (f";residual={mode}" if mode else "")
+    flat = x.reshape(rows, cols)
+    inputs = [flat] + ([residual.reshape(rows, cols)] if residual is not None else []) + [gamma, beta]
+    outs = run("layernorm", problem, inputs)
+    return (outs[0].reshape(x.shape), outs[1].reshape(x.shape)) if return_sum else outs[0].reshape(x.shape)
+
+
+def softmax(x):
+    """torch.softmax(x, dim=-1): the softmax op over x's last dimension."""
+    rows, cols = _rows(x)
+    return run("softmax", f"rows={rows},cols={cols}", [x.reshape(rows, cols)])[0].reshape(x.shape)
+
+
+def attention(q, k, v, causal: bool = False):
+    """torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal) for (batch, heads, seq,
+    head_dim) tensors (seq_k may differ from seq_q), scale 1/sqrt(head_dim): the attention op, in the
+    types it takes (kernelgen's attention op's `dtypes`; another type is a UsageError naming them)."""
+    if q.dim() != 4 or k.dim() != 4 or v.dim() != 4:
+        raise ValueError(f"attention takes (batch, heads, seq, head_dim) tensors, not {tuple(q.shape)}, "
+                         f"{tuple(k.shape)}, {tuple(v.shape)}")
+    b, h, sq, d = q.shape
+    problem = f"batch={b},heads={h},seq_q={sq},seq_k={k.shape[2]},head_dim={d},causal={int(bool(causal))}"
+    return run("attention", problem, [q, k, v])[0]

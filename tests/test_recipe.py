@@ -70,6 +70,10 @@ def kernels():
             yield pytest.param(op.for_schedule(kernel.schedule), kernel, id=f"{name}-{label.split(':')[0]}")
         for i, knobs in enumerate(EXTRA.get(name, ())):
             yield pytest.param(op, op.kernel(op.schedule(**knobs), target("sm_90")), id=f"{name}-extra{i}")
+    for mode in ("add", "add_store"):       # layer norm's residual add: more buffers, in every algorithm's launches
+        inst = OPS["layernorm"].for_problem(OPS["layernorm"].problem(residual=mode))
+        for i, knobs in enumerate([{}] + EXTRA["layernorm"]):
+            yield pytest.param(inst, inst.kernel(inst.schedule(**knobs), target("sm_90")), id=f"layernorm-{mode}{i}")
 
 
 def as_plan(plan):
@@ -96,7 +100,8 @@ def test_recipe_matches_plan(op, kernel, sms):
     for sizes in problems(op):
         try:
             problem = op.problem(sizes, dtype=kernel.types.input.name if kernel.types else None,
-                                 out_dtype=kernel.types.output.name if kernel.types else None)
+                                 out_dtype=kernel.types.output.name if kernel.types else None,
+                                 **({"residual": kernel.residual} if kernel.residual else {}))
             plan = op.plan(kernel, problem, tgt)
         except KernelgenError:
             run = evaluate(recipe, sizes, sms)

@@ -35,7 +35,7 @@ def test_bad_inputs_say_what_the_op_takes():
         kgt.run("sgemm", SGEMM, _meta((33, 5), (5, 17), (16,)))
     with pytest.raises(ValueError, match="2 inputs given, it takes 3: A, B, bias"):
         kgt.run("sgemm", SGEMM, _meta((33, 5), (5, 17)))
-    with pytest.raises(ValueError, match="not a residual"):
+    with pytest.raises(ValueError, match="reads res but no residual= was given"):
         kgt.linear(*_meta((4, 8), (6, 8), (6,)), epilogue="acc + res")
 
 

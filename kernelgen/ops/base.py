@@ -81,6 +81,7 @@ class Problem:
     shorthands: tuple[Shorthand, ...] = field(default=(), compare=False, repr=False)   # how it prints
     epilogue: str | None = None    # sgemm, gemm, conv2d: the fused epilogue's canonical text (ops/fusion.py)
     batch: Any = None              # sgemm, gemm: a fusion.Batch (count and A's and B's strides), None: one product
+    residual: str | None = None    # layernorm: "add" (y = LN(x + res)) or "add_store" (h = x + res written too)
 
     def __getitem__(self, name: str) -> int:
         return dict(self.sizes)[name]
@@ -114,7 +115,8 @@ class Problem:
             sizes += f",batch={b.count}" + "".join(f",stride_{x}=0" for x, v in (("a", b.stride_a), ("b", b.stride_b))
                                                      if v == 0)
         text = sizes if self.types is None or self.types.short == "f32" else f"{sizes}:{self.types.short}"
-        return text + (f";epilogue={self.epilogue}" if self.epilogue else "")
+        return text + (f";epilogue={self.epilogue}" if self.epilogue else "") + \
+            (f";residual={self.residual}" if self.residual else "")
 
 
 @dataclass(frozen=True)
@@ -190,6 +192,7 @@ class Kernel:
     layout: str | None = None      # operand layout (GEMM-like ops; see LAYOUTS), None for the others
     epilogue: str | None = None    # the fused epilogue (sgemm, gemm, conv2d; ops/fusion.py), None for none
     batched: bool = False          # a batched product over blockIdx.z (sgemm, gemm)
+    residual: str | None = None    # layernorm: the residual add it fuses (Problem.residual), None for none
 
     def knob(self, name: str):
         return dict(self.knobs)[name]
@@ -278,22 +281,25 @@ class Op:
 
     def problem(self, sizes: dict[str, int] | None = None, *, small: bool = False, dtype: str | None = None,
                 out_dtype: str | None = None, layout: str | None = None, epilogue: str | None = None,
-                batch: int | None = None, stride_a: int | None = None, stride_b: int | None = None) -> Problem:
+                batch: int | None = None, stride_a: int | None = None, stride_b: int | None = None,
+                residual: str | None = None) -> Problem:
         """The problem of `sizes` (the op's defaults, or its small sizes, for the rest); sgemm, gemm and
-        conv2d also take a fused `epilogue` and sgemm and gemm a `batch` (ops/fusion.py)."""
-        self.check_fusion(epilogue, batch, stride_a, stride_b)
+        conv2d also take a fused `epilogue`, sgemm and gemm a `batch` (ops/fusion.py), layernorm a
+        `residual` add (ops/layernorm.py)."""
+        self.check_fusion(epilogue, batch, stride_a, stride_b, residual)
         ep = None
         if epilogue is not None:
             from .fusion import Epilogue
             ep = Epilogue.parse(epilogue)
         layout = self.check_layout(layout)
-        types = (self.with_fusion(ep, batch is not None) if self.fuses else self).types(dtype, out_dtype)
+        types = (self.with_fusion(ep, batch is not None, residual) if self.fuses else self).types(dtype, out_dtype)
         sizes = self.expand_shorthands(dict(sizes or {}))
         unknown = set(sizes) - {d.name for d in self.dims}
         if unknown:
             raise UsageError(f"{self.name}: unknown size {sorted(unknown)[0]!r}; sizes are {self.size_names()}")
         out = [(d.name, self._size(d, d.name, sizes.get(d.name, d.small if small else d.default))) for d in self.dims]
-        problem = Problem(tuple(out), types, layout, shorthands=self.shorthands, epilogue=ep and ep.expr)
+        problem = Problem(tuple(out), types, layout, shorthands=self.shorthands, epilogue=ep and ep.expr,
+                          residual=residual)
         if batch is not None:
             from .fusion import make_batch
             import dataclasses
@@ -303,22 +309,25 @@ class Op:
         self.check_problem(problem)
         return problem
 
-    fuses: tuple[str, ...] = ()    # what a problem may add: "epilogue" (sgemm, gemm, conv2d), "batch" (sgemm, gemm)
+    fuses: tuple[str, ...] = ()    # what a problem may add: "epilogue" (sgemm, gemm, conv2d), "batch" (sgemm, gemm),
+                                   # "residual" (layernorm)
 
-    def check_fusion(self, epilogue, batch, stride_a, stride_b) -> None:
-        """An epilogue or batch given to an op that does not take it is a UsageError naming those that do."""
+    def check_fusion(self, epilogue, batch, stride_a, stride_b, residual=None) -> None:
+        """An epilogue, batch or residual given to an op that does not take it is a UsageError naming those
+        that do."""
         from . import OPS
         for what, given in (("epilogue", epilogue is not None), ("batch", batch is not None),
-                            ("batch", stride_a is not None or stride_b is not None)):
+                            ("batch", stride_a is not None or stride_b is not None), ("residual", residual is not None)):
             if given and what not in self.fuses:
                 takes = ", ".join(n for n, o in OPS.items() if what in o.fuses)
                 raise UsageError(f"{self.name} takes no {what}; {what}es are for {takes}" if what == "batch" else
-                                 f"{self.name} takes no {what}; epilogues are for {takes}")
+                                 f"{self.name} takes no {what}; {what}s are for {takes}")
         if batch is None and (stride_a is not None or stride_b is not None):
             raise UsageError(f"{self.name}: stride_a and stride_b need batch=COUNT")
 
-    def with_fusion(self, epilogue=None, batched: bool = False) -> "Op":
-        """The op instance computing products with this epilogue (and batch); self for the others."""
+    def with_fusion(self, epilogue=None, batched: bool = False, residual: str | None = None) -> "Op":
+        """The op instance computing products with this epilogue (and batch), or layer norm with this
+        residual add; self for the others."""
         return self
 
     def for_problem(self, problem: Problem) -> "Op":

@@ -147,7 +147,7 @@ class Fusing:
         """How the bias broadcasts against the output: along its last axis (C's columns)."""
         return (-1,)
 
-    def with_fusion(self, epilogue=None, batched: bool = False):
+    def with_fusion(self, epilogue=None, batched: bool = False, residual=None):
         ep = None if epilogue is None else Epilogue.parse(epilogue)
         if ep == self.epilogue and bool(batched) == self.batched:
             return self

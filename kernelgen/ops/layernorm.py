@@ -21,6 +21,18 @@ algorithm is one of
   (held in registers) to a workspace; a write launch merges a row's pairs (Chan) and writes its
   chunk of y. Rows go in batches of `annotate("l2_batch_mb", MB)` so the second read of x hits L2.
 The variance is the biased one (divided by cols), as torch.nn.functional.layer_norm computes it.
+
+A residual add is a problem parameter (`residual`, printed `;residual=MODE`), since it changes the
+kernel's buffers: `add` normalises x + res (y = LN(x + res)), `add_store` also writes h = x + res, the
+residual stream a pre-LN transformer block carries on. The sum is taken in fp32 on every read of the
+row (every pass re-reads x and res), y is computed from it unrounded, and h is written on the first
+read only; the kernels are named with `res` / `resh` after the types:
+
+>>> p = op.problem({"rows": 3, "cols": 37}, residual="add_store")
+>>> str(p), op.for_problem(p).inputs, op.for_problem(p).outputs
+('rows=3,cols=37;residual=add_store', ('x', 'res', 'gamma', 'beta'), ('y', 'h'))
+>>> op.for_problem(p).kernel(op.default_schedule()).name.split("_")[:3]
+['layernorm', 'f32', 'resh']
 """
 from __future__ import annotations
 
@@ -30,7 +42,7 @@ import numpy as np
 
 from ..errors import UsageError, check
 from ..schedule import Schedule, ScheduleReader
-from .base import INT_MAX, Dim, Kernel, Knob, LadderStep, Launch, Op, Plan, Problem, Scalar, cdiv
+from .base import INT_MAX, Dim, Kernel, Knob, LadderStep, Launch, Op, Plan, Problem, Scalar, cdiv, rel_error
 from ..dtypes import Types
 from ..target import Target, default_target
 from .io import torch_tensor
@@ -42,13 +54,15 @@ ALGOS = PASSES + ("registers", "split")
 RULES = RowRules(loop_threads=512, loop_items=4)  # the heuristic's constants (bench/rows_probe.py calibrates them):
 # the Welford loop at 512 x 4 beat 1024 x 2 by 3-5% on the H100 (1024 rows of 65536 and 262144)
 EPS = 1e-5
+RESIDUALS = {"add": ("res", "y = LN(x + res)"), "add_store": ("resh", "y = LN(x + res) and h = x + res written")}
+_WITH_RESIDUAL: dict = {}        # the op instance of each residual mode (one each, as fusion.py's)
 FLOAT32_ROUNDOFF = 2.0 ** -24   # unit roundoff of the fp32 arithmetic every form computes in
 
 
 class LayerNorm(HalfRowNumbers, RowSchedule, Op):
     name = "layernorm"
     summary = ("y = (x - mean) / sqrt(var + 1e-5) * gamma + beta over each row of x; float32, float16 or "
-               "bfloat16, fp32 math")
+               "bfloat16, fp32 math; `;residual=add` normalises x + res (add_store also writes h = x + res)")
     dims = (Dim("rows", 8192, 37), Dim("cols", 4096, 1000, maximum=INT_MAX - MAX_CHUNK, why=f"int column indexes run up to a chunk of a row (items*threads*vec, "
                                                              f"at most {MAX_CHUNK}) past its end"))
     loops = ("i", "j")
@@ -62,6 +76,51 @@ class LayerNorm(HalfRowNumbers, RowSchedule, Op):
     )
     structure_help = ("algo registers is cache_read(x, register) instead of annotate(layernorm, ...); algo split is "
                       "bind(j.0, blockIdx.y)")
+    fuses = ("residual",)
+    residual: str | None = None    # this instance's residual mode (RESIDUALS), None: plain layer norm
+
+    # -- the residual add (a problem parameter) ----------------------------------------------------------
+    def with_fusion(self, epilogue=None, batched: bool = False, residual: str | None = None) -> "LayerNorm":
+        """The instance of residual mode `residual` (its buffers, reference and kernels); the registered op
+        for None. A mode not of RESIDUALS is a UsageError naming them."""
+        if residual == self.residual:
+            return self
+        from . import get_op
+        base = get_op(self.name)
+        if residual is None:
+            return base
+        if residual not in RESIDUALS:
+            raise UsageError(f"layernorm: residual={residual!r} is not a residual mode; choose one of "
+                             + ", ".join(f"{m} ({what})" for m, (_, what) in RESIDUALS.items()))
+        if residual not in _WITH_RESIDUAL:
+            inst = object.__new__(type(base))
+            inst.__dict__.update(base.__dict__)
+            inst.residual, inst.inputs = residual, ("x", "res", "gamma", "beta")
+            inst.outputs = ("y", "h") if residual == "add_store" else ("y",)
+            _WITH_RESIDUAL[residual] = inst
+        return _WITH_RESIDUAL[residual]
+
+    def for_problem(self, problem: Problem) -> "LayerNorm":
+        return self.with_fusion(residual=problem.residual)
+
+    def for_kernel(self, kernel: Kernel) -> "LayerNorm":
+        return self.with_fusion(residual=kernel.residual)
+
+    def name_tokens(self) -> list[str]:
+        return [RESIDUALS[self.residual][0]] if self.residual else []
+
+    def kernel_fields(self) -> dict:
+        return {"residual": self.residual} if self.residual else {}
+
+    def launch_args(self) -> tuple[str, ...]:
+        return self.inputs + self.outputs + ("rows", "cols", "eps")
+
+    def split_args(self) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        """The stats and write launches' arguments: the stats launch reads x (+ res) and writes h."""
+        res = ("res",) if self.residual else ()
+        h = ("h",) if self.residual == "add_store" else ()
+        return (("x",) + res + ("stats",) + h + ("cols", "chunks", "row0"),
+                ("x",) + res + ("gamma", "beta", "stats", "y", "cols", "chunks", "row0", "eps"))
 
     # -- schedule <-> knobs ------------------------------------------------------------------------
     def build(self, k: dict) -> Schedule:
@@ -100,6 +159,7 @@ class LayerNorm(HalfRowNumbers, RowSchedule, Op):
     def template_params(self, k: dict, types: Types, target: Target) -> tuple[dict, int, int]:
         params, red_words = self.row_params(k, types)
         params["red_floats"] = red_words * (3 if k["algo"] in ("welford", "split") else 1)  # one set per statistic
+        params.update(residual=self.residual is not None, store_sum=self.residual == "add_store")
         return params, 4 * params["red_floats"], 24 + k["items"] * k["vec"]
 
     def max_cols(self, k: dict) -> int:
@@ -108,36 +168,36 @@ class LayerNorm(HalfRowNumbers, RowSchedule, Op):
     def plan(self, kernel: Kernel, problem: Problem, target: Target | None = None) -> Plan:
         k = dict(kernel.knobs)
         rows, cols = problem["rows"], problem["cols"]
+        if kernel.residual != problem.residual:
+            raise UsageError(f"{kernel.name} is built for residual {kernel.residual!r}, the problem {problem} has "
+                             f"residual {problem.residual!r}: build the kernel with op.for_problem(problem).kernel(...)")
         if k["algo"] == "registers":
             check(cols <= self.max_cols(k), "cache_read", "x", f"cols={cols}",
                   limit=f"the row must fit in registers: cols <= items*threads*vec = {self.max_cols(k)}")
         # Vector kernels need vec*itemsize-aligned rows; when cols % vec != 0 the plan takes the scalar twin.
-        align, scalar = self.row_alignment(k, problem, ("x", "gamma", "beta", "y"))
+        align, scalar = self.row_alignment(k, problem, self.inputs + self.outputs)
         if k["algo"] == "split":
             launches, workspaces, scalars = self.split_launches(
-                kernel, k, problem, "_scalar" if scalar else "", ("x", "stats", "cols", "chunks", "row0"),
-                ("x", "gamma", "beta", "stats", "y", "cols", "chunks", "row0", "eps"), 2)
+                kernel, k, problem, "_scalar" if scalar else "", *self.split_args(), 2)
             return Plan(kernel, problem, launches, workspaces, scalars + (Scalar("eps", "float", EPS),), align)
         launch = Launch(kernel.name + ("_scalar" if scalar else ""), (cdiv(rows, k["rows_per_block"]), 1, 1),
-                        (k["threads"], k["rows_per_block"], 1), ("x", "gamma", "beta", "y", "rows", "cols", "eps"))
+                        (k["threads"], k["rows_per_block"], 1), self.launch_args())
         scalars = (Scalar("rows", "int", rows), Scalar("cols", "int", cols), Scalar("eps", "float", EPS))
         return Plan(kernel, problem, (launch,), (), scalars, align)
 
     def launch_recipe(self, kernel: Kernel):
         from ..recipe import Recipe, Step
         k = dict(kernel.knobs)
-        twins, align = self.row_recipe_twins(kernel, k, ("x", "gamma", "beta", "y"))
+        twins, align = self.row_recipe_twins(kernel, k, self.inputs + self.outputs)
         requires = ((f"cols <= {self.max_cols(k)}", "the row must fit in registers: cols <= items*threads*vec"),) \
             if k["algo"] == "registers" else ()
         common = dict(lets=(("eps", "float", repr(EPS)),), alignment=align)
         if k["algo"] == "split":
-            split = self.split_recipe(kernel, k, twins, ("x", "stats", "cols", "chunks", "row0"),
-                                      ("x", "gamma", "beta", "stats", "y", "cols", "chunks", "row0", "eps"), 2)
+            split = self.split_recipe(kernel, k, twins, *self.split_args(), 2)
             split["lets"] = common.pop("lets") + split["lets"]
             return Recipe(kernel.arch, ("rows", "cols"), self.recipe_buffers(kernel), **split, **common)
         steps = tuple(Step(kernel.name + sfx, (f"kg_cdiv(rows, {k['rows_per_block']})", "1", "1"),
-                           (k["threads"], k["rows_per_block"], 1), ("x", "gamma", "beta", "y", "rows", "cols", "eps"),
-                           when=when) for sfx, when in twins)
+                           (k["threads"], k["rows_per_block"], 1), self.launch_args(), when=when) for sfx, when in twins)
         return Recipe(kernel.arch, ("rows", "cols"), self.recipe_buffers(kernel), steps, requires=requires, **common)
 
     # -- numbers -----------------------------------------------------------------------------------
@@ -157,21 +217,22 @@ class LayerNorm(HalfRowNumbers, RowSchedule, Op):
         # A per-row offset much larger than the spread: E[x^2] - E[x]^2 in float32 would lose it.
         x = rng.standard_normal((rows, cols)) * rng.uniform(0.5, 3.0, size=(rows, 1))
         x += rng.uniform(-30.0, 30.0, size=(rows, 1))
-        return self.encoded(problem, {"x": x, "gamma": rng.uniform(0.5, 1.5, size=cols),
+        res = {"res": rng.standard_normal((rows, cols)) * 2.0} if self.residual else {}
+        return self.encoded(problem, {"x": x, **res, "gamma": rng.uniform(0.5, 1.5, size=cols),
                                       "beta": rng.standard_normal(cols)})
 
     def output_shapes(self, problem: Problem) -> dict[str, tuple[int, ...]]:
-        return {"y": (problem["rows"], problem["cols"])}
+        return {b: (problem["rows"], problem["cols"]) for b in self.outputs}
 
     def input_shapes(self, problem: Problem) -> dict[str, tuple[int, ...]]:
         rows, cols = problem["rows"], problem["cols"]
-        return {"x": (rows, cols), "gamma": (cols,), "beta": (cols,)}
+        return {b: (cols,) if b in ("gamma", "beta") else (rows, cols) for b in self.inputs}
 
     def terms(self, inputs, problem, with_offset: bool = False):
         """float64 (x - mean) / sqrt(var + eps) * gamma and beta, whose sum is y (and, `with_offset`,
         mean / sqrt(var + eps) * gamma: what the fp32 error of x - mean is scaled by)."""
         v = self.decoded(problem, inputs)
-        x = v["x"]
+        x = v["x"] + v["res"] if self.residual else v["x"]     # the exact sum (the kernels add in fp32)
         mean = x.mean(axis=1, keepdims=True)
         var = ((x - mean) ** 2).mean(axis=1, keepdims=True)
         rstd_gamma = v["gamma"] / np.sqrt(var + EPS)
@@ -180,20 +241,30 @@ class LayerNorm(HalfRowNumbers, RowSchedule, Op):
 
     def reference(self, inputs, problem):
         scaled, beta = self.terms(inputs, problem)
-        return {"y": scaled + beta}
+        if self.residual != "add_store":
+            return {"y": scaled + beta}
+        v = self.decoded(problem, inputs)
+        return {"y": scaled + beta, "h": v["x"] + v["res"]}
 
     def measure(self, problem: Problem) -> str:
         c = "c = u32 log2(cols) / tolerance"
         if not self.half_output(problem):
-            return f"||y - ref|| / (||ref|| + c ||mean rstd gamma||), {c}"
-        return f"max |y - ref| / (|ref| + |(x - mean) rstd gamma| + |beta| + c |mean rstd gamma|), {c}, per element"
+            return f"||y - ref|| / (||ref|| + c ||mean rstd gamma||), {c}" + ("; h: ||h - ref|| / ||ref||" if "h" in self.outputs else "")
+        return (f"max |y - ref| / (|ref| + |(x - mean) rstd gamma| + |beta| + c |mean rstd gamma|), {c}, per element"
+                + ("; h: max |h - ref| / (|x| + |res|)" if "h" in self.outputs else ""))
 
     def error(self, name, out, ref, inputs, problem) -> float:
         """x - mean in fp32 (as every form and torch compute it) is off by up to ~log2(cols) fp32 roundoffs
         of |mean|, which y carries scaled by rstd * gamma: where a row's values lie close together (rstd
         large) or x ~ mean and beta ~ 0, that fp32 noise, not the kernel, would decide a relative measure,
         so its bound joins the scale, weighed against the tolerance. float32: relative L2 error so scaled;
-        16-bit y: the worst element's error relative to |ref| plus the sizes of the terms y sums."""
+        16-bit y: the worst element's error relative to |ref| plus the sizes of the terms y sums. h (x + res):
+        relative L2 error, 16-bit h elementwise relative to |x| + |res|."""
+        if name == "h":
+            v = self.decoded(problem, inputs)
+            if not self.half_output(problem):
+                return rel_error(out, ref)
+            return self.elementwise_error(out, ref, np.abs(v["x"]) + np.abs(v["res"]))
         scaled, beta, offset = self.terms(inputs, problem, with_offset=True)
         fp32_noise = FLOAT32_ROUNDOFF * max(1.0, np.log2(problem["cols"])) / self.tolerance(problem)
         if not self.half_output(problem):
@@ -210,10 +281,11 @@ class LayerNorm(HalfRowNumbers, RowSchedule, Op):
 
     def bytes_moved(self, problem: Problem) -> int:
         size = problem.dtype("x").itemsize
-        return 2 * size * problem["rows"] * problem["cols"] + 2 * size * problem["cols"]
+        rows_read = len(self.inputs) + len(self.outputs) - 2          # x (, res), y (, h): gamma and beta are a row each
+        return rows_read * size * problem["rows"] * problem["cols"] + 2 * size * problem["cols"]
 
     def flops(self, problem: Problem) -> int:
-        return 7 * problem["rows"] * problem["cols"]
+        return (8 if self.residual else 7) * problem["rows"] * problem["cols"]
 
     def vendor(self, dev_inputs, problem):
         x, g, b = dev_inputs["x"], dev_inputs["gamma"], dev_inputs["beta"]
@@ -222,9 +294,12 @@ class LayerNorm(HalfRowNumbers, RowSchedule, Op):
             import torch
             tx, tg, tb = (torch_tensor(a, d) for a in (x, g, b))
             shape = (problem["cols"],)
+            if self.residual:             # torch's two kernels: the add (h), then the norm
+                tr = torch_tensor(dev_inputs["res"], d)
+                return "torch x + res, layer_norm", lambda: torch.nn.functional.layer_norm(tx + tr, shape, tg, tb, EPS)
             return "torch layer_norm", lambda: torch.nn.functional.layer_norm(tx, shape, tg, tb, EPS)
         except ImportError:
-            if d.name == "bfloat16":
+            if self.residual or d.name == "bfloat16":
                 return None           # cupy has no bfloat16
             def run():
                 mean = x.mean(axis=1, keepdims=True)

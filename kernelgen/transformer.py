@@ -1,0 +1,297 @@
+"""A GPT-2-style decoder block (pre-LN, causal multi-head attention, an MLP with GELU, residuals) built
+from kernelgen ops through kernelgen.torch, beside the same block written with PyTorch's own ops, a check
+of one against the other, and the timing `kernelgen bench transformer` prints. Forward only.
+
+    import torch
+    from kernelgen import transformer as tf
+    cfg = tf.config("gpt2-small")                       # d 768, 12 heads, seq 1024, batch 8
+    p = tf.init_params(cfg, torch.float32, "cuda")
+    x = torch.randn(cfg.batch, cfg.seq, cfg.d_model, device="cuda")
+    y = tf.kernelgen_block(x, p, cfg.heads)              # 7 kernelgen launches
+    ref = tf.torch_block(x, p, cfg.heads)                # the same block in torch ops
+
+The kernelgen block is LN1 -> QKV linear (one GEMM, bias fused) -> causal attention -> output projection
+with the residual fused (epilogue `acc + bias + res`) -> LN2 -> MLP up with `gelu(acc + bias)` fused ->
+MLP down with the residual fused. Splitting QKV into heads and merging the heads back are torch views
+made contiguous (two copies), in both blocks alike. GELU is the tanh form (GPT-2's) in both.
+"""
+from __future__ import annotations
+
+import math
+import statistics
+from dataclasses import asdict, dataclass
+
+from .errors import UsageError
+
+
+@dataclass(frozen=True)
+class Config:
+    name: str
+    d_model: int
+    heads: int
+    seq: int
+    batch: int
+
+    @property
+    def head_dim(self) -> int:
+        return self.d_model // self.heads
+
+    def flops(self) -> int:
+        """Multiply-adds x 2 of the block's GEMMs (12 d^2 per token) and attention (causal: about half of 4 s^2 d)."""
+        tokens = self.batch * self.seq
+        return 2 * tokens * 12 * self.d_model ** 2 + 2 * self.batch * self.seq * (self.seq + 1) * self.d_model
+
+
+CONFIGS = {c.name: c for c in (
+    Config("gpt2-small", 768, 12, 1024, 8),
+    Config("7b", 4096, 32, 2048, 1),            # a 7B-class layer (LLaMA-7B's width and heads), GELU MLP 4d
+    Config("tiny", 64, 2, 37, 2),               # the tests' size: nothing a multiple of a tile
+)}
+KEYS = ("d_model", "heads", "seq", "batch")
+# Relative error of the block's contribution (||y - ref|| / ||ref - x||, ref in float64) a dtype may have: the
+# 16-bit types round every intermediate (on the emulator the bf16 block, d_model 64 and 128, was off by 4.9e-3 and
+# 5.0e-3, torch's own bf16 block on the CPU by 5.5e-3 and 5.7e-3: 6x margin); fp32 sums up to 4d products a GEMM.
+TOLERANCE = {"float32": 1e-4, "float16": 6e-3, "bfloat16": 3e-2}
+
+
+def config(text: str) -> Config:
+    """A named config (CONFIGS) or `d_model=768,heads=12,seq=1024,batch=8` (every key, d_model % heads == 0)."""
+    if text in CONFIGS:
+        return CONFIGS[text]
+    if "=" not in text:
+        raise UsageError(f"transformer config {text!r} is unknown; choose one of {', '.join(CONFIGS)} or give "
+                         "d_model=D,heads=H,seq=S,batch=B")
+    values = {}
+    for part in text.split(","):
+        k, _, v = part.partition("=")
+        k = k.strip()
+        if k not in KEYS or k in values or not v.strip().isdigit() or int(v) < 1:
+            raise UsageError(f"transformer config {text!r}: {part.strip()!r} must be one of {', '.join(KEYS)}=N "
+                             "(a positive whole number), each once")
+        values[k] = int(v)
+    missing = [k for k in KEYS if k not in values]
+    if missing:
+        raise UsageError(f"transformer config {text!r} leaves out {', '.join(missing)}; give all of {', '.join(KEYS)}")
+    if values["d_model"] % values["heads"]:
+        raise UsageError(f"transformer config {text!r}: d_model={values['d_model']} is not a multiple of "
+                         f"heads={values['heads']}")
+    return Config(text, **values)
+
+
+def _torch():
+    try:
+        import torch
+        return torch
+    except ImportError:
+        raise UsageError("the transformer block needs PyTorch: pip install 'kernelgen[torch]'") from None
+
+
+def require_cuda():
+    """torch, and a CUDA GPU through it: a one-line UsageError otherwise."""
+    torch = _torch()
+    from . import gpu
+    if not torch.cuda.is_available() or not gpu.available():
+        raise UsageError("no CUDA GPU is available here (torch.cuda.is_available() is False): the transformer "
+                         "block runs on one")
+    return torch
+
+
+def attention_dtypes() -> tuple[str, ...]:
+    """The types kernelgen's attention op takes now (the block's other ops take float32, float16, bfloat16)."""
+    from .ops import get_op
+    return tuple(get_op("attention").dtypes)
+
+
+def check_dtype(dtype: str) -> None:
+    """A UsageError unless every op of the block takes `dtype`."""
+    if dtype not in TOLERANCE:
+        raise UsageError(f"transformer: dtype {dtype!r} is not one of {', '.join(TOLERANCE)}")
+    if dtype not in attention_dtypes():
+        raise UsageError(f"transformer: kernelgen's attention op takes {', '.join(attention_dtypes())} only, not "
+                         f"{dtype}; the {dtype} block runs once attention has a {dtype} kernel")
+
+
+# -- the block ---------------------------------------------------------------------------------------
+def init_params(cfg: Config, dtype, device, seed: int = 0) -> dict:
+    """Weights in nn.Linear's layout (out, in), std 1/sqrt(in) so every activation is O(1) and each part
+    of the block moves the output; biases, gains and shifts random too, so none hides an error."""
+    torch = _torch()
+    g = torch.Generator(device="cpu").manual_seed(seed)
+    p = {}
+    for name, shape in param_shapes(cfg).items():
+        scale, offset = (0.1, 1.0) if name.endswith("_g") else (0.1, 0.0) if name.startswith(("b_", "ln")) else \
+            (1 / math.sqrt(shape[-1]), 0.0)
+        p[name] = (torch.randn(*shape, generator=g) * scale + offset).to(device=device, dtype=dtype)
+    return p
+
+
+def param_shapes(cfg: Config) -> dict:
+    """The block's weights (nn.Linear's (out, in)), biases, and the layer norms' gains (_g) and shifts (_b)."""
+    d = cfg.d_model
+    shapes = {}
+    for name, (n_out, n_in) in (("qkv", (3 * d, d)), ("o", (d, d)), ("up", (4 * d, d)), ("down", (d, 4 * d))):
+        shapes[f"w_{name}"], shapes[f"b_{name}"] = (n_out, n_in), (n_out,)
+    for ln in ("ln1", "ln2"):
+        shapes[f"{ln}_g"], shapes[f"{ln}_b"] = (d,), (d,)
+    return shapes
+
+
+def split_heads(qkv, heads: int):
+    """(B, S, 3D) -> q, k, v, each (B, H, S, D/H) (views; made contiguous where a kernel reads them)."""
+    b, s, three_d = qkv.shape
+    return qkv.view(b, s, 3, heads, three_d // (3 * heads)).permute(2, 0, 3, 1, 4).unbind(0)
+
+
+def kernelgen_block(x, p: dict, heads: int):
+    """The block on kernelgen ops: 2 layer norms, 4 GEMMs with fused epilogues, 1 attention."""
+    from . import torch as kgt
+    b, s, d = x.shape
+    a = kgt.layer_norm(x, p["ln1_g"], p["ln1_b"])
+    q, k, v = split_heads(kgt.linear(a, p["w_qkv"], p["b_qkv"]), heads)
+    o = kgt.attention(q, k, v, causal=True).transpose(1, 2).reshape(b, s, d)
+    h = kgt.linear(o, p["w_o"], p["b_o"], residual=x)                         # x + o W_o^T + b_o
+    u = kgt.linear(kgt.layer_norm(h, p["ln2_g"], p["ln2_b"]), p["w_up"], p["b_up"], epilogue="gelu(acc + bias)")
+    return kgt.linear(u, p["w_down"], p["b_down"], residual=h)                 # h + u W_down^T + b_down
+
+
+def torch_block(x, p: dict, heads: int):
+    """The same block in PyTorch's ops (SDPA for attention, the tanh GELU)."""
+    F = _torch().nn.functional
+    b, s, d = x.shape
+    a = F.layer_norm(x, (d,), p["ln1_g"], p["ln1_b"], 1e-5)
+    q, k, v = split_heads(F.linear(a, p["w_qkv"], p["b_qkv"]), heads)
+    o = F.scaled_dot_product_attention(q, k, v, is_causal=True).transpose(1, 2).reshape(b, s, d)
+    h = x + F.linear(o, p["w_o"], p["b_o"])
+    u = F.gelu(F.linear(F.layer_norm(h, (d,), p["ln2_g"], p["ln2_b"], 1e-5), p["w_up"], p["b_up"]), approximate="tanh")
+    return h + F.linear(u, p["w_down"], p["b_down"])
+
+
+def block_error(y, ref, x) -> float:
+    """||y - ref|| / ||ref - x|| in float64: relative to what the block adds to its input (the residual
+    stream alone would hide a wrong attention or MLP)."""
+    y, ref, x = (t.double() for t in (y, ref, x))
+    return float((y - ref).norm() / (ref - x).norm())
+
+
+def inputs(cfg: Config, dtype: str, device="cuda", seed: int = 0) -> tuple:
+    """(x, params) of the block in `dtype`, drawn on the CPU from `seed` (the same on every device)."""
+    torch = _torch()
+    t = getattr(torch, dtype)
+    x = torch.randn(cfg.batch, cfg.seq, cfg.d_model, generator=torch.Generator().manual_seed(seed + 1)).to(device, t)
+    return x, init_params(cfg, t, device, seed)
+
+
+def check(cfg: Config, dtype: str, device="cuda", seed: int = 0, given: tuple | None = None) -> dict:
+    """Both blocks in `dtype` (on `given` (x, params), else inputs(...)) against the torch block in float64:
+    {"kernelgen": err, "torch": err, "tolerance": tol, "ok": kernelgen err <= tol}."""
+    torch = _torch()
+    check_dtype(dtype)
+    x, p = given or inputs(cfg, dtype, device, seed)
+    with torch.no_grad():
+        ref = torch_block(x.double(), {k: v.double() for k, v in p.items()}, cfg.heads)
+        errs = {name: block_error(f(x, p, cfg.heads), ref, x) for name, f in
+                (("kernelgen", kernelgen_block), ("torch", torch_block))}
+    return dict(errs, tolerance=TOLERANCE[dtype], ok=errs["kernelgen"] <= TOLERANCE[dtype])
+
+
+def trace(cfg: Config, dtype: str = "float32"):
+    """The kernelgen block traced with fake tensors (no GPU, no memory): (its FX graph, the output's shape,
+    the kernelgen ops it launches in order). torch.compile sees the same graph."""
+    torch = _torch()
+    from torch.fx.experimental.proxy_tensor import make_fx
+    check_dtype(dtype)
+    t = getattr(torch, dtype)
+    p = {name: torch.empty(shape, dtype=t, device="meta") for name, shape in param_shapes(cfg).items()}
+    x = torch.empty(cfg.batch, cfg.seq, cfg.d_model, dtype=t, device="meta")
+    gm = make_fx(lambda x, p: kernelgen_block(x, p, cfg.heads), tracing_mode="fake")(x, p)
+    calls = [n for n in gm.graph.nodes if n.op == "call_function" and "kernelgen.run" in str(n.target)]
+    out = next(n for n in gm.graph.nodes if n.op == "output").args[0]
+    shape = tuple((out[0] if isinstance(out, (list, tuple)) else out).meta["val"].shape)
+    return gm, shape, [c.args[0] for c in calls]
+
+
+# -- timing --------------------------------------------------------------------------------------------
+def _time(torch, fn, reps: int, warmup: int) -> list[float]:
+    """Milliseconds of each of `reps` calls (CUDA events around each), after `warmup` calls."""
+    for _ in range(warmup):
+        fn()
+    torch.cuda.synchronize()
+    events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(reps)]
+    for start, end in events:
+        start.record()
+        fn()
+        end.record()
+    torch.cuda.synchronize()
+    return [s.elapsed_time(e) for s, e in events]
+
+
+def _graphed(torch, fn):
+    """`fn` captured in a CUDA graph (after two calls on a side stream): a replaying callable."""
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        for _ in range(2):
+            fn()
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        fn()
+    return graph.replay
+
+
+def bench(cfg: Config, dtype: str, reps: int = 100, warmup: int = 10) -> dict:
+    """The kernelgen block (eager, and replayed from a CUDA graph), PyTorch eager and torch.compile of the
+    torch block, each timed over `reps` forward passes in this run; the check first. A results dict."""
+    torch = require_cuda()
+    check_dtype(dtype)
+    torch.backends.cuda.matmul.allow_tf32 = False          # fp32 is fp32 on both sides (sgemm has no TF32)
+    torch.backends.cudnn.allow_tf32 = False
+    x, p = inputs(cfg, dtype)
+    result = check(cfg, dtype, given=(x, p))
+    compiled = torch.compile(torch_block)
+    runs = [("kernelgen", lambda: kernelgen_block(x, p, cfg.heads)), ("PyTorch eager", lambda: torch_block(x, p, cfg.heads)),
+            ("torch.compile", lambda: compiled(x, p, cfg.heads))]
+    rows, notes = [], []
+    with torch.no_grad():
+        for name, fn in runs:
+            rows.append(_row(name, _time(torch, fn, reps, warmup), cfg))
+        try:
+            rows.insert(1, _row("kernelgen (CUDA graph)", _time(torch, _graphed(torch, runs[0][1]), reps, warmup), cfg))
+        except Exception as e:          # capture is an extra row: its failure is reported, not fatal
+            notes.append(f"kernelgen (CUDA graph): not captured: {' '.join(str(e).split())[:200]}")
+    by = {r["block"]: r["median_ms"] for r in rows}
+    for r in rows:
+        r["vs_eager"] = by["PyTorch eager"] / r["median_ms"]
+        r["vs_compile"] = by["torch.compile"] / r["median_ms"]
+    return {"schema": "kernelgen-transformer/1", "config": asdict(cfg), "dtype": dtype, "reps": reps,
+            "warmup": warmup, "device": torch.cuda.get_device_name(), "torch": torch.__version__,
+            "check": result, "rows": rows, "notes": notes}
+
+
+def _row(name: str, times: list[float], cfg: Config) -> dict:
+    med = statistics.median(times)
+    return {"block": name, "median_ms": med, "min_ms": min(times), "TFLOP/s": cfg.flops() / med / 1e9}
+
+
+COLUMNS = ("block", "median_ms", "min_ms", "TFLOP/s", "vs_eager", "vs_compile")
+
+
+def format_bench(doc: dict, markdown: bool = False) -> str:
+    """The table `kernelgen bench transformer` prints: a head line, the check, then one row per block."""
+    from .bench import table
+    c, chk = doc["config"], doc["check"]
+    head = (f"transformer block {c['name']} (d_model {c['d_model']}, {c['heads']} heads, seq {c['seq']}, batch "
+            f"{c['batch']}) {doc['dtype']} on {doc['device']}, torch {doc['torch']}; median of {doc['reps']} forward "
+            f"passes after {doc['warmup']} (CUDA events); vs_eager / vs_compile = their time / this time")
+    verdict = "ok" if chk["ok"] else "WRONG"
+    check_line = (f"check against the float64 torch block, ||y - ref|| / ||ref - x||: kernelgen {chk['kernelgen']:.2e}, "
+                  f"torch {chk['torch']:.2e}, tolerance {chk['tolerance']:.0e}: {verdict}")
+    rows = [{"block": r["block"], "median_ms": f"{r['median_ms']:.3f}", "min_ms": f"{r['min_ms']:.3f}",
+             "TFLOP/s": f"{r['TFLOP/s']:.1f}", "vs_eager": f"{r['vs_eager']:.2f}x",
+             "vs_compile": f"{r['vs_compile']:.2f}x"} for r in doc["rows"]]
+    if markdown:
+        lines = [head, "", check_line, "", "| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
+        lines += ["| " + " | ".join(r[k] for k in COLUMNS) + " |" for r in rows]
+    else:
+        lines = [head, check_line, table(rows, list(COLUMNS))]
+    return "\n".join(lines + [f"note: {n}" for n in doc["notes"]])

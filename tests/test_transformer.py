@@ -1,0 +1,225 @@
+"""The GPT-2-style block of kernelgen ops (kernelgen/transformer.py) and kernelgen.torch's model wrappers:
+configs, the block's graph traced with fake tensors (GPT-2 small and the 7B layer, no memory), torch.compile
+capturing it whole, the block run end to end on the CPU emulator against torch's in float64, the CLI's error
+paths, and on a GPU the block against PyTorch, in a CUDA graph, and the bench."""
+import sys
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from kernelgen import transformer as tf
+from kernelgen.cli import main
+from kernelgen.errors import UsageError
+
+OPS = ["layernorm", "sgemm", "attention", "sgemm", "layernorm", "sgemm", "sgemm"]
+
+
+# -- plain Python -----------------------------------------------------------------------------------
+def test_configs_name_the_issue_shapes_and_parse_custom_ones():
+    assert (tf.config("gpt2-small").d_model, tf.config("gpt2-small").heads, tf.config("gpt2-small").seq,
+            tf.config("gpt2-small").batch) == (768, 12, 1024, 8)
+    assert (tf.config("7b").d_model, tf.config("7b").heads, tf.config("7b").seq, tf.config("7b").batch) == \
+        (4096, 32, 2048, 1)
+    c = tf.config("d_model=96,heads=3,seq=5,batch=2")
+    assert (c.head_dim, c.seq, c.batch) == (32, 5, 2)
+
+
+@pytest.mark.parametrize("text,message", [
+    ("gpt3", "config 'gpt3' is unknown; choose one of gpt2-small, 7b, tiny"),
+    ("d_model=96,heads=3,seq=5", "leaves out batch"),
+    ("d_model=96,heads=5,seq=5,batch=1", "d_model=96 is not a multiple of heads=5"),
+    ("d_model=96,heads=3,seq=0,batch=1", "'seq=0' must be one of d_model, heads, seq, batch=N"),
+    ("d_model=96,heads=3,seq=5,batch=1,layers=2", "'layers=2' must be one of"),
+])
+def test_bad_configs_say_what_is_allowed(text, message):
+    with pytest.raises(UsageError, match=message):
+        tf.config(text)
+
+
+def test_dtypes_follow_what_attention_takes():
+    tf.check_dtype("float32")
+    with pytest.raises(UsageError, match="dtype 'float64' is not one of float32, float16, bfloat16"):
+        tf.check_dtype("float64")
+    if "bfloat16" not in tf.attention_dtypes():
+        with pytest.raises(UsageError, match="attention op takes float32 only, not bfloat16"):
+            tf.check_dtype("bfloat16")
+
+
+@pytest.mark.parametrize("args,message", [
+    (["bench", "transformer", "--size", "gpt3"], "config 'gpt3' is unknown"),
+    (["bench", "transformer", "--ladder"], "takes no --ladder"),
+    (["bench", "transformer", "--layout", "NT"], "takes no --layout"),
+    (["bench", "transformer", "--dtype", "float64"], "dtype 'float64' is not one of"),
+])
+def test_cli_refuses_bad_transformer_benches_in_one_line(args, message):
+    r = CliRunner().invoke(main, args)
+    assert r.exit_code == 2, r.output
+    assert message in r.output and len(r.output.strip().splitlines()) == 1, r.output
+
+
+def test_cli_without_a_gpu_or_torch_says_so_in_one_line(monkeypatch, tmp_path):
+    monkeypatch.setenv("KERNELGEN_NO_GPU", "1")
+    r = CliRunner().invoke(main, ["bench", "transformer", "--size", "tiny", "--json", str(tmp_path / "t.json")])
+    assert r.exit_code == 2 and len(r.output.strip().splitlines()) == 1, r.output
+    assert "no CUDA GPU" in r.output or "needs PyTorch" in r.output, r.output
+    monkeypatch.setitem(sys.modules, "torch", None)        # `import torch` fails as where it is not installed
+    r = CliRunner().invoke(main, ["bench", "transformer"])
+    assert r.exit_code == 2 and "needs PyTorch: pip install 'kernelgen[torch]'" in r.output, r.output
+    assert not (tmp_path / "t.json").exists()
+
+
+# -- torch on the CPU: fake tensors, graph capture ------------------------------------------------------
+try:
+    import torch
+    import kernelgen.torch as kgt
+except ImportError:           # the tests above need no torch; those below skip
+    torch = kgt = None
+needs_torch = pytest.mark.skipif(torch is None, reason="PyTorch is not installed")
+
+
+@needs_torch
+@pytest.mark.parametrize("name", ["gpt2-small", "7b"])
+def test_the_block_traces_to_seven_kernelgen_ops(name):
+    cfg = tf.config(name)
+    gm, shape, ops = tf.trace(cfg)
+    assert shape == (cfg.batch, cfg.seq, cfg.d_model) and ops == OPS
+    problems = [n.args[1] for n in gm.graph.nodes if "kernelgen.run" in str(n.target)]
+    assert problems[1] == f"M={cfg.batch * cfg.seq},N={3 * cfg.d_model},K={cfg.d_model},layout=NT;epilogue=acc + bias"
+    assert problems[2] == (f"batch={cfg.batch},heads={cfg.heads},seq_q={cfg.seq},seq_k={cfg.seq},"
+                           f"head_dim={cfg.head_dim},causal=1")
+    assert problems[3].endswith(";epilogue=acc + bias + res") and problems[5].endswith(";epilogue=gelu(acc + bias)")
+
+
+@needs_torch
+def test_torch_compile_captures_the_block_as_one_graph():
+    cfg = tf.config("tiny")
+    p = {n: torch.empty(s, device="meta") for n, s in tf.param_shapes(cfg).items()}
+    graphs = []
+    out = torch.compile(lambda x, p: tf.kernelgen_block(x, p, cfg.heads), fullgraph=True,
+                        backend=lambda g, _: graphs.append(g) or g.forward)(
+        torch.empty(cfg.batch, cfg.seq, cfg.d_model, device="meta"), p)
+    assert out.shape == (cfg.batch, cfg.seq, cfg.d_model)
+    assert sum(str(g.code).count("kernelgen.run") for g in graphs) == len(OPS)
+
+
+@needs_torch
+def test_wrappers_give_torch_shapes_under_fake_tensors():
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    with FakeTensorMode():
+        x, r, g, b = torch.empty(2, 5, 37), torch.empty(2, 5, 37), torch.empty(37), torch.empty(37)
+        assert kgt.layer_norm(x, g, b).shape == (2, 5, 37)
+        y, h = kgt.layer_norm(x, g, b, residual=r, return_sum=True)
+        assert y.shape == h.shape == (2, 5, 37)
+        assert kgt.layer_norm(x, g, b, residual=r).shape == (2, 5, 37)
+        assert kgt.softmax(torch.empty(3, 4, 10)).shape == (3, 4, 10)
+        q, k = torch.empty(2, 3, 19, 24), torch.empty(2, 3, 83, 24)
+        assert kgt.attention(q, k, k, causal=True).shape == (2, 3, 19, 24)
+        w, bias = torch.empty(6, 37), torch.empty(6)
+        assert kgt.linear(x, w, bias, residual=torch.empty(2, 5, 6)).shape == (2, 5, 6)
+
+
+@needs_torch
+def test_wrappers_refuse_bad_inputs():
+    meta = lambda *s: torch.empty(*s, device="meta")
+    with pytest.raises(ValueError, match="return_sum=True returns x \\+ residual; give residual="):
+        kgt.layer_norm(meta(2, 8), meta(8), meta(8), return_sum=True)
+    with pytest.raises(ValueError, match="input res is .2, 7. torch.float32, it must be .2, 8. torch.float32"):
+        kgt.run("layernorm", "rows=2,cols=8;residual=add", [meta(2, 8), meta(2, 7), meta(8), meta(8)])
+    with pytest.raises(ValueError, match="attention takes .batch, heads, seq, head_dim. tensors"):
+        kgt.attention(meta(3, 19, 24), meta(3, 19, 24), meta(3, 19, 24))
+    with pytest.raises(ValueError, match="does not read res, yet residual= was given"):
+        kgt.linear(meta(4, 8), meta(6, 8), meta(6), epilogue="relu(acc + bias)", residual=meta(4, 6))
+
+
+# -- the block on the CPU emulator ---------------------------------------------------------------------
+def _to_numpy(t):
+    return t.contiguous().view(torch.int16).numpy().view(np.uint16) if t.dtype == torch.bfloat16 else t.contiguous().numpy()
+
+
+def _from_numpy(a, dtype):
+    return torch.from_numpy(a.view(np.int16)).view(torch.bfloat16) if dtype == torch.bfloat16 else torch.from_numpy(a)
+
+
+def emulated_run(op_name, problem, inputs, dtype=None, out_dtype=None):
+    """kernelgen.torch.run on the emulator: each op's heuristic schedule for an sm_80 GPU, checker on."""
+    from kernelgen.prepared import prepare
+    from kernelgen.target import target
+    from kernelgen.validate import execute
+    names = {v: k for k, v in kgt.TORCH_TYPES.items()}
+    op, p = kgt._problem(op_name, problem, dtype or names[inputs[0].dtype], out_dtype or "")
+    kgt._check(op, p, inputs)
+    tgt = target("sm_80")
+    prep = prepare(op, op.schedule_for(p, tgt), p, tgt)
+    outs = execute(prep, {b: _to_numpy(t) for b, t in zip(op.inputs, inputs)}, "emulate", check=True)
+    return [_from_numpy(outs[b], inputs[0].dtype) for b in op.outputs]
+
+
+@needs_torch
+@pytest.mark.emulate
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+def test_the_block_matches_torch_on_the_emulator(dtype, monkeypatch):
+    if dtype not in tf.attention_dtypes():
+        pytest.skip(f"kernelgen's attention takes {', '.join(tf.attention_dtypes())} only")
+    monkeypatch.setattr(kgt, "run", emulated_run)
+    cfg, t = tf.config("tiny"), getattr(torch, dtype)
+    p = tf.init_params(cfg, t, "cpu")
+    x = torch.randn(cfg.batch, cfg.seq, cfg.d_model).to(t)
+    ref = tf.torch_block(x.double(), {k: v.double() for k, v in p.items()}, cfg.heads)
+    assert tf.block_error(tf.kernelgen_block(x, p, cfg.heads), ref, x) < tf.TOLERANCE[dtype]
+
+
+@needs_torch
+@pytest.mark.emulate
+def test_layer_norm_with_a_residual_matches_torch_on_the_emulator(monkeypatch):
+    monkeypatch.setattr(kgt, "run", emulated_run)
+    x, r = torch.randn(3, 37) * 3 + 5, torch.randn(3, 37)
+    g, b = torch.rand(37) + 0.5, torch.randn(37)
+    y, h = kgt.layer_norm(x, g, b, residual=r, return_sum=True)
+    ref = torch.nn.functional.layer_norm((x + r).double(), (37,), g.double(), b.double(), 1e-5)
+    torch.testing.assert_close(y.double(), ref, rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(h, x + r)
+
+
+# -- GPU -------------------------------------------------------------------------------------------
+SMALL = "d_model=256,heads=4,seq=200,batch=2"      # head_dim 64, seq no tile multiple
+
+
+@needs_torch
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+@pytest.mark.parametrize("name", ["tiny", SMALL])
+def test_the_block_matches_pytorch_on_the_gpu(name, dtype):
+    if dtype not in tf.attention_dtypes():
+        pytest.skip(f"kernelgen's attention takes {', '.join(tf.attention_dtypes())} only")
+    torch.backends.cuda.matmul.allow_tf32 = False
+    result = tf.check(tf.config(name), dtype)
+    assert result["ok"], result
+
+
+@needs_torch
+@pytest.mark.gpu
+def test_wrappers_match_torch_on_the_gpu():
+    x, r = torch.randn(3, 7, 37, device="cuda"), torch.randn(3, 7, 37, device="cuda")
+    g, b = torch.rand(37, device="cuda") + 0.5, torch.randn(37, device="cuda")
+    y, h = kgt.layer_norm(x, g, b, residual=r, return_sum=True)
+    torch.testing.assert_close(y, torch.nn.functional.layer_norm(x + r, (37,), g, b, 1e-5), rtol=1e-4, atol=1e-4)
+    torch.testing.assert_close(h, x + r)
+    torch.testing.assert_close(kgt.softmax(x), torch.softmax(x, -1), rtol=1e-5, atol=1e-5)
+    q, k, v = (torch.randn(2, 3, n, 64, device="cuda") for n in (37, 45, 45))
+    torch.testing.assert_close(kgt.attention(q, k, v, causal=True),
+                               torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True),
+                               rtol=1e-4, atol=1e-4)
+
+
+@needs_torch
+@pytest.mark.gpu
+def test_the_block_replays_from_a_cuda_graph_and_the_bench_reports_four_rows(tmp_path):
+    doc = tf.bench(tf.config("tiny"), "float32", reps=5, warmup=2)
+    assert doc["check"]["ok"] and doc["notes"] == [], doc
+    assert [r["block"] for r in doc["rows"]] == ["kernelgen", "kernelgen (CUDA graph)", "PyTorch eager", "torch.compile"]
+    assert all(r["median_ms"] > 0 for r in doc["rows"])
+    r = CliRunner().invoke(main, ["bench", "transformer", "--size", "tiny", "--reps", "5", "--json",
+                                  str(tmp_path / "t.json")])
+    assert r.exit_code == 0, r.output
+    assert "vs_eager" in r.output and (tmp_path / "t.json").exists()
