@@ -102,6 +102,32 @@ def check_legal(k: dict, target: Target, buffer: str, threads: int, vector_bytes
                 f"{target.arch}", allowed="a shorter distance, fewer threads or scope registers")
 
 
+def fit_distance(k: dict, target: Target, threads: int, vector_bytes: list[int], static: int, blocks: int,
+                 reserved: int = 1024) -> int:
+    """The longest distance, at most k's, whose shared slots let `blocks` blocks share an SM (each block:
+    `static` bytes, the slots, `reserved` bytes the driver keeps), keeping prefetch + pad odd where it
+    was (conflict-free slots); 0 where not even distance 1 fits. Registers forms keep their distance.
+    What a user at full occupancy picks: H100, 512 threads of float4 and 2 KB of block sums, 4 blocks:
+    (8 + 1) x 8 KB of slots per block does not fit 57 KB, (4 + 1) x 8 KB does.
+
+    >>> from kernelgen.target import target
+    >>> k = dict(prefetch=8, prefetch_scope="shared", prefetch_pad=1)
+    >>> fit_distance(k, target("sm_90"), 512, [16], 2048, 4), fit_distance(dict(k, prefetch_pad=0), target("sm_90"), 512, [16], 2048, 4)
+    (4, 6)
+    """
+    d = k["prefetch"]
+    if not d or k["prefetch_scope"] != "shared":
+        return d
+    odd = (d + k["prefetch_pad"]) % 2 == 1
+    for dist in range(d, 0, -1):
+        if odd and (dist + k["prefetch_pad"]) % 2 == 0:
+            continue
+        per_block = static + shared_bytes(dict(k, prefetch=dist), threads, vector_bytes) + reserved
+        if per_block * blocks <= target.smem_per_sm and per_block - reserved <= target.max_smem:
+            return dist
+    return 0
+
+
 def registers(k: dict, vec_words: int) -> int:
     """Registers the register slots hold (`vec_words` 4-byte words per iteration over all buffers)."""
     return k["prefetch"] * vec_words if k["prefetch"] and k["prefetch_scope"] == "registers" else 0
