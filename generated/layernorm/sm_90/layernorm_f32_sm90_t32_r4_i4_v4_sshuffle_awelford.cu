@@ -264,8 +264,8 @@ layernorm_f32_sm90_t32_r4_i4_v4_sshuffle_awelford(const float* __restrict__ x, c
 
 
 // Any cols: the same float4 accesses from the aligned address at or below each row's start, the
-// first and last vector of a row lane by lane (x and y must be 16-byte aligned; gamma and
-// beta are read an element at a time). A separate kernel, so the aligned one pays for none of this.
+// first and last vector of a row lane by lane (x, y 16-byte aligned; gamma and beta
+// read as shifted vectors). A separate kernel, so the aligned one pays for none of this.
 extern "C" __global__ void __launch_bounds__(128)
 layernorm_f32_sm90_t32_r4_i4_v4_sshuffle_awelford_anyalign(const float* __restrict__ x, const float* __restrict__ gamma, const float* __restrict__ beta,
            float* __restrict__ y, int rows, int cols, float eps) {
@@ -298,7 +298,9 @@ layernorm_f32_sm90_t32_r4_i4_v4_sshuffle_awelford_anyalign(const float* __restri
           for (int l = 0; l < 4; ++l) {
             int e = c * 4 + l - off;
             v[i][l] = 0.0f;
-            if ((unsigned)e < (unsigned)n) v[i][l] = xr[e];
+            if ((unsigned)e < (unsigned)n) {
+              v[i][l] = xr[e];
+            }
           }
         }
       }
@@ -339,7 +341,9 @@ layernorm_f32_sm90_t32_r4_i4_v4_sshuffle_awelford_anyalign(const float* __restri
           for (int l = 0; l < 4; ++l) {
             int e = c * 4 + l - off;
             v[i][l] = 0.0f;
-            if ((unsigned)e < (unsigned)n) v[i][l] = xr[e];
+            if ((unsigned)e < (unsigned)n) {
+              v[i][l] = xr[e];
+            }
           }
         }
       }

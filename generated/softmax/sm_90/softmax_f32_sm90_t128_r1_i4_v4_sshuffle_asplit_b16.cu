@@ -257,7 +257,9 @@ softmax_f32_sm90_t128_r1_i4_v4_sshuffle_asplit_b16_stats_anyalign(const float* _
         for (int l = 0; l < 4; ++l) {
           int e = c * 4 + l - off;
           v[i][l] = KG_NEG_INF;
-          if ((unsigned)e < (unsigned)cols) v[i][l] = xr[e];
+          if ((unsigned)e < (unsigned)cols) {
+            v[i][l] = xr[e];
+          }
         }
       }
     }
@@ -311,7 +313,9 @@ softmax_f32_sm90_t128_r1_i4_v4_sshuffle_asplit_b16_write_anyalign(const float* _
         for (int l = 0; l < 4; ++l) {
           int e = c * 4 + l - off;
           v[i][l] = KG_NEG_INF;
-          if ((unsigned)e < (unsigned)cols) v[i][l] = xr[e];
+          if ((unsigned)e < (unsigned)cols) {
+            v[i][l] = xr[e];
+          }
         }
       }
     }

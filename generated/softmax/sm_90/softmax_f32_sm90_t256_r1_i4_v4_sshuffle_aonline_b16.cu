@@ -240,7 +240,9 @@ softmax_f32_sm90_t256_r1_i4_v4_sshuffle_aonline_b16_anyalign(const float* __rest
           for (int l = 0; l < 4; ++l) {
             int e = c * 4 + l - off;
             v[i][l] = KG_NEG_INF;
-            if ((unsigned)e < (unsigned)n) v[i][l] = xr[e];
+            if ((unsigned)e < (unsigned)n) {
+              v[i][l] = xr[e];
+            }
           }
         }
       }
@@ -275,7 +277,9 @@ softmax_f32_sm90_t256_r1_i4_v4_sshuffle_aonline_b16_anyalign(const float* __rest
           for (int l = 0; l < 4; ++l) {
             int e = c * 4 + l - off;
             v[i][l] = 0.0f;
-            if ((unsigned)e < (unsigned)n) v[i][l] = xr[e];
+            if ((unsigned)e < (unsigned)n) {
+              v[i][l] = xr[e];
+            }
           }
         }
       }

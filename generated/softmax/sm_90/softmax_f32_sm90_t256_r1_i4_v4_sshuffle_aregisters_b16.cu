@@ -221,7 +221,9 @@ softmax_f32_sm90_t256_r1_i4_v4_sshuffle_aregisters_b16_anyalign(const float* __r
         for (int l = 0; l < 4; ++l) {
           int e = c * 4 + l - off; if (e < 0) e += 4096;
           v[i][l] = KG_NEG_INF;
-          if ((unsigned)e < (unsigned)n) v[i][l] = xr[e];
+          if ((unsigned)e < (unsigned)n) {
+            v[i][l] = xr[e];
+          }
         }
       }
     }
