@@ -125,44 +125,39 @@ __device__ __forceinline__ float layernorm_f32_sm90_t256_r1_i4_v4_sshuffle_aregi
 
 
 __device__ __forceinline__ uint4 layernorm_f32_sm90_t256_r1_i4_v4_sshuffle_aregisters_shifted(const uint4* __restrict__ p, int k, int s) {
-  unsigned w[8];
   const uint4 a = __ldg(p + k);
-  memcpy(w, &a, 16);
   if (s == 0) return a;
   const uint4 b = __ldg(p + k + 1);
-  memcpy(w + 4, &b, 16);
   const unsigned sh = 8 * (s & 3), q = s >> 2;
-  unsigned r[4];
-  {
-    unsigned lo = w[0], hi = w[1];
-    if (q == 1) { lo = w[1]; hi = w[2]; }
-    if (q == 2) { lo = w[2]; hi = w[3]; }
-    if (q == 3) { lo = w[3]; hi = w[4]; }
-    r[0] = __funnelshift_r(lo, hi, sh);
-  }
-  {
-    unsigned lo = w[1], hi = w[2];
-    if (q == 1) { lo = w[2]; hi = w[3]; }
-    if (q == 2) { lo = w[3]; hi = w[4]; }
-    if (q == 3) { lo = w[4]; hi = w[5]; }
-    r[1] = __funnelshift_r(lo, hi, sh);
-  }
-  {
-    unsigned lo = w[2], hi = w[3];
-    if (q == 1) { lo = w[3]; hi = w[4]; }
-    if (q == 2) { lo = w[4]; hi = w[5]; }
-    if (q == 3) { lo = w[5]; hi = w[6]; }
-    r[2] = __funnelshift_r(lo, hi, sh);
-  }
-  {
-    unsigned lo = w[3], hi = w[4];
-    if (q == 1) { lo = w[4]; hi = w[5]; }
-    if (q == 2) { lo = w[5]; hi = w[6]; }
-    if (q == 3) { lo = w[6]; hi = w[7]; }
-    r[3] = __funnelshift_r(lo, hi, sh);
-  }
   uint4 out;
-  memcpy(&out, r, 16);
+  {
+    unsigned lo = a.x, hi = a.y;
+    if (q == 1) { lo = a.y; hi = a.z; }
+    if (q == 2) { lo = a.z; hi = a.w; }
+    if (q == 3) { lo = a.w; hi = b.x; }
+    out.x = __funnelshift_r(lo, hi, sh);
+  }
+  {
+    unsigned lo = a.y, hi = a.z;
+    if (q == 1) { lo = a.z; hi = a.w; }
+    if (q == 2) { lo = a.w; hi = b.x; }
+    if (q == 3) { lo = b.x; hi = b.y; }
+    out.y = __funnelshift_r(lo, hi, sh);
+  }
+  {
+    unsigned lo = a.z, hi = a.w;
+    if (q == 1) { lo = a.w; hi = b.x; }
+    if (q == 2) { lo = b.x; hi = b.y; }
+    if (q == 3) { lo = b.y; hi = b.z; }
+    out.z = __funnelshift_r(lo, hi, sh);
+  }
+  {
+    unsigned lo = a.w, hi = b.x;
+    if (q == 1) { lo = b.x; hi = b.y; }
+    if (q == 2) { lo = b.y; hi = b.z; }
+    if (q == 3) { lo = b.z; hi = b.w; }
+    out.w = __funnelshift_r(lo, hi, sh);
+  }
   return out;
 }
 

@@ -117,44 +117,39 @@ __device__ __forceinline__ float layernorm_f32_sm90_t32_r4_i4_v4_sshuffle_awelfo
 
 
 __device__ __forceinline__ uint4 layernorm_f32_sm90_t32_r4_i4_v4_sshuffle_awelford_shifted(const uint4* __restrict__ p, int k, int s) {
-  unsigned w[8];
   const uint4 a = __ldg(p + k);
-  memcpy(w, &a, 16);
   if (s == 0) return a;
   const uint4 b = __ldg(p + k + 1);
-  memcpy(w + 4, &b, 16);
   const unsigned sh = 8 * (s & 3), q = s >> 2;
-  unsigned r[4];
-  {
-    unsigned lo = w[0], hi = w[1];
-    if (q == 1) { lo = w[1]; hi = w[2]; }
-    if (q == 2) { lo = w[2]; hi = w[3]; }
-    if (q == 3) { lo = w[3]; hi = w[4]; }
-    r[0] = __funnelshift_r(lo, hi, sh);
-  }
-  {
-    unsigned lo = w[1], hi = w[2];
-    if (q == 1) { lo = w[2]; hi = w[3]; }
-    if (q == 2) { lo = w[3]; hi = w[4]; }
-    if (q == 3) { lo = w[4]; hi = w[5]; }
-    r[1] = __funnelshift_r(lo, hi, sh);
-  }
-  {
-    unsigned lo = w[2], hi = w[3];
-    if (q == 1) { lo = w[3]; hi = w[4]; }
-    if (q == 2) { lo = w[4]; hi = w[5]; }
-    if (q == 3) { lo = w[5]; hi = w[6]; }
-    r[2] = __funnelshift_r(lo, hi, sh);
-  }
-  {
-    unsigned lo = w[3], hi = w[4];
-    if (q == 1) { lo = w[4]; hi = w[5]; }
-    if (q == 2) { lo = w[5]; hi = w[6]; }
-    if (q == 3) { lo = w[6]; hi = w[7]; }
-    r[3] = __funnelshift_r(lo, hi, sh);
-  }
   uint4 out;
-  memcpy(&out, r, 16);
+  {
+    unsigned lo = a.x, hi = a.y;
+    if (q == 1) { lo = a.y; hi = a.z; }
+    if (q == 2) { lo = a.z; hi = a.w; }
+    if (q == 3) { lo = a.w; hi = b.x; }
+    out.x = __funnelshift_r(lo, hi, sh);
+  }
+  {
+    unsigned lo = a.y, hi = a.z;
+    if (q == 1) { lo = a.z; hi = a.w; }
+    if (q == 2) { lo = a.w; hi = b.x; }
+    if (q == 3) { lo = b.x; hi = b.y; }
+    out.y = __funnelshift_r(lo, hi, sh);
+  }
+  {
+    unsigned lo = a.z, hi = a.w;
+    if (q == 1) { lo = a.w; hi = b.x; }
+    if (q == 2) { lo = b.x; hi = b.y; }
+    if (q == 3) { lo = b.y; hi = b.z; }
+    out.z = __funnelshift_r(lo, hi, sh);
+  }
+  {
+    unsigned lo = a.w, hi = b.x;
+    if (q == 1) { lo = b.x; hi = b.y; }
+    if (q == 2) { lo = b.y; hi = b.z; }
+    if (q == 3) { lo = b.z; hi = b.w; }
+    out.w = __funnelshift_r(lo, hi, sh);
+  }
   return out;
 }
 
@@ -304,11 +299,12 @@ layernorm_f32_sm90_t32_r4_i4_v4_sshuffle_awelford_anyalign(const float* __restri
           }
         }
       }
-      float nb = 0.0f;                          // elements of the row among this thread's
+      unsigned in = 0;                        // bit i*W + l: lane l of vector i holds one of the row's elements
       #pragma unroll
       for (int i = 0; i < 4; ++i)
         #pragma unroll
-        for (int l = 0; l < 4; ++l) nb += (unsigned)((base + i * 32 + t) * 4 + l - off) < (unsigned)n ? 1.0f : 0.0f;
+        for (int l = 0; l < 4; ++l) in |= (unsigned)((unsigned)((base + i * 32 + t) * 4 + l - off) < (unsigned)n) << (i * 4 + l);
+      const float nb = (float)__popc(in);
       float sb = 0.0f;
       #pragma unroll
       for (int i = 0; i < 4; ++i)
@@ -320,7 +316,7 @@ layernorm_f32_sm90_t32_r4_i4_v4_sshuffle_awelford_anyalign(const float* __restri
       for (int i = 0; i < 4; ++i) {
         #pragma unroll
         for (int l = 0; l < 4; ++l) {
-          const float d = (unsigned)((base + i * 32 + t) * 4 + l - off) < (unsigned)n ? v[i][l] - mb : 0.0f; m2b += d * d;
+          const float d = (in >> (i * 4 + l)) & 1 ? v[i][l] - mb : 0.0f; m2b += d * d;
         }
       }
       layernorm_f32_sm90_t32_r4_i4_v4_sshuffle_awelford_merge(cnt, mean, m2, nb, mb, m2b);
