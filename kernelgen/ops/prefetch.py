@@ -18,7 +18,10 @@ them (a thread's last batch is partial: every use is guarded, so any count works
 loads in flight with a ring refilled once per iteration. The shared forms give each thread D slots
 and `storage_align(x, pad)` vectors of padding: D + pad odd makes a warp's slot accesses
 conflict-free (a 4-, 8- or 16-byte access, each thread `D + pad` vectors from the next). On sm_80
-and later the shared slots are filled by cp.async, so the loads do not wait in registers.
+and later the shared slots are filled by cp.async, so the loads do not wait in registers; a 16-byte
+copy past the end is issued anyway with a source size of 0 (zeros land), so no copy sits under a
+predicate (a predicated cp.async can lose the coalescing of a warp's copies). At full occupancy the
+slots of a long distance cost blocks per SM: `fit_distance` gives the longest that lets them fit.
 """
 from __future__ import annotations
 
