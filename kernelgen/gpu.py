@@ -358,7 +358,9 @@ class Bound:
         for i, name, align in self.align:
             if addresses[i] % align:
                 raise UsageError(f"array {name!r} at address {addresses[i]:#x} is not aligned to {align} bytes, "
-                                 "which this schedule's vector width needs; use vectorize(..., 1) or an aligned array")
+                                 "which this schedule's vector width needs (the row ops' too when cols % vec != 0: "
+                                 "their rows then start at the same offset in every row buffer's vectors); use "
+                                 "vectorize(..., 1) or an aligned array")
         with self.lock:
             self.addresses[:] = addresses
             for i, m in self.map_index:     # TMA descriptors: encoded again only for a new address

@@ -1,5 +1,5 @@
 """What is specific to softmax: how the algorithm is read from the schedule, legality messages, the
-plans (scalar twin for odd column counts, the split's launch pairs and workspace), SASS facts
+plans (any-alignment twin for odd column counts, the split's launch pairs and workspace), SASS facts
 (128-bit accesses where vectorised, registers of the row-in-registers kernels), numerical stability
 and the layouts the tuner searches, on the emulator."""
 import numpy as np
@@ -76,13 +76,14 @@ def test_empty_dimensions_fail_before_any_compile():
         op.problem({"rows": 4, "cols": 0})
 
 
-def test_plan_takes_the_scalar_twin_for_odd_columns():
+def test_plan_takes_the_any_alignment_twin_for_odd_columns():
     k = op.kernel(op.schedule(threads=32, rows_per_block=8, items=4))
     p = op.plan(k, op.problem({"rows": 100, "cols": 512}))
     assert p.launches[0].symbol == k.name and dict(p.alignment)["x"] == 16
     assert p.launches[0].grid == (13, 1, 1) and p.launches[0].block == (32, 8, 1)
     p = op.plan(k, op.problem({"rows": 100, "cols": 510}))
-    assert p.launches[0].symbol == k.name + "_scalar" and dict(p.alignment)["x"] == 4
+    # rows start anywhere in a float4: the twin reads them as float4s from the aligned address below
+    assert p.launches[0].symbol == k.name + "_anyalign" and dict(p.alignment) == {"x": 16, "y": 16}
 
 
 def test_split_plan_runs_stats_then_write_per_batch_of_rows():
@@ -118,7 +119,7 @@ def test_vectorised_steps_move_128_bits_and_spill_nothing():
         vec = op.knobs_from_schedule(step.schedule)["vec"]
         for sym, f in found.items():
             assert f.spill_bytes == 0 and f.local_ops == 0, (step.title, sym)
-            wide = vec == 4 and not sym.endswith("_scalar")
+            wide = vec == 4                      # the any-alignment twin too
             assert (f.ldg128 > 0) == wide, (step.title, sym, f.ldg128)
             assert (f.stg128 > 0) == (wide and "_stats" not in sym), (step.title, sym, f.stg128)
 

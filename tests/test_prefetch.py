@@ -204,7 +204,8 @@ def test_the_ladder_on_the_emulator_in_reverse_thread_order():
 def test_shared_slots_without_cp_async_go_through_registers():
     for form in FORMS[2:]:
         s = reduce_op.schedule(**knobs(*form), threads=64)
-        assert "kg_cp_async16(&" not in render(reduce_op.kernel(s, target("sm_75")))
+        assert "kg_cp_async16_zfill(&" not in render(reduce_op.kernel(s, target("sm_75")))
+        assert "kg_cp_async16_zfill(&" in render(reduce_op.kernel(s, target("sm_90")))
         v = validate(reduce_op, s, reduce_op.problem({"n": 30001}), backend="emulate", arch="sm_75")
         assert v.ok, v.summary()
 
@@ -212,7 +213,7 @@ def test_shared_slots_without_cp_async_go_through_registers():
 @pytest.mark.emulate
 @pytest.mark.parametrize("n, line, mutant", [
     (304623, "kg_cp_async_wait<7>();", "kg_cp_async_wait<8>();"),            # the ring waits for one group too few
-    (304624, "if (jn < nvec) kg_cp_async16", "if (jn <= nvec) kg_cp_async16"),   # a refill one vector past the end
+    (304624, "(jn < nvec ? jn : 0), jn < nvec);", "(jn <= nvec ? jn : 0), jn <= nvec);"),   # a refill one vector past the end
     (304623, "r = r + 1 == 8 ? 0 : r + 1;", "r = r + 1 == 7 ? 0 : r + 1;"),    # a ring one slot short
     (304623, "const long long jn = j + 8 *", "const long long jn = j + 7 *"),  # refilled one iteration short
 ])
@@ -267,3 +268,16 @@ def test_elementwise_forms_on_the_gpu(form):
         for sizes in ({"M": 1, "N": 1}, {"M": 37, "N": 1001}, {"M": 4099, "N": 4097}):
             v = validate(op, s, op.problem(sizes, dtype=dtype), backend="gpu")
             assert v.ok, (sizes, dtype, v.summary())
+
+
+def test_full_occupancy_shortens_the_shared_slots_until_the_blocks_fit():
+    from kernelgen.ops.prefetch import fit_distance
+    h100 = target("sm_90")
+    shared = dict(prefetch=8, prefetch_scope="shared", prefetch_pad=1)
+    # 512 threads x float4, 2 KB of block sums: 4 blocks of (4 + 1) slots fit 228 KB, (6 + 1) do not; odd kept
+    assert fit_distance(shared, h100, 512, [16], 2048, 4) == 4
+    assert fit_distance(dict(shared, prefetch_pad=0), h100, 512, [16], 2048, 4) == 6
+    assert fit_distance(shared, h100, 512, [16], 2048, 1) == 8                  # one block: the distance asked
+    assert fit_distance(dict(shared, prefetch_scope="registers"), h100, 512, [16], 2048, 4) == 8
+    assert fit_distance(shared, h100, 1024, [16, 16], 4096, 2) == 2             # two buffers' slots
+    assert fit_distance(shared, h100, 1024, [16] * 8, 4096, 2) == 0             # none fits

@@ -639,15 +639,20 @@ namespace {
 inline void bank_access(const void* p, unsigned size, int access, void* site);   // banks.hpp
 }
 
-extern "C" void kg_emu_cp_async(void* dst, const void* src, int bytes) {
+// cp.async with a source size: the first src_bytes come from src (none read when 0), the rest land as
+// zeros. `site`: the calling instruction, for the traffic profile.
+static void cp_async(void* dst, const void* src, int bytes, int src_bytes, void* site) {
   Fiber* me = cur;
   // counted as the global load and shared store the copy makes (two sites: one request each per warp)
-  void* site = __builtin_return_address(0);
-  bank_access(src, (unsigned)bytes, A_READ, site);
+  if (src_bytes > 0) bank_access(src, (unsigned)src_bytes, A_READ, site);
   bank_access(dst, (unsigned)bytes, A_WRITE, (char*)site + 1);
   const size_t off = (uintptr_t)dst - (uintptr_t)smem;
   if (bytes != 4 && bytes != 8 && bytes != 16) {
     record(E_TRAP, me->linear, "cp.async of %d bytes (cp.async copies 4, 8 or 16)", bytes);
+    fiber_fail();
+  }
+  if (src_bytes < 0 || src_bytes > bytes) {
+    record(E_TRAP, me->linear, "cp.async source size %d outside 0..%d", src_bytes, bytes);
     fiber_fail();
   }
   if (off >= SMEM_ARENA || off + bytes > SMEM_ARENA) {
@@ -655,14 +660,22 @@ extern "C" void kg_emu_cp_async(void* dst, const void* src, int bytes) {
     fiber_fail();
   }
   if (L->check) {
-    check_access(src, (unsigned)bytes, A_READ, true);
+    if (src_bytes > 0) check_access(src, (unsigned)src_bytes, A_READ, true);
     check_access(dst, (unsigned)bytes, A_WRITE, true);
   }
   AsyncCopy c{async_committed[me->linear], (uint32_t)off, (uint32_t)bytes, {}};
-  memcpy(c.data, src, bytes);
+  if (src_bytes > 0) memcpy(c.data, src, src_bytes);
   memset(dst, 0xff, bytes);
   async_mark(c, me->linear + 1);
   async_queue[me->linear].push_back(c);
+}
+
+extern "C" void kg_emu_cp_async(void* dst, const void* src, int bytes) {
+  cp_async(dst, src, bytes, bytes, __builtin_return_address(0));
+}
+
+extern "C" void kg_emu_cp_async_zfill(void* dst, const void* src, int bytes, int src_bytes) {
+  cp_async(dst, src, bytes, src_bytes, __builtin_return_address(0));
 }
 
 extern "C" void kg_emu_cp_async_commit(void) { ++async_committed[cur->linear]; }

@@ -90,6 +90,7 @@ KG_HIDDEN __attribute__((noreturn)) void kg_trap(const char* what);
 KG_HIDDEN long long kg_clock(void);
 // cp.async (templates/common/prelude.cuh): a copy lands when its group is waited for
 KG_HIDDEN void kg_emu_cp_async(void* smem, const void* gmem, int bytes);
+KG_HIDDEN void kg_emu_cp_async_zfill(void* smem, const void* gmem, int bytes, int src_bytes);
 KG_HIDDEN void kg_emu_cp_async_commit(void);
 KG_HIDDEN void kg_emu_cp_async_wait(int pending);
 }

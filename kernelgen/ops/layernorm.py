@@ -47,7 +47,7 @@ from ..dtypes import Types
 from ..target import Target, default_target
 from .io import torch_tensor
 from .knobs import Prim
-from .rows import L2_BATCH, MAX_CHUNK, ROW_KNOBS, HalfRowNumbers, RowRules, RowSchedule, row_heuristic, row_space
+from .rows import ANY_SUFFIX, L2_BATCH, MAX_CHUNK, ROW_KNOBS, HalfRowNumbers, RowRules, RowSchedule, row_heuristic, row_space
 
 PASSES = ("two_pass", "welford")                 # the algorithms annotate(layernorm, ...) names
 ALGOS = PASSES + ("registers", "split")
@@ -174,13 +174,14 @@ class LayerNorm(HalfRowNumbers, RowSchedule, Op):
         if k["algo"] == "registers":
             check(cols <= self.max_cols(k), "cache_read", "x", f"cols={cols}",
                   limit=f"the row must fit in registers: cols <= items*threads*vec = {self.max_cols(k)}")
-        # Vector kernels need vec*itemsize-aligned rows; when cols % vec != 0 the plan takes the scalar twin.
-        align, scalar = self.row_alignment(k, problem, self.inputs + self.outputs)
+        # Vector kernels need vec*itemsize-aligned buffers; when cols % vec != 0 rows start anywhere in a vector
+        # and the plan takes the any-alignment twin (the row buffers still vec*itemsize-aligned).
+        align, twin = self.row_alignment(k, problem, self.inputs + self.outputs, columns=("gamma", "beta"))
         if k["algo"] == "split":
             launches, workspaces, scalars = self.split_launches(
-                kernel, k, problem, "_scalar" if scalar else "", *self.split_args(), 2)
+                kernel, k, problem, ANY_SUFFIX if twin else "", *self.split_args(), 2)
             return Plan(kernel, problem, launches, workspaces, scalars + (Scalar("eps", "float", EPS),), align)
-        launch = Launch(kernel.name + ("_scalar" if scalar else ""), (cdiv(rows, k["rows_per_block"]), 1, 1),
+        launch = Launch(kernel.name + (ANY_SUFFIX if twin else ""), (cdiv(rows, k["rows_per_block"]), 1, 1),
                         (k["threads"], k["rows_per_block"], 1), self.launch_args())
         scalars = (Scalar("rows", "int", rows), Scalar("cols", "int", cols), Scalar("eps", "float", EPS))
         return Plan(kernel, problem, (launch,), (), scalars, align)
@@ -188,7 +189,7 @@ class LayerNorm(HalfRowNumbers, RowSchedule, Op):
     def launch_recipe(self, kernel: Kernel):
         from ..recipe import Recipe, Step
         k = dict(kernel.knobs)
-        twins, align = self.row_recipe_twins(kernel, k, self.inputs + self.outputs)
+        twins, align = self.row_recipe_twins(kernel, k, self.inputs + self.outputs, columns=("gamma", "beta"))
         requires = ((f"cols <= {self.max_cols(k)}", "the row must fit in registers: cols <= items*threads*vec"),) \
             if k["algo"] == "registers" else ()
         common = dict(lets=(("eps", "float", repr(EPS)),), alignment=align)
@@ -202,7 +203,7 @@ class LayerNorm(HalfRowNumbers, RowSchedule, Op):
 
     # -- numbers -----------------------------------------------------------------------------------
     def test_problems(self) -> tuple[dict, ...]:
-        # Odd column counts take the scalar twin; 4096 columns is the ladder's register-row limit.
+        # Odd column counts take the any-alignment twin; 4096 columns is the ladder's register-row limit.
         return ({"rows": 37, "cols": 1000}, {"rows": 3, "cols": 7}, {"rows": 130, "cols": 1},
                 {"rows": 2, "cols": 4093}, {"rows": 1, "cols": 4096})
 

@@ -18,7 +18,10 @@ them (a thread's last batch is partial: every use is guarded, so any count works
 loads in flight with a ring refilled once per iteration. The shared forms give each thread D slots
 and `storage_align(x, pad)` vectors of padding: D + pad odd makes a warp's slot accesses
 conflict-free (a 4-, 8- or 16-byte access, each thread `D + pad` vectors from the next). On sm_80
-and later the shared slots are filled by cp.async, so the loads do not wait in registers.
+and later the shared slots are filled by cp.async, so the loads do not wait in registers; a 16-byte
+copy past the end is issued anyway with a source size of 0 (zeros land), so no copy sits under a
+predicate (a predicated cp.async can lose the coalescing of a warp's copies). At full occupancy the
+slots of a long distance cost blocks per SM: `fit_distance` gives the longest that lets them fit.
 """
 from __future__ import annotations
 
@@ -100,6 +103,32 @@ def check_legal(k: dict, target: Target, buffer: str, threads: int, vector_bytes
           limit=f"({d} + {k['prefetch_pad']} pad) vectors x {threads} threads x {'+'.join(map(str, vector_bytes))} "
                 f"bytes of shared slots + {static} bytes > {target.max_smem} bytes of shared memory per block on "
                 f"{target.arch}", allowed="a shorter distance, fewer threads or scope registers")
+
+
+def fit_distance(k: dict, target: Target, threads: int, vector_bytes: list[int], static: int, blocks: int,
+                 reserved: int = 1024) -> int:
+    """The longest distance, at most k's, whose shared slots let `blocks` blocks share an SM (each block:
+    `static` bytes, the slots, `reserved` bytes the driver keeps), keeping prefetch + pad odd where it
+    was (conflict-free slots); 0 where not even distance 1 fits. Registers forms keep their distance.
+    What a user at full occupancy picks: H100, 512 threads of float4 and 2 KB of block sums, 4 blocks:
+    (8 + 1) x 8 KB of slots per block does not fit 57 KB, (4 + 1) x 8 KB does.
+
+    >>> from kernelgen.target import target
+    >>> k = dict(prefetch=8, prefetch_scope="shared", prefetch_pad=1)
+    >>> fit_distance(k, target("sm_90"), 512, [16], 2048, 4), fit_distance(dict(k, prefetch_pad=0), target("sm_90"), 512, [16], 2048, 4)
+    (4, 6)
+    """
+    d = k["prefetch"]
+    if not d or k["prefetch_scope"] != "shared":
+        return d
+    odd = (d + k["prefetch_pad"]) % 2 == 1
+    for dist in range(d, 0, -1):
+        if odd and (dist + k["prefetch_pad"]) % 2 == 0:
+            continue
+        per_block = static + shared_bytes(dict(k, prefetch=dist), threads, vector_bytes) + reserved
+        if per_block * blocks <= target.smem_per_sm and per_block - reserved <= target.max_smem:
+            return dist
+    return 0
 
 
 def registers(k: dict, vec_words: int) -> int:

@@ -27,6 +27,9 @@ REDUCTIONS = ("serial", "shared", "shuffle")
 SPLIT_I = Prim("split", "i", args="rows_per_block")
 SPLIT_J = Prim("split", "j", args="items*threads*vec, threads*vec, vec")
 MAX_CHUNK = 32 * 1024 * 8         # columns of a row a block's threads load at once: items*threads*vec at most
+# The twin kernel for cols % vec != 0: rows start anywhere in a vector, read as aligned vectors from the
+# aligned address at or below their start (templates/lib/rows.j2).
+ANY_SUFFIX = "_anyalign"
 # The knobs softmax and layer norm share: a group of threads per row, several rows per block.
 ROW_KNOBS = (
     Knob("threads", 256, (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024), "threads per row (j.2)", "t", SPLIT_J),
@@ -34,7 +37,7 @@ ROW_KNOBS = (
     Knob("items", 4, Range(1, 32), "vectors per thread per chunk, loaded at once (j.1)", "i", SPLIT_J,
          tune=(1, 2, 4, 8, 16)),
     Knob("vec", 4, (1, 2, 4, 8), "elements per access (j.3): float32 1|4, 16-bit types 1|2|4|8; "
-         "cols % vec != 0 runs a scalar twin kernel", "v", Prim("vectorize", "j.3", always=True)),
+         "cols % vec != 0 runs an any-alignment twin (same vectors, edges lane by lane)", "v", Prim("vectorize", "j.3", always=True)),
     Knob("reduction", "shuffle", REDUCTIONS, "how a row's threads combine", "s",
          Prim("reduction", "j", absent="shuffle", always=True)),
 )
@@ -151,26 +154,38 @@ class RowSchedule:
     """Schedule <-> knobs for the row ops (softmax, layernorm): a group of `threads` threads per row,
     `rows_per_block` rows per block, `items` vectors of `vec` floats per thread per chunk."""
 
-    def row_alignment(self, k: dict, problem, buffers) -> tuple[tuple[tuple[str, int], ...], bool]:
-        """(buffer alignment in bytes, scalar twin?): vectors of `vec` elements need rows that start
-        vec*itemsize-aligned, so cols % vec != 0 takes the scalar twin (element-aligned)."""
+    def row_alignment(self, k: dict, problem, buffers, columns=()) -> tuple[tuple[tuple[str, int], ...], bool]:
+        """(buffer alignment in bytes, any-alignment twin?): every buffer vec*itemsize-aligned. When
+        cols % vec != 0 the plan takes the twin, which finds each row's offset in its vector from x's
+        base, so the row buffers stay vec*itemsize-aligned (their rows then start at the same offsets)
+        and `columns` (layer norm's gamma and beta, read as shifted vectors there) need only itemsize."""
         size = problem.dtype("x").itemsize
-        scalar = k["vec"] > 1 and problem["cols"] % k["vec"] != 0
-        return tuple((b, size if scalar else size * k["vec"]) for b in buffers), scalar
+        twin = k["vec"] > 1 and problem["cols"] % k["vec"] != 0
+        return tuple((b, size if twin and b in columns else size * k["vec"]) for b in buffers), twin
 
-    def row_recipe_twins(self, kernel, k: dict, buffers) -> tuple[tuple[tuple[str, str], ...], tuple]:
+    def row_recipe_twins(self, kernel, k: dict, buffers, columns=()) -> tuple[tuple[tuple[str, str], ...], tuple]:
         """row_alignment as a recipe: ((symbol suffix, when), ...) for the vector kernel and its
-        scalar twin, and the alignment each needs."""
+        any-alignment twin, and the alignment each needs."""
         size = (kernel.types or self.types())["x"].itemsize
         if k["vec"] == 1:
             return (("", ""),), tuple((b, size, "") for b in buffers)
-        vector, scalar = f"cols % {k['vec']} == 0", f"cols % {k['vec']} != 0"
-        return ((("", vector), ("_scalar", scalar)),
-                tuple((b, size * k["vec"], vector) for b in buffers) + tuple((b, size, scalar) for b in buffers))
+        vector, twin = f"cols % {k['vec']} == 0", f"cols % {k['vec']} != 0"
+        return ((("", vector), (ANY_SUFFIX, twin)),
+                tuple((b, size * k["vec"], vector) for b in buffers) +
+                tuple((b, size if b in columns else size * k["vec"], twin) for b in buffers))
+
+    def row_reach(self, k: dict, cols: int) -> int:
+        """Columns a row's vectors span in the split form: cols, and vec - 1 more for the any-alignment
+        twin (a row may start up to vec - 1 elements past an aligned address, so it may take a chunk more)."""
+        return cols + (k["vec"] - 1 if cols % k["vec"] else 0)
+
+    def recipe_reach(self, k: dict) -> str:
+        """row_reach as a recipe expression of cols."""
+        return "cols" if k["vec"] == 1 else f"(cols + {k['vec'] - 1} * kg_min(1, cols % {k['vec']}))"
 
     # -- the split form: j.0 on blockIdx.y, a stats launch and a write launch per batch of rows ----------
     def split_chunks(self, k: dict, cols: int) -> int:
-        chunks = cdiv(cols, k["items"] * k["threads"] * k["vec"])
+        chunks = cdiv(self.row_reach(k, cols), k["items"] * k["threads"] * k["vec"])
         check(chunks <= 65535, "split", "j", f"{chunks} blocks per row", limit="65535 (gridDim.y): raise items*threads*vec")
         return chunks
 
@@ -202,7 +217,7 @@ class RowSchedule:
         loop, grid = ("row0", "rows", "batch"), ("kg_min(batch, rows - row0)", "chunks", "1")
         steps = tuple(Step(f"{kernel.name}_{part}{sfx}", grid, (k["threads"], 1, 1), args, when=when, loop=loop)
                       for sfx, when in twins for part, args in (("stats", stats_args), ("write", write_args)))
-        return dict(steps=steps, lets=(("chunks", "int", f"kg_cdiv(cols, {k['items'] * k['threads'] * k['vec']})"),
+        return dict(steps=steps, lets=(("chunks", "int", f"kg_cdiv({self.recipe_reach(k)}, {k['items'] * k['threads'] * k['vec']})"),
                                        ("batch", "int", batch)),
                     workspaces=(("stats", "float", f"{words} * kg_ll(rows) * chunks", None),),
                     requires=(("chunks <= 65535", "gridDim.y holds 65535 chunks of a row: raise items*threads*vec"),))
@@ -259,8 +274,7 @@ class RowSchedule:
             red_words = t // 32
         else:
             red_words = 1
-        params = dict(k, block=t * rpb, red_words=red_words, warps=max(1, t // 32),
-                      scalar_items=k["items"] * k["vec"],         # the any-cols kernel: the same floats, one at a time
+        params = dict(k, block=t * rpb, red_words=red_words, warps=max(1, t // 32), any_suffix=ANY_SUFFIX,
                       chunk_cols=k["items"] * t * k["vec"],
                       io=element_io(types.input, k["vec"]),
                       access_bytes=k["vec"] * types.input.itemsize)

@@ -38,7 +38,7 @@ from ..dtypes import Types
 from ..target import Target, default_target
 from .io import torch_tensor
 from .knobs import Prim
-from .rows import L2_BATCH, MAX_CHUNK, ROW_KNOBS, HalfRowNumbers, RowRules, RowSchedule, row_heuristic, row_space
+from .rows import ANY_SUFFIX, L2_BATCH, MAX_CHUNK, ROW_KNOBS, HalfRowNumbers, RowRules, RowSchedule, row_heuristic, row_space
 
 PASSES = ("three_pass", "online")                 # the algorithms annotate(softmax, ...) names
 ALGOS = PASSES + ("registers", "split")
@@ -116,9 +116,10 @@ class Softmax(HalfRowNumbers, RowSchedule, Op):
         k = dict(kernel.knobs)
         rows, cols = problem["rows"], problem["cols"]
         t, rpb = k["threads"], k["rows_per_block"]
-        # Vector kernels need vec*itemsize-aligned rows; when cols % vec != 0 the plan takes the scalar twin.
-        align, scalar = self.row_alignment(k, problem, ("x", "y"))
-        suffix = "_scalar" if scalar else ""
+        # Vector kernels need vec*itemsize-aligned buffers; when cols % vec != 0 rows start anywhere in a vector
+        # and the plan takes the any-alignment twin (x and y still vec*itemsize-aligned).
+        align, twin = self.row_alignment(k, problem, ("x", "y"))
+        suffix = ANY_SUFFIX if twin else ""
         if k["algo"] == "registers":
             check(cols <= self.max_cols(k), "cache_read", "x", f"cols={cols}",
                   limit=f"the row must fit in registers: cols <= items*threads*vec = {self.max_cols(k)}")
@@ -149,7 +150,7 @@ class Softmax(HalfRowNumbers, RowSchedule, Op):
 
     # -- numbers -----------------------------------------------------------------------------------
     def test_problems(self) -> tuple[dict, ...]:
-        # Odd column counts take the scalar twin; 4096 columns is the ladder's register-row limit.
+        # Odd column counts take the any-alignment twin; 4096 columns is the ladder's register-row limit.
         return ({"rows": 37, "cols": 1000}, {"rows": 3, "cols": 7}, {"rows": 130, "cols": 1},
                 {"rows": 2, "cols": 4093}, {"rows": 1, "cols": 4096})
 

@@ -17,16 +17,16 @@
 //   gamma must be 16-byte aligned when cols % 4 == 0
 //   beta must be 16-byte aligned when cols % 4 == 0
 //   y must be 16-byte aligned when cols % 4 == 0
-//   x must be 4-byte aligned when cols % 4 != 0
+//   x must be 16-byte aligned when cols % 4 != 0
 //   gamma must be 4-byte aligned when cols % 4 != 0
 //   beta must be 4-byte aligned when cols % 4 != 0
-//   y must be 4-byte aligned when cols % 4 != 0
+//   y must be 16-byte aligned when cols % 4 != 0
 //   workspace: none
 //   kernels, in order on one stream:
 //     if cols % 4 == 0: layernorm_f32_sm90_t256_r1_i4_v4_sshuffle_aregisters
 //       grid (kg_cdiv(rows, 1), 1, 1), block (256, 1, 1), 0 bytes dynamic shared
 //       args (x, gamma, beta, y, rows, cols, eps)
-//     if cols % 4 != 0: layernorm_f32_sm90_t256_r1_i4_v4_sshuffle_aregisters_scalar
+//     if cols % 4 != 0: layernorm_f32_sm90_t256_r1_i4_v4_sshuffle_aregisters_anyalign
 //       grid (kg_cdiv(rows, 1), 1, 1), block (256, 1, 1), 0 bytes dynamic shared
 //       args (x, gamma, beta, y, rows, cols, eps)
 // host launcher (build with -DKERNELGEN_HOST_LAUNCHER; returns cudaErrorInvalidValue for a null pointer, a size outside its range, a broken requirement, a misaligned pointer or a workspace too small):
@@ -53,6 +53,20 @@ __device__ __forceinline__ void kg_cp_async16(void* smem, const void* gmem) {
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" :: "r"(s), "l"(gmem));
 #else
   *reinterpret_cast<float4*>(smem) = *reinterpret_cast<const float4*>(gmem);
+#endif
+}
+// The same with a source size: `full` copies the 16 bytes, else none is read (gmem may be any valid
+// address) and the 16 land as zeros. One unpredicated instruction for a bounds-checked copy: a cp.async
+// under a branch or predicate can lose the coalescing of a warp's copies (NVIDIA forum, cp.async
+// "excessive wavefronts").
+__device__ __forceinline__ void kg_cp_async16_zfill(void* smem, const void* gmem, bool full) {
+#if defined(KERNELGEN_EMULATE)
+  kg_emu_cp_async_zfill(smem, gmem, 16, full ? 16 : 0);
+#elif defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(smem));
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" :: "r"(s), "l"(gmem), "r"(full ? 16 : 0));
+#else
+  *reinterpret_cast<float4*>(smem) = full ? *reinterpret_cast<const float4*>(gmem) : make_float4(0.f, 0.f, 0.f, 0.f);
 #endif
 }
 // 4-byte variant (cp.async.ca), for copies that cannot be 16-byte aligned.
@@ -107,6 +121,44 @@ __device__ __forceinline__ float layernorm_f32_sm90_t256_r1_i4_v4_sshuffle_aregi
   for (int o = 4; o > 0; o >>= 1) v = v + __shfl_xor_sync(KG_FULL_MASK, v, o);
   __syncthreads();
   return v;
+}
+
+
+__device__ __forceinline__ uint4 layernorm_f32_sm90_t256_r1_i4_v4_sshuffle_aregisters_shifted(const uint4* __restrict__ p, int k, int s) {
+  const uint4 a = __ldg(p + k);
+  if (s == 0) return a;
+  const uint4 b = __ldg(p + k + 1);
+  const unsigned sh = 8 * (s & 3), q = s >> 2;
+  uint4 out;
+  {
+    unsigned lo = a.x, hi = a.y;
+    if (q == 1) { lo = a.y; hi = a.z; }
+    if (q == 2) { lo = a.z; hi = a.w; }
+    if (q == 3) { lo = a.w; hi = b.x; }
+    out.x = __funnelshift_r(lo, hi, sh);
+  }
+  {
+    unsigned lo = a.y, hi = a.z;
+    if (q == 1) { lo = a.z; hi = a.w; }
+    if (q == 2) { lo = a.w; hi = b.x; }
+    if (q == 3) { lo = b.x; hi = b.y; }
+    out.y = __funnelshift_r(lo, hi, sh);
+  }
+  {
+    unsigned lo = a.z, hi = a.w;
+    if (q == 1) { lo = a.w; hi = b.x; }
+    if (q == 2) { lo = b.x; hi = b.y; }
+    if (q == 3) { lo = b.y; hi = b.z; }
+    out.z = __funnelshift_r(lo, hi, sh);
+  }
+  {
+    unsigned lo = a.w, hi = b.x;
+    if (q == 1) { lo = b.x; hi = b.y; }
+    if (q == 2) { lo = b.y; hi = b.z; }
+    if (q == 3) { lo = b.z; hi = b.w; }
+    out.w = __funnelshift_r(lo, hi, sh);
+  }
+  return out;
 }
 
 
@@ -174,10 +226,11 @@ layernorm_f32_sm90_t256_r1_i4_v4_sshuffle_aregisters(const float* __restrict__ x
 }
 
 
-// Any cols: scalar accesses, the same 16 floats per thread per chunk. A separate kernel, so
-// the float4 one does not pay for this path's registers.
+// Any cols: the same float4 accesses from the aligned address at or below each row's start, the
+// first and last vector of a row lane by lane (x, y 16-byte aligned; gamma and beta
+// read as shifted vectors). A separate kernel, so the aligned one pays for none of this.
 extern "C" __global__ void __launch_bounds__(256)
-layernorm_f32_sm90_t256_r1_i4_v4_sshuffle_aregisters_scalar(const float* __restrict__ x, const float* __restrict__ gamma, const float* __restrict__ beta,
+layernorm_f32_sm90_t256_r1_i4_v4_sshuffle_aregisters_anyalign(const float* __restrict__ x, const float* __restrict__ gamma, const float* __restrict__ beta,
            float* __restrict__ y, int rows, int cols, float eps) {
   __shared__ float red[8];
   const int t = threadIdx.x;                                     // j.2
@@ -188,40 +241,73 @@ layernorm_f32_sm90_t256_r1_i4_v4_sshuffle_aregisters_scalar(const float* __restr
   const float* xr = x + (live ? row : 0) * (long long)cols;
   float* yr = y + (live ? row : 0) * (long long)cols;
   {
-    const int nv = n / 1;
+    const int off = (int)((xr - x) % 4);          // the row's start within its W-aligned vector
+    const int lo = off != 0, hi = (off + n) / 4;
+    const float4* xv = reinterpret_cast<const float4*>(xr - off);
+    float4* yv = reinterpret_cast<float4*>(yr - off);
     const float inv_n = 1.0f / (float)(n > 0 ? n : 1);
-    // One read: the row (16x1 floats per thread) stays in registers; the variance is an exact
+    // One read: the row (4x4 floats per thread) stays in registers; the variance is an exact
     // second pass over them.
-    float v[16][1];
+    float v[4][4];
     #pragma unroll
-    for (int i = 0; i < 16; ++i) {
+    for (int i = 0; i < 4; ++i) {
       const int c = i * 256 + t;
-      if (c < nv) {
-        v[i][0] = xr[c];
-      } else {
+      if (c >= lo && c < hi) {
+        const float4 q = xv[c];
+        v[i][0] = q.x; v[i][1] = q.y; v[i][2] = q.z; v[i][3] = q.w;
+      } else {                                   // the row's first or last vector, or past its end
         #pragma unroll
-        for (int l = 0; l < 1; ++l) v[i][l] = 0.0f;
+        for (int l = 0; l < 4; ++l) {
+          int e = c * 4 + l - off; if (e < 0) e += 4096;
+          v[i][l] = 0.0f;
+          if ((unsigned)e < (unsigned)n) {
+            v[i][l] = xr[e];
+          }
+        }
       }
     }
     float s = 0.0f;
     #pragma unroll
-    for (int i = 0; i < 16; ++i)
+    for (int i = 0; i < 4; ++i)
       #pragma unroll
-      for (int l = 0; l < 1; ++l) s += v[i][l];
+      for (int l = 0; l < 4; ++l) s += v[i][l];
     const float mean = layernorm_f32_sm90_t256_r1_i4_v4_sshuffle_aregisters_sum(s, red) * inv_n;
     float q = 0.0f;
     #pragma unroll
-    for (int i = 0; i < 16; ++i) {
-      const bool ok = i * 256 + t < nv;    // columns past the end must not add mean^2
+    for (int i = 0; i < 4; ++i) {
       #pragma unroll
-      for (int l = 0; l < 1; ++l) { v[i][l] = ok ? v[i][l] - mean : 0.0f; q += v[i][l] * v[i][l]; }
+      for (int l = 0; l < 4; ++l) {     // columns outside the row must not add mean^2
+        const bool ok = (unsigned)((i * 256 + t) * 4 + l - off + ((i * 256 + t) * 4 + l < off ? 4096 : 0)) < (unsigned)n;
+        v[i][l] = ok ? v[i][l] - mean : 0.0f; q += v[i][l] * v[i][l];
+      }
     }
     const float rstd = rsqrtf(layernorm_f32_sm90_t256_r1_i4_v4_sshuffle_aregisters_sum(q, red) * inv_n + eps);
     #pragma unroll
-    for (int i = 0; i < 16; ++i) {
+    for (int i = 0; i < 4; ++i) {
       const int c = i * 256 + t;
-      if (c < nv)       yr[c] = v[i][0] * rstd * __ldg(gamma + c) + __ldg(beta + c);
-
+      if (c >= lo && c < n / 4) {
+        // gamma and beta are aligned at column 0, the row's vector c starts at column c*W - off: their
+        // vectors c - lo and c - lo + 1 (inside them: c < n / W) shifted by (W - off) elements.
+        const int s = lo ? (4 - off) * 4 : 0;
+        const uint4 gq = layernorm_f32_sm90_t256_r1_i4_v4_sshuffle_aregisters_shifted(reinterpret_cast<const uint4*>(gamma), c - lo, s);
+        const uint4 bq = layernorm_f32_sm90_t256_r1_i4_v4_sshuffle_aregisters_shifted(reinterpret_cast<const uint4*>(beta), c - lo, s);
+        float4 g, b;
+        memcpy(&g, &gq, 16);
+        memcpy(&b, &bq, 16);
+        float4 q;
+        q.x = v[i][0] * rstd * g.x + b.x;
+        q.y = v[i][1] * rstd * g.y + b.y;
+        q.z = v[i][2] * rstd * g.z + b.z;
+        q.w = v[i][3] * rstd * g.w + b.w;
+        yv[c] = q;
+      } else {
+        #pragma unroll
+        for (int l = 0; l < 4; ++l) {
+          int e = c * 4 + l - off; if (e < 0) e += 4096;
+          if ((unsigned)e < (unsigned)n)
+            yr[e] = v[i][l] * rstd * __ldg(gamma + e) + __ldg(beta + e);
+        }
+      }
     }
 
   }
@@ -269,17 +355,17 @@ extern "C" cudaError_t kg_launch_layernorm_f32_sm90_t256_r1_i4_v4_sshuffle_aregi
   if ((cols % 4 == 0) && kg_misaligned(gamma, 16)) return cudaErrorInvalidValue;
   if ((cols % 4 == 0) && kg_misaligned(beta, 16)) return cudaErrorInvalidValue;
   if ((cols % 4 == 0) && kg_misaligned(y, 16)) return cudaErrorInvalidValue;
-  if ((cols % 4 != 0) && kg_misaligned(x, 4)) return cudaErrorInvalidValue;
+  if ((cols % 4 != 0) && kg_misaligned(x, 16)) return cudaErrorInvalidValue;
   if ((cols % 4 != 0) && kg_misaligned(gamma, 4)) return cudaErrorInvalidValue;
   if ((cols % 4 != 0) && kg_misaligned(beta, 4)) return cudaErrorInvalidValue;
-  if ((cols % 4 != 0) && kg_misaligned(y, 4)) return cudaErrorInvalidValue;
+  if ((cols % 4 != 0) && kg_misaligned(y, 16)) return cudaErrorInvalidValue;
   (void)workspace; (void)workspace_bytes;
   if (cols % 4 == 0) {
     layernorm_f32_sm90_t256_r1_i4_v4_sshuffle_aregisters<<<dim3((unsigned)(kg_cdiv(rows, 1)), (unsigned)(1), (unsigned)(1)), dim3(256, 1, 1), 0, stream>>>(x, gamma, beta, y, rows, cols, eps);
     { cudaError_t e = cudaGetLastError(); if (e != cudaSuccess) return e; }
   }
   if (cols % 4 != 0) {
-    layernorm_f32_sm90_t256_r1_i4_v4_sshuffle_aregisters_scalar<<<dim3((unsigned)(kg_cdiv(rows, 1)), (unsigned)(1), (unsigned)(1)), dim3(256, 1, 1), 0, stream>>>(x, gamma, beta, y, rows, cols, eps);
+    layernorm_f32_sm90_t256_r1_i4_v4_sshuffle_aregisters_anyalign<<<dim3((unsigned)(kg_cdiv(rows, 1)), (unsigned)(1), (unsigned)(1)), dim3(256, 1, 1), 0, stream>>>(x, gamma, beta, y, rows, cols, eps);
     { cudaError_t e = cudaGetLastError(); if (e != cudaSuccess) return e; }
   }
   return cudaSuccess;

@@ -16,16 +16,16 @@
 //   gamma must be 16-byte aligned when cols % 4 == 0
 //   beta must be 16-byte aligned when cols % 4 == 0
 //   y must be 16-byte aligned when cols % 4 == 0
-//   x must be 4-byte aligned when cols % 4 != 0
+//   x must be 16-byte aligned when cols % 4 != 0
 //   gamma must be 4-byte aligned when cols % 4 != 0
 //   beta must be 4-byte aligned when cols % 4 != 0
-//   y must be 4-byte aligned when cols % 4 != 0
+//   y must be 16-byte aligned when cols % 4 != 0
 //   workspace: none
 //   kernels, in order on one stream:
 //     if cols % 4 == 0: layernorm_f32_sm90_t32_r4_i4_v4_sshuffle_awelford
 //       grid (kg_cdiv(rows, 4), 1, 1), block (32, 4, 1), 0 bytes dynamic shared
 //       args (x, gamma, beta, y, rows, cols, eps)
-//     if cols % 4 != 0: layernorm_f32_sm90_t32_r4_i4_v4_sshuffle_awelford_scalar
+//     if cols % 4 != 0: layernorm_f32_sm90_t32_r4_i4_v4_sshuffle_awelford_anyalign
 //       grid (kg_cdiv(rows, 4), 1, 1), block (32, 4, 1), 0 bytes dynamic shared
 //       args (x, gamma, beta, y, rows, cols, eps)
 // host launcher (build with -DKERNELGEN_HOST_LAUNCHER; returns cudaErrorInvalidValue for a null pointer, a size outside its range, a broken requirement, a misaligned pointer or a workspace too small):
@@ -52,6 +52,20 @@ __device__ __forceinline__ void kg_cp_async16(void* smem, const void* gmem) {
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" :: "r"(s), "l"(gmem));
 #else
   *reinterpret_cast<float4*>(smem) = *reinterpret_cast<const float4*>(gmem);
+#endif
+}
+// The same with a source size: `full` copies the 16 bytes, else none is read (gmem may be any valid
+// address) and the 16 land as zeros. One unpredicated instruction for a bounds-checked copy: a cp.async
+// under a branch or predicate can lose the coalescing of a warp's copies (NVIDIA forum, cp.async
+// "excessive wavefronts").
+__device__ __forceinline__ void kg_cp_async16_zfill(void* smem, const void* gmem, bool full) {
+#if defined(KERNELGEN_EMULATE)
+  kg_emu_cp_async_zfill(smem, gmem, 16, full ? 16 : 0);
+#elif defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(smem));
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" :: "r"(s), "l"(gmem), "r"(full ? 16 : 0));
+#else
+  *reinterpret_cast<float4*>(smem) = full ? *reinterpret_cast<const float4*>(gmem) : make_float4(0.f, 0.f, 0.f, 0.f);
 #endif
 }
 // 4-byte variant (cp.async.ca), for copies that cannot be 16-byte aligned.
@@ -99,6 +113,44 @@ __device__ __forceinline__ float layernorm_f32_sm90_t32_r4_i4_v4_sshuffle_awelfo
   #pragma unroll
   for (int o = 16; o > 0; o >>= 1) v = v + __shfl_xor_sync(KG_FULL_MASK, v, o);
   return v;
+}
+
+
+__device__ __forceinline__ uint4 layernorm_f32_sm90_t32_r4_i4_v4_sshuffle_awelford_shifted(const uint4* __restrict__ p, int k, int s) {
+  const uint4 a = __ldg(p + k);
+  if (s == 0) return a;
+  const uint4 b = __ldg(p + k + 1);
+  const unsigned sh = 8 * (s & 3), q = s >> 2;
+  uint4 out;
+  {
+    unsigned lo = a.x, hi = a.y;
+    if (q == 1) { lo = a.y; hi = a.z; }
+    if (q == 2) { lo = a.z; hi = a.w; }
+    if (q == 3) { lo = a.w; hi = b.x; }
+    out.x = __funnelshift_r(lo, hi, sh);
+  }
+  {
+    unsigned lo = a.y, hi = a.z;
+    if (q == 1) { lo = a.z; hi = a.w; }
+    if (q == 2) { lo = a.w; hi = b.x; }
+    if (q == 3) { lo = b.x; hi = b.y; }
+    out.y = __funnelshift_r(lo, hi, sh);
+  }
+  {
+    unsigned lo = a.z, hi = a.w;
+    if (q == 1) { lo = a.w; hi = b.x; }
+    if (q == 2) { lo = b.x; hi = b.y; }
+    if (q == 3) { lo = b.y; hi = b.z; }
+    out.z = __funnelshift_r(lo, hi, sh);
+  }
+  {
+    unsigned lo = a.w, hi = b.x;
+    if (q == 1) { lo = b.x; hi = b.y; }
+    if (q == 2) { lo = b.y; hi = b.z; }
+    if (q == 3) { lo = b.z; hi = b.w; }
+    out.w = __funnelshift_r(lo, hi, sh);
+  }
+  return out;
 }
 
 
@@ -206,10 +258,11 @@ layernorm_f32_sm90_t32_r4_i4_v4_sshuffle_awelford(const float* __restrict__ x, c
 }
 
 
-// Any cols: scalar accesses, the same 16 floats per thread per chunk. A separate kernel, so
-// the float4 one does not pay for this path's registers.
+// Any cols: the same float4 accesses from the aligned address at or below each row's start, the
+// first and last vector of a row lane by lane (x, y 16-byte aligned; gamma and beta
+// read as shifted vectors). A separate kernel, so the aligned one pays for none of this.
 extern "C" __global__ void __launch_bounds__(128)
-layernorm_f32_sm90_t32_r4_i4_v4_sshuffle_awelford_scalar(const float* __restrict__ x, const float* __restrict__ gamma, const float* __restrict__ beta,
+layernorm_f32_sm90_t32_r4_i4_v4_sshuffle_awelford_anyalign(const float* __restrict__ x, const float* __restrict__ gamma, const float* __restrict__ beta,
            float* __restrict__ y, int rows, int cols, float eps) {
   __shared__ float red[3];
   const int t = threadIdx.x;                                     // j.2
@@ -220,58 +273,104 @@ layernorm_f32_sm90_t32_r4_i4_v4_sshuffle_awelford_scalar(const float* __restrict
   const float* xr = x + (live ? row : 0) * (long long)cols;
   float* yr = y + (live ? row : 0) * (long long)cols;
   {
-    const int nv = n / 1;
+    const int off = (int)((xr - x) % 4);          // the row's start within its W-aligned vector
+    const int nv = (off + n + 3) / 4, lo = off != 0, hi = (off + n) / 4;
+    const float4* xv = reinterpret_cast<const float4*>(xr - off);
+    float4* yv = reinterpret_cast<float4*>(yr - off);
     const float inv_n = 1.0f / (float)(n > 0 ? n : 1);
     // One pass: each chunk's exact (count, mean, M2), merged into the running one (Chan).
     float cnt = 0.0f, mean = 0.0f, m2 = 0.0f;
-    for (int base = 0; base < nv; base += 512) {
-      float v[16][1];
+    for (int base = 0; base < nv; base += 128) {
+      float v[4][4];
       #pragma unroll
-      for (int i = 0; i < 16; ++i) {
+      for (int i = 0; i < 4; ++i) {
         const int c = base + i * 32 + t;
-        if (c < nv) {
-          v[i][0] = xr[c];
-        } else {
+        if (c >= lo && c < hi) {
+          const float4 q = xv[c];
+          v[i][0] = q.x; v[i][1] = q.y; v[i][2] = q.z; v[i][3] = q.w;
+        } else {                                   // the row's first or last vector, or past its end
           #pragma unroll
-          for (int l = 0; l < 1; ++l) v[i][l] = 0.0f;
+          for (int l = 0; l < 4; ++l) {
+            int e = c * 4 + l - off;
+            v[i][l] = 0.0f;
+            if ((unsigned)e < (unsigned)n) {
+              v[i][l] = xr[e];
+            }
+          }
         }
       }
-      const int left = nv - base - t;           // vectors of this thread at base + i*T + t, i < N
-      const float nb = (float)(1 * (left <= 0 ? 0 : left >= 481 ? 16 : (left + 31) / 32));
+      unsigned in = 0;                        // bit i*W + l: lane l of vector i holds one of the row's elements
+      #pragma unroll
+      for (int i = 0; i < 4; ++i)
+        #pragma unroll
+        for (int l = 0; l < 4; ++l) in |= (unsigned)((unsigned)((base + i * 32 + t) * 4 + l - off) < (unsigned)n) << (i * 4 + l);
+      const float nb = (float)__popc(in);
       float sb = 0.0f;
       #pragma unroll
-      for (int i = 0; i < 16; ++i)
+      for (int i = 0; i < 4; ++i)
         #pragma unroll
-        for (int l = 0; l < 1; ++l) sb += v[i][l];
+        for (int l = 0; l < 4; ++l) sb += v[i][l];
       const float mb = nb > 0.0f ? sb / nb : 0.0f;
       float m2b = 0.0f;
       #pragma unroll
-      for (int i = 0; i < 16; ++i) {
-        const bool ok = base + i * 32 + t < nv;
+      for (int i = 0; i < 4; ++i) {
         #pragma unroll
-        for (int l = 0; l < 1; ++l) { const float d = ok ? v[i][l] - mb : 0.0f; m2b += d * d; }
+        for (int l = 0; l < 4; ++l) {
+          const float d = (in >> (i * 4 + l)) & 1 ? v[i][l] - mb : 0.0f; m2b += d * d;
+        }
       }
       layernorm_f32_sm90_t32_r4_i4_v4_sshuffle_awelford_merge(cnt, mean, m2, nb, mb, m2b);
     }
     layernorm_f32_sm90_t32_r4_i4_v4_sshuffle_awelford_welford(cnt, mean, m2, red);
     const float rstd = rsqrtf(m2 * inv_n + eps);
     // Last pass: read x again and write y.
-    for (int base = 0; base < nv; base += 512) {
-      float v[16][1];
+    for (int base = 0; base < nv; base += 128) {
+      float v[4][4];
       #pragma unroll
-      for (int i = 0; i < 16; ++i) {
+      for (int i = 0; i < 4; ++i) {
         const int c = base + i * 32 + t;
-        if (c < nv) {
-          v[i][0] = xr[c];
+        if (c >= lo && c < hi) {
+          const float4 q = xv[c];
+          v[i][0] = q.x; v[i][1] = q.y; v[i][2] = q.z; v[i][3] = q.w;
+        } else {                                   // the row's first or last vector, or past its end
+          #pragma unroll
+          for (int l = 0; l < 4; ++l) {
+            int e = c * 4 + l - off;
+            v[i][l] = 0.0f;
+            if ((unsigned)e < (unsigned)n) {
+              v[i][l] = xr[e];
+            }
+          }
         }
       }
       #pragma unroll
-      for (int i = 0; i < 16; ++i) {
+      for (int i = 0; i < 4; ++i) {
         const int c = base + i * 32 + t;
         #pragma unroll
-        for (int l = 0; l < 1; ++l) v[i][l] -= mean;
-        if (c < nv)       yr[c] = v[i][0] * rstd * __ldg(gamma + c) + __ldg(beta + c);
-
+        for (int l = 0; l < 4; ++l) v[i][l] -= mean;
+        if (c >= lo && c < n / 4) {
+        // gamma and beta are aligned at column 0, the row's vector c starts at column c*W - off: their
+        // vectors c - lo and c - lo + 1 (inside them: c < n / W) shifted by (W - off) elements.
+        const int s = lo ? (4 - off) * 4 : 0;
+        const uint4 gq = layernorm_f32_sm90_t32_r4_i4_v4_sshuffle_awelford_shifted(reinterpret_cast<const uint4*>(gamma), c - lo, s);
+        const uint4 bq = layernorm_f32_sm90_t32_r4_i4_v4_sshuffle_awelford_shifted(reinterpret_cast<const uint4*>(beta), c - lo, s);
+        float4 g, b;
+        memcpy(&g, &gq, 16);
+        memcpy(&b, &bq, 16);
+        float4 q;
+        q.x = v[i][0] * rstd * g.x + b.x;
+        q.y = v[i][1] * rstd * g.y + b.y;
+        q.z = v[i][2] * rstd * g.z + b.z;
+        q.w = v[i][3] * rstd * g.w + b.w;
+        yv[c] = q;
+      } else {
+        #pragma unroll
+        for (int l = 0; l < 4; ++l) {
+          int e = c * 4 + l - off;
+          if ((unsigned)e < (unsigned)n)
+            yr[e] = v[i][l] * rstd * __ldg(gamma + e) + __ldg(beta + e);
+        }
+      }
       }
     }
 
@@ -319,17 +418,17 @@ extern "C" cudaError_t kg_launch_layernorm_f32_sm90_t32_r4_i4_v4_sshuffle_awelfo
   if ((cols % 4 == 0) && kg_misaligned(gamma, 16)) return cudaErrorInvalidValue;
   if ((cols % 4 == 0) && kg_misaligned(beta, 16)) return cudaErrorInvalidValue;
   if ((cols % 4 == 0) && kg_misaligned(y, 16)) return cudaErrorInvalidValue;
-  if ((cols % 4 != 0) && kg_misaligned(x, 4)) return cudaErrorInvalidValue;
+  if ((cols % 4 != 0) && kg_misaligned(x, 16)) return cudaErrorInvalidValue;
   if ((cols % 4 != 0) && kg_misaligned(gamma, 4)) return cudaErrorInvalidValue;
   if ((cols % 4 != 0) && kg_misaligned(beta, 4)) return cudaErrorInvalidValue;
-  if ((cols % 4 != 0) && kg_misaligned(y, 4)) return cudaErrorInvalidValue;
+  if ((cols % 4 != 0) && kg_misaligned(y, 16)) return cudaErrorInvalidValue;
   (void)workspace; (void)workspace_bytes;
   if (cols % 4 == 0) {
     layernorm_f32_sm90_t32_r4_i4_v4_sshuffle_awelford<<<dim3((unsigned)(kg_cdiv(rows, 4)), (unsigned)(1), (unsigned)(1)), dim3(32, 4, 1), 0, stream>>>(x, gamma, beta, y, rows, cols, eps);
     { cudaError_t e = cudaGetLastError(); if (e != cudaSuccess) return e; }
   }
   if (cols % 4 != 0) {
-    layernorm_f32_sm90_t32_r4_i4_v4_sshuffle_awelford_scalar<<<dim3((unsigned)(kg_cdiv(rows, 4)), (unsigned)(1), (unsigned)(1)), dim3(32, 4, 1), 0, stream>>>(x, gamma, beta, y, rows, cols, eps);
+    layernorm_f32_sm90_t32_r4_i4_v4_sshuffle_awelford_anyalign<<<dim3((unsigned)(kg_cdiv(rows, 4)), (unsigned)(1), (unsigned)(1)), dim3(32, 4, 1), 0, stream>>>(x, gamma, beta, y, rows, cols, eps);
     { cudaError_t e = cudaGetLastError(); if (e != cudaSuccess) return e; }
   }
   return cudaSuccess;

@@ -51,6 +51,20 @@ __device__ __forceinline__ void kg_cp_async16(void* smem, const void* gmem) {
   *reinterpret_cast<float4*>(smem) = *reinterpret_cast<const float4*>(gmem);
 #endif
 }
+// The same with a source size: `full` copies the 16 bytes, else none is read (gmem may be any valid
+// address) and the 16 land as zeros. One unpredicated instruction for a bounds-checked copy: a cp.async
+// under a branch or predicate can lose the coalescing of a warp's copies (NVIDIA forum, cp.async
+// "excessive wavefronts").
+__device__ __forceinline__ void kg_cp_async16_zfill(void* smem, const void* gmem, bool full) {
+#if defined(KERNELGEN_EMULATE)
+  kg_emu_cp_async_zfill(smem, gmem, 16, full ? 16 : 0);
+#elif defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(smem));
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" :: "r"(s), "l"(gmem), "r"(full ? 16 : 0));
+#else
+  *reinterpret_cast<float4*>(smem) = full ? *reinterpret_cast<const float4*>(gmem) : make_float4(0.f, 0.f, 0.f, 0.f);
+#endif
+}
 // 4-byte variant (cp.async.ca), for copies that cannot be 16-byte aligned.
 __device__ __forceinline__ void kg_cp_async4(void* smem, const void* gmem) {
 #if defined(KERNELGEN_EMULATE)

@@ -53,6 +53,20 @@ __device__ __forceinline__ void kg_cp_async16(void* smem, const void* gmem) {
   *reinterpret_cast<float4*>(smem) = *reinterpret_cast<const float4*>(gmem);
 #endif
 }
+// The same with a source size: `full` copies the 16 bytes, else none is read (gmem may be any valid
+// address) and the 16 land as zeros. One unpredicated instruction for a bounds-checked copy: a cp.async
+// under a branch or predicate can lose the coalescing of a warp's copies (NVIDIA forum, cp.async
+// "excessive wavefronts").
+__device__ __forceinline__ void kg_cp_async16_zfill(void* smem, const void* gmem, bool full) {
+#if defined(KERNELGEN_EMULATE)
+  kg_emu_cp_async_zfill(smem, gmem, 16, full ? 16 : 0);
+#elif defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(smem));
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" :: "r"(s), "l"(gmem), "r"(full ? 16 : 0));
+#else
+  *reinterpret_cast<float4*>(smem) = full ? *reinterpret_cast<const float4*>(gmem) : make_float4(0.f, 0.f, 0.f, 0.f);
+#endif
+}
 // 4-byte variant (cp.async.ca), for copies that cannot be 16-byte aligned.
 __device__ __forceinline__ void kg_cp_async4(void* smem, const void* gmem) {
 #if defined(KERNELGEN_EMULATE)
@@ -122,7 +136,7 @@ reduce_sum_f32_sm90_t512_i1_v4_sshuffle_g1_ftwopass_p8_psshared_pmrolling_pp0_pa
   #pragma unroll
   for (int s = 0; s < 8; ++s) {
     const long long js = (long long)blockIdx.x * 512 + tid + s * (long long)gridDim.x * 512;
-    if (js < nvec) kg_cp_async16(&pf_x_slot[s], reinterpret_cast<const float4*>(x) + js);
+    kg_cp_async16_zfill(&pf_x_slot[s], reinterpret_cast<const float4*>(x) + (js < nvec ? js : 0), js < nvec);
     kg_cp_async_commit();
   }
   int r = 0;
@@ -132,7 +146,7 @@ reduce_sum_f32_sm90_t512_i1_v4_sshuffle_g1_ftwopass_p8_psshared_pmrolling_pp0_pa
     acc += pf_x.x + pf_x.y + pf_x.z + pf_x.w;
     // Refilled after the use, so the slot's read is done before the copy into it is issued.
     const long long jn = j + 8 * (long long)gridDim.x * 512;
-    if (jn < nvec) kg_cp_async16(&pf_x_slot[r], reinterpret_cast<const float4*>(x) + jn);
+    kg_cp_async16_zfill(&pf_x_slot[r], reinterpret_cast<const float4*>(x) + (jn < nvec ? jn : 0), jn < nvec);
     kg_cp_async_commit();
     r = r + 1 == 8 ? 0 : r + 1;
   }

@@ -11,13 +11,13 @@
 //   target: sm_90; compile with nvcc -arch=sm_90
 //   buffers: const float* x, float* y
 //   sizes: rows in 1..2147483647, cols in 1..2147221503
-//   int chunks = kg_cdiv(cols, 2048)
+//   int chunks = kg_cdiv((cols + 3 * kg_min(1, cols % 4)), 2048)
 //   requires chunks <= 65535  (gridDim.y holds 65535 chunks of a row: raise items*threads*vec)
 //   int batch = kg_max(1, kg_min(rows, kg_div(16777216, kg_ll(4) * cols)))
 //   x must be 16-byte aligned when cols % 4 == 0
 //   y must be 16-byte aligned when cols % 4 == 0
-//   x must be 4-byte aligned when cols % 4 != 0
-//   y must be 4-byte aligned when cols % 4 != 0
+//   x must be 16-byte aligned when cols % 4 != 0
+//   y must be 16-byte aligned when cols % 4 != 0
 //   workspace: one buffer of kg_workspace_bytes_softmax_f32_sm90_t128_r1_i4_v4_sshuffle_asplit_b16(sizes) bytes holding, each at a 256-byte boundary:
 //     stats: 2 * kg_ll(rows) * chunks x float
 //   kernels, in order on one stream:
@@ -28,10 +28,10 @@
 //       if cols % 4 == 0: softmax_f32_sm90_t128_r1_i4_v4_sshuffle_asplit_b16_write
 //         grid (kg_min(batch, rows - row0), chunks, 1), block (128, 1, 1), 0 bytes dynamic shared
 //         args (x, stats, y, cols, chunks, row0)
-//       if cols % 4 != 0: softmax_f32_sm90_t128_r1_i4_v4_sshuffle_asplit_b16_stats_scalar
+//       if cols % 4 != 0: softmax_f32_sm90_t128_r1_i4_v4_sshuffle_asplit_b16_stats_anyalign
 //         grid (kg_min(batch, rows - row0), chunks, 1), block (128, 1, 1), 0 bytes dynamic shared
 //         args (x, stats, cols, chunks, row0)
-//       if cols % 4 != 0: softmax_f32_sm90_t128_r1_i4_v4_sshuffle_asplit_b16_write_scalar
+//       if cols % 4 != 0: softmax_f32_sm90_t128_r1_i4_v4_sshuffle_asplit_b16_write_anyalign
 //         grid (kg_min(batch, rows - row0), chunks, 1), block (128, 1, 1), 0 bytes dynamic shared
 //         args (x, stats, y, cols, chunks, row0)
 // host launcher (build with -DKERNELGEN_HOST_LAUNCHER; returns cudaErrorInvalidValue for a null pointer, a size outside its range, a broken requirement, a misaligned pointer or a workspace too small):
@@ -58,6 +58,20 @@ __device__ __forceinline__ void kg_cp_async16(void* smem, const void* gmem) {
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" :: "r"(s), "l"(gmem));
 #else
   *reinterpret_cast<float4*>(smem) = *reinterpret_cast<const float4*>(gmem);
+#endif
+}
+// The same with a source size: `full` copies the 16 bytes, else none is read (gmem may be any valid
+// address) and the 16 land as zeros. One unpredicated instruction for a bounds-checked copy: a cp.async
+// under a branch or predicate can lose the coalescing of a warp's copies (NVIDIA forum, cp.async
+// "excessive wavefronts").
+__device__ __forceinline__ void kg_cp_async16_zfill(void* smem, const void* gmem, bool full) {
+#if defined(KERNELGEN_EMULATE)
+  kg_emu_cp_async_zfill(smem, gmem, 16, full ? 16 : 0);
+#elif defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(smem));
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" :: "r"(s), "l"(gmem), "r"(full ? 16 : 0));
+#else
+  *reinterpret_cast<float4*>(smem) = full ? *reinterpret_cast<const float4*>(gmem) : make_float4(0.f, 0.f, 0.f, 0.f);
 #endif
 }
 // 4-byte variant (cp.async.ca), for copies that cannot be 16-byte aligned.
@@ -218,36 +232,46 @@ softmax_f32_sm90_t128_r1_i4_v4_sshuffle_asplit_b16_write(const float* __restrict
 }
 
 
-// Any cols: scalar accesses over the same chunk of 2048 columns.
+// Any cols: the same float4 accesses, chunks of 2048 columns from the aligned address at or below
+// each row's start (a row may take one more chunk), first and last vector lane by lane (x, y 16-byte aligned).
 extern "C" __global__ void __launch_bounds__(128)
-softmax_f32_sm90_t128_r1_i4_v4_sshuffle_asplit_b16_stats_scalar(const float* __restrict__ x, float* __restrict__ stats, int cols, int chunks, int row0) {
+softmax_f32_sm90_t128_r1_i4_v4_sshuffle_asplit_b16_stats_anyalign(const float* __restrict__ x, float* __restrict__ stats, int cols, int chunks, int row0) {
   __shared__ float red[8];
   const long long row = row0 + (long long)blockIdx.x;
   const float* xr = x + row * cols;
   float m = KG_NEG_INF, s = 0.0f;
   {
-    const int nv = cols / 1;
-    const int c0 = blockIdx.y * 2048;
-    float v[16][1];
+    const int off = (int)((xr - x) % 4);          // the row's start within its W-aligned vector
+    const int lo = off != 0, hi = (off + cols) / 4;
+    const float4* xv = reinterpret_cast<const float4*>(xr - off);
+    const int c0 = blockIdx.y * 512;
+    float v[4][4];
     #pragma unroll
-    for (int i = 0; i < 16; ++i) {
+    for (int i = 0; i < 4; ++i) {
       const int c = c0 + i * 128 + threadIdx.x;
-      if (c < nv) {
-        v[i][0] = xr[c];
-      } else {
+      if (c >= lo && c < hi) {
+        const float4 q = xv[c];
+        v[i][0] = q.x; v[i][1] = q.y; v[i][2] = q.z; v[i][3] = q.w;
+      } else {                                   // the row's first or last vector, or past its end
         #pragma unroll
-        for (int l = 0; l < 1; ++l) v[i][l] = KG_NEG_INF;
+        for (int l = 0; l < 4; ++l) {
+          int e = c * 4 + l - off;
+          v[i][l] = KG_NEG_INF;
+          if ((unsigned)e < (unsigned)cols) {
+            v[i][l] = xr[e];
+          }
+        }
       }
     }
     #pragma unroll
-    for (int i = 0; i < 16; ++i)
+    for (int i = 0; i < 4; ++i)
       #pragma unroll
-      for (int l = 0; l < 1; ++l) m = fmaxf(m, v[i][l]);
+      for (int l = 0; l < 4; ++l) m = fmaxf(m, v[i][l]);
     if (m != KG_NEG_INF) {
       #pragma unroll
-      for (int i = 0; i < 16; ++i)
+      for (int i = 0; i < 4; ++i)
         #pragma unroll
-        for (int l = 0; l < 1; ++l) s += __expf(v[i][l] - m);
+        for (int l = 0; l < 4; ++l) s += __expf(v[i][l] - m);
     }
 
   }
@@ -259,7 +283,7 @@ softmax_f32_sm90_t128_r1_i4_v4_sshuffle_asplit_b16_stats_scalar(const float* __r
 }
 
 extern "C" __global__ void __launch_bounds__(128)
-softmax_f32_sm90_t128_r1_i4_v4_sshuffle_asplit_b16_write_scalar(const float* __restrict__ x, const float* __restrict__ stats, float* __restrict__ y,
+softmax_f32_sm90_t128_r1_i4_v4_sshuffle_asplit_b16_write_anyalign(const float* __restrict__ x, const float* __restrict__ stats, float* __restrict__ y,
                  int cols, int chunks, int row0) {
   __shared__ float red[8];
   const long long row = row0 + (long long)blockIdx.x;
@@ -272,24 +296,45 @@ softmax_f32_sm90_t128_r1_i4_v4_sshuffle_asplit_b16_write_scalar(const float* __r
   softmax_f32_sm90_t128_r1_i4_v4_sshuffle_asplit_b16_ms(m, s, red);
   const float inv = 1.0f / s;
   {
-    const int nv = cols / 1;
-    const int c0 = blockIdx.y * 2048;
-    float v[16][1];
+    const int off = (int)((xr - x) % 4);          // the row's start within its W-aligned vector
+    const int lo = off != 0, hi = (off + cols) / 4;
+    const float4* xv = reinterpret_cast<const float4*>(xr - off);
+    float4* yv = reinterpret_cast<float4*>(yr - off);
+    const int c0 = blockIdx.y * 512;
+    float v[4][4];
     #pragma unroll
-    for (int i = 0; i < 16; ++i) {
+    for (int i = 0; i < 4; ++i) {
       const int c = c0 + i * 128 + threadIdx.x;
-      if (c < nv) {
-        v[i][0] = xr[c];
-      } else {
+      if (c >= lo && c < hi) {
+        const float4 q = xv[c];
+        v[i][0] = q.x; v[i][1] = q.y; v[i][2] = q.z; v[i][3] = q.w;
+      } else {                                   // the row's first or last vector, or past its end
         #pragma unroll
-        for (int l = 0; l < 1; ++l) v[i][l] = KG_NEG_INF;
+        for (int l = 0; l < 4; ++l) {
+          int e = c * 4 + l - off;
+          v[i][l] = KG_NEG_INF;
+          if ((unsigned)e < (unsigned)cols) {
+            v[i][l] = xr[e];
+          }
+        }
       }
     }
     #pragma unroll
-    for (int i = 0; i < 16; ++i) {
+    for (int i = 0; i < 4; ++i) {
       const int c = c0 + i * 128 + threadIdx.x;
-      if (c < nv) {
-      { const int l = 0; yr[c] = __expf(v[i][l] - m) * inv; }
+      if (c >= lo && c < hi) {
+      float4 q;
+      { const int l = 0; q.x = __expf(v[i][l] - m) * inv; }
+      { const int l = 1; q.y = __expf(v[i][l] - m) * inv; }
+      { const int l = 2; q.z = __expf(v[i][l] - m) * inv; }
+      { const int l = 3; q.w = __expf(v[i][l] - m) * inv; }
+      yv[c] = q;
+    } else {
+      #pragma unroll
+      for (int l = 0; l < 4; ++l) {
+        int e = c * 4 + l - off;
+        if ((unsigned)e < (unsigned)cols) yr[e] = __expf(v[i][l] - m) * inv;
+      }
     }
 
     }
@@ -324,7 +369,7 @@ inline bool kg_misaligned(const void* p, size_t bytes) { return ((uintptr_t)p) %
 extern "C" size_t kg_workspace_bytes_softmax_f32_sm90_t128_r1_i4_v4_sshuffle_asplit_b16(int rows, int cols) {
   if (rows < 1) return 0;
   if (cols < 1 || cols > 2147221503) return 0;
-  const int chunks = (int)(kg_cdiv(cols, 2048)); (void)chunks;
+  const int chunks = (int)(kg_cdiv((cols + 3 * kg_min(1, cols % 4)), 2048)); (void)chunks;
   if (!(chunks <= 65535)) return 0;  // gridDim.y holds 65535 chunks of a row: raise items*threads*vec
   const int batch = (int)(kg_max(1, kg_min(rows, kg_div(16777216, kg_ll(4) * cols)))); (void)batch;
   const size_t kg_ws_stats = (0 + 255) / 256 * 256;
@@ -336,13 +381,13 @@ extern "C" cudaError_t kg_launch_softmax_f32_sm90_t128_r1_i4_v4_sshuffle_asplit_
   if (y == nullptr) return cudaErrorInvalidValue;
   if (rows < 1) return cudaErrorInvalidValue;
   if (cols < 1 || cols > 2147221503) return cudaErrorInvalidValue;
-  const int chunks = (int)(kg_cdiv(cols, 2048)); (void)chunks;
+  const int chunks = (int)(kg_cdiv((cols + 3 * kg_min(1, cols % 4)), 2048)); (void)chunks;
   if (!(chunks <= 65535)) return cudaErrorInvalidValue;  // gridDim.y holds 65535 chunks of a row: raise items*threads*vec
   const int batch = (int)(kg_max(1, kg_min(rows, kg_div(16777216, kg_ll(4) * cols)))); (void)batch;
   if ((cols % 4 == 0) && kg_misaligned(x, 16)) return cudaErrorInvalidValue;
   if ((cols % 4 == 0) && kg_misaligned(y, 16)) return cudaErrorInvalidValue;
-  if ((cols % 4 != 0) && kg_misaligned(x, 4)) return cudaErrorInvalidValue;
-  if ((cols % 4 != 0) && kg_misaligned(y, 4)) return cudaErrorInvalidValue;
+  if ((cols % 4 != 0) && kg_misaligned(x, 16)) return cudaErrorInvalidValue;
+  if ((cols % 4 != 0) && kg_misaligned(y, 16)) return cudaErrorInvalidValue;
   const size_t kg_ws_stats = (0 + 255) / 256 * 256;
   const size_t kg_ws_end = kg_ws_stats + (size_t)(2 * kg_ll(rows) * chunks) * sizeof(float);
   if (kg_ws_end > 0 && (workspace == nullptr || workspace_bytes < kg_ws_end || kg_misaligned(workspace, 256))) return cudaErrorInvalidValue;
@@ -357,11 +402,11 @@ extern "C" cudaError_t kg_launch_softmax_f32_sm90_t128_r1_i4_v4_sshuffle_asplit_
       { cudaError_t e = cudaGetLastError(); if (e != cudaSuccess) return e; }
     }
     if (cols % 4 != 0) {
-      softmax_f32_sm90_t128_r1_i4_v4_sshuffle_asplit_b16_stats_scalar<<<dim3((unsigned)(kg_min(batch, rows - row0)), (unsigned)(chunks), (unsigned)(1)), dim3(128, 1, 1), 0, stream>>>(x, stats, cols, chunks, row0);
+      softmax_f32_sm90_t128_r1_i4_v4_sshuffle_asplit_b16_stats_anyalign<<<dim3((unsigned)(kg_min(batch, rows - row0)), (unsigned)(chunks), (unsigned)(1)), dim3(128, 1, 1), 0, stream>>>(x, stats, cols, chunks, row0);
       { cudaError_t e = cudaGetLastError(); if (e != cudaSuccess) return e; }
     }
     if (cols % 4 != 0) {
-      softmax_f32_sm90_t128_r1_i4_v4_sshuffle_asplit_b16_write_scalar<<<dim3((unsigned)(kg_min(batch, rows - row0)), (unsigned)(chunks), (unsigned)(1)), dim3(128, 1, 1), 0, stream>>>(x, stats, y, cols, chunks, row0);
+      softmax_f32_sm90_t128_r1_i4_v4_sshuffle_asplit_b16_write_anyalign<<<dim3((unsigned)(kg_min(batch, rows - row0)), (unsigned)(chunks), (unsigned)(1)), dim3(128, 1, 1), 0, stream>>>(x, stats, y, cols, chunks, row0);
       { cudaError_t e = cudaGetLastError(); if (e != cudaSuccess) return e; }
     }
   }

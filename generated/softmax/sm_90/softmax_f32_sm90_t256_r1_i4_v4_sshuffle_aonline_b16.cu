@@ -13,14 +13,14 @@
 //   sizes: rows in 1..2147483647, cols in 1..2147221503
 //   x must be 16-byte aligned when cols % 4 == 0
 //   y must be 16-byte aligned when cols % 4 == 0
-//   x must be 4-byte aligned when cols % 4 != 0
-//   y must be 4-byte aligned when cols % 4 != 0
+//   x must be 16-byte aligned when cols % 4 != 0
+//   y must be 16-byte aligned when cols % 4 != 0
 //   workspace: none
 //   kernels, in order on one stream:
 //     if cols % 4 == 0: softmax_f32_sm90_t256_r1_i4_v4_sshuffle_aonline_b16
 //       grid (kg_cdiv(rows, 1), 1, 1), block (256, 1, 1), 0 bytes dynamic shared
 //       args (x, y, rows, cols)
-//     if cols % 4 != 0: softmax_f32_sm90_t256_r1_i4_v4_sshuffle_aonline_b16_scalar
+//     if cols % 4 != 0: softmax_f32_sm90_t256_r1_i4_v4_sshuffle_aonline_b16_anyalign
 //       grid (kg_cdiv(rows, 1), 1, 1), block (256, 1, 1), 0 bytes dynamic shared
 //       args (x, y, rows, cols)
 // host launcher (build with -DKERNELGEN_HOST_LAUNCHER; returns cudaErrorInvalidValue for a null pointer, a size outside its range, a broken requirement, a misaligned pointer or a workspace too small):
@@ -47,6 +47,20 @@ __device__ __forceinline__ void kg_cp_async16(void* smem, const void* gmem) {
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" :: "r"(s), "l"(gmem));
 #else
   *reinterpret_cast<float4*>(smem) = *reinterpret_cast<const float4*>(gmem);
+#endif
+}
+// The same with a source size: `full` copies the 16 bytes, else none is read (gmem may be any valid
+// address) and the 16 land as zeros. One unpredicated instruction for a bounds-checked copy: a cp.async
+// under a branch or predicate can lose the coalescing of a warp's copies (NVIDIA forum, cp.async
+// "excessive wavefronts").
+__device__ __forceinline__ void kg_cp_async16_zfill(void* smem, const void* gmem, bool full) {
+#if defined(KERNELGEN_EMULATE)
+  kg_emu_cp_async_zfill(smem, gmem, 16, full ? 16 : 0);
+#elif defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(smem));
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" :: "r"(s), "l"(gmem), "r"(full ? 16 : 0));
+#else
+  *reinterpret_cast<float4*>(smem) = full ? *reinterpret_cast<const float4*>(gmem) : make_float4(0.f, 0.f, 0.f, 0.f);
 #endif
 }
 // 4-byte variant (cp.async.ca), for copies that cannot be 16-byte aligned.
@@ -194,10 +208,10 @@ softmax_f32_sm90_t256_r1_i4_v4_sshuffle_aonline_b16(const float* __restrict__ x,
 }
 
 
-// Any cols: scalar accesses, the same 16 floats per thread per chunk. A separate kernel, so
-// the float4 one does not pay for this path's registers.
+// Any cols: the same float4 accesses from the aligned address at or below each row's start, the
+// first and last vector of a row lane by lane (x and y must be 16-byte aligned).
 extern "C" __global__ void __launch_bounds__(256)
-softmax_f32_sm90_t256_r1_i4_v4_sshuffle_aonline_b16_scalar(const float* __restrict__ x, float* __restrict__ y, int rows, int cols) {
+softmax_f32_sm90_t256_r1_i4_v4_sshuffle_aonline_b16_anyalign(const float* __restrict__ x, float* __restrict__ y, int rows, int cols) {
   __shared__ float red[16];
   const int t = threadIdx.x;                                     // j.2
   const long long row = (long long)blockIdx.x * 1 + threadIdx.y;   // i.0, i.1
@@ -207,32 +221,42 @@ softmax_f32_sm90_t256_r1_i4_v4_sshuffle_aonline_b16_scalar(const float* __restri
   const float* xr = x + (live ? row : 0) * (long long)cols;
   float* yr = y + (live ? row : 0) * (long long)cols;
   {
-    const int nv = n / 1;
+    const int off = (int)((xr - x) % 4);          // the row's start within its W-aligned vector
+    const int nv = (off + n + 3) / 4, lo = off != 0, hi = (off + n) / 4;
+    const float4* xv = reinterpret_cast<const float4*>(xr - off);
+    float4* yv = reinterpret_cast<float4*>(yr - off);
     // Pass 1: running max m and sum s of exp(x - m); a new max rescales s once per chunk.
     float m = KG_NEG_INF, s = 0.0f;
-    for (int base = 0; base < nv; base += 4096) {
-      float v[16][1];
+    for (int base = 0; base < nv; base += 1024) {
+      float v[4][4];
       #pragma unroll
-      for (int i = 0; i < 16; ++i) {
+      for (int i = 0; i < 4; ++i) {
         const int c = base + i * 256 + t;
-        if (c < nv) {
-          v[i][0] = xr[c];
-        } else {
+        if (c >= lo && c < hi) {
+          const float4 q = xv[c];
+          v[i][0] = q.x; v[i][1] = q.y; v[i][2] = q.z; v[i][3] = q.w;
+        } else {                                   // the row's first or last vector, or past its end
           #pragma unroll
-          for (int l = 0; l < 1; ++l) v[i][l] = KG_NEG_INF;
+          for (int l = 0; l < 4; ++l) {
+            int e = c * 4 + l - off;
+            v[i][l] = KG_NEG_INF;
+            if ((unsigned)e < (unsigned)n) {
+              v[i][l] = xr[e];
+            }
+          }
         }
       }
       float mc = m;
       #pragma unroll
-      for (int i = 0; i < 16; ++i)
+      for (int i = 0; i < 4; ++i)
         #pragma unroll
-        for (int l = 0; l < 1; ++l) mc = fmaxf(mc, v[i][l]);
+        for (int l = 0; l < 4; ++l) mc = fmaxf(mc, v[i][l]);
       if (mc != KG_NEG_INF) {
         float acc = 0.0f;
         #pragma unroll
-        for (int i = 0; i < 16; ++i)
+        for (int i = 0; i < 4; ++i)
           #pragma unroll
-          for (int l = 0; l < 1; ++l) acc += __expf(v[i][l] - mc);
+          for (int l = 0; l < 4; ++l) acc += __expf(v[i][l] - mc);
         s = s * __expf(m - mc) + acc;
         m = mc;
       }
@@ -240,20 +264,41 @@ softmax_f32_sm90_t256_r1_i4_v4_sshuffle_aonline_b16_scalar(const float* __restri
     softmax_f32_sm90_t256_r1_i4_v4_sshuffle_aonline_b16_ms(m, s, red);
     const float inv = 1.0f / s;
     // Pass 2: read x again, write exp(x - m) / s.
-    for (int base = 0; base < nv; base += 4096) {
-      float v[16][1];
+    for (int base = 0; base < nv; base += 1024) {
+      float v[4][4];
       #pragma unroll
-      for (int i = 0; i < 16; ++i) {
+      for (int i = 0; i < 4; ++i) {
         const int c = base + i * 256 + t;
-        if (c < nv) {
-          v[i][0] = xr[c];
+        if (c >= lo && c < hi) {
+          const float4 q = xv[c];
+          v[i][0] = q.x; v[i][1] = q.y; v[i][2] = q.z; v[i][3] = q.w;
+        } else {                                   // the row's first or last vector, or past its end
+          #pragma unroll
+          for (int l = 0; l < 4; ++l) {
+            int e = c * 4 + l - off;
+            v[i][l] = 0.0f;
+            if ((unsigned)e < (unsigned)n) {
+              v[i][l] = xr[e];
+            }
+          }
         }
       }
       #pragma unroll
-      for (int i = 0; i < 16; ++i) {
+      for (int i = 0; i < 4; ++i) {
         const int c = base + i * 256 + t;
-        if (c < nv) {
-      { const int l = 0; yr[c] = __expf(v[i][l] - m) * inv; }
+        if (c >= lo && c < hi) {
+      float4 q;
+      { const int l = 0; q.x = __expf(v[i][l] - m) * inv; }
+      { const int l = 1; q.y = __expf(v[i][l] - m) * inv; }
+      { const int l = 2; q.z = __expf(v[i][l] - m) * inv; }
+      { const int l = 3; q.w = __expf(v[i][l] - m) * inv; }
+      yv[c] = q;
+    } else {
+      #pragma unroll
+      for (int l = 0; l < 4; ++l) {
+        int e = c * 4 + l - off;
+        if ((unsigned)e < (unsigned)n) yr[e] = __expf(v[i][l] - m) * inv;
+      }
     }
 
       }
@@ -298,15 +343,15 @@ extern "C" cudaError_t kg_launch_softmax_f32_sm90_t256_r1_i4_v4_sshuffle_aonline
   if (cols < 1 || cols > 2147221503) return cudaErrorInvalidValue;
   if ((cols % 4 == 0) && kg_misaligned(x, 16)) return cudaErrorInvalidValue;
   if ((cols % 4 == 0) && kg_misaligned(y, 16)) return cudaErrorInvalidValue;
-  if ((cols % 4 != 0) && kg_misaligned(x, 4)) return cudaErrorInvalidValue;
-  if ((cols % 4 != 0) && kg_misaligned(y, 4)) return cudaErrorInvalidValue;
+  if ((cols % 4 != 0) && kg_misaligned(x, 16)) return cudaErrorInvalidValue;
+  if ((cols % 4 != 0) && kg_misaligned(y, 16)) return cudaErrorInvalidValue;
   (void)workspace; (void)workspace_bytes;
   if (cols % 4 == 0) {
     softmax_f32_sm90_t256_r1_i4_v4_sshuffle_aonline_b16<<<dim3((unsigned)(kg_cdiv(rows, 1)), (unsigned)(1), (unsigned)(1)), dim3(256, 1, 1), 0, stream>>>(x, y, rows, cols);
     { cudaError_t e = cudaGetLastError(); if (e != cudaSuccess) return e; }
   }
   if (cols % 4 != 0) {
-    softmax_f32_sm90_t256_r1_i4_v4_sshuffle_aonline_b16_scalar<<<dim3((unsigned)(kg_cdiv(rows, 1)), (unsigned)(1), (unsigned)(1)), dim3(256, 1, 1), 0, stream>>>(x, y, rows, cols);
+    softmax_f32_sm90_t256_r1_i4_v4_sshuffle_aonline_b16_anyalign<<<dim3((unsigned)(kg_cdiv(rows, 1)), (unsigned)(1), (unsigned)(1)), dim3(256, 1, 1), 0, stream>>>(x, y, rows, cols);
     { cudaError_t e = cudaGetLastError(); if (e != cudaSuccess) return e; }
   }
   return cudaSuccess;

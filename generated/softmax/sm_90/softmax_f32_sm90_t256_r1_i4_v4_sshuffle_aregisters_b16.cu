@@ -14,14 +14,14 @@
 //   requires cols <= 4096  (the row must fit in registers: cols <= items*threads*vec)
 //   x must be 16-byte aligned when cols % 4 == 0
 //   y must be 16-byte aligned when cols % 4 == 0
-//   x must be 4-byte aligned when cols % 4 != 0
-//   y must be 4-byte aligned when cols % 4 != 0
+//   x must be 16-byte aligned when cols % 4 != 0
+//   y must be 16-byte aligned when cols % 4 != 0
 //   workspace: none
 //   kernels, in order on one stream:
 //     if cols % 4 == 0: softmax_f32_sm90_t256_r1_i4_v4_sshuffle_aregisters_b16
 //       grid (kg_cdiv(rows, 1), 1, 1), block (256, 1, 1), 0 bytes dynamic shared
 //       args (x, y, rows, cols)
-//     if cols % 4 != 0: softmax_f32_sm90_t256_r1_i4_v4_sshuffle_aregisters_b16_scalar
+//     if cols % 4 != 0: softmax_f32_sm90_t256_r1_i4_v4_sshuffle_aregisters_b16_anyalign
 //       grid (kg_cdiv(rows, 1), 1, 1), block (256, 1, 1), 0 bytes dynamic shared
 //       args (x, y, rows, cols)
 // host launcher (build with -DKERNELGEN_HOST_LAUNCHER; returns cudaErrorInvalidValue for a null pointer, a size outside its range, a broken requirement, a misaligned pointer or a workspace too small):
@@ -48,6 +48,20 @@ __device__ __forceinline__ void kg_cp_async16(void* smem, const void* gmem) {
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" :: "r"(s), "l"(gmem));
 #else
   *reinterpret_cast<float4*>(smem) = *reinterpret_cast<const float4*>(gmem);
+#endif
+}
+// The same with a source size: `full` copies the 16 bytes, else none is read (gmem may be any valid
+// address) and the 16 land as zeros. One unpredicated instruction for a bounds-checked copy: a cp.async
+// under a branch or predicate can lose the coalescing of a warp's copies (NVIDIA forum, cp.async
+// "excessive wavefronts").
+__device__ __forceinline__ void kg_cp_async16_zfill(void* smem, const void* gmem, bool full) {
+#if defined(KERNELGEN_EMULATE)
+  kg_emu_cp_async_zfill(smem, gmem, 16, full ? 16 : 0);
+#elif defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(smem));
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" :: "r"(s), "l"(gmem), "r"(full ? 16 : 0));
+#else
+  *reinterpret_cast<float4*>(smem) = full ? *reinterpret_cast<const float4*>(gmem) : make_float4(0.f, 0.f, 0.f, 0.f);
 #endif
 }
 // 4-byte variant (cp.async.ca), for copies that cannot be 16-byte aligned.
@@ -177,10 +191,10 @@ softmax_f32_sm90_t256_r1_i4_v4_sshuffle_aregisters_b16(const float* __restrict__
 }
 
 
-// Any cols: scalar accesses, the same 16 floats per thread per chunk. A separate kernel, so
-// the float4 one does not pay for this path's registers.
+// Any cols: the same float4 accesses from the aligned address at or below each row's start, the
+// first and last vector of a row lane by lane (x and y must be 16-byte aligned).
 extern "C" __global__ void __launch_bounds__(256)
-softmax_f32_sm90_t256_r1_i4_v4_sshuffle_aregisters_b16_scalar(const float* __restrict__ x, float* __restrict__ y, int rows, int cols) {
+softmax_f32_sm90_t256_r1_i4_v4_sshuffle_aregisters_b16_anyalign(const float* __restrict__ x, float* __restrict__ y, int rows, int cols) {
   __shared__ float red[8];
   const int t = threadIdx.x;                                     // j.2
   const long long row = (long long)blockIdx.x * 1 + threadIdx.y;   // i.0, i.1
@@ -190,36 +204,57 @@ softmax_f32_sm90_t256_r1_i4_v4_sshuffle_aregisters_b16_scalar(const float* __res
   const float* xr = x + (live ? row : 0) * (long long)cols;
   float* yr = y + (live ? row : 0) * (long long)cols;
   {
-    const int nv = n / 1;
-    // One read: the whole row (16x1 floats per thread) stays in registers.
-    float v[16][1];
+    const int off = (int)((xr - x) % 4);          // the row's start within its W-aligned vector
+    const int lo = off != 0, hi = (off + n) / 4;
+    const float4* xv = reinterpret_cast<const float4*>(xr - off);
+    float4* yv = reinterpret_cast<float4*>(yr - off);
+    // One read: the whole row (4x4 floats per thread) stays in registers.
+    float v[4][4];
     #pragma unroll
-    for (int i = 0; i < 16; ++i) {
+    for (int i = 0; i < 4; ++i) {
       const int c = i * 256 + t;
-      if (c < nv) {
-        v[i][0] = xr[c];
-      } else {
+      if (c >= lo && c < hi) {
+        const float4 q = xv[c];
+        v[i][0] = q.x; v[i][1] = q.y; v[i][2] = q.z; v[i][3] = q.w;
+      } else {                                   // the row's first or last vector, or past its end
         #pragma unroll
-        for (int l = 0; l < 1; ++l) v[i][l] = KG_NEG_INF;
+        for (int l = 0; l < 4; ++l) {
+          int e = c * 4 + l - off; if (e < 0) e += 4096;
+          v[i][l] = KG_NEG_INF;
+          if ((unsigned)e < (unsigned)n) {
+            v[i][l] = xr[e];
+          }
+        }
       }
     }
     float m = KG_NEG_INF;
     #pragma unroll
-    for (int i = 0; i < 16; ++i)
+    for (int i = 0; i < 4; ++i)
       #pragma unroll
-      for (int l = 0; l < 1; ++l) m = fmaxf(m, v[i][l]);
+      for (int l = 0; l < 4; ++l) m = fmaxf(m, v[i][l]);
     m = softmax_f32_sm90_t256_r1_i4_v4_sshuffle_aregisters_b16_max(m, red);
     float s = 0.0f;
     #pragma unroll
-    for (int i = 0; i < 16; ++i)
+    for (int i = 0; i < 4; ++i)
       #pragma unroll
-      for (int l = 0; l < 1; ++l) { v[i][l] = __expf(v[i][l] - m); s += v[i][l]; }   // past the end: exp(-inf) = 0
+      for (int l = 0; l < 4; ++l) { v[i][l] = __expf(v[i][l] - m); s += v[i][l]; }   // past the end: exp(-inf) = 0
     const float inv = 1.0f / softmax_f32_sm90_t256_r1_i4_v4_sshuffle_aregisters_b16_sum(s, red);
     #pragma unroll
-    for (int i = 0; i < 16; ++i) {
+    for (int i = 0; i < 4; ++i) {
       const int c = i * 256 + t;
-      if (c < nv) {
-      { const int l = 0; yr[c] = v[i][l] * inv; }
+      if (c >= lo && c < hi) {
+      float4 q;
+      { const int l = 0; q.x = v[i][l] * inv; }
+      { const int l = 1; q.y = v[i][l] * inv; }
+      { const int l = 2; q.z = v[i][l] * inv; }
+      { const int l = 3; q.w = v[i][l] * inv; }
+      yv[c] = q;
+    } else {
+      #pragma unroll
+      for (int l = 0; l < 4; ++l) {
+        int e = c * 4 + l - off; if (e < 0) e += 4096;
+        if ((unsigned)e < (unsigned)n) yr[e] = v[i][l] * inv;
+      }
     }
 
     }
@@ -264,15 +299,15 @@ extern "C" cudaError_t kg_launch_softmax_f32_sm90_t256_r1_i4_v4_sshuffle_aregist
   if (!(cols <= 4096)) return cudaErrorInvalidValue;  // the row must fit in registers: cols <= items*threads*vec
   if ((cols % 4 == 0) && kg_misaligned(x, 16)) return cudaErrorInvalidValue;
   if ((cols % 4 == 0) && kg_misaligned(y, 16)) return cudaErrorInvalidValue;
-  if ((cols % 4 != 0) && kg_misaligned(x, 4)) return cudaErrorInvalidValue;
-  if ((cols % 4 != 0) && kg_misaligned(y, 4)) return cudaErrorInvalidValue;
+  if ((cols % 4 != 0) && kg_misaligned(x, 16)) return cudaErrorInvalidValue;
+  if ((cols % 4 != 0) && kg_misaligned(y, 16)) return cudaErrorInvalidValue;
   (void)workspace; (void)workspace_bytes;
   if (cols % 4 == 0) {
     softmax_f32_sm90_t256_r1_i4_v4_sshuffle_aregisters_b16<<<dim3((unsigned)(kg_cdiv(rows, 1)), (unsigned)(1), (unsigned)(1)), dim3(256, 1, 1), 0, stream>>>(x, y, rows, cols);
     { cudaError_t e = cudaGetLastError(); if (e != cudaSuccess) return e; }
   }
   if (cols % 4 != 0) {
-    softmax_f32_sm90_t256_r1_i4_v4_sshuffle_aregisters_b16_scalar<<<dim3((unsigned)(kg_cdiv(rows, 1)), (unsigned)(1), (unsigned)(1)), dim3(256, 1, 1), 0, stream>>>(x, y, rows, cols);
+    softmax_f32_sm90_t256_r1_i4_v4_sshuffle_aregisters_b16_anyalign<<<dim3((unsigned)(kg_cdiv(rows, 1)), (unsigned)(1), (unsigned)(1)), dim3(256, 1, 1), 0, stream>>>(x, y, rows, cols);
     { cudaError_t e = cudaGetLastError(); if (e != cudaSuccess) return e; }
   }
   return cudaSuccess;
