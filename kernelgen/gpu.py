@@ -93,7 +93,9 @@ def functions(cubin: bytes, plan: Plan) -> dict[str, Any]:
     funcs = {l.symbol: mod.get_function(l.symbol) for l in plan.launches}
     drv = cupy.cuda.driver
     for l in plan.launches:
-        if l.shared_bytes > 48 * 1024:
+        # Opted in whenever a launch takes dynamic shared memory: the 48 KB default bounds static plus
+        # dynamic, so 48 KB of prefetch slots beside a reduction's static words failed to launch.
+        if l.shared_bytes > 0:
             drv.funcSetAttribute(funcs[l.symbol].ptr, drv.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
                                  l.shared_bytes)
     return funcs

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from .errors import UsageError
 from .ops.base import TMA_DATA_TYPES, TMA_L2_PROMOTION, TMA_SWIZZLE, fast_div
 
-SMEM_OPT_IN = 48 * 1024          # dynamic shared memory above this needs cudaFuncSetAttribute
+SMEM_OPT_IN = 48 * 1024          # static + dynamic shared memory above this needs cudaFuncSetAttribute
 WORKSPACE_ALIGN = 256            # each workspace starts at a multiple of this many bytes
 
 
@@ -389,7 +389,9 @@ def launcher_source(recipe: Recipe, name: str) -> str:
     out += _encode(recipe)
     seen = set()
     for s in recipe.steps:
-        if s.shared_bytes > SMEM_OPT_IN and s.symbol not in seen:
+        # Every launch with dynamic shared memory opts in, as kernelgen.gpu does: the 48 KB default bounds
+        # static plus dynamic bytes, and a kernel's static words are not known here.
+        if s.shared_bytes > 0 and s.symbol not in seen:
             seen.add(s.symbol)
             out.append(f"  {{ cudaError_t e = cudaFuncSetAttribute({s.symbol}, cudaFuncAttributeMaxDynamicSharedMemorySize, "
                        f"{s.shared_bytes}); if (e != cudaSuccess) return e; }}")

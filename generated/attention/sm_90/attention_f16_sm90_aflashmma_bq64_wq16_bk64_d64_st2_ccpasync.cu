@@ -628,6 +628,8 @@ extern "C" cudaError_t kg_launch_attention_f16_sm90_aflashmma_bq64_wq16_bk64_d64
   if ((head_dim % 8 != 0) && kg_misaligned(V, 2)) return cudaErrorInvalidValue;
   if ((head_dim % 8 != 0) && kg_misaligned(O, 2)) return cudaErrorInvalidValue;
   (void)workspace; (void)workspace_bytes;
+  { cudaError_t e = cudaFuncSetAttribute(attention_f16_sm90_aflashmma_bq64_wq16_bk64_d64_st2_ccpasync, cudaFuncAttributeMaxDynamicSharedMemorySize, 40960); if (e != cudaSuccess) return e; }
+  { cudaError_t e = cudaFuncSetAttribute(attention_f16_sm90_aflashmma_bq64_wq16_bk64_d64_st2_ccpasync_unaligned, cudaFuncAttributeMaxDynamicSharedMemorySize, 40960); if (e != cudaSuccess) return e; }
   if (head_dim % 8 == 0) {
     attention_f16_sm90_aflashmma_bq64_wq16_bk64_d64_st2_ccpasync<<<dim3((unsigned)(kg_cdiv(seq_q, 64)), (unsigned)(batch * heads), (unsigned)(1)), dim3(128, 1, 1), 40960, stream>>>(Q, K, V, O, seq_q, seq_k, head_dim, causal, scale);
     { cudaError_t e = cudaGetLastError(); if (e != cudaSuccess) return e; }

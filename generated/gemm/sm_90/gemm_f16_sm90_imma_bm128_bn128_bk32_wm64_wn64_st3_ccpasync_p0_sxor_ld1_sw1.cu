@@ -499,6 +499,8 @@ extern "C" cudaError_t kg_launch_gemm_f16_sm90_imma_bm128_bn128_bk32_wm64_wn64_s
   if ((K % 8 == 0 && N % 8 == 0) && kg_misaligned(B, 16)) return cudaErrorInvalidValue;
   if ((K % 8 == 0 && N % 8 == 0) && kg_misaligned(C, 4)) return cudaErrorInvalidValue;
   (void)workspace; (void)workspace_bytes;
+  { cudaError_t e = cudaFuncSetAttribute(gemm_f16_sm90_imma_bm128_bn128_bk32_wm64_wn64_st3_ccpasync_p0_sxor_ld1_sw1, cudaFuncAttributeMaxDynamicSharedMemorySize, 49152); if (e != cudaSuccess) return e; }
+  { cudaError_t e = cudaFuncSetAttribute(gemm_f16_sm90_imma_bm128_bn128_bk32_wm64_wn64_st3_ccpasync_p0_sxor_ld1_sw1_unaligned, cudaFuncAttributeMaxDynamicSharedMemorySize, 49152); if (e != cudaSuccess) return e; }
   if (K % 8 == 0 && N % 8 == 0) {
     gemm_f16_sm90_imma_bm128_bn128_bk32_wm64_wn64_st3_ccpasync_p0_sxor_ld1_sw1<<<dim3((unsigned)(kg_cdiv(N, 128)), (unsigned)(kg_cdiv(M, 128)), (unsigned)(1)), dim3(128, 1, 1), 49152, stream>>>(A, B, C, M, N, K);
     { cudaError_t e = cudaGetLastError(); if (e != cudaSuccess) return e; }

@@ -294,6 +294,8 @@ extern "C" cudaError_t kg_launch_gemm_f16_sm90_iwmma_bm64_bn64_bk32_wm32_wn32_st
   if ((K % 8 == 0 && N % 8 == 0) && kg_misaligned(B, 16)) return cudaErrorInvalidValue;
   if ((K % 8 == 0 && N % 8 == 0) && kg_misaligned(C, 4)) return cudaErrorInvalidValue;
   (void)workspace; (void)workspace_bytes;
+  { cudaError_t e = cudaFuncSetAttribute(gemm_f16_sm90_iwmma_bm64_bn64_bk32_wm32_wn32_st1_csync_p8_spad_ld0_sw1, cudaFuncAttributeMaxDynamicSharedMemorySize, 13824); if (e != cudaSuccess) return e; }
+  { cudaError_t e = cudaFuncSetAttribute(gemm_f16_sm90_iwmma_bm64_bn64_bk32_wm32_wn32_st1_csync_p8_spad_ld0_sw1_unaligned, cudaFuncAttributeMaxDynamicSharedMemorySize, 13824); if (e != cudaSuccess) return e; }
   if (K % 8 == 0 && N % 8 == 0) {
     gemm_f16_sm90_iwmma_bm64_bn64_bk32_wm32_wn32_st1_csync_p8_spad_ld0_sw1<<<dim3((unsigned)(kg_cdiv(N, 64)), (unsigned)(kg_cdiv(M, 64)), (unsigned)(1)), dim3(128, 1, 1), 13824, stream>>>(A, B, C, M, N, K);
     { cudaError_t e = cudaGetLastError(); if (e != cudaSuccess) return e; }

@@ -333,6 +333,8 @@ extern "C" cudaError_t kg_launch_sgemm_f32_sm90_s1_bm128_bn128_tm8_tn8_lcontiguo
   if (kg_misaligned(B, 16)) return cudaErrorInvalidValue;
   if (kg_misaligned(C, 16)) return cudaErrorInvalidValue;
   (void)workspace; (void)workspace_bytes;
+  { cudaError_t e = cudaFuncSetAttribute(sgemm_f32_sm90_s1_bm128_bn128_tm8_tn8_lcontiguous_wm0_wn0_bk8_akm_pa0_pb0_va4_vb4_vc4_st1_csync_u0_mb1_sw1, cudaFuncAttributeMaxDynamicSharedMemorySize, 8192); if (e != cudaSuccess) return e; }
+  { cudaError_t e = cudaFuncSetAttribute(sgemm_f32_sm90_s1_bm128_bn128_tm8_tn8_lcontiguous_wm0_wn0_bk8_akm_pa0_pb0_va4_vb4_vc4_st1_csync_u0_mb1_sw1_unaligned, cudaFuncAttributeMaxDynamicSharedMemorySize, 8192); if (e != cudaSuccess) return e; }
   if (K % 4 == 0 && N % 4 == 0) {
     sgemm_f32_sm90_s1_bm128_bn128_tm8_tn8_lcontiguous_wm0_wn0_bk8_akm_pa0_pb0_va4_vb4_vc4_st1_csync_u0_mb1_sw1<<<dim3((unsigned)(kg_cdiv(N, 128)), (unsigned)(kg_cdiv(M, 128)), (unsigned)(1)), dim3(16, 16, 1), 8192, stream>>>(A, B, C, M, N, K);
     { cudaError_t e = cudaGetLastError(); if (e != cudaSuccess) return e; }

@@ -406,6 +406,8 @@ extern "C" cudaError_t kg_launch_sgemm_f32_sm90_s1_bm256_bn128_tm16_tn8_lwarp_wm
   if (kg_misaligned(B, 16)) return cudaErrorInvalidValue;
   if (kg_misaligned(C, 16)) return cudaErrorInvalidValue;
   (void)workspace; (void)workspace_bytes;
+  { cudaError_t e = cudaFuncSetAttribute(sgemm_f32_sm90_s1_bm256_bn128_tm16_tn8_lwarp_wm64_wn64_bk8_akm_pa4_pb0_va4_vb4_vc4_st2_csync_u0_mb1_sw8, cudaFuncAttributeMaxDynamicSharedMemorySize, 24832); if (e != cudaSuccess) return e; }
+  { cudaError_t e = cudaFuncSetAttribute(sgemm_f32_sm90_s1_bm256_bn128_tm16_tn8_lwarp_wm64_wn64_bk8_akm_pa4_pb0_va4_vb4_vc4_st2_csync_u0_mb1_sw8_unaligned, cudaFuncAttributeMaxDynamicSharedMemorySize, 24832); if (e != cudaSuccess) return e; }
   if (K % 4 == 0 && N % 4 == 0) {
     sgemm_f32_sm90_s1_bm256_bn128_tm16_tn8_lwarp_wm64_wn64_bk8_akm_pa4_pb0_va4_vb4_vc4_st2_csync_u0_mb1_sw8<<<dim3((unsigned)(kg_cdiv(N, 128)), (unsigned)(kg_cdiv(M, 256)), (unsigned)(1)), dim3(256, 1, 1), 24832, stream>>>(A, B, C, M, N, K);
     { cudaError_t e = cudaGetLastError(); if (e != cudaSuccess) return e; }

@@ -285,6 +285,7 @@ extern "C" cudaError_t kg_launch_sgemm_f32_sm90_s1_bm64_bn64_tm8_tn1_lcontiguous
   if (K < 1 || K > 2147483391) return cudaErrorInvalidValue;
   if (!(kg_cdiv(M, 64) <= 65535)) return cudaErrorInvalidValue;  // gridDim.y holds 65535 block rows of 64
   (void)workspace; (void)workspace_bytes;
+  { cudaError_t e = cudaFuncSetAttribute(sgemm_f32_sm90_s1_bm64_bn64_tm8_tn1_lcontiguous_wm0_wn0_bk8_amk_pa0_pb0_va1_vb1_vc1_st1_csync_u0_mb1_sw1, cudaFuncAttributeMaxDynamicSharedMemorySize, 4096); if (e != cudaSuccess) return e; }
   {
     sgemm_f32_sm90_s1_bm64_bn64_tm8_tn1_lcontiguous_wm0_wn0_bk8_amk_pa0_pb0_va1_vb1_vc1_st1_csync_u0_mb1_sw1<<<dim3((unsigned)(kg_cdiv(N, 64)), (unsigned)(kg_cdiv(M, 64)), (unsigned)(1)), dim3(64, 8, 1), 4096, stream>>>(A, B, C, M, N, K);
     { cudaError_t e = cudaGetLastError(); if (e != cudaSuccess) return e; }
