@@ -194,3 +194,24 @@ def with_rates(op, problem, pair: list[dict], r: dict) -> list[dict]:
         row.update({"GB/s": gbps, "TFLOP/s": tflops, "roofline": frac, "speedup": pair[0]["time_us"] / row["time_us"],
                     "vs_vendor": vendor / row["time_us"] if vendor else float("nan")})
     return pair
+
+
+def run_suite(name: str, work: list, *, reps: int, timing: str, json_file: str | None = None) -> list[dict]:
+    """Each (entry, op, problem) of `work` benched on the GPU in turn, with a progress line on stderr;
+    with `json_file`, the results document is rewritten (atomically) after every shape, so a run
+    stopped half-way keeps what it measured."""
+    import sys
+
+    from . import results
+    from .tune.progress import Progress
+    progress = Progress(total=len(work), label=f"suite {name}", stream=sys.stderr)
+    rows = []
+    for e, op, problem in work:
+        rows.append(suite_row(op, problem, e.line, reps=reps, timing=timing))
+        progress.measured += 1
+        progress.failed += rows[-1]["valid"] in ("refused", "WRONG")
+        progress.show()
+        if json_file:
+            results.write(suite_document(work, rows, reps, timing), json_file)
+    progress.show(final=True)
+    return rows

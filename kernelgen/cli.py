@@ -592,14 +592,8 @@ def _replay(op, path, problem, strategy, compare, seeds, seed, budget, batch, tr
     unknown = [s for s in names if s not in STRATEGIES]
     if unknown:
         raise UsageError(f"--compare: strategy {unknown[0]!r} is unknown; choose among {', '.join(STRATEGIES)}")
-    runs = {s: [rp.replay(sweep, s, seed + k, batch=batch, budget=budget, transfer=transfer, extra_history=extra)
-                for k in range(seeds if compare else 1)] for s in names}
-    rows = []
-    for s, rs in runs.items():
-        med = rp.median_evaluations(rs)
-        rows.append({"strategy": s, "evaluations to 95%": "never" if med == float("inf") else f"{med:g}",
-                     "of the sweep": "-" if med == float("inf") else f"{med / n:.1%}",
-                     "per seed": ",".join("-" if r.evaluations is None else str(r.evaluations) for r in rs)})
+    rows = rp.comparison_rows(sweep, names, range(seed, seed + (seeds if compare else 1)), batch=batch, budget=budget,
+                              transfer=transfer, extra_history=extra)
     click.echo(table(rows, ["strategy", "evaluations to 95%", "of the sweep", "per seed"]))
     if compare:
         click.echo(f"(median over seeds {seed}..{seed + seeds - 1}; '-': not reached within "
@@ -765,9 +759,8 @@ def bench_transformer(size: str, dtype: str, passes: int, markdown: bool, json_f
 def bench_suite(name: str, shard_text: str | None, reps: int, markdown: bool, json_file: str | None, timing: str):
     """Every entry of the suite parsed and checked first (a typo on line 90 stops the run before the GPU
     starts), then each shape benched on the GPU with a progress line, then the table and the summary."""
-    from . import gpu, results, suites
-    from .bench import format_suite, suite_document, suite_row
-    from .tune.progress import Progress
+    from . import gpu, suites
+    from .bench import format_suite, run_suite
     suite = suites.load(name)
     index, count = suites.parse_shard(shard_text)
     if json_file:
@@ -780,16 +773,7 @@ def bench_suite(name: str, shard_text: str | None, reps: int, markdown: bool, js
         except UsageError as err:
             raise UsageError(f"{suite.path.name} line {e.line}: {err}") from None
     gpu.require()
-    progress = Progress(total=len(work), label=f"suite {suite.name}", stream=sys.stderr)
-    rows = []
-    for e, op, problem in work:
-        rows.append(suite_row(op, problem, e.line, reps=reps, timing=timing))
-        progress.measured += 1
-        progress.failed += rows[-1]["valid"] in ("refused", "WRONG")
-        progress.show()
-        if json_file:   # rewritten after every shape (atomically): a run stopped half-way keeps what it measured
-            results.write(suite_document(work, rows, reps, timing), json_file)
-    progress.show(final=True)
+    rows = run_suite(suite.name, work, reps=reps, timing=timing, json_file=json_file)
     part = "" if count == 1 else f" (part {index}/{count})"
     click.echo(format_suite(suite.name, rows, markdown, timing=timing, reps=reps, shard=part))
     if json_file:

@@ -209,3 +209,16 @@ def _coordinate(v) -> float:
     if isinstance(v, (int, float)):
         return math.log2(v) if v > 0 else float(v) - 1.0
     return float(int.from_bytes(json.dumps(v).encode()[-4:], "little") % 7)
+
+
+def comparison_rows(sweep, strategies, seeds, **replay_args) -> list[dict]:
+    """A table row per strategy: the median evaluations its runs (one per seed) needed to reach GOAL of
+    the sweep's best, as a count and a fraction of the sweep, and each seed's count ('-': never)."""
+    rows = []
+    for s in strategies:
+        runs = [replay(sweep, s, seed, **replay_args) for seed in seeds]
+        med = median_evaluations(runs)
+        rows.append({"strategy": s, "evaluations to 95%": "never" if med == math.inf else f"{med:g}",
+                     "of the sweep": "-" if med == math.inf else f"{med / len(sweep.space):.1%}",
+                     "per seed": ",".join("-" if r.evaluations is None else str(r.evaluations) for r in runs)})
+    return rows
