@@ -125,6 +125,8 @@ def test_gemm_schedule_reads_back():
     (dict(algo="direct", threads=48), r"knob threads=48 is not one of its choices \(allowed: 32, 64"),
     (dict(threads=128), r"knob threads=128 has no effect with algo='implicit' \(it applies with algo direct\)"),
     (dict(algo="winograd"), "allowed: direct, im2col, implicit"),
+    (dict(bm=128, bn=256, bk=16, tm=4, tn=8, stages=2),      # what ptxas refused in the legality sweep
+     r"49664 bytes.*49152 bytes of static shared memory per block"),
 ])
 def test_illegal_schedules_say_why_with_the_numbers(change, message):
     with pytest.raises(ScheduleError, match=message):

@@ -232,6 +232,11 @@ class Conv2d(Fusing, Op):
                       atomic=k["split_k"] > 1, vec_y=k["vec"] == 4 and k["split_k"] == 1, kslice=k["split_k"] * k["bk"],
                       **fused)
         smem = 4 * k["stages"] * k["bk"] * (k["bm"] + k["pad"] + k["bn"])
+        # The tiles are __shared__ arrays: static shared memory, which has no opt-in past its 48 KB
+        # (found by bench/legality_sweep.py: ptxas refused 128x256 tiles of depth 16 in 2 stages).
+        check(smem <= target.static_smem, "cache_read", "shared", f"{smem} bytes",
+              limit=f"{target.static_smem} bytes of static shared memory per block (conv2d's tiles are __shared__ "
+                    "arrays)")
         regs = k["tm"] * k["tn"] + k["tm"] + k["tn"] + 4 * params["a_iters"] + rows * pix + 3 * pix + 2 * rows + 30
         return params, smem, regs
 
