@@ -456,7 +456,7 @@ def run(op_name, knobs, schedule_file, step, best, db, size, backend, arch, seed
         dev = gpu.device()
         click.echo(f"time     {m.time_us:.2f} us (spread {m.spread:.1%})  {m.gbps:.0f} GB/s  "
                    f"{m.tflops:.2f} TFLOP/s  {m.roofline:.0%} of the {m.bound} roof of {dev.gpu}\n"
-                   f"         {describe(m.method, op.for_schedule(sched).for_problem(problem), problem, reps)}")
+                   f"         {describe(m.method, op.instance(sched, problem), problem, reps)}")
 
 
 # -- profile -------------------------------------------------------------------------------------

@@ -77,7 +77,7 @@ def kernel_for(op: Op, sched: Schedule, types, target: Target, layout: str | Non
 
 @functools.lru_cache(maxsize=1024)
 def _prepare(op: Op, sched: Schedule, problem: Problem, target: Target) -> Prepared:
-    op = op.for_schedule(sched).for_problem(problem)
+    op = op.instance(sched, problem)
     kernel = kernel_for(op, sched, problem.types, target, problem.layout)
     return Prepared(op, kernel, op.plan(kernel, problem, target), target)
 

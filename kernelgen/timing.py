@@ -219,7 +219,7 @@ def launchers(op: Op, sched: Schedule, problem: Problem, sets: int = 1, seed: in
 def prepared(op: Op, sched: Schedule, problem: Problem, seed: int = 0):
     """(kernel, launcher, arrays) for timing: inputs random, outputs allocated, all on the device."""
     kernel, (launch,) = launchers(op, sched, problem, 1, seed)
-    return kernel, launch, device_arrays(op.for_schedule(sched).for_problem(problem), problem, seed)
+    return kernel, launch, device_arrays(op.instance(sched, problem), problem, seed)
 
 
 # -- measuring -----------------------------------------------------------------------------------
@@ -227,7 +227,7 @@ def measure(op: Op, sched: Schedule, problem: Problem, *, reps: int = 30, warmup
             timing: str = "events") -> Measurement:
     method = choose_method(timing, op.bytes_moved(problem))
     if method == "graph":
-        sets, launches = rotation(set_bytes(op.for_schedule(sched).for_problem(problem), problem), gpu.device().l2_bytes)
+        sets, launches = rotation(set_bytes(op.instance(sched, problem), problem), gpu.device().l2_bytes)
         kernel, calls = launchers(op, sched, problem, sets)
         t = time_graph(calls, launches, warmup=warmup, reps=reps)
     else:

@@ -334,6 +334,11 @@ class Op:
         """The op instance whose inputs and reference match `problem` (its epilogue and batch)."""
         return self
 
+    def instance(self, sched: Schedule, problem: Problem) -> "Op":
+        """The op instance that runs `sched` on `problem`: its schedule's expression, the problem's epilogue
+        and batch (what `prepare` builds with; inputs, shapes and the reference come from it)."""
+        return self.for_schedule(sched).for_problem(problem)
+
     def for_kernel(self, kernel: Kernel) -> "Op":
         """The op instance that built `kernel` (its schedule's expression, its epilogue and batch)."""
         return self.for_schedule(kernel.schedule)

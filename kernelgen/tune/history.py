@@ -60,7 +60,8 @@ def recompute_features(op: Op, rec: Record) -> dict | None:
         limits = target(rec.arch)
         problem = problem_of(op, rec)
         sched = Schedule.from_dict(rec.schedule)
-        kernel = op.for_schedule(sched).for_problem(problem).kernel(sched, limits, problem.types, problem.layout)
-        return features(kernel, limits, plan=op.for_schedule(sched).for_problem(problem).plan(kernel, problem, limits))
+        impl = op.instance(sched, problem)
+        kernel = impl.kernel(sched, limits, problem.types, problem.layout)
+        return features(kernel, limits, plan=impl.plan(kernel, problem, limits))
     except (KernelgenError, ValueError, KeyError, TypeError):
         return None

@@ -109,7 +109,7 @@ def load_sweep(op: Op, records: list[Record], problem: str | None = None) -> Swe
             sched = Schedule.from_dict(r.schedule)
             key = sched.to_json()
             if key not in space:
-                impl = op.for_schedule(sched).for_problem(prob)
+                impl = op.instance(sched, prob)
                 kernel = impl.kernel(sched, limits, prob.types, prob.layout)
                 plan = impl.plan(kernel, prob, limits)
                 from ..features import features
