@@ -68,6 +68,12 @@ MAX_HEAD_DIM = 128
 UNFUSED_TILE = 16                       # the unfused kernels' tiles: 16 x 16 threads
 SOFTMAX_ROWS = 8                        # the unfused softmax: a warp per row, 8 rows a block
 LOG2E = 1.4426950408889634
+DMAXES = (32, 64, 128)          # tile widths (the dmax knob): the largest head_dim a kernel takes
+
+
+def widths_for(d: int) -> list[int]:
+    """The tile widths that hold head_dim d, narrowest first."""
+    return [w for w in DMAXES if d <= w]
 QUIET_CAUSAL = Shorthand("causal", ("causal",), quiet=0)   # non-causal problems print without it
 
 
@@ -100,7 +106,7 @@ class Attention(Op):
              when=FLASH),
         Knob("rk", 4, (1, 2, 4, 8), "keys of a tile per thread (j.2, BK/RK apart); BK/RK threads along x", "rk",
              Prim("split", "j", args="BK, RK"), when=FMA),
-        Knob("dmax", 64, (32, 64, 128), "width of the Q, K and V tiles: the largest head_dim the kernel takes", "d",
+        Knob("dmax", 64, DMAXES, "width of the Q, K and V tiles: the largest head_dim the kernel takes", "d",
              Prim("split", "d", args="DMAX"), when=FLASH),
         Knob("stages", 2, (1, 2, 3), "K/V tiles in shared memory (> 1: the next ones load during this one)", "st",
              Prim("double_buffer", ("K", "V"), absent=1, always=True), when=FLASH, unused=1),
@@ -163,11 +169,9 @@ class Attention(Op):
         return dict(algo=algo, bq=bq, rq=rq, bk=bk, rk=rk, dmax=dmax)
 
     def name_knobs(self, k: dict) -> dict:
-        """The knobs the variant uses (the float32 kernels' names as before the tensor-core step)."""
-        if k["algo"] == "unfused":
-            return {"algo": k["algo"]}
-        unused = ("wq",) if k["algo"] == "flash" else ("rq", "rk")
-        return {n: v for n, v in k.items() if n not in unused}
+        """The knobs the variant uses: those whose `when` applies (the float32 kernels' names as before the
+        tensor-core step)."""
+        return {n: v for n, v in k.items() if self.knob(n).applies(k)}
 
     # -- legality ----------------------------------------------------------------------------------
     def check_knobs(self, k: dict, target: Target) -> None:
@@ -254,7 +258,7 @@ class Attention(Op):
         check(types.input.name == "float32", "annotate", "algo", k["algo"], limit=f"algo {k['algo']} runs in float32; "
               f"{types.input.name} runs on tensor cores", allowed="flash_mma")
         if k["algo"] == "unfused":
-            return dict(tile=UNFUSED_TILE, softmax_rows=SOFTMAX_ROWS, log2e=LOG2E), 0, 40
+            return dict(tile=UNFUSED_TILE, softmax_rows=SOFTMAX_ROWS), 0, 40
         tx, ty = k["bk"] // k["rk"], k["bq"] // k["rq"]
         rd = k["dmax"] // tx
         lay = self.smem_layout(k)
@@ -440,7 +444,7 @@ class Attention(Op):
         if problem.dtype("Q").name in HALF:
             return self.schedule_from_knobs(**self._mma_pick(problem, target))
         d, sq = problem["head_dim"], problem["seq_q"]
-        dmax = next(w for w in (32, 64, 128) if d <= w)
+        dmax = widths_for(d)[0]
         bh = problem["batch"] * problem["heads"]
         bq = 64 if bh * cdiv(sq, 64) >= target.sms else 32
         if dmax <= 64 and bh * cdiv(sq, 128) >= 2 * target.sms:
@@ -462,7 +466,7 @@ class Attention(Op):
         rows would need ~350 registers, O alone is 128 floats a thread); 64-key tiles, 2 cp.async stages.
         Untimed so far: bench/attention_probe.py times the neighbours."""
         d, bh = problem["head_dim"], problem["batch"] * problem["heads"]
-        dmax = next(w for w in (32, 64, 128) if d <= w)
+        dmax = widths_for(d)[0]
         wq = 32 if dmax <= 64 else 16
         bq = 128 if bh * cdiv(problem["seq_q"], 128) >= target.sms else 64
         return dict(algo="flash_mma", bq=bq, wq=min(wq, bq // 4), bk=64, dmax=dmax, stages=2, copy="cp_async")
@@ -470,13 +474,13 @@ class Attention(Op):
     def space(self, problem: Problem, target: Target):
         d = problem["head_dim"]
         if problem.dtype("Q").name in HALF:
-            for dmax in (w for w in (32, 64, 128) if d <= w):
+            for dmax in widths_for(d):
                 for bq, wq in ((64, 16), (128, 16), (128, 32), (64, 32)):
                     for bk in (32, 64, 128):
                         for stages in (2, 3):
                             yield dict(algo="flash_mma", bq=bq, wq=wq, bk=bk, dmax=dmax, stages=stages, copy="cp_async")
             return
-        for dmax in (w for w in (32, 64, 128) if d <= w):
+        for dmax in widths_for(d):
             for bq, rq in ((32, 4), (64, 4), (64, 8), (128, 8)):
                 for bk, rk in ((32, 2), (64, 4), (64, 2), (128, 8)):
                     for stages, copy in ((1, "sync"), (2, "cp_async"), (3, "cp_async")):
