@@ -47,12 +47,9 @@ def ncu_counts(op, step) -> dict[str, float | None]:
 
 def per_request(counts: dict) -> dict[str, float | None]:
     """Wavefronts (shared) or sectors (global) per request, per space and direction: "shared load" -> 32.0."""
-    out = {}
-    for space in ("shared", "global"):
-        for access in ("load", "store"):
-            units, requests = (counts.get(ncu.TRAFFIC[(space, access, w)]) for w in ("units", "requests"))
-            out[f"{space} {access}"] = round(units / requests, 3) if requests and units is not None else None
-    return out
+    f = ncu.figures(counts)
+    return {f"{space} {access}": f[space][access]["per_request"] for space in ("shared", "global")
+            for access in ("load", "store")}
 
 
 def agree(ours: dict, theirs: dict) -> bool:

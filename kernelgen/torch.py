@@ -33,6 +33,7 @@ from .ops import get_op
 from .sizes import parse_size
 
 TORCH_TYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
+KG_TYPES = {v: k for k, v in TORCH_TYPES.items()}
 
 
 @functools.lru_cache(maxsize=4096)
@@ -99,7 +100,7 @@ def run(op_name: str, problem: str, inputs, dtype: str | None = None, out_dtype:
     """Op `op_name` on `problem` (a --size string) over torch tensors: its outputs, a list. `dtype`
     defaults to the first input's type."""
     if dtype is None:
-        dtype = {v: k for k, v in TORCH_TYPES.items()}.get(inputs[0].dtype, "float32")
+        dtype = KG_TYPES.get(inputs[0].dtype, "float32")
     kg_dtype(dtype)
     return torch.ops.kernelgen.run(op_name, problem, dtype, out_dtype or "", list(inputs))
 

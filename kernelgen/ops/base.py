@@ -681,3 +681,13 @@ def rel_error(out: np.ndarray, ref: np.ndarray) -> float:
     denom = np.linalg.norm(ref.ravel())
     num = np.linalg.norm((out - ref).ravel())
     return float(num / denom) if denom > 0 else float(num)
+
+
+def pointwise_error(out: np.ndarray, ref: np.ndarray, scale=1.0) -> float:
+    """max |out - ref| / (|ref| + scale): relative where |ref| dominates, absolute below `scale` (an array
+    or a number), where a relative measure is ill-conditioned (underflow; gelu(x + bias) with x + bias
+    close to 0 cancels)."""
+    out = np.asarray(out, dtype=np.float64)
+    if not np.all(np.isfinite(out)):
+        return math.inf
+    return float(np.max(np.abs(out - ref) / (np.abs(ref) + scale))) if out.size else 0.0

@@ -38,7 +38,8 @@ import numpy as np
 
 from ..errors import ScheduleError, UsageError, check
 from ..schedule import Schedule, ScheduleReader, schedule
-from .base import INT_MAX, Dim, Kernel, Knob, LadderStep, Launch, Op, Plan, Problem, Scalar, Workspace, cdiv
+from .base import (INT_MAX, Dim, Kernel, Knob, LadderStep, Launch, Op, Plan, Problem, Scalar, Workspace, cdiv,
+                   pointwise_error)
 from ..dtypes import FLOAT32, Types
 from . import prefetch
 from .knobs import Prim, Range
@@ -278,12 +279,7 @@ class Elementwise(Op):
         return 2 * d.unit_roundoff if d.itemsize == 2 else self.rel_tolerance
 
     def error(self, name, out, ref, inputs, problem) -> float:
-        """max |out - ref| / (1 + |ref|): relative for large values, absolute near zero, where a
-        relative measure is ill-conditioned (gelu(x + bias) with x + bias close to 0 cancels)."""
-        out = np.asarray(out, dtype=np.float64)
-        if not np.all(np.isfinite(out)):
-            return float("inf")
-        return float(np.max(np.abs(out - ref) / (1.0 + np.abs(ref)))) if out.size else 0.0
+        return pointwise_error(out, ref)
 
     # -- schedule <-> knobs ------------------------------------------------------------------------
     def build(self, k: dict) -> Schedule:
@@ -494,7 +490,7 @@ class Elementwise(Op):
 
     def space(self, problem: Problem, target: Target):
         """The knobs' product, prefetching only where it is legal (items 1, a grid-stride loop)."""
-        return iter(prefetch.space(self, super().space(problem, target)))
+        return prefetch.space(self, super().space(problem, target))
 
     def space_pins(self, problem: Problem) -> dict[str, tuple]:
         """This instance's expression; 16-byte accesses."""

@@ -257,7 +257,7 @@ class Fused:
             return {name: acc}
         env = {}
         for k in self.epilogue.inputs:
-            v = problem.dtype(k).decode(inputs[k], xp) if xp is not np else problem.dtype(k).decode(inputs[k])
+            v = problem.dtype(k).decode(inputs[k], xp)
             env[k] = v.reshape(self.bias_shape(acc.ndim)) if k == "bias" else v
         return {name: self.epilogue.apply(acc, env)}
 
@@ -266,13 +266,10 @@ class Fused:
         return "max |C - ref| / (1 + |ref|)" if self.epilogue and self.exact_check else super().measure(problem)
 
     def error(self, name, out, ref, inputs, problem):
-        import numpy as np
+        from .base import pointwise_error
         if not (self.epilogue and self.exact_check):    # the op's own measure holds for any number of products
             return super().error(name, out, ref, inputs, problem)
-        out = np.asarray(out, dtype=np.float64)
-        if not np.all(np.isfinite(out)):
-            return float("inf")
-        return float(np.max(np.abs(out - ref) / (1.0 + np.abs(ref)))) if out.size else 0.0
+        return pointwise_error(out, ref)
 
     def tolerance(self, problem):
         if not (self.epilogue and self.exact_check):

@@ -383,7 +383,7 @@ class Gemm(Fusing, Op):
                     stage_bytes=self._wgmma_stage_bytes(k), a_bytes=2 * k["bm"] * k["bk"], b_box_bytes=2 * 64 * k["bk"],
                     producer_regs=PRODUCER_REGS, consumer_regs=CONSUMER_REGS, ab=d.short,
                     epilogue=k["epilogue"], c_ld=self._c_ld(k, staged_size), cluster=k["cluster"],
-                    staged_type=staged_type, staged_size=staged_size,
+                    staged_type=staged_type,
                     in_ctype=d.ctype, in_header=d.header, out_header=o.header, out=o,
                     a_boxes=tma["A"]["boxes"], b_boxes=tma["B"]["boxes"], **self._wgmma_operands(k, lay),
                     aligned_note=lay.condition((8, 8, 8), ", "), layout_note="" if layout == "NN" else lay.describe(),

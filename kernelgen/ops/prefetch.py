@@ -152,7 +152,7 @@ def params(k: dict, target: Target, bufs: list[dict]) -> dict:
                 prefetch_slot=slot, prefetch_bufs=out, prefetch_async=async_copy)
 
 
-def space(op, base) -> list[dict]:
+def space(op, base):
     """The points of `base` (the op's default space) that prefetching can serve: no prefetch anywhere,
     prefetch only with items 1 and a grid-stride loop (the rest would be pruned as illegal), and shared
     slots only with the padding that puts a thread's slots an odd number of vectors apart (conflict-free;
@@ -162,4 +162,4 @@ def space(op, base) -> list[dict]:
             return True
         odd = k["prefetch_scope"] != "shared" or (k["prefetch"] + k["prefetch_pad"]) % 2 == 1
         return k["items"] == 1 and k["grid_stride"] >= 1 and odd
-    return [k for k in base if useful(k)]
+    return (k for k in base if useful(k))

@@ -259,7 +259,7 @@ class ReduceSum(Op):
 
     def space(self, problem: Problem, target: Target):
         """The knobs' product, prefetching only where it is legal (items 1, a grid-stride loop)."""
-        return iter(prefetch.space(self, super().space(problem, target)))
+        return prefetch.space(self, super().space(problem, target))
 
     def space_pins(self, problem: Problem) -> dict[str, tuple]:
         """16-byte loads; atomics only into a 4-byte out."""

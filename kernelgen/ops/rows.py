@@ -18,7 +18,7 @@ import numpy as np
 from ..dtypes import Types
 from ..errors import check
 from ..schedule import Schedule, ScheduleReader, schedule
-from .base import Launch, Scalar, Workspace, cdiv
+from .base import Launch, Scalar, Workspace, cdiv, pointwise_error
 from .knobs import Knob, Prim, Range
 from .io import element_io, vector_widths
 from ..target import Target
@@ -298,9 +298,4 @@ class HalfRowNumbers:
         return problem.dtype(self.outputs[0]).itemsize == 2
 
     def elementwise_error(self, out, ref, scale) -> float:
-        """max |out - ref| / (|ref| + scale): relative where |ref| dominates; `scale` (an array or a
-        number) is the size below which only absolute errors make sense (underflow, cancellation)."""
-        out = np.asarray(out, dtype=np.float64)
-        if not np.all(np.isfinite(out)):
-            return float("inf")
-        return float(np.max(np.abs(out - ref) / (np.abs(ref) + scale))) if out.size else 0.0
+        return pointwise_error(out, ref, scale)
