@@ -43,6 +43,7 @@ def _allowed() -> str:
 
 @dataclass(frozen=True)
 class Epilogue:
+    """A parsed epilogue; what follows from its text is computed once (plan() reads `inputs` per call)."""
     expr: str                     # canonical text (ast.unparse), as problems print it
 
     @staticmethod
@@ -56,10 +57,11 @@ class Epilogue:
         except ScheduleError as e:
             why = e.limit + (f"; allowed: {e.allowed}" if e.allowed else "")
             raise UsageError(f"epilogue {text!r}: {why}") from None
-        for name in ew.names(tree):
+        used = ew.names(tree)
+        for name in used:
             if name not in NAMES:
                 raise UsageError(f"epilogue {text!r}: unknown name {name!r}; names are {_allowed()}")
-        if "acc" not in ew.names(tree):
+        if "acc" not in used:
             raise UsageError(f"epilogue {text!r} does not use acc (the product); e.g. 'gelu(acc + bias)'")
         return Epilogue(expr)
 
@@ -67,21 +69,21 @@ class Epilogue:
     def tree(self) -> ew.Node:
         return ew.parse(self.expr)
 
-    @property
+    @cached_property
     def inputs(self) -> tuple[str, ...]:
         used = ew.names(self.tree)
         return tuple(n for n in INPUTS if n in used)
 
-    @property
+    @cached_property
     def token(self) -> str:
         """Its part of a kernel's name: a hash of the canonical text (names come from parameters)."""
         return "ep" + hashlib.sha1(self.expr.encode()).hexdigest()[:8]
 
-    @property
+    @cached_property
     def helpers(self) -> list[str]:
         return sorted({o.value for o in ew.ops(self.tree) if o.kind == "call"})
 
-    @property
+    @cached_property
     def flops(self) -> int:
         return sum(ew.FUNCS[o.value][3] if o.kind == "call" else 1 for o in ew.ops(self.tree))
 
