@@ -48,6 +48,7 @@ from .io import element_io, torch_tensor, vector_widths
 from ..target import Target, default_target
 
 ORDERS = ("row", "diagonal")
+ALIGNS = (0, 16, 32)         # store_align: off, a 16-byte vector, a 32-byte sector
 SPLITS = Prim("split", ("i", "j"), args="tile, rows (i) | tile[, vec] (j)")
 
 
@@ -74,6 +75,9 @@ class Transpose(Op):
         Knob("order", "row", ORDERS, "block order over tiles", "o", Prim("annotate", "block_order", absent="row")),
         Knob("grid_stride", 0, (0, 1, 2, 4, 8, 16, 32), "blocks per SM looping over tiles; 0 = one block per tile",
              "g", Prim("annotate", "grid_stride", absent=0)),
+        Knob("store_align", 0, ALIGNS, "bytes each block's rows of out start on, whatever M: tiles skewed per row "
+             "of out, read with that many elements' rows of halo; 0 = tiles on the matrix grid", "a",
+             Prim("annotate", "store_align", absent=0), when=("staged", (True,)), unused=0),
     )
     structure_help = "i.0 and j.0 (tiles) are fused and bound to blockIdx.x; j.1 is threadIdx.x, i.2 threadIdx.y"
 
@@ -84,7 +88,7 @@ class Transpose(Op):
         s = s.split("j", tile, vec) if vec > 1 else s.split("j", tile)
         s = (s.fuse("i.0", "j.0").bind("i.0.j.0", "blockIdx.x")
              .bind("j.1", "threadIdx.x").bind("i.2", "threadIdx.y").unroll("i.1"))
-        return self.put(s, k, "staged", "pad", "vec", "order", "grid_stride")
+        return self.put(s, k, "staged", "pad", "vec", "order", "grid_stride", "store_align")
 
     def read_knobs(self, r: ScheduleReader) -> dict:
         tile, rows = r.split("i", 2, (32, 8))
@@ -115,6 +119,13 @@ class Transpose(Op):
               allowed="0, 1, 2")
 
     # -- lowering ----------------------------------------------------------------------------------
+    def name_knobs(self, k: dict) -> dict:
+        """store_align is named only where it is on: the grid-aligned kernels keep their names."""
+        return {n: v for n, v in k.items() if n != "store_align" or v}
+
+    def template(self, knobs: dict) -> str:
+        return "transpose_aligned.cu.j2" if knobs["store_align"] else "transpose.cu.j2"
+
     def template_params(self, k: dict, types: Types, target: Target) -> tuple[dict, int, int]:
         d = types.input
         widths = vector_widths(d, (1, 2, 4))
@@ -128,6 +139,9 @@ class Transpose(Op):
                       vec_type=io["vtype"], comps=io["lanes"], io=io, unit=d.ctype if d.itemsize == 4 else d.name,
                       conflicts=shared_conflicts(k["tile"], k["rows"], k["vec"], k["pad"], d.itemsize))
         smem = d.itemsize * k["tile"] * (k["tile"] + k["pad"]) if k["staged"] else 0
+        if k["store_align"]:
+            params.update(aligned_params(k, d.itemsize))
+            smem = d.itemsize * (k["tile"] + params["halo"]) * (k["tile"] + k["pad"])
         # `items` vectors in flight per thread, twice (loaded, then gathered for the store), in 4-byte registers.
         return params, smem, 16 + 2 * items * k["vec"] * d.itemsize // 4
 
@@ -135,29 +149,38 @@ class Transpose(Op):
         target = target or default_target()
         k = dict(kernel.knobs)
         m, n = problem["M"], problem["N"]
-        tiles = cdiv(m, k["tile"]) * cdiv(n, k["tile"])
+        item = problem.dtype("x").itemsize
+        halo = k["store_align"] // item
+        check(not halo or m <= INT_MAX - k["tile"] - halo, "annotate", "store_align", k["store_align"],
+              limit=f"M={m}: the kernel's int tile rows reach {k['tile'] + halo} past M; M <= {INT_MAX - k['tile'] - halo}")
+        tiles = tile_rows(m, k["tile"], halo) * cdiv(n, k["tile"])
         blocks = min(tiles, target.sms * k["grid_stride"]) if k["grid_stride"] else tiles
         most = INT_MAX - (blocks - 1 if k["grid_stride"] else 0)    # a block's int tile number steps by the grid
         check(tiles <= most, "split", "i", k["tile"],
               limit=f"M={m}, N={n} make {tiles} tiles of {k['tile']}x{k['tile']}; gridDim.x and the kernel's int "
                     f"tile number hold at most {most}")
         launch = Launch(kernel.name, (blocks, 1, 1), (k["tile"] // k["vec"], k["rows"], 1), ("x", "out", "M", "N"))
-        access = problem.dtype("x").itemsize * k["vec"]
+        access = item * k["vec"]
+        # store_align finds each row's alignment from out's address: any element-aligned out will do
         return Plan(kernel, problem, (launch,), (), (Scalar("M", "int", m), Scalar("N", "int", n)),
-                    (("x", access), ("out", access)))
+                    (("x", access), ("out", item if halo else access)))
 
     def launch_recipe(self, kernel: Kernel):
         from ..recipe import Recipe, Step
         k = dict(kernel.knobs)
-        tiles = f"kg_ll(kg_cdiv(M, {k['tile']})) * kg_cdiv(N, {k['tile']})"
+        item = (kernel.types or self.types())["x"].itemsize
+        halo = k["store_align"] // item
+        rows = f"kg_cdiv(M + {halo - 1}, {k['tile']})" if halo else f"kg_cdiv(M, {k['tile']})"
+        tiles = f"kg_ll({rows}) * kg_cdiv(N, {k['tile']})"
         lets = (("tiles", "long long", tiles),
                 ("blocks", "long long", f"kg_min(tiles, sms * {k['grid_stride']})" if k["grid_stride"] else "tiles"))
         most = f"{INT_MAX} - (blocks - 1)" if k["grid_stride"] else str(INT_MAX)
         step = Step(kernel.name, ("blocks", "1", "1"), (k["tile"] // k["vec"], k["rows"], 1), ("x", "out", "M", "N"))
-        access = (kernel.types or self.types())["x"].itemsize * k["vec"]
+        access = item * k["vec"]
+        requires = ((f"M <= {INT_MAX - k['tile'] - halo}", "the kernel's int tile rows, which reach past M"),) if halo else ()
         return Recipe(kernel.arch, ("M", "N"), self.recipe_buffers(kernel), (step,), lets,
-                      alignment=(("x", access, ""), ("out", access, "")),
-                      requires=((f"tiles <= {most}", "gridDim.x and the kernel's int tile number"),))
+                      alignment=(("x", access, ""), ("out", item if halo else access, "")),
+                      requires=requires + ((f"tiles <= {most}", "gridDim.x and the kernel's int tile number"),))
 
     # -- numbers -----------------------------------------------------------------------------------
     def test_problems(self) -> tuple[dict, ...]:
@@ -238,6 +261,25 @@ class Transpose(Op):
                                        grid_stride=grid_stride)
         for tile, rows in ((32, 8), (64, 8), (64, 16)):
             yield dict(tile=tile, rows=rows, vec=1, staged=True, pad=pads[-1], order="row", grid_stride=0)
+
+
+def tile_rows(m: int, tile: int, halo: int) -> int:
+    """Rows of tiles over M: with store_align (halo > 0) a block's rows of out are shifted back by up to
+    halo - 1 elements, so the tiles reach that far past M."""
+    return cdiv(m + max(halo - 1, 0), tile)
+
+
+def aligned_params(k: dict, itemsize: int) -> dict:
+    """The store_align template's sizes: `halo` (elements per aligned piece of out, and rows of x read above
+    the tile), the loads of the (tile + halo) x tile window: vector rows per thread and flat elements per
+    thread, each with whether the last one runs past the window (a tail test), and the flat stores."""
+    tile, threads = k["tile"], k["tile"] // k["vec"] * k["rows"]
+    halo = k["store_align"] // itemsize
+    window = (tile + halo) * tile
+    return dict(halo=halo, align=k["store_align"], threads=threads, itemsize=itemsize,
+                load_vec=cdiv(tile + halo, k["rows"]), load_vec_tail=(tile + halo) % k["rows"] != 0,
+                load_flat=cdiv(window, threads), load_flat_tail=window % threads != 0,
+                store_flat=tile * tile // threads)
 
 
 @lru_cache(maxsize=None)
