@@ -78,6 +78,9 @@ class Transpose(Op):
         Knob("store_align", 0, ALIGNS, "bytes each block's rows of out start on, whatever M: tiles skewed per row "
              "of out, read with that many elements' rows of halo; 0 = tiles on the matrix grid", "a",
              Prim("annotate", "store_align", absent=0), when=("staged", (True,)), unused=0),
+        Knob("load_align", False, (False, True), "rows of x not vector-aligned (N % vec) read as aligned vectors "
+             "from before each row's window, the extra elements dropped (else coalesced scalars)", "l",
+             Prim("annotate", "load_align", absent=False), when=("store_align", (16, 32)), unused=False),
     )
     structure_help = "i.0 and j.0 (tiles) are fused and bound to blockIdx.x; j.1 is threadIdx.x, i.2 threadIdx.y"
 
@@ -88,7 +91,7 @@ class Transpose(Op):
         s = s.split("j", tile, vec) if vec > 1 else s.split("j", tile)
         s = (s.fuse("i.0", "j.0").bind("i.0.j.0", "blockIdx.x")
              .bind("j.1", "threadIdx.x").bind("i.2", "threadIdx.y").unroll("i.1"))
-        return self.put(s, k, "staged", "pad", "vec", "order", "grid_stride", "store_align")
+        return self.put(s, k, "staged", "pad", "vec", "order", "grid_stride", "store_align", "load_align")
 
     def read_knobs(self, r: ScheduleReader) -> dict:
         tile, rows = r.split("i", 2, (32, 8))
@@ -117,11 +120,13 @@ class Transpose(Op):
         check(threads >= 32, "split", "i.2", rows, limit=f"{tile // vec} x {rows} = {threads} threads: at least a warp")
         check(k["pad"] in (0, 1, 2), "storage_align", "x", k["pad"], limit="0, 1 or 2 elements per row",
               allowed="0, 1, 2")
+        check(not k["load_align"] or vec > 1, "annotate", "load_align", True,
+              limit="aligned vector loads of x need vectorize(j.2, >1)")
 
     # -- lowering ----------------------------------------------------------------------------------
     def name_knobs(self, k: dict) -> dict:
         """store_align is named only where it is on: the grid-aligned kernels keep their names."""
-        return {n: v for n, v in k.items() if n != "store_align" or v}
+        return {n: v for n, v in k.items() if n not in ("store_align", "load_align") or v}
 
     def template(self, knobs: dict) -> str:
         return "transpose_aligned.cu.j2" if knobs["store_align"] else "transpose.cu.j2"
@@ -277,6 +282,8 @@ def aligned_params(k: dict, itemsize: int) -> dict:
     halo = k["store_align"] // itemsize
     window = (tile + halo) * tile
     return dict(halo=halo, align=k["store_align"], threads=threads, itemsize=itemsize,
+                # load_align: the last vector of each row, one row per thread
+                window_last=cdiv(tile + halo, threads), window_last_tail=(tile + halo) % threads != 0,
                 load_vec=cdiv(tile + halo, k["rows"]), load_vec_tail=(tile + halo) % k["rows"] != 0,
                 load_flat=cdiv(window, threads), load_flat_tail=window % threads != 0,
                 store_flat=tile * tile // threads)
