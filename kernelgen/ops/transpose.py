@@ -48,7 +48,8 @@ from .io import element_io, torch_tensor, vector_widths
 from ..target import Target, default_target
 
 ORDERS = ("row", "diagonal")
-ALIGNS = (0, 16, 32)         # store_align: off, a 16-byte vector, a 32-byte sector
+SECTOR = 32                  # bytes: the unit of DRAM and L2 traffic
+ALIGNS = (0, 16, SECTOR)     # store_align: off, a 16-byte vector, a sector
 SPLITS = Prim("split", ("i", "j"), args="tile, rows (i) | tile[, vec] (j)")
 
 
@@ -246,10 +247,20 @@ class Transpose(Op):
         row store is conflict-free and the column gather 2-way). Measured on the H100 (2026-11-23, probe in
         bench_results/2026-11-23-s3/rows_probe.md): float32 64x64 beat the 32x32 default on all three shapes
         (8192^2 2.91 vs 2.77x torch; 12345 x 6789, both sides unaligned, 1.97 vs 1.56x), fp16/bf16 8192^2
-        2.70 TB/s."""
-        if problem.dtype("x").itemsize == 4:
-            return self.schedule(tile=64, rows=16, vec=4, pad=1)
-        return self.schedule(tile=64, rows=16, vec=8, pad=2)
+        2.70 TB/s.
+
+        Where rows of out do not start on a 32-byte sector (M * itemsize % 32), blocks on the matrix grid
+        share a partly written sector at both ends of each of their rows of out, and with M % vec the
+        stores are scalars straddling sectors: 1.87 TB/s at 12345 x 6789 against 2.55 at 5000 x 7001 (only
+        x's rows unaligned). There the tiles are skewed per row of out (store_align 32: whole sectors, vector
+        stores), and rows of x that are not 16-byte aligned are read as aligned vectors (load_align). Not
+        yet measured: bench/transpose_probe.py times it against the grid-aligned kernel."""
+        d = problem.dtype("x")
+        vec = 16 // d.itemsize
+        knobs = dict(tile=64, rows=16, vec=vec, pad=4 // d.itemsize)
+        if problem["M"] * d.itemsize % SECTOR:
+            knobs.update(store_align=SECTOR, load_align=problem["N"] % vec != 0)
+        return self.schedule(**knobs)
 
     def space(self, problem: Problem, target: Target):
         # 16-byte accesses on 32x32 and 64x64 tiles; float32 pads rows by 1 float, 16-bit types try both
@@ -266,6 +277,14 @@ class Transpose(Op):
                                        grid_stride=grid_stride)
         for tile, rows in ((32, 8), (64, 8), (64, 16)):
             yield dict(tile=tile, rows=rows, vec=1, staged=True, pad=pads[-1], order="row", grid_stride=0)
+        # rows of out off the sector grid: tiles skewed per row of out, x read as aligned vectors or scalars
+        if problem["M"] * problem.dtype("x").itemsize % SECTOR:
+            for tile, rows in ((32, 8), (64, 8), (64, 16), (64, 32)):
+                for align in ALIGNS[1:]:
+                    for load_align in (False, True):
+                        for grid_stride in (0, 8):
+                            yield dict(tile=tile, rows=rows, vec=vec, staged=True, pad=pads[-1], order="row",
+                                       grid_stride=grid_stride, store_align=align, load_align=load_align)
 
 
 def tile_rows(m: int, tile: int, halo: int) -> int:
