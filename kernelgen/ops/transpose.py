@@ -23,6 +23,18 @@ bounds tests; a side whose rows are not 16-byte aligned (N % vec for x, M % vec 
 scalars instead (consecutive threads, consecutive elements of a tile row), and only tiles on the
 matrix's edge test bounds.
 
+Where rows of out do not start on a sector (M * itemsize % 32: M odd, say), tiles on the matrix grid leave
+every block's rows of out starting and ending inside sectors that a neighbour also writes, and with M % vec
+the stores are scalars. `annotate("store_align", 32)` skews the tiles per row of out instead: block (by, bx)
+writes columns i0 - d_j .. i0 - d_j + tile - 1 of row j, d_j = row j's start past a 32-byte boundary, so
+its stores are whole aligned vectors and whole sectors (a partition of out whatever its address); it reads
+rows i0 - 32/itemsize .. of x, a halo above its tile (one more row of tiles covers M). With it,
+`annotate("load_align", True)` reads rows of x that are not 16-byte aligned as the aligned vectors around
+each row's window, dropping the extra elements:
+
+>>> op.kernel(op.schedule_for(op.problem({"M": 12345, "N": 6789}))).name
+'transpose_f32_sm90_t64_r16_v4_s1_p1_orow_g0_a32_l1'
+
 16-bit types (float16, bfloat16) are copied as they are (out has x's type). `vec` counts elements,
 so a 16-byte access is `vectorize("j.2", 8)`, and `storage_align("x", pad)` pads by `pad` elements:
 two 16-bit elements share a 4-byte bank, so the padding that keeps a column read conflict-free is 2
