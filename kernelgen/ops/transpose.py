@@ -159,7 +159,7 @@ class Transpose(Op):
         smem = d.itemsize * k["tile"] * (k["tile"] + k["pad"]) if k["staged"] else 0
         if k["store_align"]:
             params.update(aligned_params(k, d.itemsize))
-            smem = d.itemsize * (k["tile"] + params["halo"]) * (k["tile"] + k["pad"])
+            smem = d.itemsize * (k["tile"] + params["halo"]) * params["ld"]
         # `items` vectors in flight per thread, twice (loaded, then gathered for the store), in 4-byte registers.
         return params, smem, 16 + 2 * items * k["vec"] * d.itemsize // 4
 
@@ -307,12 +307,16 @@ def tile_rows(m: int, tile: int, halo: int) -> int:
 
 def aligned_params(k: dict, itemsize: int) -> dict:
     """The store_align template's sizes: `halo` (elements per aligned piece of out, and rows of x read above
-    the tile), the loads of the (tile + halo) x tile window: vector rows per thread and flat elements per
+    the tile), the shared row (`ld`) and where the tile's columns start in it (`col0`), the loads of the (tile + halo) x tile window: vector rows per thread and flat elements per
     thread, each with whether the last one runs past the window (a tail test), and the flat stores."""
     tile, threads = k["tile"], k["tile"] // k["vec"] * k["rows"]
     halo = k["store_align"] // itemsize
     window = (tile + halo) * tile
+    # load_align stores whole vectors: vec spare columns either side of the tile's, 2 * vec keeping the row's
+    # words odd (with pad), so the column gathers stay conflict-free
+    col0 = k["vec"] if k["load_align"] else 0
     return dict(halo=halo, align=k["store_align"], threads=threads, itemsize=itemsize,
+                col0=col0, ld=tile + 2 * col0 + k["pad"],
                 # load_align: the last vector of each row, one row per thread
                 window_last=cdiv(tile + halo, threads), window_last_tail=(tile + halo) % threads != 0,
                 load_vec=cdiv(tile + halo, k["rows"]), load_vec_tail=(tile + halo) % k["rows"] != 0,
