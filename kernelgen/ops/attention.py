@@ -83,15 +83,27 @@ DMAXES = (32, 64, 128)          # tile widths (the dmax knob): the largest head_
 BUFS = ("Q", "K", "V", "O")
 # Each tensor's (batch, head, seq) strides in elements, run-time arguments after `heads`: batch and head
 # strides 64-bit (a batch of a long sequence passes 2^31 elements), row strides int (the copies' `ld`).
-STRIDE_ARGS = {b: (f"{b.lower()}_sb", f"{b.lower()}_sh", f"{b.lower()}_ss") for b in BUFS}
+# K and V share one row stride, kv_ss: the K/V tile copies then share their row offsets (a stride each cost
+# the fp32 kernel at DMAX 128 and the sm_80 tensor-core kernel 30-40 bytes of spills), and every layout
+# stores K and V alike (a packed projection, a KV cache, two tensors of one shape).
+STRIDE_ARGS = {"Q": ("q_sb", "q_sh", "q_ss"), "K": ("k_sb", "k_sh", "kv_ss"), "V": ("v_sb", "v_sh", "kv_ss"),
+               "O": ("o_sb", "o_sh", "o_ss")}
 STRIDE_TYPES = ("long long", "long long", "int")
+
+
+def _stride_args(bufs: str) -> tuple[tuple[str, str], ...]:
+    """(name, C type) of the stride arguments of tensors `bufs`, each name once."""
+    return tuple(dict((n, t) for b in bufs for n, t in zip(STRIDE_ARGS[b], STRIDE_TYPES)).items())
+
+
 FUSED_ARGS = ("Q", "K", "V", "O", "seq_q", "seq_k", "head_dim", "causal", "scale", "heads") + \
-    tuple(a for b in BUFS for a in STRIDE_ARGS[b])
-SCORES_ARGS = ("Q", "K", "S", "seq_q", "seq_k", "head_dim", "causal", "scale", "heads") + STRIDE_ARGS["Q"] + STRIDE_ARGS["K"]
-_params = lambda bufs: ", ".join(f"{t} {n}" for b in bufs for n, t in zip(STRIDE_ARGS[b], STRIDE_TYPES))
-STRIDE_PARAMS = dict(stride_params=_params(BUFS), stride_args=", ".join(a for b in BUFS for a in STRIDE_ARGS[b]),
+    tuple(n for n, _ in _stride_args("QKVO"))
+SCORES_ARGS = ("Q", "K", "S", "seq_q", "seq_k", "head_dim", "causal", "scale", "heads") + \
+    tuple(n for n, _ in _stride_args("QK"))
+PV_ARGS = ("S", "V", "O", "seq_q", "seq_k", "head_dim", "heads") + tuple(n for n, _ in _stride_args("VO"))
+_params = lambda bufs: ", ".join(f"{t} {n}" for n, t in _stride_args(bufs))
+STRIDE_PARAMS = dict(stride_params=_params("QKVO"), stride_args=", ".join(n for n, _ in _stride_args("QKVO")),
                      qk_stride_params=_params("QK"), vo_stride_params=_params("VO"))   # the kernels' parameter lists
-PV_ARGS = ("S", "V", "O", "seq_q", "seq_k", "head_dim", "heads") + STRIDE_ARGS["V"] + STRIDE_ARGS["O"]
 
 
 def widths_for(d: int) -> list[int]:
@@ -336,9 +348,9 @@ class Attention(Op):
         st = self.strides(problem)
         scalars = tuple(Scalar(n, "int", v) for n, v in (("seq_q", sq), ("seq_k", sk), ("head_dim", d),
                                                           ("causal", causal))) + (Scalar("scale", "float", 1 / math.sqrt(d)),)
-        scalars += (Scalar("heads", "int", problem["heads"]),) + tuple(
-            Scalar(name, ctype, v) for buf in BUFS for name, ctype, v in
-            zip(STRIDE_ARGS[buf], STRIDE_TYPES, (st[buf].batch, st[buf].head, st[buf].seq)))
+        values = {n: v for b in BUFS for n, v in zip(STRIDE_ARGS[b], (st[b].batch, st[b].head, st[b].seq))}
+        scalars += (Scalar("heads", "int", problem["heads"]),) + tuple(Scalar(n, t, values[n])
+                                                                       for n, t in _stride_args("QKVO"))
         vec = self._vec(k)     # elements of a 16-byte access
         # rows start 16-byte aligned (float4 / cp.async / 16-byte loads) where head_dim and every stride are
         # multiples of vec; the _unaligned twin's element-wise accesses take any strides
@@ -371,9 +383,10 @@ class Attention(Op):
         k = dict(kernel.knobs)
         sizes = tuple(d.name for d in self.dims)
         lets = [("scale", "float", "1.0 / sqrt(1.0 * head_dim)")]
+        exprs = {}
         for buf, seq in (("Q", "seq_q"), ("K", "seq_k"), ("V", "seq_k"), ("O", "seq_q")):   # layout bhsd
-            lets += list(zip(STRIDE_ARGS[buf], STRIDE_TYPES, (f"kg_ll(heads) * {seq} * head_dim",
-                                                              f"kg_ll({seq}) * head_dim", "head_dim")))
+            exprs.update(zip(STRIDE_ARGS[buf], (f"kg_ll(heads) * {seq} * head_dim", f"kg_ll({seq}) * head_dim", "head_dim")))
+        lets += [(n, t, exprs[n]) for n, t in _stride_args("QKVO")]
         requires = [(f"batch * heads <= {MAX_GRID}", f"a grid dimension holds {MAX_GRID} (batch, head) pairs")]
         vec = self._vec(k)
         align = tuple((b, n, when) for n, when in ((16, f"head_dim % {vec} == 0"), (16 // vec, f"head_dim % {vec} != 0"))
