@@ -87,7 +87,12 @@ def test_the_block_traces_to_seven_kernelgen_ops(name):
     problems = [n.args[1] for n in gm.graph.nodes if "kernelgen.run" in str(n.target)]
     assert problems[1] == f"M={cfg.batch * cfg.seq},N={3 * cfg.d_model},K={cfg.d_model},layout=NT;epilogue=acc + bias"
     assert problems[2] == (f"batch={cfg.batch},heads={cfg.heads},seq_q={cfg.seq},seq_k={cfg.seq},"
-                           f"head_dim={cfg.head_dim},causal=1")
+                           f"head_dim={cfg.head_dim},causal=1,layout=packed")     # q, k, v read where the GEMM wrote them
+    # no copies: between the QKV GEMM and the output projection only views (the attention reads the
+    # projection in place through its strides and writes O as (b, s, h, hd))
+    copies = [n.target for n in gm.graph.nodes if n.op == "call_function" and
+              any(c in str(n.target) for c in ("clone", "contiguous", "copy", "_to_copy"))]
+    assert copies == [], copies
     assert problems[3].endswith(";epilogue=acc + bias + res") and problems[5].endswith(";epilogue=gelu(acc + bias)")
 
 
