@@ -79,6 +79,21 @@ def test_a_build_in_the_pool_leaves_the_cubin_the_runners_prepare_finds(cache):
     assert prep.kernel.name == built.name and prep.binary.cached
 
 
+@pytest.mark.nvrtc
+def test_a_build_compiles_the_twin_the_runners_validation_sizes_take(cache):
+    # a source holds only the entries its plan launches: a tuned size whose rows are vector-aligned takes
+    # sgemm's aligned kernel, the awkward validation sizes its _unaligned twin; the runner finds both
+    from kernelgen.prepared import prepare
+    from kernelgen.tune.runners import validation_problems
+    op = get_op("sgemm")
+    problem, sched = op.problem({"M": 256, "N": 256, "K": 64}), op.default_schedule()
+    with Builders(jobs=1) as pool:                                 # in another process, as in a tune
+        assert pool.submit(op, sched, problem, target()).result(timeout=300).status == "ok"
+    preps = [prepare(op, sched, p, target()) for p in [problem] + validation_problems(op, sched, problem, target())]
+    assert len({p.source for p in preps}) == 2
+    assert all(p.binary.cached for p in preps)
+
+
 class CompilingReplay(ReplayRunner):
     """Replays times, but compiles first as the GPU runner does, and notes whether the cache had it."""
 

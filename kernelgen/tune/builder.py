@@ -53,12 +53,22 @@ class Built:
 
 
 def build(op: Op, sched: Schedule, problem: Problem, target: Target) -> Built:
-    """Render and compile one candidate exactly as the runner will (through `prepare`)."""
+    """Render and compile one candidate exactly as the runner will (through `prepare`): for the tuned
+    problem and for each problem the runner validates on first, since a source holds only the entries
+    its plan launches (awkward validation sizes may take the `_unaligned` twin where the tuned size does
+    not); sources that come out the same are compiled once."""
     from ..prepared import prepare
+    from .runners import validation_problems
     t0 = time.perf_counter()
     prep = prepare(op, sched, problem, target)
     try:
         compiled = prep.binary
+        sources = {prep.source}
+        for p in validation_problems(op, sched, problem, target):
+            other = prepare(op, sched, p, target)
+            if other.source not in sources:
+                sources.add(other.source)
+                other.binary
     except CompileError as e:
         return Built(prep.kernel.name, "compile_error", str(e), time.perf_counter() - t0)
     return Built(prep.kernel.name, "ok", "", time.perf_counter() - t0, compiled.cached,
