@@ -146,7 +146,7 @@ def test_wgmma_binds_warpgroups_and_names_only_its_knobs():
         op.kernel(warp, target("sm_90a"), F16)
 
 
-def test_the_wgmma_plan_encodes_tensor_maps_and_refuses_unaligned_rows():
+def test_the_wgmma_plan_encodes_tensor_maps_and_pads_unaligned_rows():
     kernel = kernel_of("sm_90a", **WGMMA)
     p = op.plan(kernel, op.problem({"M": 300, "N": 520, "K": 1000}))
     (launch,) = p.launches
@@ -160,9 +160,18 @@ def test_the_wgmma_plan_encodes_tensor_maps_and_refuses_unaligned_rows():
     cluster_kernel = op.kernel(op.schedule(**dict(WGMMA, cluster=2)), target("sm_90a"), F16)
     with pytest.raises(UsageError, match="needs 65536 block rows of 128"):   # 65535 rows, rounded to clusters
         op.plan(cluster_kernel, op.problem({"M": 65535 * 128, "N": 256, "K": 64}))
-    for sizes, dim in (({"M": 64, "N": 64, "K": 37}, "K=37"), ({"M": 64, "N": 63, "K": 64}, "N=63")):
-        with pytest.raises(UsageError, match=f"{dim} is not a multiple of 8, and TMA"):
-            op.plan(kernel, op.problem(sizes))
+    # Rows TMA cannot read (K or N not a multiple of 8): the operand is copied into a workspace of padded
+    # rows first, and its map reads the copy (its own sizes, the padded pitch); C is stored at any N.
+    for sizes, b, rows, cols in (({"M": 64, "N": 64, "K": 37}, "A", 64, 37), ({"M": 64, "N": 63, "K": 64}, "B", 64, 63)):
+        p = op.plan(kernel, op.problem(sizes))
+        pad, main = p.launches
+        assert pad.symbol == kernel.name + "_pad" and pad.args == (b, f"{b}_pitched", "M" if b == "A" else "K",
+                                                                   "K" if b == "A" else "N")
+        assert main.symbol == kernel.name and [w.name for w in p.workspaces] == [f"{b}_pitched"]
+        assert p.workspaces[0].count == rows * ((cols + 7) // 8 * 8)
+        m = {t.name: t for t in p.tensor_maps}[f"tm{b}"]
+        assert (m.buffer, m.rows, m.cols, m.pitch, m.dtype) == (f"{b}_pitched", rows, cols, (cols + 7) // 8 * 8, "float16")
+        assert b not in dict(p.alignment)
 
 
 def test_schedule_for_takes_wgmma_on_sm_90a_where_rows_are_aligned():
