@@ -87,7 +87,7 @@ def test_the_plan_picks_the_vector_kernel_where_the_stored_rows_allow():
     assert not symbol(gemm, "NT", {"M": 7, "N": 8, "K": 8}, **kw) and symbol(gemm, "TT", {"M": 8, "N": 8, "K": 4}, **kw)
 
 
-def test_wgmma_plans_read_the_stored_tensors_and_refuse_unaligned_rows():
+def test_wgmma_plans_read_the_stored_tensors_and_pad_unaligned_rows():
     kern = gemm.kernel(gemm.schedule_from_knobs(**WGMMA_HEURISTIC), H100, gemm.types("float16"), "TT")
     p = gemm.plan(kern, gemm.problem({"M": 304, "N": 520, "K": 1000}, dtype="float16", layout="TT"))
     assert [(t.buffer, t.rows, t.cols, t.box_rows, t.box_cols) for t in p.tensor_maps] == \
@@ -95,8 +95,9 @@ def test_wgmma_plans_read_the_stored_tensors_and_refuse_unaligned_rows():
     src = render(kern)
     assert "p, 1, 1, 1, 0;" in src and "kg_tma_load_2d(stage + 8192, &tmA" in src     # A M-major, B K-major
     tn = gemm.kernel(gemm.schedule_from_knobs(**WGMMA_HEURISTIC), H100, gemm.types("float16"), "TN")
-    with pytest.raises(UsageError, match="M=300 is not a multiple of 8, and TMA"):
-        gemm.plan(tn, gemm.problem({"M": 300, "N": 520, "K": 1000}, dtype="float16", layout="TN"))
+    p = gemm.plan(tn, gemm.problem({"M": 300, "N": 520, "K": 1000}, dtype="float16", layout="TN"))
+    assert [(t.buffer, t.rows, t.cols, t.pitch) for t in p.tensor_maps] == [("A_pitched", 1000, 300, 304), ("B", 1000, 520, 0)]
+    assert p.launches[0].args == ("A", "A_pitched", "K", "M")      # A stored K x M, its rows of M padded to 304
 
 
 def test_schedule_for_follows_the_layout():
