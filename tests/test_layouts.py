@@ -106,13 +106,18 @@ def test_schedule_for_follows_the_layout():
         k = sgemm.knobs_from_schedule(sgemm.schedule_for(sgemm.problem({"M": 4096, "N": 4096, "K": 4096},
                                                                        layout=layout)))
         assert k["pad_b"] == (4 if layout[1] == "T" else 0) and k["vec_a"] == k["vec_b"] == 4
-    # wgmma where TMA can read every stored row (M % 8 for A transposed), mma.sync elsewhere
-    for layout, sizes, instr in (("TN", {"M": 4096, "N": 4096, "K": 4095}, "wgmma"),
-                                 ("TN", {"M": 4095, "N": 4096, "K": 4096}, "mma"),
-                                 ("NT", {"M": 4095, "N": 4096, "K": 4096}, "wgmma"),
-                                 ("TT", {"M": 4096, "N": 4096, "K": 4095}, "mma")):
+    # wgmma at any size: an operand whose stored rows TMA cannot read (M % 8 for A transposed) is copied
+    # into padded rows first, which operand the layout says
+    for layout, sizes, padded in (("TN", {"M": 4096, "N": 4096, "K": 4095}, ()),
+                                  ("TN", {"M": 4095, "N": 4096, "K": 4096}, ("A",)),
+                                  ("NT", {"M": 4095, "N": 4096, "K": 4096}, ()),
+                                  ("TT", {"M": 4096, "N": 4096, "K": 4095}, ("B",)),
+                                  ("NN", {"M": 4096, "N": 4096, "K": 4095}, ("A",))):
         p = gemm.problem(sizes, dtype="float16", layout=layout)
-        assert gemm.knobs_from_schedule(gemm.schedule_for(p, H100))["instr"] == instr, (layout, sizes)
+        sched = gemm.schedule_for(p, H100)
+        assert gemm.knobs_from_schedule(sched)["instr"] == "wgmma", (layout, sizes)
+        plan = gemm.plan(gemm.kernel(sched, H100, p.types, layout), p)
+        assert tuple(w.name[0] for w in plan.workspaces if w.name.endswith("_pitched")) == padded, (layout, sizes)
 
 
 @pytest.mark.parametrize("layout, change, message", [

@@ -174,13 +174,15 @@ def test_the_wgmma_plan_encodes_tensor_maps_and_pads_unaligned_rows():
         assert b not in dict(p.alignment)
 
 
-def test_schedule_for_takes_wgmma_on_sm_90a_where_rows_are_aligned():
+def test_schedule_for_takes_wgmma_on_sm_90a_at_any_size():
     h100 = target("sm_90a")
     big = op.knobs_from_schedule(op.schedule_for(op.problem({"M": 4096, "N": 4096, "K": 4096}), h100))
-    assert (big["instr"], big["bm"], big["bn"]) == ("wgmma", 128, 256)
+    assert (big["instr"], big["bm"], big["bn"], big["split_k"]) == ("wgmma", 128, 256, 1)
     ragged = op.knobs_from_schedule(op.schedule_for(op.problem({"M": 4096, "N": 4096, "K": 4095}), h100))
-    assert ragged["instr"] == "mma"
+    assert ragged["instr"] == "wgmma"                               # A copied into padded rows first
     assert op.knobs_from_schedule(op.schedule_for(op.problem({"M": 4096, "N": 4096, "K": 4096})))["instr"] == "mma"
+    batched = op.problem({"M": 512, "N": 512, "K": 512}, batch=4)
+    assert op.knobs_from_schedule(op.for_problem(batched).schedule_for(batched, h100))["instr"] == "mma"
 
 
 @pytest.mark.emulate
@@ -233,11 +235,11 @@ def test_the_plan_picks_the_16_byte_kernel_only_where_rows_are_aligned():
     assert dict(op.plan(f32, op.problem({"M": 8, "N": 8, "K": 8}, out_dtype="float32")).alignment)["C"] == 8
 
 
-def test_schedule_for_takes_smaller_tiles_for_small_or_ragged_problems():
+def test_schedule_for_takes_more_blocks_for_small_problems():
     big = op.knobs_from_schedule(op.schedule_for(op.problem({"M": 4096, "N": 4096, "K": 4096})))
     small = op.knobs_from_schedule(op.schedule_for(op.problem({"M": 256, "N": 256, "K": 4096})))
-    assert (big["bm"], big["bn"]) == (128, 128)          # the fastest mma.sync tile measured on the H100
-    assert small["bm"] * small["bn"] < 128 * 128
+    assert (big["bm"], big["bn"], big["split_k"]) == (128, 128, 1)   # the fastest mma.sync tile measured on the H100
+    assert 256 // small["bm"] * 256 // small["bn"] * small["split_k"] >= 16    # 4 tiles of 128x128 would leave SMs idle
     for sizes in ({"M": 1, "N": 1, "K": 1}, {"M": 64, "N": 8192, "K": 512}, {"M": 5000, "N": 3000, "K": 100}):
         op.kernel(op.schedule_for(op.problem(sizes)), types=F16)     # legal
 

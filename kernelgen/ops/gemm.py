@@ -54,19 +54,6 @@ SHAPES = {"mma": (16, 8, 16), "wmma": (16, 16, 16), "wgmma": (64, 64, 16)}   # (
 # columns, hence 64 here.) wgmma reads K in steps of 64: one 128-byte swizzle atom of 16-bit values.
 WGMMA_BK = 64
 PRODUCER_REGS, CONSUMER_REGS = 40, 232   # setmaxnreg: 128 * 40 + 256 * 232 <= 65536 registers per SM
-# schedule_for's candidates: (block and warp tile, speed relative to the first). Measured on the H100
-# at 4096^3 (bench_results/tuning_gemm_f16_h100.jsonl, gemm_ladders_h100_staged.md): mma.sync
-# 128x128 blocks of 4 warps 324.5 us, 128x256 of 8 warps 416 us, 64x128 418 us, 128x64 418 us,
-# 64x64 436 us; wgmma 128x256 staged 171.4 us. The rest (wgmma 128x128, 64x128) are estimates.
-TILE_CHOICES = ((dict(bm=128, bn=128, wm=64, wn=64), 1.0),
-                (dict(bm=128, bn=256, wm=64, wn=64), 0.78),
-                (dict(bm=128, bn=64, wm=64, wn=32), 0.78),
-                (dict(bm=64, bn=128, wm=32, wn=64), 0.78),
-                (dict(bm=64, bn=64, wm=32, wn=32), 0.74))
-WGMMA_TILE_CHOICES = ((dict(bm=128, bn=256, wm=64, wn=256), 2.2),      # 171.4 us against 324.5
-                      (dict(bm=128, bn=128, wm=64, wn=128), 1.9),
-                      (dict(bm=64, bn=128, wm=64, wn=128), 1.3))
-SM_FLOPS = 0.43 * 989.4e12 / 132  # dense fp16 flop/s of one H100 SM at the first tile (measured, 423 TFLOP/s)
 # The sm_90a tile: 128x256 blocks, two consumer warpgroups of 64x256, K by 64 in 4 TMA stages.
 WGMMA_KNOBS = dict(instr="wgmma", bm=128, bn=256, bk=64, wm=64, wn=256, stages=4, copy="tma", pad=0, smem="xor",
                    ldmatrix=False, swizzle=8, ws=False, epilogue="direct", cluster=1)
@@ -548,31 +535,12 @@ class Gemm(Fusing, Op):
         return (*pads, main), tuple(workspaces), tuple(maps), tuple(alignment)
 
     def schedule_for(self, problem: Problem, target: Target | None = None) -> Schedule:
-        """The tile that wastes least on the last, partly filled wave (as sgemm.schedule_for): a wave is
-        one block per slot (SMs x blocks per SM, from shared memory, threads and registers); a last wave
-        of r blocks takes about ceil(r / SMs) / (blocks per SM) of a full one. Smaller tiles win where
-        M or N is small (less of the tile is zeros) or the grid is too small to fill the SMs."""
-        t = target or default_target()
-        M, N, K = problem["M"], problem["N"], problem["K"]
-        base = self.default_knobs()
-
-        def per_sm(k: dict) -> int:
-            nt = self.threads(k)
-            return max(1, min(t.smem_per_sm // self.shared_bytes(k), t.max_threads_per_sm // nt,
-                              t.regs_per_sm // (nt * min(255, -(-self.registers(k) // 8) * 8))))
-
-        def cost(over: dict, speed: float) -> float:
-            k = dict(base, **over)
-            slots = per_sm(k)
-            full, rest = divmod(cdiv(M, k["bm"]) * cdiv(N, k["bn"]), t.sms * slots)
-            wave = slots * 2 * k["bm"] * k["bn"] * K / (SM_FLOPS * speed)
-            return (full + cdiv(rest, t.sms) / slots) * wave
-
-        choices = TILE_CHOICES
-        if t.has("wgmma") and Operands(problem.layout).holds((8, 8, 8), problem) and problem.batch is None:   # TMA's aligned rows
-            base, choices = WGMMA_HEURISTIC, WGMMA_TILE_CHOICES
-        over, _ = min(choices, key=lambda c: cost(*c))
-        return self.schedule_from_knobs(**dict(base, **over))
+        """The cheapest of a few tile families and numbers of K slices by a cost model of the shape and
+        the target (kernelgen/ops/gemm_cost.py): wgmma where the target has it and the product is one
+        (an operand TMA cannot read is copied into padded rows first), else mma.sync; smaller tiles where
+        M or N is small, K in slices where the tiles cannot fill the SMs."""
+        from .gemm_cost import choose
+        return self.schedule_from_knobs(**dict(choose(self, problem, target or default_target()).knobs))
 
     # -- numbers -----------------------------------------------------------------------------------
     def test_problems(self) -> tuple[dict, ...]:
