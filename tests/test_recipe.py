@@ -70,6 +70,15 @@ def kernels():
             yield pytest.param(op.for_schedule(kernel.schedule), kernel, id=f"{name}-{label.split(':')[0]}")
         for i, knobs in enumerate(EXTRA.get(name, ())):
             yield pytest.param(op, op.kernel(op.schedule(**knobs), target("sm_90")), id=f"{name}-extra{i}")
+    gemm = OPS["gemm"]          # K in slices (a reduction and its workspace) and padded copies (wgmma), every layout
+    wg = dict(instr="wgmma", bm=64, bn=128, bk=64, wm=64, wn=128, stages=4, copy="tma", pad=0, smem="xor",
+              ldmatrix=False, swizzle=8, ws=True, epilogue="smem")
+    for i, (knobs, layout, ep, arch) in enumerate([
+            (dict(split_k=3), "NN", None, "sm_90"), (dict(split_k=5, swizzle=4), "TN", "acc + bias", "sm_90"),
+            (wg, "NN", None, "sm_90a"), (dict(wg, split_k=4), "NT", None, "sm_90a"),
+            (dict(wg, epilogue="direct", split_k=2), "TN", "relu(acc) + res", "sm_90a"), (wg, "TT", "acc + bias", "sm_90a")]):
+        inst = gemm.for_problem(gemm.problem(epilogue=ep, layout=layout))
+        yield pytest.param(inst, inst.kernel(inst.schedule(**knobs), target(arch), None, layout), id=f"gemm-slices{i}")
     for mode in ("add", "add_store"):       # layer norm's residual add: more buffers, in every algorithm's launches
         inst = OPS["layernorm"].for_problem(OPS["layernorm"].problem(residual=mode))
         for i, knobs in enumerate([{}] + EXTRA["layernorm"]):
@@ -101,7 +110,9 @@ def test_recipe_matches_plan(op, kernel, sms):
         try:
             problem = op.problem(sizes, dtype=kernel.types.input.name if kernel.types else None,
                                  out_dtype=kernel.types.output.name if kernel.types else None,
-                                 **({"residual": kernel.residual} if kernel.residual else {}))
+                                 **({"residual": kernel.residual} if kernel.residual else {}),
+                                 **({"layout": kernel.layout} if op.layouts else {}),
+                                 **({"epilogue": kernel.epilogue} if kernel.epilogue else {}))
             plan = op.plan(kernel, problem, tgt)
         except KernelgenError:
             run = evaluate(recipe, sizes, sms)
