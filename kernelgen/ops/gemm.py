@@ -36,7 +36,7 @@ import math
 import numpy as np
 
 from ..dtypes import FLOAT32, Types, dtype
-from ..errors import UsageError, check
+from ..errors import check
 from ..schedule import Schedule, ScheduleReader, schedule
 from ..target import Target, default_target
 from .base import INT_MAX, LAYOUTS, Dim, Kernel, Knob, LadderStep, Launch, Op, Plan, Problem, Scalar, TensorMap, cdiv
@@ -46,7 +46,7 @@ from .operands import Operands
 from .fusion import Fusing
 from .sgemm import MAX_GRID_Y, check_grid
 from . import pitch
-from .splitk import MAX_SPLIT_K, REDUCE_VEC, reduce_launch, reduce_recipe, slices as k_slices, workspace as splitk_workspace
+from .splitk import MAX_SPLIT_K, REDUCE_VEC, reduce_launch, reduce_recipe, workspace as splitk_workspace
 
 INTRINSICS = {"mma": "mma.m16n8k16", "wmma": "wmma.m16n16k16", "wgmma": "wgmma.m64nNk16"}
 SHAPES = {"mma": (16, 8, 16), "wmma": (16, 16, 16), "wgmma": (64, 64, 16)}   # (m, n, k) of one instruction
