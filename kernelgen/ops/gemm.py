@@ -19,7 +19,11 @@ Loops are i (rows of C), j (columns of C) and k (the sum):
                       "wmma.m16n16k16" (nvcuda::wmma, sm_70+)
 
 A and B are staged through shared memory in 16-byte vectors (element-wise where K or N is not a
-multiple of 8: the plan then picks the `_unaligned` kernel). `double_buffer(A|B, n)` keeps n tiles:
+multiple of 8: the plan then picks the `_unaligned` kernel; wgmma's TMA instead reads a copy of such an
+operand with padded rows, kernelgen/ops/pitch.py). `annotate(split_k, s)` cuts K into s slices over
+blockIdx.z: each stores its fp32 partial tile in a workspace slab and a second kernel sums the slabs in
+order, applies a fused epilogue and converts (kernelgen/ops/splitk.py); `schedule_for` picks tiles and
+slices by a cost model (kernelgen/ops/gemm_cost.py). `double_buffer(A|B, n)` keeps n tiles:
 copied through registers (`annotate(copy, sync)`, n <= 2) or by an n-stage cp.async pipeline
 (`annotate(copy, cp_async)`, 2..4); `storage_align(A|B, pad)` pads shared rows by pad halves;
 `annotate(shared_layout, xor)` instead swizzles 16-byte chunks of a row by XOR with the row, so that
@@ -656,12 +660,13 @@ class Gemm(Fusing, Op):
                      [LadderStep(t, self.schedule_from_knobs(**k), n, arch="sm_90a") for t, k, n in hopper])
 
     def test_problems_for(self, sched: Schedule) -> tuple[dict, ...]:
-        """TMA needs K and N multiples of 8 (16-byte rows): wgmma schedules are tested on such sizes,
-        none a multiple of a tile, M = 1 among them; the plan refuses the others by name."""
+        """wgmma schedules are tested on sizes whose rows TMA reads as they are (K and N multiples of 8),
+        none a multiple of a tile, M = 1 among them, and on the awkward ones, whose operands the plan
+        copies into padded rows first and whose C it stores at an odd N."""
         if self.knobs_from_schedule(sched)["instr"] != "wgmma":
             return self.test_problems()
         return ({"M": 1, "N": 8, "K": 8}, {"M": 33, "N": 72, "K": 40}, {"M": 136, "N": 264, "K": 64},
-                {"M": 300, "N": 520, "K": 1000}, {"M": 256, "N": 512, "K": 512})
+                {"M": 300, "N": 520, "K": 1000}, {"M": 256, "N": 512, "K": 512}) + self.test_problems()
 
     def space(self, problem: Problem, target: Target):
         base = self.default_knobs()
@@ -678,7 +683,12 @@ class Gemm(Fusing, Op):
         for bm, bn, wm, wn in ((64, 64, 32, 32), (128, 128, 64, 64), (128, 128, 32, 32)):
             yield dict(base, instr="wmma", bm=bm, bn=bn, wm=wm, wn=wn, stages=2, copy="cp_async", smem="pad",
                        pad=8, ldmatrix=False, swizzle=8)
-        if target.has("wgmma") and Operands(problem.layout).holds((8, 8, 8), problem):
+        wgmma = target.has("wgmma") and problem.batch is None     # any size: unaligned operands are padded first
+        for split_k in (2, 4, 8):        # K slices, for grids that cannot fill the SMs
+            yield dict(base, split_k=split_k)
+            if wgmma:
+                yield dict(WGMMA_HEURISTIC, bm=64, wm=64, bn=128, wn=128, split_k=split_k)
+        if wgmma:
             for bm, wm in ((128, 64), (128, 128), (64, 64), (256, 128)):
                 for bn in (64, 128, 256):
                     for stages in (2, 3, 4):
