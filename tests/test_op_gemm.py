@@ -196,7 +196,11 @@ def test_the_emulator_refuses_wgmma_by_name():
 @pytest.mark.parametrize("step", range(len(HOPPER)), ids=lambda i: f"step{len(STEPS) + i + 1}")
 def test_hopper_steps_compile_to_hgmma_and_tma(step, dtype, out):
     kernel = op.kernel(HOPPER[step].schedule, target("sm_90a"), op.types(dtype, out))
-    (f, ops), = sass_facts(kernel).values()
+    facts = sass_facts(kernel)
+    assert set(facts) == {kernel.name, kernel.name + "_pad"}       # the product, the padded copy of an operand
+    pad, _ = facts.pop(kernel.name + "_pad")
+    assert pad.spill_bytes == 0 and pad.stg128 > 0, pad             # 16-byte chunks of the padded rows
+    (f, ops), = facts.values()
     assert f.spill_bytes == 0 and f.local_ops == 0 and f.registers <= 168, f
     assert f.hgmma > 0 and f.tma > 0 and f.hmma == 0 and f.ldg == 0, f
     assert f.hgmma == 4    # the k-tile of 64 is four unrolled m64n256k16 steps
