@@ -25,6 +25,7 @@ import numpy as np
 
 from . import config
 from .compile import compile_cuda
+from .dtypes import dtype as _dtype
 from .errors import LaunchError, UsageError
 from .ops.base import TMA_DATA_TYPES, TMA_L2_PROMOTION, TMA_SWIZZLE, Plan
 from .target import Peaks, Target, for_device
@@ -250,7 +251,7 @@ class _TensorMapSlot:
             return
         tm, item = self.tm, self.dt.itemsize
         dims = (ctypes.c_uint64 * 2)(tm.cols, tm.rows)              # innermost first
-        strides = (ctypes.c_uint64 * 1)(tm.cols * item)             # bytes from one row to the next
+        strides = (ctypes.c_uint64 * 1)((tm.pitch or tm.cols) * item)   # bytes from one row to the next
         box = (ctypes.c_uint32 * 2)(tm.box_cols, tm.box_rows)
         ones = (ctypes.c_uint32 * 2)(1, 1)
         _driver_check(_libcuda().cuTensorMapEncodeTiled(
@@ -321,11 +322,16 @@ class Bound:
         self.plan, self.keep = plan, keep
         self.fixed = {s.name: _SCALAR_CTYPES[s.ctype](s.value) for s in plan.scalars}
         self.fixed.update({n: ctypes.c_uint64(p) for n, p in workspaces.items()})
-        self.maps = [_TensorMapSlot(tm, plan.problem.dtype(tm.buffer)) for tm in plan.tensor_maps]
+        self.maps = [_TensorMapSlot(tm, _dtype(tm.dtype) if tm.dtype else plan.problem.dtype(tm.buffer))
+                     for tm in plan.tensor_maps]
         self.fixed.update({m.tm.name: m.slot for m in self.maps})       # passed by value: 128 bytes
+        for m in self.maps:          # a map of a workspace (a padded copy): its address is known now
+            if m.tm.buffer in workspaces:
+                m.update(workspaces[m.tm.buffer])
+        callers = [m for m in self.maps if m.tm.buffer not in workspaces]
         used = (a for l in plan.launches for a in l.args if a not in self.fixed)
-        self.arrays = tuple(dict.fromkeys((*arrays, *used, *(m.tm.buffer for m in self.maps))))
-        self.map_index = [(self.arrays.index(m.tm.buffer), m) for m in self.maps]
+        self.arrays = tuple(dict.fromkeys((*arrays, *used, *(m.tm.buffer for m in callers))))
+        self.map_index = [(self.arrays.index(m.tm.buffer), m) for m in callers]
         self.addresses = (ctypes.c_uint64 * len(self.arrays))()
         self.calls = [self._call(l, functions[l.symbol]) for l in plan.launches]
         self.fills = [(workspaces[w.name], int(np.array(w.fill, w.dtype).view(np.uint32)), max(1, w.count))

@@ -48,7 +48,9 @@ class Step:
 class Map:
     """A TMA descriptor argument (a CUtensorMap passed by value) that the launcher encodes from a
     buffer's address, as ops/base.py's TensorMap: `buffer` seen as a row-major rows x cols tensor of
-    `dtype` (rows and cols C expressions of the sizes), copied in boxes of box_rows x box_cols."""
+    `dtype` (rows and cols C expressions of the sizes), copied in boxes of box_rows x box_cols; `pitch`
+    (a C expression, "" = cols): elements from one row to the next; `when` (a C condition, "" = always):
+    where the map is encoded (two maps of one name stand for one argument, buffer or padded copy)."""
     name: str
     buffer: str
     dtype: str
@@ -56,6 +58,8 @@ class Map:
     cols: str
     box_rows: int
     box_cols: int
+    pitch: str = ""
+    when: str = ""
 
 
 @dataclass(frozen=True)
@@ -90,7 +94,7 @@ class Recipe:
     def expressions(self) -> list[str]:
         out = [e for _, _, e in self.lets] + [c for c, _ in self.requires]
         out += [w[2] for w in self.workspaces] + [a[2] for a in self.alignment]
-        out += [e for m in self.tensor_maps for e in (m.rows, m.cols)]
+        out += [e for m in self.tensor_maps for e in (m.rows, m.cols, m.pitch, m.when)]
         for s in self.steps:
             out += list(s.grid) + [s.when] + (list(s.loop[1:]) if s.loop else [])
         return [e for e in out if e]
@@ -149,7 +153,8 @@ class Evaluated:
     workspaces: tuple[tuple[str, str, int, float | None], ...] = ()
     alignment: tuple[tuple[str, int], ...] = ()
     env: dict = field(default_factory=dict)
-    tensor_maps: tuple[tuple[str, str, int, int, int, int], ...] = ()   # (name, buffer, rows, cols, box rows, box cols)
+    tensor_maps: tuple[tuple[str, str, int, int, int, int, int], ...] = ()   # (name, buffer, rows, cols, box rows,
+                                                                             # box cols, pitch)
 
 
 def evaluate(recipe: Recipe, sizes: dict[str, int], sms: int) -> Evaluated:
@@ -178,7 +183,8 @@ def evaluate(recipe: Recipe, sizes: dict[str, int], sms: int) -> Evaluated:
                                          s.shared_bytes))
     workspaces = tuple((n, t, py(c, env), f) for n, t, c, f in recipe.workspaces)
     alignment = tuple((b, n) for b, n, when in recipe.alignment if not when or py(when, env))
-    maps = tuple((m.name, m.buffer, py(m.rows, env), py(m.cols, env), m.box_rows, m.box_cols) for m in recipe.tensor_maps)
+    maps = tuple((m.name, m.buffer, py(m.rows, env), py(m.cols, env), m.box_rows, m.box_cols, py(m.pitch or m.cols, env))
+                 for m in recipe.tensor_maps if not m.when or py(m.when, env))
     return Evaluated(True, (), tuple(launches), workspaces, alignment, env, maps)
 
 
@@ -217,9 +223,10 @@ def describe(recipe: Recipe, name: str) -> list[str]:
     else:
         lines.append("  workspace: none")
     for m in recipe.tensor_maps:
-        lines.append(f"  {m.name}: a CUtensorMap (128 bytes, by value) the launcher encodes with cuTensorMapEncodeTiled: "
-                     f"{m.buffer} as a row-major {m.rows} x {m.cols} {m.dtype} tensor, boxes of {m.box_rows} x "
-                     f"{m.box_cols}, {TMA_SWIZZLE[0]}, {TMA_L2_PROMOTION[0]}")
+        lines.append(f"  {m.name}: " + (f"where {m.when}, " if m.when else "") + "a CUtensorMap (128 bytes, by value) the "
+                     f"launcher encodes with cuTensorMapEncodeTiled: {m.buffer} as a row-major {m.rows} x {m.cols} "
+                     f"{m.dtype} tensor" + (f" with rows {m.pitch} elements apart" if m.pitch else "") +
+                     f", boxes of {m.box_rows} x {m.box_cols}, {TMA_SWIZZLE[0]}, {TMA_L2_PROMOTION[0]}")
     lines.append("  kernels, in order on one stream:")
     for i, group in enumerate(_groups(recipe.steps)):
         loop = group[0].loop
@@ -288,16 +295,16 @@ TMA_HELPERS = """\
 #include <cuda.h>
 #include <cudaTypedefs.h>
 static_assert(sizeof(CUtensorMap) == sizeof(kg_tensor_map), "kg_tensor_map holds a CUtensorMap");
-// A 2-D TMA descriptor: `base` seen as a row-major rows x cols tensor of `bytes`-byte elements, copied
-// in boxes of box_rows x box_cols, encoded as kernelgen/gpu.py encodes it (%(swizzle)s,
+// A 2-D TMA descriptor: `base` seen as a row-major rows x cols tensor of `bytes`-byte elements, rows
+// `pitch` elements apart, copied in boxes of box_rows x box_cols, encoded as kernelgen/gpu.py encodes it (%(swizzle)s,
 // %(l2)s). The driver's cuTensorMapEncodeTiled is reached through the runtime,
 // so nothing links -lcuda. Returns
 // cudaErrorInvalidValue for a tensor TMA cannot take (base not 16-byte aligned, a row's bytes not a
 // multiple of 16) before touching the driver, and where the encoding fails.
 inline cudaError_t kg_encode_tensor_map(kg_tensor_map* map, CUtensorMapDataType type, const void* base,
-                                        unsigned long long rows, unsigned long long cols, unsigned long long bytes,
-                                        unsigned box_rows, unsigned box_cols) {
-  const cuuint64_t dims[2] = {cols, rows}, strides[1] = {cols * bytes};   // innermost first; bytes between rows
+                                        unsigned long long rows, unsigned long long cols, unsigned long long pitch,
+                                        unsigned long long bytes, unsigned box_rows, unsigned box_cols) {
+  const cuuint64_t dims[2] = {cols, rows}, strides[1] = {pitch * bytes};   // innermost first; bytes between rows
   const cuuint32_t box[2] = {box_cols, box_rows}, ones[2] = {1, 1};
   if (base == nullptr || kg_misaligned(base, 16) || strides[0] %% 16 != 0 || strides[0] >= (1ull << 40))
     return cudaErrorInvalidValue;
@@ -324,12 +331,14 @@ inline cudaError_t kg_encode_tensor_map(kg_tensor_map* map, CUtensorMapDataType 
 
 def _encode(recipe: Recipe) -> list[str]:
     """The launcher's lines declaring and encoding its tensor maps (after every check of the input)."""
-    ctype = {b.name: b.ctype for b in recipe.buffers}
-    out = [f"  kg_tensor_map {', '.join(m.name for m in recipe.tensor_maps)};"] if recipe.tensor_maps else []
+    ctype = {b.name: b.ctype for b in recipe.buffers} | {w[0]: w[1] for w in recipe.workspaces}
+    names = ", ".join(dict.fromkeys(m.name for m in recipe.tensor_maps))
+    out = [f"  kg_tensor_map {names};"] if recipe.tensor_maps else []
     for m in recipe.tensor_maps:
-        out.append(f"  {{ cudaError_t e = kg_encode_tensor_map(&{m.name}, {TMA_DATA_TYPES[m.dtype][0]}, {m.buffer}, "
-                   f"(unsigned long long)({m.rows}), (unsigned long long)({m.cols}), sizeof({ctype[m.buffer]}), "
-                   f"{m.box_rows}, {m.box_cols}); if (e != cudaSuccess) return e; }}")
+        out.append(f"  {'if (' + m.when + ') ' if m.when else ''}{{ cudaError_t e = kg_encode_tensor_map(&{m.name}, "
+                   f"{TMA_DATA_TYPES[m.dtype][0]}, {m.buffer}, (unsigned long long)({m.rows}), (unsigned long long)({m.cols}), "
+                   f"(unsigned long long)({m.pitch or m.cols}), sizeof({ctype[m.buffer]}), {m.box_rows}, {m.box_cols}); "
+                   "if (e != cudaSuccess) return e; }")
     return out
 
 

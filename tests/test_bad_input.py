@@ -121,12 +121,9 @@ def _plan(name, knobs, sizes):
     return op.plan(op.kernel(op.schedule(**knobs)), op.problem(sizes))
 
 
-def _wgmma_plan(layout, sizes):
-    from kernelgen.ops.gemm import WGMMA_HEURISTIC
-    from kernelgen.target import target
+def _batched_gemm():
     op = get_op("gemm")
-    kern = op.kernel(op.schedule_from_knobs(**WGMMA_HEURISTIC), target("sm_90a"), op.types("float16"), layout)
-    return op.plan(kern, op.problem(sizes, dtype="float16", layout=layout))
+    return op.for_problem(op.problem({"M": 8, "N": 8, "K": 64}, batch=2))
 
 
 def _kernel(sched):
@@ -366,8 +363,8 @@ CASES = [
     ("plan of another layout", lambda f: _sgemm().plan(_sgemm().kernel(_sgemm().default_schedule(), layout="TN"),
                                                        _sgemm().problem({"M": 8, "N": 8, "K": 8})), 2,
      ["built for layout TN", "M=8,N=8,K=8 is NN"]),
-    ("wgmma TN with M not a multiple of 8", lambda f: _wgmma_plan("TN", {"M": 33, "N": 64, "K": 64}), 2,
-     ["M=33 is not a multiple of 8", "TMA", "mma.m16n8k16"]),
+    ("gemm K in slices of a batched product", lambda f: _batched_gemm().kernel(_batched_gemm().schedule(split_k=2)), 2,
+     ["annotate(split_k): 2 is illegal", "batched product runs its products on blockIdx.z", "allowed: 1"]),
     ("schedule knob value", lambda f: _sgemm().schedule(bm=1000000), 2, ["bm=1000000", "choices"]),
     ("schedule knob choice", lambda f: _sgemm().schedule(layout="banana"), 2, ["layout='banana'", "warp"]),
     ("schedule knob str for int", lambda f: _sgemm().schedule(bm="64"), 2, ["bm='64' is a str", "an integer"]),

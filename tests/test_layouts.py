@@ -87,7 +87,7 @@ def test_the_plan_picks_the_vector_kernel_where_the_stored_rows_allow():
     assert not symbol(gemm, "NT", {"M": 7, "N": 8, "K": 8}, **kw) and symbol(gemm, "TT", {"M": 8, "N": 8, "K": 4}, **kw)
 
 
-def test_wgmma_plans_read_the_stored_tensors_and_refuse_unaligned_rows():
+def test_wgmma_plans_read_the_stored_tensors_and_pad_unaligned_rows():
     kern = gemm.kernel(gemm.schedule_from_knobs(**WGMMA_HEURISTIC), H100, gemm.types("float16"), "TT")
     p = gemm.plan(kern, gemm.problem({"M": 304, "N": 520, "K": 1000}, dtype="float16", layout="TT"))
     assert [(t.buffer, t.rows, t.cols, t.box_rows, t.box_cols) for t in p.tensor_maps] == \
@@ -95,8 +95,9 @@ def test_wgmma_plans_read_the_stored_tensors_and_refuse_unaligned_rows():
     src = render(kern)
     assert "p, 1, 1, 1, 0;" in src and "kg_tma_load_2d(stage + 8192, &tmA" in src     # A M-major, B K-major
     tn = gemm.kernel(gemm.schedule_from_knobs(**WGMMA_HEURISTIC), H100, gemm.types("float16"), "TN")
-    with pytest.raises(UsageError, match="M=300 is not a multiple of 8, and TMA"):
-        gemm.plan(tn, gemm.problem({"M": 300, "N": 520, "K": 1000}, dtype="float16", layout="TN"))
+    p = gemm.plan(tn, gemm.problem({"M": 300, "N": 520, "K": 1000}, dtype="float16", layout="TN"))
+    assert [(t.buffer, t.rows, t.cols, t.pitch) for t in p.tensor_maps] == [("A_pitched", 1000, 300, 304), ("B", 1000, 520, 0)]
+    assert p.launches[0].args == ("A", "A_pitched", "K", "M")      # A stored K x M, its rows of M padded to 304
 
 
 def test_schedule_for_follows_the_layout():
@@ -105,13 +106,18 @@ def test_schedule_for_follows_the_layout():
         k = sgemm.knobs_from_schedule(sgemm.schedule_for(sgemm.problem({"M": 4096, "N": 4096, "K": 4096},
                                                                        layout=layout)))
         assert k["pad_b"] == (4 if layout[1] == "T" else 0) and k["vec_a"] == k["vec_b"] == 4
-    # wgmma where TMA can read every stored row (M % 8 for A transposed), mma.sync elsewhere
-    for layout, sizes, instr in (("TN", {"M": 4096, "N": 4096, "K": 4095}, "wgmma"),
-                                 ("TN", {"M": 4095, "N": 4096, "K": 4096}, "mma"),
-                                 ("NT", {"M": 4095, "N": 4096, "K": 4096}, "wgmma"),
-                                 ("TT", {"M": 4096, "N": 4096, "K": 4095}, "mma")):
+    # wgmma at any size: an operand whose stored rows TMA cannot read (M % 8 for A transposed) is copied
+    # into padded rows first, which operand the layout says
+    for layout, sizes, padded in (("TN", {"M": 4096, "N": 4096, "K": 4095}, ()),
+                                  ("TN", {"M": 4095, "N": 4096, "K": 4096}, ("A",)),
+                                  ("NT", {"M": 4095, "N": 4096, "K": 4096}, ()),
+                                  ("TT", {"M": 4096, "N": 4096, "K": 4095}, ("B",)),
+                                  ("NN", {"M": 4096, "N": 4096, "K": 4095}, ("A",))):
         p = gemm.problem(sizes, dtype="float16", layout=layout)
-        assert gemm.knobs_from_schedule(gemm.schedule_for(p, H100))["instr"] == instr, (layout, sizes)
+        sched = gemm.schedule_for(p, H100)
+        assert gemm.knobs_from_schedule(sched)["instr"] == "wgmma", (layout, sizes)
+        plan = gemm.plan(gemm.kernel(sched, H100, p.types, layout), p)
+        assert tuple(w.name[0] for w in plan.workspaces if w.name.endswith("_pitched")) == padded, (layout, sizes)
 
 
 @pytest.mark.parametrize("layout, change, message", [
@@ -184,7 +190,7 @@ def test_every_layout_keeps_128_bit_loads_and_no_spills(layout):
     f = _facts(g, "sm_90")[g.name]
     assert f.ldg128 > 0 and f.ldsm > 0 and f.hmma > 0 and f.spill_bytes == 0 and f.local_ops == 0, f
     w = gemm.kernel(gemm.schedule_from_knobs(**WGMMA_HEURISTIC), H100, gemm.types("float16"), layout)
-    (f,) = _facts(w, "sm_90a").values()
+    f = _facts(w, "sm_90a")[w.name]           # (beside it NAME_pad, the padded copy of an unaligned operand)
     assert f.hgmma == 4 and f.tma > 0 and f.ldg == 0 and f.spill_bytes == 0 and f.local_ops == 0, f
 
 

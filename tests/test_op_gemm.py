@@ -146,7 +146,7 @@ def test_wgmma_binds_warpgroups_and_names_only_its_knobs():
         op.kernel(warp, target("sm_90a"), F16)
 
 
-def test_the_wgmma_plan_encodes_tensor_maps_and_refuses_unaligned_rows():
+def test_the_wgmma_plan_encodes_tensor_maps_and_pads_unaligned_rows():
     kernel = kernel_of("sm_90a", **WGMMA)
     p = op.plan(kernel, op.problem({"M": 300, "N": 520, "K": 1000}))
     (launch,) = p.launches
@@ -160,18 +160,29 @@ def test_the_wgmma_plan_encodes_tensor_maps_and_refuses_unaligned_rows():
     cluster_kernel = op.kernel(op.schedule(**dict(WGMMA, cluster=2)), target("sm_90a"), F16)
     with pytest.raises(UsageError, match="needs 65536 block rows of 128"):   # 65535 rows, rounded to clusters
         op.plan(cluster_kernel, op.problem({"M": 65535 * 128, "N": 256, "K": 64}))
-    for sizes, dim in (({"M": 64, "N": 64, "K": 37}, "K=37"), ({"M": 64, "N": 63, "K": 64}, "N=63")):
-        with pytest.raises(UsageError, match=f"{dim} is not a multiple of 8, and TMA"):
-            op.plan(kernel, op.problem(sizes))
+    # Rows TMA cannot read (K or N not a multiple of 8): the operand is copied into a workspace of padded
+    # rows first, and its map reads the copy (its own sizes, the padded pitch); C is stored at any N.
+    for sizes, b, rows, cols in (({"M": 64, "N": 64, "K": 37}, "A", 64, 37), ({"M": 64, "N": 63, "K": 64}, "B", 64, 63)):
+        p = op.plan(kernel, op.problem(sizes))
+        pad, main = p.launches
+        assert pad.symbol == kernel.name + "_pad" and pad.args == (b, f"{b}_pitched", "M" if b == "A" else "K",
+                                                                   "K" if b == "A" else "N")
+        assert main.symbol == kernel.name and [w.name for w in p.workspaces] == [f"{b}_pitched"]
+        assert p.workspaces[0].count == rows * ((cols + 7) // 8 * 8)
+        m = {t.name: t for t in p.tensor_maps}[f"tm{b}"]
+        assert (m.buffer, m.rows, m.cols, m.pitch, m.dtype) == (f"{b}_pitched", rows, cols, (cols + 7) // 8 * 8, "float16")
+        assert b not in dict(p.alignment)
 
 
-def test_schedule_for_takes_wgmma_on_sm_90a_where_rows_are_aligned():
+def test_schedule_for_takes_wgmma_on_sm_90a_at_any_size():
     h100 = target("sm_90a")
     big = op.knobs_from_schedule(op.schedule_for(op.problem({"M": 4096, "N": 4096, "K": 4096}), h100))
-    assert (big["instr"], big["bm"], big["bn"]) == ("wgmma", 128, 256)
+    assert (big["instr"], big["bm"], big["bn"], big["split_k"]) == ("wgmma", 128, 256, 1)
     ragged = op.knobs_from_schedule(op.schedule_for(op.problem({"M": 4096, "N": 4096, "K": 4095}), h100))
-    assert ragged["instr"] == "mma"
+    assert ragged["instr"] == "wgmma"                               # A copied into padded rows first
     assert op.knobs_from_schedule(op.schedule_for(op.problem({"M": 4096, "N": 4096, "K": 4096})))["instr"] == "mma"
+    batched = op.problem({"M": 512, "N": 512, "K": 512}, batch=4)
+    assert op.knobs_from_schedule(op.for_problem(batched).schedule_for(batched, h100))["instr"] == "mma"
 
 
 @pytest.mark.emulate
@@ -185,7 +196,11 @@ def test_the_emulator_refuses_wgmma_by_name():
 @pytest.mark.parametrize("step", range(len(HOPPER)), ids=lambda i: f"step{len(STEPS) + i + 1}")
 def test_hopper_steps_compile_to_hgmma_and_tma(step, dtype, out):
     kernel = op.kernel(HOPPER[step].schedule, target("sm_90a"), op.types(dtype, out))
-    (f, ops), = sass_facts(kernel).values()
+    facts = sass_facts(kernel)
+    assert set(facts) == {kernel.name, kernel.name + "_pad"}       # the product, the padded copy of an operand
+    pad, _ = facts.pop(kernel.name + "_pad")
+    assert pad.spill_bytes == 0 and pad.stg128 > 0, pad             # 16-byte chunks of the padded rows
+    (f, ops), = facts.values()
     assert f.spill_bytes == 0 and f.local_ops == 0 and f.registers <= 168, f
     assert f.hgmma > 0 and f.tma > 0 and f.hmma == 0 and f.ldg == 0, f
     assert f.hgmma == 4    # the k-tile of 64 is four unrolled m64n256k16 steps
@@ -224,11 +239,11 @@ def test_the_plan_picks_the_16_byte_kernel_only_where_rows_are_aligned():
     assert dict(op.plan(f32, op.problem({"M": 8, "N": 8, "K": 8}, out_dtype="float32")).alignment)["C"] == 8
 
 
-def test_schedule_for_takes_smaller_tiles_for_small_or_ragged_problems():
+def test_schedule_for_takes_more_blocks_for_small_problems():
     big = op.knobs_from_schedule(op.schedule_for(op.problem({"M": 4096, "N": 4096, "K": 4096})))
     small = op.knobs_from_schedule(op.schedule_for(op.problem({"M": 256, "N": 256, "K": 4096})))
-    assert (big["bm"], big["bn"]) == (128, 128)          # the fastest mma.sync tile measured on the H100
-    assert small["bm"] * small["bn"] < 128 * 128
+    assert (big["bm"], big["bn"], big["split_k"]) == (128, 128, 1)   # the fastest mma.sync tile measured on the H100
+    assert 256 // small["bm"] * 256 // small["bn"] * small["split_k"] >= 16    # 4 tiles of 128x128 would leave SMs idle
     for sizes in ({"M": 1, "N": 1, "K": 1}, {"M": 64, "N": 8192, "K": 512}, {"M": 5000, "N": 3000, "K": 100}):
         op.kernel(op.schedule_for(op.problem(sizes)), types=F16)     # legal
 

@@ -71,6 +71,15 @@ def kernels():
             yield pytest.param(op.for_schedule(kernel.schedule), kernel, id=f"{name}-{label.split(':')[0]}")
         for i, knobs in enumerate(EXTRA.get(name, ())):
             yield pytest.param(op, op.kernel(op.schedule(**knobs), target("sm_90")), id=f"{name}-extra{i}")
+    gemm = OPS["gemm"]          # K in slices (a reduction and its workspace) and padded copies (wgmma), every layout
+    wg = dict(instr="wgmma", bm=64, bn=128, bk=64, wm=64, wn=128, stages=4, copy="tma", pad=0, smem="xor",
+              ldmatrix=False, swizzle=8, ws=True, epilogue="smem")
+    for i, (knobs, layout, ep, arch) in enumerate([
+            (dict(split_k=3), "NN", None, "sm_90"), (dict(split_k=5, swizzle=4), "TN", "acc + bias", "sm_90"),
+            (wg, "NN", None, "sm_90a"), (dict(wg, split_k=4), "NT", None, "sm_90a"),
+            (dict(wg, epilogue="direct", split_k=2), "TN", "relu(acc) + res", "sm_90a"), (wg, "TT", "acc + bias", "sm_90a")]):
+        inst = gemm.for_problem(gemm.problem(epilogue=ep, layout=layout))
+        yield pytest.param(inst, inst.kernel(inst.schedule(**knobs), target(arch), None, layout), id=f"gemm-slices{i}")
     for mode in ("add", "add_store"):       # layer norm's residual add: more buffers, in every algorithm's launches
         inst = OPS["layernorm"].for_problem(OPS["layernorm"].problem(residual=mode))
         for i, knobs in enumerate([{}] + EXTRA["layernorm"]):
@@ -82,7 +91,7 @@ def as_plan(plan):
     scalars = {s.name: s.value for s in plan.scalars}
     launches = [(l.symbol, l.grid, l.block, tuple(scalars.get(a) for a in l.args),
                  tuple(a for a in l.args if a not in scalars), l.shared_bytes) for l in plan.launches]
-    maps = [(t.name, t.buffer, t.rows, t.cols, t.box_rows, t.box_cols) for t in plan.tensor_maps]
+    maps = [(t.name, t.buffer, t.rows, t.cols, t.box_rows, t.box_cols, t.pitch or t.cols) for t in plan.tensor_maps]
     return launches, sorted((w.name, w.count, w.fill) for w in plan.workspaces), dict(plan.alignment), maps
 
 
@@ -102,7 +111,9 @@ def test_recipe_matches_plan(op, kernel, sms):
         try:
             problem = op.problem(sizes, dtype=kernel.types.input.name if kernel.types else None,
                                  out_dtype=kernel.types.output.name if kernel.types else None,
-                                 **({"residual": kernel.residual} if kernel.residual else {}))
+                                 **({"residual": kernel.residual} if kernel.residual else {}),
+                                 **({"layout": kernel.layout} if op.layouts else {}),
+                                 **({"epilogue": kernel.epilogue} if kernel.epilogue else {}))
             plan = op.plan(kernel, problem, tgt)
         except KernelgenError:
             run = evaluate(recipe, sizes, sms)
@@ -119,8 +130,8 @@ def test_every_generated_file_has_a_recipe_and_a_launcher():
     for rel, text in expected_files("sm_90").items():
         assert "// launch recipe" in text and "kernels, in order on one stream:" in text, rel
         assert "#ifdef KERNELGEN_HOST_LAUNCHER" in text and "kg_launch_" in text, rel
-        if "/sm_90a/" in rel:       # the wgmma files encode their TMA descriptors themselves
-            assert text.count("kg_encode_tensor_map(&tm") == 2, rel
+        if "/sm_90a/" in rel:       # the wgmma files encode their TMA descriptors themselves: of each operand,
+            assert text.count("kg_encode_tensor_map(&tm") == 4, rel     # or of its padded copy
 
 
 # a sample, cheap enough for CI: the simplest plans and the ones with workspaces, twins and loops
@@ -212,18 +223,22 @@ def test_wgmma_launcher_encodes_the_stored_tensors_of_each_layout(layout, maps):
     src = render(kernel)
     host = src.split("#ifdef KERNELGEN_HOST_LAUNCHER")[1]
     kind, ctype = ("BFLOAT16", "__nv_bfloat16") if layout == "TT" else ("FLOAT16", "__half")
-    encodes = re.findall(r"kg_encode_tensor_map\(&(tm\w), CU_TENSOR_MAP_DATA_TYPE_(\w+), (\w), \(unsigned long long\)"
-                         r"\((\w)\), \(unsigned long long\)\((\w)\), sizeof\(([\w ]+)\), (\d+), (\d+)\)", host)
-    assert encodes == [(f"tm{b}", kind, b, r, c, ctype, str(br), str(bc)) for b, r, c, br, bc in maps]
+    encodes = re.findall(r"if \((\w) % 8 == 0\) \{ cudaError_t e = kg_encode_tensor_map\(&(tm\w), CU_TENSOR_MAP_DATA_TYPE_(\w+), "
+                         r"(\w), \(unsigned long long\)\((\w)\), \(unsigned long long\)\((\w)\), \(unsigned long long\)\((\w)\), "
+                         r"sizeof\(([\w ]+)\), (\d+), (\d+)\)", host)
+    assert encodes == [(c, f"tm{b}", kind, b, r, c, c, ctype, str(br), str(bc)) for b, r, c, br, bc in maps]
+    # where a stored row is not 16 bytes a multiple, the map reads the operand's padded copy (rows rounded to 8)
+    pitched = re.findall(r"if \((\w) % 8 != 0\) \{ cudaError_t e = kg_encode_tensor_map\(&(tm\w), CU_TENSOR_MAP_DATA_TYPE_\w+, "
+                         r"(\w)_pitched, \(unsigned long long\)\((\w)\), \(unsigned long long\)\((\w)\), "
+                         r"\(unsigned long long\)\(kg_cdiv\((\w), 8\) \* 8\), sizeof\(([\w ]+)\), (\d+), (\d+)\)", host)
+    assert pitched == [(c, f"tm{b}", b, r, c, c, ctype, str(br), str(bc)) for b, r, c, br, bc in maps]
     assert f"<<<" in host and host.index("kg_encode_tensor_map(&tmB") < host.index("<<<")
     assert re.search(rf"{kernel.name}\(const __grid_constant__ kg_tensor_map tmA, const __grid_constant__ "
                      r"kg_tensor_map tmB,\s+\w+\* __restrict__ C, int M, int N, int K\)", src)
     assert f">>>(tmA, tmB, C, M, N, K);" in host and "cudaFuncSetAttribute" in host
     assert "CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B" in host and "cudaGetDriverEntryPoint" in host
-    # every row length TMA cannot take is refused before the maps are encoded
-    lead = {"NN": ("K", "N"), "NT": ("K", "K"), "TN": ("M", "N"), "TT": ("M", "K")}[layout]
-    for dim in set(lead):
-        assert host.index(f"if (!({dim} % 8 == 0)) return cudaErrorInvalidValue;") < host.index("kg_encode_tensor_map(&tmA")
+    # the padded copies are made before the product that reads them
+    assert host.index(f"{kernel.name}_pad<<<") < host.index(f"{kernel.name}<<<")
 
 
 REFUSALS = r"""
@@ -248,7 +263,8 @@ int main() {
     {fake(8), fake(), fake(), 8, 8, 8, "A 8 bytes off"}, {fake(), fake(2), fake(), 8, 8, 8, "B 2 bytes off"},
     {fake(), fake(), fake(2), 8, 8, 8, "C 2 bytes off"}};
   for (auto& b : bad) {
-    // a row length of 12 or 4 halves is bad only where the stored rows are that size's long
+    // a row length of 12 or 4 halves is bad only where the stored rows are that size's long (a padded copy then
+    // needs a workspace, and none is given)
     if ((b.m == 12 && !KG_M_LEADS) || (b.k == 12 && !KG_K_LEADS) || (b.n == 4 && !KG_N_LEADS)) continue;
     cudaError_t e = LAUNCH(b.a, b.b, b.c, b.m, b.n, b.k, nullptr, 0, 0);
     if (e != cudaErrorInvalidValue) { std::printf("FAIL %%s: %%s\n", b.what, cudaGetErrorString(e)); ++failures; }

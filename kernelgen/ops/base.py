@@ -145,13 +145,17 @@ class Workspace:
 class TensorMap:
     """A TMA descriptor argument (CUtensorMap, 128 bytes by value): `buffer` seen as a row-major
     rows x cols tensor of its element type, copied in boxes of box_rows x box_cols, 128-byte swizzled.
-    Encoded on the host from the buffer's address at launch (again only when the address changes)."""
+    Encoded on the host from the buffer's address at launch (again only when the address changes); a
+    workspace's once. `pitch`: elements from one row to the next where more than cols (a padded copy);
+    `dtype`: the elements' type where `buffer` is a workspace (else the problem's type of `buffer`)."""
     name: str
     buffer: str
     rows: int
     cols: int
     box_rows: int
     box_cols: int
+    pitch: int = 0
+    dtype: str = ""
 
 
 # How every TensorMap is encoded (cuTensorMapEncodeTiled's enums, as cuda.h names them and their

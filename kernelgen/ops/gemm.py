@@ -19,7 +19,11 @@ Loops are i (rows of C), j (columns of C) and k (the sum):
                       "wmma.m16n16k16" (nvcuda::wmma, sm_70+)
 
 A and B are staged through shared memory in 16-byte vectors (element-wise where K or N is not a
-multiple of 8: the plan then picks the `_unaligned` kernel). `double_buffer(A|B, n)` keeps n tiles:
+multiple of 8: the plan then picks the `_unaligned` kernel; wgmma's TMA instead reads a copy of such an
+operand with padded rows, kernelgen/ops/pitch.py). `annotate(split_k, s)` cuts K into s slices over
+blockIdx.z: each stores its fp32 partial tile in a workspace slab and a second kernel sums the slabs in
+order, applies a fused epilogue and converts (kernelgen/ops/splitk.py); `schedule_for` picks tiles and
+slices by a cost model (kernelgen/ops/gemm_cost.py). `double_buffer(A|B, n)` keeps n tiles:
 copied through registers (`annotate(copy, sync)`, n <= 2) or by an n-stage cp.async pipeline
 (`annotate(copy, cp_async)`, 2..4); `storage_align(A|B, pad)` pads shared rows by pad halves;
 `annotate(shared_layout, xor)` instead swizzles 16-byte chunks of a row by XOR with the row, so that
@@ -35,8 +39,8 @@ import math
 
 import numpy as np
 
-from ..dtypes import Types, dtype
-from ..errors import UsageError, check
+from ..dtypes import FLOAT32, Types, dtype
+from ..errors import check
 from ..schedule import Schedule, ScheduleReader, schedule
 from ..target import Target, default_target
 from .base import INT_MAX, LAYOUTS, Dim, Kernel, Knob, LadderStep, Launch, Op, Plan, Problem, Scalar, TensorMap, cdiv
@@ -45,6 +49,8 @@ from .io import torch_tensor
 from .operands import Operands
 from .fusion import Fusing
 from .sgemm import MAX_GRID_Y, check_grid
+from . import pitch
+from .splitk import MAX_SPLIT_K, REDUCE_VEC, reduce_launch, reduce_recipe, workspace as splitk_workspace
 
 INTRINSICS = {"mma": "mma.m16n8k16", "wmma": "wmma.m16n16k16", "wgmma": "wgmma.m64nNk16"}
 SHAPES = {"mma": (16, 8, 16), "wmma": (16, 16, 16), "wgmma": (64, 64, 16)}   # (m, n, k) of one instruction
@@ -52,19 +58,6 @@ SHAPES = {"mma": (16, 8, 16), "wmma": (16, 16, 16), "wgmma": (64, 64, 16)}   # (
 # columns, hence 64 here.) wgmma reads K in steps of 64: one 128-byte swizzle atom of 16-bit values.
 WGMMA_BK = 64
 PRODUCER_REGS, CONSUMER_REGS = 40, 232   # setmaxnreg: 128 * 40 + 256 * 232 <= 65536 registers per SM
-# schedule_for's candidates: (block and warp tile, speed relative to the first). Measured on the H100
-# at 4096^3 (bench_results/tuning_gemm_f16_h100.jsonl, gemm_ladders_h100_staged.md): mma.sync
-# 128x128 blocks of 4 warps 324.5 us, 128x256 of 8 warps 416 us, 64x128 418 us, 128x64 418 us,
-# 64x64 436 us; wgmma 128x256 staged 171.4 us. The rest (wgmma 128x128, 64x128) are estimates.
-TILE_CHOICES = ((dict(bm=128, bn=128, wm=64, wn=64), 1.0),
-                (dict(bm=128, bn=256, wm=64, wn=64), 0.78),
-                (dict(bm=128, bn=64, wm=64, wn=32), 0.78),
-                (dict(bm=64, bn=128, wm=32, wn=64), 0.78),
-                (dict(bm=64, bn=64, wm=32, wn=32), 0.74))
-WGMMA_TILE_CHOICES = ((dict(bm=128, bn=256, wm=64, wn=256), 2.2),      # 171.4 us against 324.5
-                      (dict(bm=128, bn=128, wm=64, wn=128), 1.9),
-                      (dict(bm=64, bn=128, wm=64, wn=128), 1.3))
-SM_FLOPS = 0.43 * 989.4e12 / 132  # dense fp16 flop/s of one H100 SM at the first tile (measured, 423 TFLOP/s)
 # The sm_90a tile: 128x256 blocks, two consumer warpgroups of 64x256, K by 64 in 4 TMA stages.
 WGMMA_KNOBS = dict(instr="wgmma", bm=128, bn=256, bk=64, wm=64, wn=256, stages=4, copy="tma", pad=0, smem="xor",
                    ldmatrix=False, swizzle=8, ws=False, epilogue="direct", cluster=1)
@@ -136,6 +129,10 @@ class Gemm(Fusing, Op):
              Prim("annotate", "cluster", absent=1), when=("instr", ("wgmma",)), unused=1),
         Knob("swizzle", 1, (1, 2, 4, 8, 16), "block rows per group when walking the blocks (L2 reuse)", "sw",
              Prim("swizzle", absent=1)),
+        Knob("split_k", 1, Range(1, MAX_SPLIT_K), "slices of K, one per blockIdx.z: each slice stores its fp32 partial "
+             "tile in a workspace slab, a second kernel sums the slabs in order (the same bits every run), applies "
+             "the fused epilogue and converts to C's type: more, shorter blocks where the tiles cannot fill the SMs "
+             "(long K, skinny or small products)", "sk", Prim("annotate", "split_k", absent=1), tune=(1, 2, 4, 8)),
     )
 
     # -- problems ----------------------------------------------------------------------------------
@@ -148,7 +145,7 @@ class Gemm(Fusing, Op):
         s = (schedule(self.name).split("i", k["bm"], k["wm"]).bind("i.0", "blockIdx.y").bind("i.1", unit)
              .split("j", k["bn"], k["wn"]).bind("j.0", "blockIdx.x").bind("j.1", unit).split("k", k["bk"]))
         return self.put(s, k, "instr", "stages", "copy", "pad", "smem", "ldmatrix", "ws", "epilogue", "cluster",
-                        "swizzle")
+                        "swizzle", "split_k")
 
     def read_knobs(self, r: ScheduleReader) -> dict:
         dims, units = {}, set()
@@ -165,6 +162,8 @@ class Gemm(Fusing, Op):
 
     # -- legality ----------------------------------------------------------------------------------
     def check_knobs(self, k: dict, target: Target, layout: str = "NN") -> None:
+        check(k["split_k"] == 1 or not self.batched, "annotate", "split_k", k["split_k"], allowed="1",
+              limit="a batched product runs its products on blockIdx.z, where the slices of K would go")
         instr, (sm, sn, sk) = k["instr"], SHAPES[k["instr"]]
         intrinsic = INTRINSICS[instr]
         if instr == "wgmma":
@@ -287,11 +286,29 @@ class Gemm(Fusing, Op):
 
     def name_knobs(self, k: dict) -> dict:
         """wgmma kernels are named by the knobs they use; the others as before warp specialisation."""
+        k = {n: v for n, v in k.items() if not (n == "split_k" and v == 1)}     # as before split_k existed
         if k["instr"] == "wgmma":
             return {n: v for n, v in k.items() if n not in ("pad", "smem", "ldmatrix")}
         return {n: v for n, v in k.items() if n not in ("ws", "epilogue", "cluster")}
 
     def template_params(self, k: dict, types: Types, target: Target, layout: str = "NN") -> tuple[dict, int, int]:
+        """With K in slices the main kernel is the one-slice kernel storing fp32 partial tiles (its output
+        type float32, no epilogue), and the reduction converts to C's type and applies the epilogue."""
+        if k["split_k"] == 1:
+            p, smem, regs = self._params(k, types, target, layout)
+            return dict(p, split_k=1, reduce_ep=None), smem, regs
+        partial = Types(tuple((b, FLOAT32 if b in self.outputs else t) for b, t in types.buffers), types.acc)
+        p, smem, regs = self._params(k, partial, target, layout)
+        return dict(p, split_k=k["split_k"], ep=None, reduce_ep=p["ep"], c_out=types.output, reduce_vec=REDUCE_VEC,
+                    **self._slices(Operands(layout))), smem, regs
+
+    @staticmethod
+    def _slices(o: Operands) -> dict:
+        """Where a slice of K starts in A and B as stored (elements past their first): the main kernel's
+        A and B shifted there read the slice as a product of K = klen, the stored rows' stride the whole K."""
+        return dict(a_slice="(size_t)kbeg * M" if o.a_t else "kbeg", b_slice="kbeg" if o.b_t else "(size_t)kbeg * N")
+
+    def _params(self, k: dict, types: Types, target: Target, layout: str = "NN") -> tuple[dict, int, int]:
         d, o = types.input, types.output
         check(d.name in self.dtypes, "tensorize", "k.1", INTRINSICS[k["instr"]],
               limit=f"{INTRINSICS[k['instr']]} takes {', '.join(self.dtypes)} inputs, not {d.name}")
@@ -309,19 +326,21 @@ class Gemm(Fusing, Op):
                  warps_n=k["bn"] // k["wn"], mi=k["wm"] // sm, ni=k["wn"] // sn, ta=ta, tb=tb,
                  a_stage=ta["rows"] * ta["ld"], b_stage=tb["rows"] * tb["ld"], epilogue_offset=pipeline // 2,
                  in_ctype=d.ctype, in_header=d.header, out_header=o.header, out=o,
-                 wtype=d.ctype, mma_fn=f"kg_mma_m16n8k16_{d.short}", **self._operands(Operands(layout)),
+                 wtype=d.ctype, mma_fn=f"kg_mma_m16n8k16_{d.short}",
+                 **self._operands(Operands(layout), "ldk" if k["split_k"] > 1 else "K"),
                  **self.fusion_params(types),
                  batch_params=", int batch, long long stride_a, long long stride_b" if self.batched else "")
         return p, self.shared_bytes(k, layout), self.registers(k)
 
     @staticmethod
-    def _operands(o: Operands) -> dict:
+    def _operands(o: Operands, ldk: str = "K") -> dict:
         """Where a block's stored tiles of A and B lie in global memory (lib/tc_copy.j2's tile_copy: the
         tile's first element, the stored rows' stride, the rows and columns left), `{k0}` the tile's first
-        k; whether the shared tiles are transposed ([k][m] for A, [n][k] for B); the alignment rule."""
+        k; whether the shared tiles are transposed ([k][m] for A, [n][k] for B); the alignment rule.
+        `ldk`: the stride of rows stored along K (a slice of K, K = klen, starts inside rows ldk long)."""
         ga = (dict(src="A + (size_t)({k0}) * M + m0", ld="M", rows="K - ({k0})", cols="M - m0") if o.a_t else
-              dict(src="A + (size_t)m0 * K + ({k0})", ld="K", rows="M - m0", cols="K - ({k0})"))
-        gb = (dict(src="B + (size_t)n0 * K + ({k0})", ld="K", rows="N - n0", cols="K - ({k0})") if o.b_t else
+              dict(src=f"A + (size_t)m0 * {ldk} + ({{k0}})", ld=ldk, rows="M - m0", cols="K - ({k0})"))
+        gb = (dict(src=f"B + (size_t)n0 * {ldk} + ({{k0}})", ld=ldk, rows="N - n0", cols="K - ({k0})") if o.b_t else
               dict(src="B + (size_t)({k0}) * N + n0", ld="N", rows="K - ({k0})", cols="N - n0"))
         return dict(ga=ga, gb=gb, a_t=o.a_t, b_t=o.b_t, aligned_note=o.condition((8, 8, 8), ", "),
                     aligned_dims=o.dims_words((8, 8, 8)), layout_note="" if o.layout == "NN" else o.describe())
@@ -333,9 +352,10 @@ class Gemm(Fusing, Op):
         contiguous coordinate, `{kt}` the K tile. A stored as is is one bm x 64 box (K-major: 128-byte
         rows along K); transposed, bm/64 boxes of 64 k-rows x 64 m (M-major). B as is: bn/64 boxes of
         64 k-rows x 64 n (N-major); transposed, bn/64 boxes of 64 n-rows x 64 k (K-major). Either way
-        a stage holds A's 2*bm*64 bytes, then B's, and each box is 2*64*64 bytes."""
+        a stage holds A's 2*bm*64 bytes, then B's, and each box is 2*64*64 bytes. With K in slices, tile
+        kt of a block's slice is tile kt0 + kt of K."""
         bk, box = k["bk"], 2 * 64 * k["bk"]
-        kt = "({kt}) * %d" % bk
+        kt = ("(kt0 + {kt}) * %d" if k["split_k"] > 1 else "({kt}) * %d") % bk
         a_bytes = 2 * k["bm"] * bk
         if o.a_t:
             a = dict(shape=("K", "M"), box=(bk, 64), boxes=[(c * box, f"m0 + {64 * c}", kt) for c in range(k["bm"] // 64)])
@@ -383,6 +403,7 @@ class Gemm(Fusing, Op):
                     stage_bytes=self._wgmma_stage_bytes(k), a_bytes=2 * k["bm"] * k["bk"], b_box_bytes=2 * 64 * k["bk"],
                     producer_regs=PRODUCER_REGS, consumer_regs=CONSUMER_REGS, ab=d.short,
                     epilogue=k["epilogue"], c_ld=self._c_ld(k, staged_size), cluster=k["cluster"],
+                    c_vec=self._c_vec(k, o.itemsize),
                     staged_type=staged_type,
                     in_ctype=d.ctype, in_header=d.header, out_header=o.header, out=o,
                     a_boxes=tma["A"]["boxes"], b_boxes=tma["B"]["boxes"], **self._wgmma_operands(k, lay),
@@ -395,29 +416,59 @@ class Gemm(Fusing, Op):
         self.same_fusion(kernel, problem)
         o = Operands(kernel.layout)
         M, N, K = problem["M"], problem["N"], problem["K"]
-        grid = (cdiv(N, k["bn"]), self._block_rows(M, k), problem.batch.count if problem.batch else 1)
+        split = k["split_k"] > 1
+        grid = (cdiv(N, k["bn"]), self._block_rows(M, k), problem.batch.count if problem.batch else k["split_k"])
         check_grid(self.name, problem, grid, k["bm"], k["swizzle"])
         # Rows start 16-byte aligned only when the stored rows' lengths (K and N for NN) are multiples of 8
-        # halves; otherwise the kernel with element-wise global accesses (mma, wmma) or a refusal (TMA
-        # cannot read such rows).
+        # halves; otherwise the kernel with element-wise global accesses (mma, wmma), or (wgmma: TMA cannot
+        # read such rows) a copy of the operand with padded rows first.
         aligned = o.holds((8, 8, 8), problem)
         scalars = tuple(Scalar(n, "int", v) for n, v in (("M", M), ("N", N), ("K", K))) + self.fusion_scalars(problem)
-        align = (("A", 16), ("B", 16), ("C", 2 * problem.dtype("C").itemsize)) if aligned else ()
         block = (self.threads(k), 1, 1)
+        # With K in slices the main kernel stores partial tiles in the workspace; the reduction writes C.
+        args = ("partials", "M", "N", "K") if split else ("C", "M", "N", "K") + self.fusion_args()
+        out = problem.dtype("C").itemsize
         if k["instr"] != "wgmma":
             symbol = kernel.name if aligned else kernel.name + "_unaligned"
-            launches = (Launch(symbol, grid, block, ("A", "B", "C", "M", "N", "K") + self.fusion_args(),
-                               kernel.static_smem),)
-            return Plan(kernel, problem, launches, (), scalars, align)
-        for dim, _ in o.aligned((8, 8, 8)):
-            if problem[dim] % 8:
-                raise UsageError(f"gemm: {dim}={problem[dim]} is not a multiple of 8, and TMA (copy=tma, wgmma) needs "
-                                 f"rows of A and B to start 16-byte aligned; use tensorize(k.1, mma.m16n8k16) there")
-        # TMA reads A and B through descriptors encoded at launch from their addresses.
-        maps = tuple(TensorMap(name, b, problem[rows], problem[cols], *box) for name, b, rows, cols, box in self._maps(k, o))
-        launch = Launch(kernel.name, grid, block, (*(m.name for m in maps), "C", "M", "N", "K") + self.fusion_args(),
-                        kernel.static_smem)
-        return Plan(kernel, problem, (launch,), (), scalars, align, maps)
+            launches = (Launch(symbol, grid, block, ("A", "B") + args, kernel.static_smem),)
+            align = (("A", 16), ("B", 16)) + (() if split else (("C", 2 * out),)) if aligned else ()
+            workspaces, maps = (), ()
+        else:
+            launches, workspaces, maps = self._wgmma_launches(kernel, problem, grid, block, args)
+            align = tuple((b, 16) for b in "AB" if b not in pitch.staged(o, problem))
+            if not split and N % self._c_vec(k, out) == 0:    # C's rows stored in whole vectors
+                align += (("C", self._c_vec(k, out) * out),)
+        if split:
+            total, mn = reduce_launch(kernel.name + "_reduce", M, N, self.epilogue.inputs if self.epilogue else None)
+            launches, scalars = launches + (total,), scalars + (mn,)
+            workspaces += (splitk_workspace(k["split_k"], M, N),)
+            align += (("C", REDUCE_VEC * out),)
+        return Plan(kernel, problem, launches, workspaces, scalars, align, maps)
+
+    def _wgmma_launches(self, kernel: Kernel, problem: Problem, grid, block, args):
+        """The wgmma kernel's launch, after a copy into a padded workspace of each operand whose rows TMA
+        cannot read (kernelgen/ops/pitch.py); (launches, workspaces, tensor maps)."""
+        k, o = dict(kernel.knobs), Operands(kernel.layout)
+        pads, workspaces, maps = [], [], []
+        staged = pitch.staged(o, problem)
+        d = problem.dtype("A")
+        for name, b, rows, cols, box in self._maps(k, o):
+            if b in staged:
+                launch, ws = pitch.launch(kernel.name + "_pad", o, b, problem, d.storage)
+                pads.append(launch)
+                workspaces.append(ws)
+                maps.append(TensorMap(name, ws.name, problem[rows], problem[cols], *box, pitch=pitch.pitch(problem[cols]),
+                                      dtype=d.name))
+            else:
+                maps.append(TensorMap(name, b, problem[rows], problem[cols], *box))
+        main = Launch(kernel.name, grid, block, (*(m.name for m in maps), *args), kernel.static_smem)
+        return (*pads, main), tuple(workspaces), tuple(maps)
+
+    @staticmethod
+    def _c_vec(k: dict, itemsize: int) -> int:
+        """Elements of C the wgmma epilogue stores at once where N is a multiple of it: a 16-byte chunk
+        (staged), a pair (direct); elsewhere one by one."""
+        return 16 // itemsize if k["epilogue"] == "smem" else 2
 
     @classmethod
     def _maps(cls, k: dict, o: Operands) -> list[tuple[str, str, str, str, tuple[int, int]]]:
@@ -433,67 +484,67 @@ class Gemm(Fusing, Op):
         return cdiv(cdiv(M, k["bm"]), k["cluster"]) * k["cluster"]
 
     def launch_recipe(self, kernel: Kernel):
-        from ..recipe import Map, Recipe, Step
+        from ..recipe import Recipe, Step
         k = dict(kernel.knobs)
         types = kernel.types or self.types()
+        split = k["split_k"] > 1
         rows = f"kg_cdiv(M, {k['bm']})" if k["cluster"] == 1 else \
             f"kg_cdiv(kg_cdiv(M, {k['bm']}), {k['cluster']}) * {k['cluster']}"      # as _block_rows
-        grid = [f"kg_cdiv(N, {k['bn']})", rows, "batch" if self.batched else "1"]
+        grid = (f"kg_cdiv(N, {k['bn']})", rows, "batch" if self.batched else str(k["split_k"]))
         requires = [(f"{rows} <= {MAX_GRID_Y}", f"gridDim.y holds {MAX_GRID_Y} block rows of {k['bm']}")]
         if k["swizzle"] > 1:
             requires.append((f"kg_ll({rows}) * kg_cdiv(N, {k['bn']}) <= {INT_MAX}",
                              "with swizzle the blocks' linear number is an int"))
         block = (self.threads(k), 1, 1)
         out = types["C"].itemsize
-        common = dict(arch=kernel.arch, sizes=("M", "N", "K"), buffers=self.recipe_buffers(kernel))
+        common = dict(arch=kernel.arch, sizes=("M", "N", "K"), buffers=self.recipe_buffers(kernel), layout=kernel.layout)
+        args = ("partials", "M", "N", "K") if split else ("C", "M", "N", "K") + self.fusion_args()
+        lets, workspaces, maps, note = (), (), (), ""
         if k["instr"] == "wgmma":
-            lay = Operands(kernel.layout)
-            for dim, _ in lay.aligned((8, 8, 8)):
-                rows = [b for b in "AB" if lay.lead(b) == dim]
-                requires.append((f"{dim} % 8 == 0", f"TMA needs rows of {' and '.join(rows)} ({dim} halves) to start "
-                                 "16-byte aligned" if rows else f"C's rows ({dim} halves) are stored in 16-byte chunks"))
-            maps = tuple(Map(name, b, types[b].name, rows, cols, *box) for name, b, rows, cols, box in self._maps(k, lay))
-            step = Step(kernel.name, tuple(grid), block, (*(m.name for m in maps), "C", "M", "N", "K") + self.fusion_args(),
-                        kernel.static_smem)
+            steps, workspaces, maps, alignment = self._wgmma_recipe(kernel, grid, block, args)
+            if not split:
+                vec = self._c_vec(k, out)
+                alignment += (("C", vec * out, f"N % {vec} == 0"),)
             note = ("the kernel declares its cluster (__cluster_dims__(1, %d, 1)), so a plain <<<>>> launch forms "
                     "clusters" % k["cluster"]) if k["cluster"] > 1 else ""
-            return self.fusion_recipe(Recipe(steps=(step,), requires=tuple(requires), tensor_maps=maps, layout=kernel.layout,
-                                             note=note, alignment=(("A", 16, ""), ("B", 16, ""), ("C", 2 * out, "")),
-                                             **common))
-        aligned = Operands(kernel.layout).condition((8, 8, 8))
-        args = ("A", "B", "C", "M", "N", "K") + self.fusion_args()
-        steps = (Step(kernel.name, tuple(grid), block, args, kernel.static_smem, when=aligned),
-                 Step(kernel.name + "_unaligned", tuple(grid), block, args, kernel.static_smem, when=f"!({aligned})"))
-        return self.fusion_recipe(Recipe(steps=steps, requires=tuple(requires), layout=kernel.layout,
-                                         alignment=(("A", 16, aligned), ("B", 16, aligned), ("C", 2 * out, aligned)),
-                                         **common))
+        else:
+            aligned = Operands(kernel.layout).condition((8, 8, 8))
+            steps = (Step(kernel.name, grid, block, ("A", "B") + args, kernel.static_smem, when=aligned),
+                     Step(kernel.name + "_unaligned", grid, block, ("A", "B") + args, kernel.static_smem,
+                          when=f"!({aligned})"))
+            alignment = (("A", 16, aligned), ("B", 16, aligned)) + (() if split else (("C", 2 * out, aligned),))
+        if split:
+            step, mn, ws = reduce_recipe(kernel.name + "_reduce", k["split_k"], self.epilogue.inputs if self.epilogue else None)
+            steps, lets, workspaces = steps + (step,), (mn,), workspaces + (ws,)
+            alignment += (("C", REDUCE_VEC * out, ""),)
+        return self.fusion_recipe(Recipe(steps=steps, lets=lets, workspaces=workspaces, requires=tuple(requires),
+                                         tensor_maps=maps, note=note, alignment=alignment, **common))
+
+    def _wgmma_recipe(self, kernel: Kernel, grid, block, args):
+        """_wgmma_launches as a recipe: (steps, workspaces, tensor maps, alignment of A and B)."""
+        from ..recipe import Map, Step
+        k, o = dict(kernel.knobs), Operands(kernel.layout)
+        types = kernel.types or self.types()
+        pads, workspaces, maps, alignment = [], [], [], []
+        for name, b, rows, cols, box in self._maps(k, o):
+            step, ws, when = pitch.recipe(kernel.name + "_pad", o, b, types[b].ctype)
+            pads.append(step)
+            workspaces.append(ws)
+            aligned = f"{o.lead(b)} % {pitch.PITCH} == 0"
+            maps += [Map(name, b, types[b].name, rows, cols, *box, when=aligned),
+                     Map(name, ws[0], types[b].name, rows, cols, *box, pitch=f"kg_cdiv({cols}, {pitch.PITCH}) * {pitch.PITCH}",
+                         when=when)]
+            alignment.append((b, 16, aligned))
+        main = Step(kernel.name, grid, block, (*dict.fromkeys(m.name for m in maps), *args), kernel.static_smem)
+        return (*pads, main), tuple(workspaces), tuple(maps), tuple(alignment)
 
     def schedule_for(self, problem: Problem, target: Target | None = None) -> Schedule:
-        """The tile that wastes least on the last, partly filled wave (as sgemm.schedule_for): a wave is
-        one block per slot (SMs x blocks per SM, from shared memory, threads and registers); a last wave
-        of r blocks takes about ceil(r / SMs) / (blocks per SM) of a full one. Smaller tiles win where
-        M or N is small (less of the tile is zeros) or the grid is too small to fill the SMs."""
-        t = target or default_target()
-        M, N, K = problem["M"], problem["N"], problem["K"]
-        base = self.default_knobs()
-
-        def per_sm(k: dict) -> int:
-            nt = self.threads(k)
-            return max(1, min(t.smem_per_sm // self.shared_bytes(k), t.max_threads_per_sm // nt,
-                              t.regs_per_sm // (nt * min(255, -(-self.registers(k) // 8) * 8))))
-
-        def cost(over: dict, speed: float) -> float:
-            k = dict(base, **over)
-            slots = per_sm(k)
-            full, rest = divmod(cdiv(M, k["bm"]) * cdiv(N, k["bn"]), t.sms * slots)
-            wave = slots * 2 * k["bm"] * k["bn"] * K / (SM_FLOPS * speed)
-            return (full + cdiv(rest, t.sms) / slots) * wave
-
-        choices = TILE_CHOICES
-        if t.has("wgmma") and Operands(problem.layout).holds((8, 8, 8), problem) and problem.batch is None:   # TMA's aligned rows
-            base, choices = WGMMA_HEURISTIC, WGMMA_TILE_CHOICES
-        over, _ = min(choices, key=lambda c: cost(*c))
-        return self.schedule_from_knobs(**dict(base, **over))
+        """The cheapest of a few tile families and numbers of K slices by a cost model of the shape and
+        the target (kernelgen/ops/gemm_cost.py): wgmma where the target has it and the product is one
+        (an operand TMA cannot read is copied into padded rows first), else mma.sync; smaller tiles where
+        M or N is small, K in slices where the tiles cannot fill the SMs."""
+        from .gemm_cost import choose
+        return self.schedule_from_knobs(**dict(choose(self, problem, target or default_target()).knobs))
 
     # -- numbers -----------------------------------------------------------------------------------
     def test_problems(self) -> tuple[dict, ...]:
@@ -609,12 +660,13 @@ class Gemm(Fusing, Op):
                      [LadderStep(t, self.schedule_from_knobs(**k), n, arch="sm_90a") for t, k, n in hopper])
 
     def test_problems_for(self, sched: Schedule) -> tuple[dict, ...]:
-        """TMA needs K and N multiples of 8 (16-byte rows): wgmma schedules are tested on such sizes,
-        none a multiple of a tile, M = 1 among them; the plan refuses the others by name."""
+        """wgmma schedules are tested on sizes whose rows TMA reads as they are (K and N multiples of 8),
+        none a multiple of a tile, M = 1 among them, and on the awkward ones, whose operands the plan
+        copies into padded rows first and whose C it stores at an odd N."""
         if self.knobs_from_schedule(sched)["instr"] != "wgmma":
             return self.test_problems()
         return ({"M": 1, "N": 8, "K": 8}, {"M": 33, "N": 72, "K": 40}, {"M": 136, "N": 264, "K": 64},
-                {"M": 300, "N": 520, "K": 1000}, {"M": 256, "N": 512, "K": 512})
+                {"M": 300, "N": 520, "K": 1000}, {"M": 256, "N": 512, "K": 512}) + self.test_problems()
 
     def space(self, problem: Problem, target: Target):
         base = self.default_knobs()
@@ -631,7 +683,12 @@ class Gemm(Fusing, Op):
         for bm, bn, wm, wn in ((64, 64, 32, 32), (128, 128, 64, 64), (128, 128, 32, 32)):
             yield dict(base, instr="wmma", bm=bm, bn=bn, wm=wm, wn=wn, stages=2, copy="cp_async", smem="pad",
                        pad=8, ldmatrix=False, swizzle=8)
-        if target.has("wgmma") and Operands(problem.layout).holds((8, 8, 8), problem):
+        wgmma = target.has("wgmma") and problem.batch is None     # any size: unaligned operands are padded first
+        for split_k in (2, 4, 8):        # K slices, for grids that cannot fill the SMs
+            yield dict(base, split_k=split_k)
+            if wgmma:
+                yield dict(WGMMA_HEURISTIC, bm=64, wm=64, bn=128, wn=128, split_k=split_k)
+        if wgmma:
             for bm, wm in ((128, 64), (128, 128), (64, 64), (256, 128)):
                 for bn in (64, 128, 256):
                     for stages in (2, 3, 4):

@@ -44,11 +44,12 @@ import numpy as np
 from ..errors import ScheduleError, UsageError, check
 from ..schedule import Schedule, ScheduleReader, schedule
 from .base import INT_MAX, LAYOUTS as OPERAND_LAYOUTS, Dim, Kernel, Knob, LadderStep, Launch, Op, Plan, Problem, \
-    Scalar, Workspace, cdiv
+    Scalar, cdiv
 from .knobs import Prim, Range
 from .operands import Operands
 from .fusion import Fusing
-from ..dtypes import Types
+from .splitk import MAX_SPLIT_K, reduce_launch, reduce_recipe, workspace as splitk_workspace
+from ..dtypes import FLOAT32, Types
 from ..target import Target, default_target
 
 LAYOUTS = ("contiguous", "strided", "warp")
@@ -56,16 +57,7 @@ TILES = Prim("split", ("i", "j"), args="BM | BM, TM | BM, S, 4 | BM, WM, S, 4 (j
 SHARED = ("shared", (True,))      # the knobs of the shared-memory kernel apply with these
 RUN = 4                  # rows (columns) per run in the strided and warp layouts: one 128-bit shared load
 MAX_GRID_Y = 65535
-MAX_SPLIT_K = 256        # slices of K (gridDim.z)
 REDUCE_K = ("atomic", "workspace")
-REDUCE_THREADS, REDUCE_BLOCKS = 256, 4096   # the workspace reduction: 256 threads a block, grid-stride over C
-
-
-def slab(M: int, N: int) -> int:
-    """Floats between two K slices' partial tiles in the split-K workspace: M x N rounded up to whole
-    16-byte vectors, so every slab starts as aligned as the workspace."""
-    return cdiv(M * N, 4) * 4
-
 
 
 def check_grid(op: str, problem: Problem, grid: tuple[int, int, int], bm: int, swizzle: int) -> None:
@@ -359,7 +351,7 @@ class Sgemm(Fusing, Op):
                  a_vecs=k["bm"] * k["bk"] // k["vec_a"], b_vecs=k["bk"] * k["bn"] // k["vec_b"],
                  # one vector store per staged vector where the shared rows keep it aligned
                  a_sts_vec=lda % k["vec_a"] == 0, b_sts_vec=ldb % k["vec_b"] == 0,
-                 lanes_m=k["wm"] // k["tm"], kslice=k["split_k"] * k["bk"], vec_bc=max(k["vec_b"], k["vec_c"]))
+                 lanes_m=k["wm"] // k["tm"], vec_bc=max(k["vec_b"], k["vec_c"]), f32=FLOAT32)
         p.update(self._operands(k, Operands(layout)))
         p.update(a_iters=cdiv(p["a_vecs"], nt), b_iters=cdiv(p["b_vecs"], nt), b_offset=k["stages"] * p["a_tile"])
         staged = (p["a_iters"] * k["vec_a"] + p["b_iters"] * k["vec_b"]) if k["copy"] == "sync" else 0
@@ -439,7 +431,6 @@ class Sgemm(Fusing, Op):
         aligned = Operands(kernel.layout).holds((k["vec_a"], k["vec_b"], k["vec_c"]), problem)
         symbol = kernel.name if aligned or not p["vectorised"] else kernel.name + "_unaligned"
         out = "partials" if p["workspace"] else "C"
-        ep_args = ("N",) + self.epilogue.inputs if self.epilogue else ()     # the reduction's epilogue
         args = ("A", "B", out, "M", "N", "K") + (() if p["workspace"] else self.fusion_args())
         launches = (Launch(symbol, grid, tuple(p["block"]), args, kernel.static_smem),)
         scalars = tuple(Scalar(n, "int", v) for n, v in (("M", M), ("N", N), ("K", K))) + self.fusion_scalars(problem)
@@ -448,10 +439,9 @@ class Sgemm(Fusing, Op):
             fill = Launch(kernel.name + "_zero", (min(cdiv(M * N, 256), 4096), 1, 1), (256, 1, 1), ("C", "MN"))
             launches, scalars = (fill,) + launches, scalars + (Scalar("MN", "long long", M * N),)
         elif p["workspace"]:  # each slice stores its slab; a second kernel sums the slabs into C
-            total = Launch(kernel.name + "_reduce", (min(cdiv(M * N, REDUCE_THREADS * 4), REDUCE_BLOCKS), 1, 1),
-                           (REDUCE_THREADS, 1, 1), ("partials", "C", "MN", "K") + ep_args)
-            launches, scalars = launches + (total,), scalars + (Scalar("MN", "long long", M * N),)
-            workspaces = (Workspace("partials", "float32", k["split_k"] * slab(M, N)),)
+            total, mn = reduce_launch(kernel.name + "_reduce", M, N, self.epilogue.inputs if self.epilogue else None)
+            launches, scalars = launches + (total,), scalars + (mn,)
+            workspaces = (splitk_workspace(k["split_k"], M, N),)
         align = tuple((b, 4 * v) for b, v in (("A", k["vec_a"]), ("B", k["vec_b"]), ("C", k["vec_c"])) if v > 1)
         return Plan(kernel, problem, launches, workspaces, scalars, align)
 
@@ -463,7 +453,6 @@ class Sgemm(Fusing, Op):
         if k["swizzle"] > 1:
             requires.append((f"kg_cdiv(M, {k['bm']}) * kg_cdiv(N, {k['bn']}) <= {INT_MAX}",
                              "with swizzle the blocks' linear number is an int"))
-        ep_args = ("N",) + self.epilogue.inputs if self.epilogue else ()
         args = ("A", "B", "partials" if p["workspace"] else "C", "M", "N", "K") + \
             (() if p["workspace"] else self.fusion_args())
         if self.batched:
@@ -480,10 +469,8 @@ class Sgemm(Fusing, Op):
             steps = (Step(kernel.name + "_zero", ("kg_min(kg_cdiv(MN, 256), 4096)", "1", "1"), (256, 1, 1), ("C", "MN")),) + steps
             lets = (("MN", "long long", "kg_ll(M) * N"),)
         elif p["workspace"]:   # each slice stores its slab of the workspace; a second kernel sums them in order
-            steps += (Step(kernel.name + "_reduce", (f"kg_min(kg_cdiv(MN, {REDUCE_THREADS * 4}), {REDUCE_BLOCKS})", "1", "1"),
-                           (REDUCE_THREADS, 1, 1), ("partials", "C", "MN", "K") + ep_args),)
-            lets = (("MN", "long long", "kg_ll(M) * N"),)
-            workspaces = (("partials", "float", f"{k['split_k']} * kg_cdiv(MN, 4) * 4", None),)
+            step, mn, ws = reduce_recipe(kernel.name + "_reduce", k["split_k"], self.epilogue.inputs if self.epilogue else None)
+            steps, lets, workspaces = steps + (step,), (mn,), (ws,)
         align = tuple((b, 4 * v, "") for b, v in (("A", k["vec_a"]), ("B", k["vec_b"]), ("C", k["vec_c"])) if v > 1)
         return self.fusion_recipe(Recipe(kernel.arch, ("M", "N", "K"), self.recipe_buffers(kernel), steps, lets,
                                          workspaces, alignment=align, requires=tuple(requires), layout=kernel.layout))

@@ -2,7 +2,7 @@
 // op: gemm   kernel: gemm_f16_sm90a_iwgmma_bm128_bn256_bk64_wm64_wn256_st4_ctma_ws1_edirect_cl1_sw8
 // target: sm_90a   types: inputs float16, outputs float16, accumulate in float32
 // problem: sizes are runtime arguments; any size is handled (tails are guarded)
-// knobs: instr=wgmma, bm=128, bn=256, bk=64, wm=64, wn=256, stages=4, copy=tma, pad=0, smem=xor, ldmatrix=False, ws=True, epilogue=direct, cluster=1, swizzle=8
+// knobs: instr=wgmma, bm=128, bn=256, bk=64, wm=64, wn=256, stages=4, copy=tma, pad=0, smem=xor, ldmatrix=False, ws=True, epilogue=direct, cluster=1, swizzle=8, split_k=1
 // schedule:
 //   schedule("gemm").split("i", 128, 64).bind("i.0", "blockIdx.y").bind("i.1",
 //       "warpgroup").split("j", 256, 256).bind("j.0", "blockIdx.x").bind("j.1",
@@ -15,15 +15,23 @@
 //   sizes: M in 1..16776960, N in 1..2147483391, K in 1..2147483391
 //   requires kg_cdiv(M, 128) <= 65535  (gridDim.y holds 65535 block rows of 128)
 //   requires kg_ll(kg_cdiv(M, 128)) * kg_cdiv(N, 256) <= 2147483647  (with swizzle the blocks' linear number is an int)
-//   requires K % 8 == 0  (TMA needs rows of A (K halves) to start 16-byte aligned)
-//   requires N % 8 == 0  (TMA needs rows of B (N halves) to start 16-byte aligned)
-//   A must be 16-byte aligned
-//   B must be 16-byte aligned
-//   C must be 4-byte aligned
-//   workspace: none
-//   tmA: a CUtensorMap (128 bytes, by value) the launcher encodes with cuTensorMapEncodeTiled: A as a row-major M x K float16 tensor, boxes of 128 x 64, CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B
-//   tmB: a CUtensorMap (128 bytes, by value) the launcher encodes with cuTensorMapEncodeTiled: B as a row-major K x N float16 tensor, boxes of 64 x 64, CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B
+//   A must be 16-byte aligned when K % 8 == 0
+//   B must be 16-byte aligned when N % 8 == 0
+//   C must be 4-byte aligned when N % 2 == 0
+//   workspace: one buffer of kg_workspace_bytes_gemm_f16_sm90a_iwgmma_bm128_bn256_bk64_wm64_wn256_st4_ctma_ws1_edirect_cl1_sw8(sizes) bytes holding, each at a 256-byte boundary:
+//     A_pitched: (K % 8 != 0) * kg_ll(M) * kg_cdiv(K, 8) * 8 x __half
+//     B_pitched: (N % 8 != 0) * kg_ll(K) * kg_cdiv(N, 8) * 8 x __half
+//   tmA: where K % 8 == 0, a CUtensorMap (128 bytes, by value) the launcher encodes with cuTensorMapEncodeTiled: A as a row-major M x K float16 tensor, boxes of 128 x 64, CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B
+//   tmA: where K % 8 != 0, a CUtensorMap (128 bytes, by value) the launcher encodes with cuTensorMapEncodeTiled: A_pitched as a row-major M x K float16 tensor with rows kg_cdiv(K, 8) * 8 elements apart, boxes of 128 x 64, CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B
+//   tmB: where N % 8 == 0, a CUtensorMap (128 bytes, by value) the launcher encodes with cuTensorMapEncodeTiled: B as a row-major K x N float16 tensor, boxes of 64 x 64, CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B
+//   tmB: where N % 8 != 0, a CUtensorMap (128 bytes, by value) the launcher encodes with cuTensorMapEncodeTiled: B_pitched as a row-major K x N float16 tensor with rows kg_cdiv(N, 8) * 8 elements apart, boxes of 64 x 64, CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B
 //   kernels, in order on one stream:
+//     if K % 8 != 0: gemm_f16_sm90a_iwgmma_bm128_bn256_bk64_wm64_wn256_st4_ctma_ws1_edirect_cl1_sw8_pad
+//       grid (kg_min(kg_cdiv(kg_ll(M) * kg_cdiv(K, 8), 256), 4096), 1, 1), block (256, 1, 1), 0 bytes dynamic shared
+//       args (A, A_pitched, M, K)
+//     if N % 8 != 0: gemm_f16_sm90a_iwgmma_bm128_bn256_bk64_wm64_wn256_st4_ctma_ws1_edirect_cl1_sw8_pad
+//       grid (kg_min(kg_cdiv(kg_ll(K) * kg_cdiv(N, 8), 256), 4096), 1, 1), block (256, 1, 1), 0 bytes dynamic shared
+//       args (B, B_pitched, K, N)
 //     gemm_f16_sm90a_iwgmma_bm128_bn256_bk64_wm64_wn256_st4_ctma_ws1_edirect_cl1_sw8
 //       grid (kg_cdiv(N, 256), kg_cdiv(M, 128), 1), block (384, 1, 1), 197696 bytes dynamic shared (needs cudaFuncSetAttribute MaxDynamicSharedMemorySize)
 //       args (tmA, tmB, C, M, N, K)
@@ -205,12 +213,13 @@ __device__ __forceinline__ void kg_setmaxnreg_inc() { asm volatile("setmaxnreg.i
 // A (128x64) and B (64x256) reach shared memory by TMA, 128-byte swizzled, through 4 stages:
 // a stage's `full` barrier completes when its bytes have landed, its `empty` barrier when every
 // consumer thread is done reading it. A producer warpgroup (setmaxnreg 40) issues the copies while the consumers (setmaxnreg 232) compute.
-// Rows of A and B must start 16-byte aligned (K % 8 == 0, N % 8 == 0: TMA's rule); ragged edges of
-// M, N and K arrive as zeros and the epilogue stores no row or column past M or N.
-template <bool CHECK>
+// Rows of A and B must start 16-byte aligned (K % 8 == 0, N % 8 == 0: TMA's rule; the plan copies an operand
+// whose rows are not into a workspace with padded rows first); ragged edges of M, N and K arrive as zeros
+// and the epilogue stores no row or column past M or N.
+// ALIGNED: N % 2 == 0, so two adjacent columns of C are one aligned vector.
+template <bool CHECK, bool ALIGNED>
 __device__ __forceinline__ void gemm_f16_sm90a_iwgmma_bm128_bn256_bk64_wm64_wn256_st4_ctma_ws1_edirect_cl1_sw8_store(float (&acc)[1][32][4], __half* __restrict__ C,
                                                int M, int N, int row0, int n0, int lane) {
-  constexpr bool ALIGNED = true;   // N % 8 == 0: two adjacent columns are one aligned vector
   #pragma unroll
   for (int i = 0; i < 1; ++i) {
     #pragma unroll
@@ -363,10 +372,29 @@ gemm_f16_sm90a_iwgmma_bm128_bn256_bk64_wm64_wn256_st4_ctma_ws1_edirect_cl1_sw8(c
   }
   kg_wgmma_wait<0>();
   const int row0 = m0 + wg * 64 + (tid / 32 % 4) * 16;   // this warp's first row
-  if (m0 + 128 <= M && n0 + 256 <= N)
-    gemm_f16_sm90a_iwgmma_bm128_bn256_bk64_wm64_wn256_st4_ctma_ws1_edirect_cl1_sw8_store<false>(acc, C, M, N, row0, n0, lane);
+  if (N % 2 != 0)
+    gemm_f16_sm90a_iwgmma_bm128_bn256_bk64_wm64_wn256_st4_ctma_ws1_edirect_cl1_sw8_store<true, false>(acc, C, M, N, row0, n0, lane);
+  else if (m0 + 128 <= M && n0 + 256 <= N)
+    gemm_f16_sm90a_iwgmma_bm128_bn256_bk64_wm64_wn256_st4_ctma_ws1_edirect_cl1_sw8_store<false, true>(acc, C, M, N, row0, n0, lane);
   else
-    gemm_f16_sm90a_iwgmma_bm128_bn256_bk64_wm64_wn256_st4_ctma_ws1_edirect_cl1_sw8_store<true>(acc, C, M, N, row0, n0, lane);
+    gemm_f16_sm90a_iwgmma_bm128_bn256_bk64_wm64_wn256_st4_ctma_ws1_edirect_cl1_sw8_store<true, true>(acc, C, M, N, row0, n0, lane);
+}
+
+// A copy of an operand whose rows are not 16-byte aligned (TMA cannot read them), rows padded to 16 bytes.
+extern "C" __global__ void __launch_bounds__(256)
+gemm_f16_sm90a_iwgmma_bm128_bn256_bk64_wm64_wn256_st4_ctma_ws1_edirect_cl1_sw8_pad(const __half* __restrict__ src, __half* __restrict__ dst, int rows, int cols) {
+  const unsigned short* const X = reinterpret_cast<const unsigned short*>(src);
+  unsigned short* const Y = reinterpret_cast<unsigned short*>(dst);
+  const int per_row = (cols + 7) / 8;     // 16-byte chunks in a row of Y
+  const long long chunks = (long long)rows * per_row;
+  for (long long i = blockIdx.x * 256LL + threadIdx.x; i < chunks; i += gridDim.x * 256LL) {
+    const int r = (int)(i / per_row), c = (int)(i % per_row) * 8;
+    const unsigned short* const x = X + (size_t)r * cols + c;
+    __align__(16) unsigned short v[8];
+    #pragma unroll
+    for (int j = 0; j < 8; ++j) v[j] = c + j < cols ? __ldg(x + j) : (unsigned short)0;
+    *reinterpret_cast<uint4*>(Y + (size_t)r * per_row * 8 + c) = *reinterpret_cast<const uint4*>(v);
+  }
 }
 
 // ---- host launcher: the launch recipe above, as C (define KERNELGEN_HOST_LAUNCHER to build it) ----
@@ -399,16 +427,16 @@ inline bool kg_misaligned(const void* p, size_t bytes) { return ((uintptr_t)p) %
 #include <cuda.h>
 #include <cudaTypedefs.h>
 static_assert(sizeof(CUtensorMap) == sizeof(kg_tensor_map), "kg_tensor_map holds a CUtensorMap");
-// A 2-D TMA descriptor: `base` seen as a row-major rows x cols tensor of `bytes`-byte elements, copied
-// in boxes of box_rows x box_cols, encoded as kernelgen/gpu.py encodes it (CU_TENSOR_MAP_SWIZZLE_128B,
+// A 2-D TMA descriptor: `base` seen as a row-major rows x cols tensor of `bytes`-byte elements, rows
+// `pitch` elements apart, copied in boxes of box_rows x box_cols, encoded as kernelgen/gpu.py encodes it (CU_TENSOR_MAP_SWIZZLE_128B,
 // CU_TENSOR_MAP_L2_PROMOTION_L2_256B). The driver's cuTensorMapEncodeTiled is reached through the runtime,
 // so nothing links -lcuda. Returns
 // cudaErrorInvalidValue for a tensor TMA cannot take (base not 16-byte aligned, a row's bytes not a
 // multiple of 16) before touching the driver, and where the encoding fails.
 inline cudaError_t kg_encode_tensor_map(kg_tensor_map* map, CUtensorMapDataType type, const void* base,
-                                        unsigned long long rows, unsigned long long cols, unsigned long long bytes,
-                                        unsigned box_rows, unsigned box_cols) {
-  const cuuint64_t dims[2] = {cols, rows}, strides[1] = {cols * bytes};   // innermost first; bytes between rows
+                                        unsigned long long rows, unsigned long long cols, unsigned long long pitch,
+                                        unsigned long long bytes, unsigned box_rows, unsigned box_cols) {
+  const cuuint64_t dims[2] = {cols, rows}, strides[1] = {pitch * bytes};   // innermost first; bytes between rows
   const cuuint32_t box[2] = {box_cols, box_rows}, ones[2] = {1, 1};
   if (base == nullptr || kg_misaligned(base, 16) || strides[0] % 16 != 0 || strides[0] >= (1ull << 40))
     return cudaErrorInvalidValue;
@@ -431,10 +459,15 @@ inline cudaError_t kg_encode_tensor_map(kg_tensor_map* map, CUtensorMapDataType 
 }
 #endif
 extern "C" size_t kg_workspace_bytes_gemm_f16_sm90a_iwgmma_bm128_bn256_bk64_wm64_wn256_st4_ctma_ws1_edirect_cl1_sw8(int M, int N, int K) {
-  (void)M;
-  (void)N;
-  (void)K;
-  return 0;
+  if (M < 1 || M > 16776960) return 0;
+  if (N < 1 || N > 2147483391) return 0;
+  if (K < 1 || K > 2147483391) return 0;
+  if (!(kg_cdiv(M, 128) <= 65535)) return 0;  // gridDim.y holds 65535 block rows of 128
+  if (!(kg_ll(kg_cdiv(M, 128)) * kg_cdiv(N, 256) <= 2147483647)) return 0;  // with swizzle the blocks' linear number is an int
+  const size_t kg_ws_A_pitched = (0 + 255) / 256 * 256;
+  const size_t kg_ws_B_pitched = (kg_ws_A_pitched + (size_t)((K % 8 != 0) * kg_ll(M) * kg_cdiv(K, 8) * 8) * sizeof(__half) + 255) / 256 * 256;
+  const size_t kg_ws_end = kg_ws_B_pitched + (size_t)((N % 8 != 0) * kg_ll(K) * kg_cdiv(N, 8) * 8) * sizeof(__half);
+  return kg_ws_end;
 }
 extern "C" cudaError_t kg_launch_gemm_f16_sm90a_iwgmma_bm128_bn256_bk64_wm64_wn256_st4_ctma_ws1_edirect_cl1_sw8(const __half* A, const __half* B, __half* C, int M, int N, int K, void* workspace, size_t workspace_bytes, cudaStream_t stream) {
   if (A == nullptr) return cudaErrorInvalidValue;
@@ -445,16 +478,29 @@ extern "C" cudaError_t kg_launch_gemm_f16_sm90a_iwgmma_bm128_bn256_bk64_wm64_wn2
   if (K < 1 || K > 2147483391) return cudaErrorInvalidValue;
   if (!(kg_cdiv(M, 128) <= 65535)) return cudaErrorInvalidValue;  // gridDim.y holds 65535 block rows of 128
   if (!(kg_ll(kg_cdiv(M, 128)) * kg_cdiv(N, 256) <= 2147483647)) return cudaErrorInvalidValue;  // with swizzle the blocks' linear number is an int
-  if (!(K % 8 == 0)) return cudaErrorInvalidValue;  // TMA needs rows of A (K halves) to start 16-byte aligned
-  if (!(N % 8 == 0)) return cudaErrorInvalidValue;  // TMA needs rows of B (N halves) to start 16-byte aligned
-  if (kg_misaligned(A, 16)) return cudaErrorInvalidValue;
-  if (kg_misaligned(B, 16)) return cudaErrorInvalidValue;
-  if (kg_misaligned(C, 4)) return cudaErrorInvalidValue;
-  (void)workspace; (void)workspace_bytes;
+  if ((K % 8 == 0) && kg_misaligned(A, 16)) return cudaErrorInvalidValue;
+  if ((N % 8 == 0) && kg_misaligned(B, 16)) return cudaErrorInvalidValue;
+  if ((N % 2 == 0) && kg_misaligned(C, 4)) return cudaErrorInvalidValue;
+  const size_t kg_ws_A_pitched = (0 + 255) / 256 * 256;
+  const size_t kg_ws_B_pitched = (kg_ws_A_pitched + (size_t)((K % 8 != 0) * kg_ll(M) * kg_cdiv(K, 8) * 8) * sizeof(__half) + 255) / 256 * 256;
+  const size_t kg_ws_end = kg_ws_B_pitched + (size_t)((N % 8 != 0) * kg_ll(K) * kg_cdiv(N, 8) * 8) * sizeof(__half);
+  if (kg_ws_end > 0 && (workspace == nullptr || workspace_bytes < kg_ws_end || kg_misaligned(workspace, 256))) return cudaErrorInvalidValue;
+  __half* A_pitched = reinterpret_cast<__half*>(static_cast<char*>(workspace) + kg_ws_A_pitched);
+  __half* B_pitched = reinterpret_cast<__half*>(static_cast<char*>(workspace) + kg_ws_B_pitched);
   kg_tensor_map tmA, tmB;
-  { cudaError_t e = kg_encode_tensor_map(&tmA, CU_TENSOR_MAP_DATA_TYPE_FLOAT16, A, (unsigned long long)(M), (unsigned long long)(K), sizeof(__half), 128, 64); if (e != cudaSuccess) return e; }
-  { cudaError_t e = kg_encode_tensor_map(&tmB, CU_TENSOR_MAP_DATA_TYPE_FLOAT16, B, (unsigned long long)(K), (unsigned long long)(N), sizeof(__half), 64, 64); if (e != cudaSuccess) return e; }
+  if (K % 8 == 0) { cudaError_t e = kg_encode_tensor_map(&tmA, CU_TENSOR_MAP_DATA_TYPE_FLOAT16, A, (unsigned long long)(M), (unsigned long long)(K), (unsigned long long)(K), sizeof(__half), 128, 64); if (e != cudaSuccess) return e; }
+  if (K % 8 != 0) { cudaError_t e = kg_encode_tensor_map(&tmA, CU_TENSOR_MAP_DATA_TYPE_FLOAT16, A_pitched, (unsigned long long)(M), (unsigned long long)(K), (unsigned long long)(kg_cdiv(K, 8) * 8), sizeof(__half), 128, 64); if (e != cudaSuccess) return e; }
+  if (N % 8 == 0) { cudaError_t e = kg_encode_tensor_map(&tmB, CU_TENSOR_MAP_DATA_TYPE_FLOAT16, B, (unsigned long long)(K), (unsigned long long)(N), (unsigned long long)(N), sizeof(__half), 64, 64); if (e != cudaSuccess) return e; }
+  if (N % 8 != 0) { cudaError_t e = kg_encode_tensor_map(&tmB, CU_TENSOR_MAP_DATA_TYPE_FLOAT16, B_pitched, (unsigned long long)(K), (unsigned long long)(N), (unsigned long long)(kg_cdiv(N, 8) * 8), sizeof(__half), 64, 64); if (e != cudaSuccess) return e; }
   { cudaError_t e = cudaFuncSetAttribute(gemm_f16_sm90a_iwgmma_bm128_bn256_bk64_wm64_wn256_st4_ctma_ws1_edirect_cl1_sw8, cudaFuncAttributeMaxDynamicSharedMemorySize, 197696); if (e != cudaSuccess) return e; }
+  if (K % 8 != 0) {
+    gemm_f16_sm90a_iwgmma_bm128_bn256_bk64_wm64_wn256_st4_ctma_ws1_edirect_cl1_sw8_pad<<<dim3((unsigned)(kg_min(kg_cdiv(kg_ll(M) * kg_cdiv(K, 8), 256), 4096)), (unsigned)(1), (unsigned)(1)), dim3(256, 1, 1), 0, stream>>>(A, A_pitched, M, K);
+    { cudaError_t e = cudaGetLastError(); if (e != cudaSuccess) return e; }
+  }
+  if (N % 8 != 0) {
+    gemm_f16_sm90a_iwgmma_bm128_bn256_bk64_wm64_wn256_st4_ctma_ws1_edirect_cl1_sw8_pad<<<dim3((unsigned)(kg_min(kg_cdiv(kg_ll(K) * kg_cdiv(N, 8), 256), 4096)), (unsigned)(1), (unsigned)(1)), dim3(256, 1, 1), 0, stream>>>(B, B_pitched, K, N);
+    { cudaError_t e = cudaGetLastError(); if (e != cudaSuccess) return e; }
+  }
   {
     gemm_f16_sm90a_iwgmma_bm128_bn256_bk64_wm64_wn256_st4_ctma_ws1_edirect_cl1_sw8<<<dim3((unsigned)(kg_cdiv(N, 256)), (unsigned)(kg_cdiv(M, 128)), (unsigned)(1)), dim3(384, 1, 1), 197696, stream>>>(tmA, tmB, C, M, N, K);
     { cudaError_t e = cudaGetLastError(); if (e != cudaSuccess) return e; }

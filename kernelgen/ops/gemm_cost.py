@@ -1,0 +1,203 @@
+"""The tensor-core gemm's heuristic: a cost model over tile families and numbers of K slices.
+
+>>> from kernelgen.ops import get_op
+>>> from kernelgen.ops.gemm_cost import choose
+>>> from kernelgen.target import target
+>>> op = get_op("gemm")
+>>> best = choose(op, op.problem({"M": 16, "N": 512, "K": 500000}, dtype="float16"), target("sm_90a"))
+>>> best.family.startswith("wgmma"), best.split_k >= 16        # 4 column tiles: K in many slices
+(True, True)
+>>> choose(op, op.problem({"M": 8192, "N": 8192, "K": 8192}, dtype="float16"), target("sm_90a")).family
+'wgmma 128x256'
+
+Each candidate is a tile family (a row of FAMILIES: wgmma where the target has it and the product is
+not batched, else mma.sync) with K cut into `split_k` slices (gridDim.z) whose fp32 partial tiles a
+second kernel sums (kernelgen/ops/splitk.py). Its time, in seconds, is estimated from the shape and the
+Target only (no shape is listed anywhere):
+
+    blocks        = ceil(M / bm) * ceil(N / bn) * slices
+    resident r    = blocks an SM holds at once (threads, shared memory, the registers' estimate)
+    one SM, r blocks at once, each over kchunk of K:
+        compute   = r * 2 * bm * bn * kchunk / (the SM's fp16 peak * family efficiency
+                                                 [* UNALIGNED for mma.sync's element-wise twin])
+        latency   = (kchunk / bk) tiles * LATENCY_S / tiles in flight (wgmma: its stages; cp.async:
+                    stages - 1): a block waits for each tile it did not prefetch
+        bandwidth = r * 2 * (min(bm, M) + min(bn, N)) * kchunk / SM_BYTES_PER_S  (rows past M or N:
+                    TMA's zeros and the twin's tests bring no bytes)
+        wave(r)   = max(compute, latency, bandwidth)
+    blocks' time  = full waves * wave(r) + wave(last wave's blocks per SM)
+    DRAM time     = bytes of A, B and C (or the slabs) / (DRAM bandwidth * DRAM_EFFICIENCY)
+    main kernel   = max(blocks', DRAM) + OVERLAP * min(blocks', DRAM)
+    reduction     = LAUNCH_NEXT_S + 4*M*N*slices * 2 / WORKSPACE_BYTES_PER_S + C's bytes / bandwidth
+    padded copies = per operand TMA cannot read (wgmma): LAUNCH_NEXT_S + its bytes * 2 / (bandwidth *
+                    PAD_EFFICIENCY)
+    estimate      = LAUNCH_S + main kernel + reduction + padded copies
+
+Wave quantisation (a last wave of few blocks costs a full one per block), Little's law for the loads
+and a roofline: where M or N is small (16 .. 128 rows against thousands of columns) the few tiles'
+blocks each stream a long K at one SM's rate, and slicing K multiplies the SMs streaming it. Every
+constant is in COSTS and every family's efficiency in FAMILIES; `bench/gemm_shapes_probe.py` times the
+candidates on a GPU beside these estimates, to fit them.
+"""
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+
+from ..errors import KernelgenError
+from ..target import Target, default_target
+from .base import INT_MAX, Problem, cdiv
+from .operands import Operands
+from . import pitch, splitk
+
+# The model's constants (H100 SXM; first fits to bench_results/2026-11-24-s5/gemm_fp16_suite_1.md:
+# 64x128 wgmma blocks stream a K tile in 0.25-0.31 us with 4 stages in flight, 16 x 7680 x 2560 reads
+# B at 0.71 of the datasheet bandwidth and cuBLAS at 0.78). Rates are per second.
+COSTS = dict(
+    LAUNCH_S=2.0e-6,                # the first kernel launch (event timing)
+    LAUNCH_NEXT_S=1.5e-6,           # each further kernel of the plan (reduction, padded copy)
+    LATENCY_S=1.2e-6,               # a K tile's loads, issue to use, under load (a TMA or cp.async round trip)
+    SM_BYTES_PER_S=120e9,           # the most one SM's loads bring in (L2 -> SM)
+    DRAM_EFFICIENCY=0.75,           # of the datasheet bandwidth, streaming A and B
+    OVERLAP=0.15,                   # the share of the shorter of the blocks' time and the DRAM time not hidden
+                                    # under the longer (a roofline's corner is not sharp)
+    WORKSPACE_BYTES_PER_S=3.0e12,   # split-K slabs written, then read back (mostly L2)
+    PAD_EFFICIENCY=0.5,             # the padded copy's share of the bandwidth (2-byte reads, 16-byte writes)
+    UNALIGNED=0.28,                 # mma.sync's element-wise twin against its 16-byte kernel (0.26-0.28 measured)
+    MAX_WORKSPACE_BYTES=1 << 30,    # no more slices than this much workspace allows
+)
+
+DEFAULT_PEAK = (989.4e12, 3.35e12)  # fp16 flop/s and bytes/s where the target names no GPU
+
+# Tile families: (name, knobs over the op's default, fraction of an SM's dense fp16 peak the main loop
+# reaches when nothing else limits it). wgmma 128x256 is measured (~800 TFLOP/s at 4096^3, 0.81) as is
+# mma.sync 128x128 (~430, 0.43), and the mma.sync tiles beside it (0.78 of it at 4096^3,
+# bench_results/tuning_gemm_f16_h100.jsonl); the other wgmma tiles are guesses for the probe to fit.
+_WG = dict(instr="wgmma", bk=64, wm=64, stages=4, copy="tma", pad=0, smem="xor", ldmatrix=False, swizzle=8,
+           ws=True, epilogue="smem", cluster=1)
+FAMILIES = (
+    ("wgmma 128x256", dict(_WG, bm=128, bn=256, wn=256), 0.81),
+    ("wgmma 128x128", dict(_WG, bm=128, bn=128, wn=128), 0.70),
+    ("wgmma 128x64", dict(_WG, bm=128, bn=64, wn=64), 0.50),
+    ("wgmma 64x256", dict(_WG, bm=64, bn=256, wn=256), 0.62),
+    ("wgmma 64x128", dict(_WG, bm=64, bn=128, wn=128), 0.55),
+    ("wgmma 64x64", dict(_WG, bm=64, bn=64, wn=64), 0.40),
+    ("mma 128x128", dict(), 0.43),
+    ("mma 128x64", dict(bm=128, bn=64, wm=64, wn=32), 0.34),
+    ("mma 64x128", dict(bm=64, bn=128, wm=32, wn=64), 0.34),
+    ("mma 64x64", dict(bm=64, bn=64, wm=32, wn=32), 0.32),
+)
+SPLITS = (1, 2, 3, 4, 5, 6, 8, 10, 12, 16, 20, 24, 32, 48, 64, 96, 128, 192, 256)
+
+
+@dataclass(frozen=True)
+class Family:
+    name: str
+    knobs: dict
+    efficiency: float
+    resident: int          # blocks an SM holds at once
+    in_flight: int         # K tiles a block has in flight
+
+
+@dataclass(frozen=True)
+class Choice:
+    family: str
+    split_k: int
+    seconds: float
+    knobs: tuple
+
+
+@functools.lru_cache(maxsize=64)
+def families(op, target: Target, layout: str = "NN", batched: bool = False) -> tuple[Family, ...]:
+    """The families legal on `target` (wgmma only for one product, TMA's descriptors being 2-D), checked
+    as op.kernel checks a schedule (nothing compiled), with the blocks an SM holds."""
+    out = []
+    for name, over, eff in FAMILIES:
+        k = dict(op.default_knobs(), **over)
+        if k["instr"] == "wgmma" and batched:
+            continue
+        try:
+            op.kernel(op.schedule_from_knobs(**k), target, None, layout)
+        except KernelgenError:
+            continue
+        threads = op.threads(k)
+        regs = min(255, -(-max(op.registers(k), 32) // 8) * 8)
+        smem = op.shared_bytes(k, layout) + 1024          # the SM reserves 1 KB a block
+        resident = max(1, min(32, target.max_threads_per_sm // threads, target.smem_per_sm // smem,
+                              target.regs_per_sm // (regs * threads)))
+        in_flight = k["stages"] if k["instr"] == "wgmma" else k["stages"] - 1
+        out.append(Family(name, k, eff, resident, in_flight))
+    return tuple(out)
+
+
+def estimate(fam: Family, split_k: int, problem: Problem, target: Target) -> float:
+    """Seconds for `fam` with K in `split_k` slices (see the module doc)."""
+    c, k = COSTS, fam.knobs
+    M, N, K = problem["M"], problem["N"], problem["K"]
+    bm, bn, bk = k["bm"], k["bn"], k["bk"]
+    flops, bw = (target.peaks.fp16, target.peaks.bytes_per_s) if target.peaks else DEFAULT_PEAK
+    lay = Operands(problem.layout or "NN")
+    aligned = lay.holds((8, 8, 8), problem)
+    wgmma = k["instr"] == "wgmma"
+    kc = splitk.kchunk(K, split_k, bk)
+    sl = splitk.slices(K, split_k, bk)
+    batch = problem.batch.count if problem.batch is not None else 1
+    blocks = cdiv(M, bm) * cdiv(N, bn) * sl * batch
+    sm_flops = flops / target.sms * fam.efficiency * (1.0 if aligned or wgmma else c["UNALIGNED"])
+
+    def wave(r: int) -> float:
+        return max(r * 2.0 * bm * bn * kc / sm_flops,
+                   cdiv(kc, bk) * c["LATENCY_S"] / fam.in_flight,
+                   r * 2.0 * (min(bm, M) + min(bn, N)) * kc / c["SM_BYTES_PER_S"])
+
+    full, rest = divmod(blocks, target.sms * fam.resident)
+    main = full * wave(fam.resident) + (wave(cdiv(rest, target.sms)) if rest else 0.0)
+    out = problem.dtype("C").itemsize
+    c_bytes = 4.0 * M * N * sl if sl > 1 else out * M * N
+    dram = (2.0 * (M * K + K * N) + c_bytes) * batch / (bw * c["DRAM_EFFICIENCY"])
+    main = max(main, dram) + c["OVERLAP"] * min(main, dram)
+    total = c["LAUNCH_S"] + main
+    if sl > 1:
+        total += c["LAUNCH_NEXT_S"] + 8.0 * M * N * sl / c["WORKSPACE_BYTES_PER_S"] + out * M * N / bw
+    if wgmma:
+        stored = lay.stored(problem)
+        for b in pitch.staged(lay, problem):
+            total += c["LAUNCH_NEXT_S"] + 2.0 * 2 * stored[b][0] * stored[b][1] / (bw * c["PAD_EFFICIENCY"])
+    return total
+
+
+def legal_here(fam: Family, split_k: int, problem: Problem) -> bool:
+    """What the plan checks for these sizes (grid rows, the blocks' int number), no empty slices, one
+    product (a batch takes blockIdx.z), and a workspace within MAX_WORKSPACE_BYTES."""
+    k = fam.knobs
+    M, N, K = problem["M"], problem["N"], problem["K"]
+    rows = cdiv(M, k["bm"])
+    if rows > 65535 or rows * cdiv(N, k["bn"]) > INT_MAX:
+        return False
+    if split_k == 1:
+        return True
+    return (problem.batch is None and splitk.slices(K, split_k, k["bk"]) == split_k
+            and 4 * split_k * splitk.slab(M, N) <= COSTS["MAX_WORKSPACE_BYTES"])
+
+
+def candidates(op, problem: Problem, target: Target | None = None) -> list[Choice]:
+    """Every legal candidate for `problem`, cheapest first (ties: fewer slices, then the more efficient
+    family)."""
+    target = target or default_target()
+    fams = families(op, target, problem.layout or "NN", problem.batch is not None)
+    out = []
+    for fam in fams:
+        for s in SPLITS:
+            if legal_here(fam, s, problem):
+                knobs = dict(fam.knobs, split_k=s)
+                out.append(Choice(fam.name, s, estimate(fam, s, problem, target), tuple(knobs.items())))
+    eff = {f.name: f.efficiency for f in fams}
+    return sorted(out, key=lambda ch: (ch.seconds, ch.split_k, -eff[ch.family]))
+
+
+def choose(op, problem: Problem, target: Target | None = None) -> Choice:
+    """The cheapest candidate (the default schedule, K whole, when nothing else is legal)."""
+    found = candidates(op, problem, target)
+    if found:
+        return found[0]
+    return Choice("mma 128x128", 1, float("inf"), tuple(op.default_knobs().items()))
