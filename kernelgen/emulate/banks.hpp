@@ -8,10 +8,9 @@
 // they are scored then (and when Python reads the counts).
 //
 // Shared memory: bank = (byte address / 4) % 32; lanes reading the same 4-byte word are a broadcast;
-// 8- and 16-byte accesses run in 2 phases of 16 lanes and 4 phases of 8 lanes (a 16-byte phase that
-// repeats its partner's words rides along with it: shared_wavefronts). A request costs, per phase, the
-// largest number of distinct words any one bank holds (wavefronts); "ways" is that number, 1 without
-// conflicts. Global memory: the number of distinct
+// 8- and 16-byte accesses run in 2 phases of 16 lanes and 4 phases of 8 lanes, half as many for a load
+// whose lanes pair up on one address (shared_wavefronts). A request costs, per phase, the largest number
+// of distinct words any one bank holds (wavefronts); "ways" is that number, 1 without conflicts. Global memory: the number of distinct
 // 32-byte sectors the request touches. A float4 is one 16-byte access because check builds keep
 // aggregates whole (-fno-tree-sra in build.py), as NVCC's LDS.128/STS.128 do.
 #include <string>
@@ -43,43 +42,55 @@ struct BankGroup {
   uint64_t addr[32];          // shared: byte offset in smem; global: the address
   unsigned mask;
   uint32_t stat;              // index in bank_stats, resolved by the first lane (while the launch's slots exist)
-  uint8_t size, space;
+  uint8_t size, space, access;
 };
 std::unordered_map<uint64_t, uint32_t> bank_occurrences;   // (site, thread) -> executions this phase
 std::unordered_map<BankKey, BankGroup, BankKeyHash> bank_groups;
 std::vector<KgBankStat> bank_stats;
 
-// Wavefronts of one shared-memory request, and how many of its phases had an active lane. 4-byte
-// requests are one phase of 32 lanes; 8-byte ones 2 phases of 16 lanes; 16-byte ones 4 phases of 8
-// lanes. A phase costs the largest number of distinct words any one bank holds. 16-byte phases go in
-// pairs (0 with 1, 2 with 3), and the second of a pair reading exactly its partner's words rides along
-// with it. Fitted to Nsight Compute on the H100 (bench/banks_ncu.py): it gives ncu's wavefronts on the
-// SGEMM ladder's float4 steps 5-8 (3.0 a request where quarter-warp phases alone give 4), not on step
-// 9 (3.33 against 2.67).
-static int phase_cost(const BankGroup& g, int lo, int hi, uint64_t* w, int* n) {
-  *n = 0;
+// The wavefronts of one shared-memory request, and how many of its phases had an active lane. A
+// wavefront returns at most 128 bytes, one 4-byte register per lane, so a 4-byte request is one phase of
+// 32 lanes, an 8-byte one 2 phases of 16 lanes, a 16-byte one 4 phases of 8. A load whose lanes pair up
+// (every active lane reads the address of lane^1, or every one that of lane^2; a uniform address is both)
+// returns two lanes' data in one register slot and needs half the phases: NVIDIA's rule for Volta and
+// later (the `.U` hint of LDS, "forums.developer.nvidia.com/t/unexpected-shared-memory-bank-conflict/77228").
+// A phase costs the largest number of distinct 4-byte words any one bank holds among its lanes.
+// Checked against Nsight Compute on the H100 (bench/banks_ncu.py): SGEMM ladder steps 2-9, where a
+// uniform LDS.128 costs 2 wavefronts, a paired one whose quarters differ 2 as well, an unpaired one 4.
+static int phase_cost(const BankGroup& g, int lo, int hi) {
+  uint64_t w[32 * 4];
+  int n = 0;
   for (int l = lo; l < hi; ++l) {
     if (!(g.mask >> l & 1)) continue;
-    for (uint64_t a = g.addr[l] / 4; a <= (g.addr[l] + g.size - 1) / 4 && *n < 128; ++a) w[(*n)++] = a;
+    for (uint64_t a = g.addr[l] / 4; a <= (g.addr[l] + g.size - 1) / 4 && n < 128; ++a) w[n++] = a;
   }
-  std::sort(w, w + *n);
-  *n = (int)(std::unique(w, w + *n) - w);
+  std::sort(w, w + n);
+  n = (int)(std::unique(w, w + n) - w);
   int per_bank[32] = {0}, most = 0;
-  for (int i = 0; i < *n; ++i) most = std::max(most, ++per_bank[w[i] % 32]);
+  for (int i = 0; i < n; ++i) most = std::max(most, ++per_bank[w[i] % 32]);
   return most;                                     // 0: no active lane
 }
 
+// Does every active lane share its address with lane^1 (or every one with lane^2), where that lane is active?
+static bool lanes_pair(const BankGroup& g) {
+  for (int x : {1, 2}) {
+    bool all = true;
+    for (int l = 0; l < 32 && all; ++l)
+      all = !(g.mask >> l & 1) || !(g.mask >> (l ^ x) & 1) || g.addr[l] == g.addr[l ^ x];
+    if (all) return true;
+  }
+  return false;
+}
+
 void shared_wavefronts(const BankGroup& g, uint64_t* waves, uint64_t* phases, int* worst) {
-  const int nphase = g.size <= 4 ? 1 : g.size <= 8 ? 2 : 4, per = 32 / nphase;
-  uint64_t words[2][32 * 4];
-  int count[2] = {0, 0};
+  int nphase = g.size <= 4 ? 1 : g.size <= 8 ? 2 : 4;
+  if (nphase > 1 && g.access == A_READ && lanes_pair(g)) nphase /= 2;
+  const int per = 32 / nphase;
   *waves = *phases = 0;
   *worst = 0;
   for (int p = 0; p < nphase; ++p) {
-    const int cost = phase_cost(g, p * per, (p + 1) * per, words[p & 1], &count[p & 1]);
-    const bool rides = nphase == 4 && (p & 1) && cost && count[1] == count[0] &&
-                       std::equal(words[1], words[1] + count[1], words[0]);
-    if (!cost || rides) continue;
+    const int cost = phase_cost(g, p * per, (p + 1) * per);
+    if (!cost) continue;
     *waves += cost;
     *phases += 1;
     *worst = std::max(*worst, cost);
@@ -156,6 +167,7 @@ inline void bank_access(const void* p, unsigned size, int access, void* site) {
   if (!g.mask) {
     g.size = (uint8_t)std::min(size, 16u);
     g.space = in_smem ? 0 : 1;
+    g.access = (uint8_t)access;
     if (in_smem) {
       KgError where{};
       shared_name(at, &where);
