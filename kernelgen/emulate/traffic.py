@@ -44,7 +44,7 @@ class _BankStat(ctypes.Structure):     # banks.hpp's KgBankStat
     _fields_ = [("space", ctypes.c_int32), ("access", ctypes.c_int32), ("region", ctypes.c_int32),
                 ("worst", ctypes.c_int32), ("requests", ctypes.c_uint64), ("units", ctypes.c_uint64),
                 ("phases", ctypes.c_uint64), ("lo", ctypes.c_uint64), ("hi", ctypes.c_uint64),
-                ("name", ctypes.c_char * 64)]
+                ("widths", ctypes.c_uint64 * 5), ("name", ctypes.c_char * 64)]
 
 
 @dataclass(frozen=True)
@@ -57,6 +57,7 @@ class AccessStat:
     units: int          # wavefronts (shared) or 32-byte sectors (global)
     phases: int         # shared: request phases with an active lane (the conflict-free wavefronts); global: requests
     worst: int          # shared: the most wavefronts of one phase; global: the most sectors of one request
+    widths: tuple[tuple[int, int], ...] = ()   # (bytes a lane, requests), widest first: 16-byte ones are LDS.128
 
     @property
     def ways(self) -> int:
@@ -75,8 +76,16 @@ class AccessStat:
 
     def describe(self) -> str:
         if self.space == "shared":
-            return f"{self.ways}-way (avg {self.avg:.1f}, {self.requests} requests)"
-        return f"{self.avg:.1f} sectors/request (worst {self.worst}, {self.requests} requests)"
+            return f"{self.ways}-way (avg {self.avg:.1f}, {self.requests} requests{self._widths()})"
+        return f"{self.avg:.1f} sectors/request (worst {self.worst}, {self.requests} requests{self._widths()})"
+
+    def _widths(self) -> str:
+        """", of 16 bytes" or ": 2048 of 16 bytes, 8192 of 4 bytes"; nothing where every request is of 4 bytes."""
+        if [b for b, _ in self.widths] in ([], [4]):
+            return ""
+        if len(self.widths) == 1:
+            return f" of {self.widths[0][0]} bytes"
+        return ": " + ", ".join(f"{n} of {b} bytes" for b, n in self.widths)
 
 
 @dataclass(frozen=True)
@@ -145,12 +154,15 @@ def collect(lib, names: list[str]) -> Traffic:
     merged: dict[tuple[str, str, str], list[int]] = {}
     for s, name in _extern_parts(raw):
         key = ("shared" if s.space == 0 else "global", name, ACCESS_NAMES[s.access != 0])
-        acc = merged.setdefault(key, [0, 0, 0, 0])
+        acc = merged.setdefault(key, [0] * 9)
         acc[0] += s.requests
         acc[1] += s.units
         acc[2] += s.phases
         acc[3] = max(acc[3], s.worst)
-    stats = [AccessStat(*key, *map(int, v)) for key, v in merged.items() if v[0]]
+        for i in range(5):
+            acc[4 + i] += s.widths[i]
+    stats = [AccessStat(*key, *map(int, v[:4]), tuple((1 << i, int(v[4 + i])) for i in reversed(range(5)) if v[4 + i]))
+             for key, v in merged.items() if v[0]]
     stats.sort(key=lambda s: (s.space != "shared", s.name, s.access))
     return Traffic(tuple(stats))
 
