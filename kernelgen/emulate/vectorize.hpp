@@ -139,25 +139,32 @@ void vec_execution(const BankKey& key, const BankGroup& g) {
 constexpr uint32_t VEC_UNROLLED_MAX = 4096;
 
 using VecChain = std::vector<std::pair<VecId, const VecInstr*>>;
-using VecSites = std::unordered_map<uintptr_t, std::vector<const std::pair<const VecId, VecInstr>*>>;
+struct VecSite {              // a g++ instruction's executions, for the alignment of its rolled-loop vectors
+  std::vector<std::pair<uint32_t, uint64_t>> runs;        // (occurrence, addr_or) of each
+  uint32_t execs = 0;                                      // the most executions of it by one thread in a phase
+  std::unordered_map<uint64_t, std::vector<uint64_t>> by_period;   // period -> addr_or by occurrence % period
+};
+using VecSites = std::unordered_map<uintptr_t, VecSite>;
 
 // The alignment NVCC can prove for a vector of `w` elements starting at chain[i] (see the top of this
 // file); 1 where NVCC could not make the vector at all (elements of a rolled loop that are iterations apart).
-uint64_t vec_alignment(const VecChain& chain, size_t i, int w, const VecSites& by_site) {
+uint64_t vec_alignment(const VecChain& chain, size_t i, int w, VecSites& sites) {
   const VecId h = chain[i].first;
   uint64_t bits = chain[i].second->addr_or;
   for (int k = 1; k < w; ++k) {
     const VecId e = chain[i + k].first;
     if (e.site != h.site) continue;
     if (e.occurrence <= h.occurrence) return 1;
-    const auto& runs = by_site.at(h.site);
-    uint32_t execs = 0;
-    for (const auto* p : runs) execs = std::max(execs, p->first.occurrence + 1);
-    if (execs > VEC_UNROLLED_MAX && e.occurrence != h.occurrence + 1) return 1;
+    VecSite& site = sites.at(h.site);
+    if (site.execs > VEC_UNROLLED_MAX && e.occurrence != h.occurrence + 1) return 1;
     // the site repeats every k elements, e.occurrence - h.occurrence executions apart
     const uint64_t period = (uint64_t)((w + k - 1) / k) * (e.occurrence - h.occurrence);
-    for (const auto* p : runs)
-      if (p->first.occurrence % period == h.occurrence % period) bits |= p->second.addr_or;
+    std::vector<uint64_t>& by_class = site.by_period[period];
+    if (by_class.empty()) {
+      by_class.assign(period, 0);
+      for (const auto& r : site.runs) by_class[r.first % period] |= r.second;
+    }
+    bits |= by_class[h.occurrence % period];
     break;
   }
   return bits ? bits & (~bits + 1) : (uint64_t)1 << 32;
@@ -170,7 +177,9 @@ void vec_merged(const std::vector<KgBankStat>& stats, std::vector<KgBankStat>& o
   VecSites by_site;
   for (const auto& kv : vec_instrs) {
     if (kv.second.link == 1 && vec_instrs.count(kv.second.next)) continued.insert(kv.second.next);
-    by_site[kv.first.site].push_back(&kv);
+    VecSite& site = by_site[kv.first.site];
+    site.runs.emplace_back(kv.first.occurrence, kv.second.addr_or);
+    site.execs = std::max(site.execs, kv.first.occurrence + 1);
   }
   std::unordered_set<VecId, VecIdHash> done;
   VecChain chain;
