@@ -13,17 +13,23 @@ A warp request is the lanes of one warp executing the same load or store instruc
 compiled kernel for the same time since the last barrier (runner.cpp's hooks tag each access with
 its instruction; banks.hpp groups them). For shared memory each request costs wavefronts, as the
 hardware counts them: bank = (byte address / 4) % 32, lanes reading one 4-byte word are a broadcast,
-8-byte accesses run as 2 phases of 16 lanes and 16-byte ones as 4 phases of 8; `ways` is the worst
+8-byte accesses run as 2 phases of 16 lanes and 16-byte ones as 4 phases of 8, half as many for a load
+whose lanes pair up on one address (lane^1 or lane^2: a uniform LDS.128 costs 2); `ways` is the worst
 phase (1: conflict-free) and `avg` the wavefronts per phase. For global memory a request costs the
 distinct 32-byte sectors it touches. Nsight Compute counts the shared-memory excess as
 l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum / _op_st.sum (our `conflicts`), and the
 sectors as l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum / _op_st.sum per
 l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum / _op_st.sum.
 
-Limits, from what the CPU sees (g++'s code for one thread): check builds keep aggregates whole
-(-fno-tree-sra), so a float4 loaded or stored whole is one 16-byte request, as on the GPU; where g++
-and NVCC vectorise differently (NVCC merging adjacent scalars it proves aligned) the counts differ.
-Lanes are grouped by how often each ran the instruction since the last barrier, so where lanes of a
+The requests are NVCC's: check builds keep the source's accesses (a float4 whole, no scalars merged by
+g++), and the scalar shared accesses NVCC's load-store vectoriser merges into LDS.64/128 and
+STS.64/128 (contiguous in a thread, aligned in every execution) are merged the same way
+(vectorize.hpp); `widths` says how many requests of each size a lane there are.
+
+Limits, from what the CPU sees (g++'s code for one thread): accesses NVCC keeps apart for reasons of
+its own are not seen (ptxas re-loading a value it dropped from a register: SGEMM ladder step 3 has 7
+more scalar loads a tile on the GPU), nor global loads NVCC merges; alignment that holds for the sizes
+run is taken as proven. Lanes are grouped by how often each ran the instruction since the last barrier, so where lanes of a
 warp loop a different number of times (a tail tile) a request can mix iterations: count on sizes
 that are whole tiles for exact figures. A cp.async counts as the copy it makes, at its issue (a global
 load and a shared store); atomics are not counted.
