@@ -4,7 +4,7 @@ beside Nsight Compute's counters, on every step of the transpose, staged-load an
     PYTHONPATH=. python3 bench/banks_ncu.py emulate        # no GPU: $OUT/banks_emulator.json
     PYTHONPATH=. python3 bench/banks_ncu.py gpu            # GPU + ncu: $OUT/banks_ncu.json and .md (exit 1: a mismatch)
     PYTHONPATH=. python3 bench/banks_ncu.py compare bench_results/2026-11-23-s4/banks_ncu.json
-                                         # no GPU: today's emulator against a saved ncu run: $OUT/banks_compare.{json,md}
+                                   # no GPU: today's emulator against a saved gpu run: $OUT/banks_compare.{json,md}
 
 `gpu` runs the emulator on each step, then `ncu` on one launch of the same kernel at the same size
 (kernelgen.ncu: the inputs differ, the addresses do not), and tabulates both. The target is equal

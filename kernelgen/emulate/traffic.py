@@ -29,9 +29,9 @@ STS.64/128 (contiguous in a thread, aligned in every execution) are merged the s
 Limits, from what the CPU sees (g++'s code for one thread): accesses NVCC keeps apart for reasons of
 its own are not seen (ptxas re-loading a value it dropped from a register: SGEMM ladder step 3 has 7
 more scalar loads a tile on the GPU), nor global loads NVCC merges; alignment that holds for the sizes
-run is taken as proven. Lanes are grouped by how often each ran the instruction since the last barrier, so where lanes of a
-warp loop a different number of times (a tail tile) a request can mix iterations: count on sizes
-that are whole tiles for exact figures. A cp.async counts as the copy it makes, at its issue (a global
+run is taken as proven. Lanes are grouped by how often each ran the instruction since the last
+barrier, so where lanes of a warp loop a different number of times (a tail tile) a request can mix
+iterations: count on sizes that are whole tiles for exact figures. A cp.async counts as the copy it makes, at its issue (a global
 load and a shared store); atomics are not counted.
 """
 from __future__ import annotations

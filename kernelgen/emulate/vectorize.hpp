@@ -33,7 +33,9 @@ struct VecId {                // an instruction as NVCC would have it: a site an
   bool operator==(const VecId& o) const { return site == o.site && occurrence == o.occurrence; }
 };
 struct VecIdHash {
-  size_t operator()(const VecId& k) const { return std::hash<uint64_t>()(k.site * 0x9E3779B97F4A7C15ull ^ k.occurrence); }
+  size_t operator()(const VecId& k) const {
+    return std::hash<uint64_t>()(k.site * 0x9E3779B97F4A7C15ull ^ k.occurrence);
+  }
 };
 constexpr int VEC_WIDTHS = 5;            // a vector of 1, 2, 4, 8 or 16 elements
 struct VecCost { uint64_t requests, units, phases; int32_t worst; };
