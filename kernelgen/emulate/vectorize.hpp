@@ -18,7 +18,9 @@
 //    g++ instruction repeating (a loop g++ left rolled), that instruction's executions at the same place
 //    in the vector's period must all be aligned: NVCC unrolls a rolled loop to vectorise it, so one of
 //    its instructions serves every period (staged_load's one-thread loops: aligned without padding, so
-//    LDS.128 as in their SASS; with padding, not, so scalar as in theirs);
+//    LDS.128 as in their SASS; with padding, not, so scalar as in theirs). A g++ instruction run more
+//    than VEC_UNROLLED_MAX times a phase by one thread is a loop NVCC keeps rolled too: its vectors take
+//    consecutive iterations only (staged_load steps 3-4, whose contiguous stores are 32 iterations apart);
 //  - runs are cut into vectors greedily from their lowest address, the widest that fits first (LLVM's
 //    splitChainByAlignment).
 // Each execution scores every vector its request could start (vec_execution); which vectors NVCC makes
