@@ -3,12 +3,16 @@ beside Nsight Compute's counters, on every step of the transpose, staged-load an
 
     PYTHONPATH=. python3 bench/banks_ncu.py emulate        # no GPU: $OUT/banks_emulator.json
     PYTHONPATH=. python3 bench/banks_ncu.py gpu            # GPU + ncu: $OUT/banks_ncu.json and .md (exit 1: a mismatch)
+    PYTHONPATH=. python3 bench/banks_ncu.py compare bench_results/2026-11-23-s4/banks_ncu.json
+                                   # no GPU: today's emulator against a saved gpu run: $OUT/banks_compare.{json,md}
 
 `gpu` runs the emulator on each step, then `ncu` on one launch of the same kernel at the same size
 (kernelgen.ncu: the inputs differ, the addresses do not), and tabulates both. The target is equal
 columns: wavefronts (and sectors) per request and bank conflicts = wavefronts beyond one per request
 phase (Nsight's l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld/st). The sizes are whole tiles,
-where the emulator's grouping of lanes into requests is exact.
+where the emulator's grouping of lanes into requests is exact. `compare` re-runs the emulator and reads
+ncu's side from a saved `gpu` run (the addresses, hence the counters, do not depend on the inputs), so a
+change to the emulator's rules is checked against the GPU without one.
 """
 from __future__ import annotations
 
@@ -53,9 +57,17 @@ def per_request(counts: dict) -> dict[str, float | None]:
 
 
 def agree(ours: dict, theirs: dict) -> bool:
-    """Every per-request figure within TOLERANCE (a space neither side uses counts as 0)."""
+    """Every per-request figure within TOLERANCE (a space neither side uses counts as 0), and each bank-conflict
+    count within TOLERANCE of the wavefronts it is part of."""
     a, b = per_request(ours), per_request(theirs)
-    return all(abs((a[k] or 0.0) - (b[k] or 0.0)) <= TOLERANCE * max(a[k] or 0.0, b[k] or 0.0) for k in a)
+    if not all(abs((a[k] or 0.0) - (b[k] or 0.0)) <= TOLERANCE * max(a[k] or 0.0, b[k] or 0.0) for k in a):
+        return False
+    for (space, access, what), m in ncu.TRAFFIC.items():
+        waves = ncu.TRAFFIC[(space, access, "units")]
+        if what == "conflicts" and abs((ours[m] or 0) - (theirs[m] or 0)) > TOLERANCE * max(ours[waves] or 0,
+                                                                                             theirs[waves] or 0):
+            return False
+    return True
 
 
 def table(results: list[dict]) -> str:
@@ -71,31 +83,38 @@ def table(results: list[dict]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def saved_ncu(path: str) -> dict[tuple[str, int], dict]:
+    """ncu's counters of each (op, step) in a saved `gpu` run's banks_ncu.json."""
+    return {(r["op"], r["step"]): r["ncu"] for r in json.loads(Path(path).read_text())}
+
+
 def main() -> int:
     mode = sys.argv[1] if len(sys.argv) > 1 else "emulate"
-    if mode not in ("emulate", "gpu"):
-        print(f"usage: {sys.argv[0]} emulate|gpu", file=sys.stderr)
+    if mode not in ("emulate", "gpu", "compare") or (mode == "compare") != (len(sys.argv) == 3):
+        print(f"usage: {sys.argv[0]} emulate | gpu | compare SAVED_BANKS_NCU_JSON", file=sys.stderr)
         return 2
+    saved = saved_ncu(sys.argv[2]) if mode == "compare" else {}
     out_dir = Path(os.environ.get("OUT", "."))
     out_dir.mkdir(parents=True, exist_ok=True)
     results = []
     for op, i, step in steps():
         row = {"op": op.name, "step": i, "title": step.title, "size": SIZES[op.name],
                "emulator": emulator_counts(op, step)}
-        if mode == "gpu":
-            row["ncu"] = ncu_counts(op, step)
-            row["agree"] = agree(row["emulator"], row["ncu"])
+        if mode != "emulate":
+            row["ncu"] = ncu_counts(op, step) if mode == "gpu" else saved.get((op.name, i))
+            row["agree"] = row["ncu"] is not None and agree(row["emulator"], row["ncu"])
         results.append(row)
-        print(op.name, i, step.title, json.dumps(per_request(row["emulator"])),
-              "" if mode != "gpu" else f"ncu {json.dumps(per_request(row['ncu']))} agree={row['agree']}", flush=True)
-    name = "banks_ncu" if mode == "gpu" else "banks_emulator"
+        theirs = "" if mode == "emulate" else f"ncu {json.dumps(row['ncu'] and per_request(row['ncu']))} " \
+                                              f"agree={row['agree']}"
+        print(op.name, i, step.title, json.dumps(per_request(row["emulator"])), theirs, flush=True)
+    name = {"gpu": "banks_ncu", "emulate": "banks_emulator", "compare": "banks_compare"}[mode]
     (out_dir / f"{name}.json").write_text(json.dumps(results, indent=1))
-    if mode == "gpu":
-        (out_dir / f"{name}.md").write_text(table(results))
-        bad = [f"{r['op']} {r['step']}" for r in results if not r["agree"]]
-        print(f"{len(results) - len(bad)} of {len(results)} steps agree" + (f"; not: {', '.join(bad)}" if bad else ""))
-        return 1 if bad else 0
-    return 0
+    if mode == "emulate":
+        return 0
+    (out_dir / f"{name}.md").write_text(table([r for r in results if r["ncu"] is not None]))
+    bad = [f"{r['op']} {r['step']}" for r in results if not r["agree"]]
+    print(f"{len(results) - len(bad)} of {len(results)} steps agree" + (f"; not: {', '.join(bad)}" if bad else ""))
+    return 1 if bad else 0
 
 
 if __name__ == "__main__":

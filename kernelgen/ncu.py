@@ -22,7 +22,7 @@ none`, as `kernelgen bench` times them); caches are flushed before each launch (
 Stall reasons are Nsight Compute's warp-state statistics: per reason, the cycles warps spent stalled
 on it per instruction issued (smsp__average_warps_issue_stalled_<reason>_per_issue_active.ratio).
 Shared memory counts wavefronts per request (1 = conflict-free for 4-byte accesses; 128-bit accesses
-need 4) and ncu's bank-conflict counts, global memory 32-byte sectors per request, both as the
+need 4, 2 where the lanes pair up on one address) and ncu's bank-conflict counts, global memory 32-byte sectors per request, both as the
 emulator counts them (kernelgen.emulate.traffic; bench/banks_ncu.py compares the two).
 """
 from __future__ import annotations

@@ -168,3 +168,81 @@ def test_inspect_banks_prints_the_counts_beside_the_sass_facts():
     assert (loads["name"], loads["ways"], loads["conflicts"]) == ("tile", 32, 31 * 128)
     r = CliRunner().invoke(main, ["inspect", "transpose", "--size", "M=64,N=64"])
     assert r.exit_code == 2 and "--size is read only with --banks" in r.output
+
+
+# -- NVCC's vectoriser (kernelgen/emulate/vectorize.hpp) and the saved Nsight Compute run ---------------------------
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
+import banks_ncu  # noqa: E402
+
+SAVED_NCU = Path(__file__).resolve().parent.parent / "bench_results" / "2026-11-23-s4" / "banks_ncu.json"
+# ncu's own, not the emulator's: SGEMM step 3's ptxas re-loads 7 of A's values per k tile with scalar LDS after
+# the LDS.128 that fetched them (its SASS: 16 LDS.128 + 15 LDS a tile, the source needs 16 + 8).
+PTXAS_RELOADS = {("sgemm", 3): 7}
+
+
+def test_ladder_counts_agree_with_the_saved_ncu_run():
+    """Every ladder step at bench/banks_ncu.py's sizes against the H100 run in bench_results: the same shared
+    requests (NVCC's vectors: staged_load step 1's loops become LDS.128/STS.128, steps 2-4's stay scalar), and
+    per-request figures and bank conflicts within 2% (staged_load step 5's 18 and 70 conflicts are within 2% of
+    its wavefronts: no address makes them, as every block touches the same shared offsets and 4 blocks divide
+    neither 18 nor 70)."""
+    saved = banks_ncu.saved_ncu(str(SAVED_NCU))
+    requests = "smsp__inst_executed_op_shared_ld.sum"
+    for op, i, step in banks_ncu.steps():
+        ours, theirs = banks_ncu.emulator_counts(op, step), saved[(op.name, i)]
+        reloads = PTXAS_RELOADS.get((op.name, i))
+        if reloads is None:
+            assert banks_ncu.agree(ours, theirs), (op.name, i, banks_ncu.per_request(ours),
+                                                   banks_ncu.per_request(theirs))
+            for metric in (requests, "smsp__inst_executed_op_shared_st.sum"):
+                assert ours[metric] == theirs[metric], (op.name, i, metric)
+            continue
+        warp_tiles = (256 // 64) ** 2 * (64 * 64 // 8 // 32) * (64 // 8)     # blocks x warps x k tiles
+        assert theirs[requests] - ours[requests] == reloads * warp_tiles
+
+
+SASS_WIDTH = {"LDS": 4, "LDS.64": 8, "LDS.128": 16}
+
+
+@pytest.mark.nvrtc
+@pytest.mark.parametrize("step", range(2, 10))
+def test_sgemm_shared_load_widths_are_the_sass_ones(step):
+    """The widths the emulator's vectoriser gives SGEMM's shared loads are those of the LDS in NVCC's SASS: the
+    scalar reads of an A row become LDS.128 from step 2 on, B's stay scalar until its 8 columns are a thread's."""
+    from kernelgen.compile import compile_cuda
+    from kernelgen.inspect import _OPCODE, _functions
+    from kernelgen.render import render
+    op = kg.get_op("sgemm")
+    sched = op.ladder()[step - 1].schedule
+    kernel = op.kernel(sched)
+    sass = {SASS_WIDTH[m.group(1)] for lines in _functions(compile_cuda(render(kernel), "sm_90", kernel.name).cubin)
+            .values() for line in lines if (m := _OPCODE.search(line)) and m.group(1) in SASS_WIDTH}
+    t = profile(op, sched, op.problem({"M": 256, "N": 128, "K": 32}))
+    ours = {b for s in t.stats if (s.space, s.access) == ("shared", "load") for b, _ in s.widths}
+    assert ours == sass
+
+
+def test_sgemm_vectorised_a_row_reads_cost_what_ncu_counts():
+    """Step 2: each thread reads its A row 32 times, one float a time, every lane of a warp the same row: NVCC makes
+    8 LDS.128 of them, each a uniform 16-byte load of 2 wavefronts (lanes that pair up on one address return two
+    lanes' data a wavefront); B's 32 reads stay scalar, 1 wavefront each: 48 wavefronts for 40 requests (ncu: 1.2)."""
+    op = kg.get_op("sgemm")
+    a, b = sgemm_tiles(profile(op, op.ladder()[1].schedule, op.problem({"M": 64, "N": 64, "K": 32})))
+    assert a["load"].widths == ((16, a["load"].requests),) and b["load"].widths == ((4, b["load"].requests),)
+    assert b["load"].requests == 4 * a["load"].requests
+    assert (a["load"].units, b["load"].units) == (2 * a["load"].requests, b["load"].requests)
+    assert a["load"].conflicts == b["load"].conflicts == 0
+
+
+def test_sgemm_ladder_storage_alignment_removes_the_load_conflicts():
+    """Steps 4 and 5 read B (step 5: A transposed too) with conflicting 16-byte loads; step 6 spaces each thread's
+    runs of 4 by BM/2 and pads A's rows, after which no step has a shared-memory bank conflict."""
+    op = kg.get_op("sgemm")
+    problem = op.problem({"M": 256, "N": 128, "K": 32})
+    conflicts = []
+    for step in op.ladder()[3:]:
+        t = profile(op, step.schedule, problem)
+        conflicts.append(tuple(sum(s.conflicts for s in t.stats if (s.space, s.access) == ("shared", a))
+                               for a in ("load", "store")))
+    assert conflicts[0][0] > 0 and conflicts[1][0] > 0 and conflicts[1][1] > 0     # steps 4, 5
+    assert all(c == (0, 0) for c in conflicts[2:]), conflicts                        # steps 6-9

@@ -195,3 +195,22 @@ def test_emulator_wavefronts_per_request_agree_with_ncu_on_transpose_storage_ali
             assert theirs[units] / theirs[requests] == pytest.approx(mine, rel=0.02), (space, access, ours, theirs)
     assert ours[ncu.TRAFFIC[("shared", "load", "units")]] / ours[ncu.TRAFFIC[("shared", "load", "requests")]] \
         == shared_loads
+
+
+@pytest.mark.gpu
+@pytest.mark.emulate
+@_needs_ncu()
+@pytest.mark.parametrize("op_name, step", [("sgemm", 2), ("sgemm", 4), ("sgemm", 9), ("staged_load", 1)])
+def test_emulator_counts_agree_with_ncu_where_nvcc_vectorises(op_name, step):
+    """Steps whose shared requests NVCC's vectoriser merges (the emulator's vectorize.hpp) or whose 16-byte loads pair
+    their lanes up: ncu's requests, wavefronts and bank conflicts equal the emulator's."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
+    import banks_ncu
+    import kernelgen as kg
+    op = kg.get_op(op_name)
+    ladder_step = op.ladder()[step - 1]
+    ours, theirs = banks_ncu.emulator_counts(op, ladder_step), banks_ncu.ncu_counts(op, ladder_step)
+    assert banks_ncu.agree(ours, theirs), (banks_ncu.per_request(ours), banks_ncu.per_request(theirs))
+    for access in ("load", "store"):
+        requests = ncu.TRAFFIC[("shared", access, "requests")]
+        assert theirs[requests] == ours[requests], (access, ours, theirs)

@@ -36,16 +36,19 @@ HERE = Path(__file__).resolve().parent
 SHIM = HERE / "shim.h"
 SHIM_HEADERS = (SHIM, HERE / "half.h", HERE / "wmma.h")   # shim.h and what it includes: all in the cache key
 RUNNER = HERE / "runner.cpp"
-CHECK = HERE / "check.hpp"          # part of runner.cpp's translation unit
-BANKS = HERE / "banks.hpp"          # likewise
+# runner.cpp and the parts of its translation unit: all in the cache keys
+RUNNER_PARTS = (RUNNER, HERE / "check.hpp", HERE / "banks.hpp", HERE / "vectorize.hpp")
 BUILD_VERSION = 2          # bump when the build steps change: it is part of the cache key
 
 COMMON_FLAGS = ("-std=gnu++17", "-O2", "-fPIC", "-fno-strict-aliasing", "-fno-math-errno", "-fvisibility=hidden",
                 "-fstack-clash-protection", "-w")
 # -fno-strict-aliasing: kernels read float arrays through float4 pointers, which CUDA allows.
-CHECK_FLAGS = ("-DKG_CHECK", "-fno-tree-sra", "-fsanitize=thread", "--param=tsan-instrument-func-entry-exit=0")
+CHECK_FLAGS = ("-DKG_CHECK", "-fno-tree-sra", "-fno-tree-vectorize", "-fsanitize=thread",
+               "--param=tsan-instrument-func-entry-exit=0")
 # -fno-tree-sra: a float4 loaded or stored whole stays one 16-byte access (as on the GPU) instead of
-# four 4-byte ones, so banks.hpp counts its warp requests as the hardware does; it costs no measurable time.
+# four 4-byte ones; -fno-tree-vectorize: g++ does not merge scalar accesses into vector ones of its own
+# choosing. So the accesses banks.hpp counts are the source's, and it merges them as NVCC does
+# (vectorize.hpp). Neither costs measurable time.
 LINK_FLAGS = ("-shared", "-Wl,-Bsymbolic", "-Wl,-z,defs")
 # -z defs: a construct the runner lacks a hook for fails the link instead of the load.
 
@@ -115,7 +118,7 @@ def _atomic_copy(tmp: Path, dest: Path) -> None:
 def _runner_object(cxx: str, workdir: Path) -> Path:
     """runner.cpp compiled once per compiler and runner version (never instrumented)."""
     flags = COMMON_FLAGS + (f"-I{HERE}",)
-    key = hashlib.sha256("\0".join((RUNNER.read_text(), CHECK.read_text(), BANKS.read_text(), shim_text(), *flags,
+    key = hashlib.sha256("\0".join((*(p.read_text() for p in RUNNER_PARTS), shim_text(), *flags,
                                     compiler_version(cxx)))
                          .encode()).hexdigest()[:32]
     cached = config.cache_dir() / "emulate" / f"runner-{key}.o"
@@ -161,7 +164,7 @@ def build(source: str, symbols, *, check: bool = False, name: str | None = None)
     cpp = src.prepare(source, symbols, name)
     cxx = config.cxx()
     flags = COMMON_FLAGS + ("-DKERNELGEN_EMULATE", "-include", str(SHIM)) + (CHECK_FLAGS if check else ())
-    key = hashlib.sha256("\0".join((cpp, shim_text(), RUNNER.read_text(), CHECK.read_text(), BANKS.read_text(), *flags, *LINK_FLAGS,
+    key = hashlib.sha256("\0".join((cpp, shim_text(), *(p.read_text() for p in RUNNER_PARTS), *flags, *LINK_FLAGS,
                                     compiler_version(cxx), str(BUILD_VERSION))).encode()).hexdigest()
     path = config.cache_dir() / "emulate" / key[:2] / f"{key}.so"
     with _lock:

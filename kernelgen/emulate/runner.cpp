@@ -636,7 +636,7 @@ extern "C" void* kg_shared_slot(void* key, size_t bytes, size_t align, size_t el
 }
 
 namespace {
-inline void bank_access(const void* p, unsigned size, int access, void* site);   // banks.hpp
+inline void bank_access(const void* p, unsigned size, int access, void* site, bool plain);   // banks.hpp
 }
 
 // cp.async with a source size: the first src_bytes come from src (none read when 0), the rest land as
@@ -644,8 +644,8 @@ inline void bank_access(const void* p, unsigned size, int access, void* site);  
 static void cp_async(void* dst, const void* src, int bytes, int src_bytes, void* site) {
   Fiber* me = cur;
   // counted as the global load and shared store the copy makes (two sites: one request each per warp)
-  if (src_bytes > 0) bank_access(src, (unsigned)src_bytes, A_READ, site);
-  bank_access(dst, (unsigned)bytes, A_WRITE, (char*)site + 1);
+  if (src_bytes > 0) bank_access(src, (unsigned)src_bytes, A_READ, site, false);
+  bank_access(dst, (unsigned)bytes, A_WRITE, (char*)site + 1, false);
   const size_t off = (uintptr_t)dst - (uintptr_t)smem;
   if (bytes != 4 && bytes != 8 && bytes != 16) {
     record(E_TRAP, me->linear, "cp.async of %d bytes (cp.async copies 4, 8 or 16)", bytes);
@@ -792,7 +792,7 @@ KG_API int kg_abi_version(void) { return 1; }
 
 // ---- the check-mode hooks that g++ -fsanitize=thread calls ---------------------------------------
 // KG_SITE: the access's instruction (the hook's return address), which banks.hpp groups lanes by.
-#define KG_SITE(p, N, access) bank_access(p, N, access, __builtin_return_address(0))
+#define KG_SITE(p, N, access) bank_access(p, N, access, __builtin_return_address(0), true)
 extern "C" {
 void __tsan_init(void) {}
 void __tsan_func_entry(void*) {}

@@ -13,19 +13,25 @@ A warp request is the lanes of one warp executing the same load or store instruc
 compiled kernel for the same time since the last barrier (runner.cpp's hooks tag each access with
 its instruction; banks.hpp groups them). For shared memory each request costs wavefronts, as the
 hardware counts them: bank = (byte address / 4) % 32, lanes reading one 4-byte word are a broadcast,
-8-byte accesses run as 2 phases of 16 lanes and 16-byte ones as 4 phases of 8; `ways` is the worst
+8-byte accesses run as 2 phases of 16 lanes and 16-byte ones as 4 phases of 8, half as many for a load
+whose lanes pair up on one address (lane^1 or lane^2: a uniform LDS.128 costs 2); `ways` is the worst
 phase (1: conflict-free) and `avg` the wavefronts per phase. For global memory a request costs the
 distinct 32-byte sectors it touches. Nsight Compute counts the shared-memory excess as
 l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum / _op_st.sum (our `conflicts`), and the
 sectors as l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum / _op_st.sum per
 l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum / _op_st.sum.
 
-Limits, from what the CPU sees (g++'s code for one thread): check builds keep aggregates whole
-(-fno-tree-sra), so a float4 loaded or stored whole is one 16-byte request, as on the GPU; where g++
-and NVCC vectorise differently (NVCC merging adjacent scalars it proves aligned) the counts differ.
-Lanes are grouped by how often each ran the instruction since the last barrier, so where lanes of a
-warp loop a different number of times (a tail tile) a request can mix iterations: count on sizes
-that are whole tiles for exact figures. A cp.async counts as the copy it makes, at its issue (a global
+The requests are NVCC's: check builds keep the source's accesses (a float4 whole, no scalars merged by
+g++), and the scalar shared accesses NVCC's load-store vectoriser merges into LDS.64/128 and
+STS.64/128 (contiguous in a thread, aligned in every execution) are merged the same way
+(vectorize.hpp); `widths` says how many requests of each size a lane there are.
+
+Limits, from what the CPU sees (g++'s code for one thread): accesses NVCC keeps apart for reasons of
+its own are not seen (ptxas re-loading a value it dropped from a register: SGEMM ladder step 3 has 7
+more scalar loads a tile on the GPU), nor global loads NVCC merges; alignment that holds for the sizes
+run is taken as proven. Lanes are grouped by how often each ran the instruction since the last
+barrier, so where lanes of a warp loop a different number of times (a tail tile) a request can mix
+iterations: count on sizes that are whole tiles for exact figures. A cp.async counts as the copy it makes, at its issue (a global
 load and a shared store); atomics are not counted.
 """
 from __future__ import annotations
@@ -44,7 +50,7 @@ class _BankStat(ctypes.Structure):     # banks.hpp's KgBankStat
     _fields_ = [("space", ctypes.c_int32), ("access", ctypes.c_int32), ("region", ctypes.c_int32),
                 ("worst", ctypes.c_int32), ("requests", ctypes.c_uint64), ("units", ctypes.c_uint64),
                 ("phases", ctypes.c_uint64), ("lo", ctypes.c_uint64), ("hi", ctypes.c_uint64),
-                ("name", ctypes.c_char * 64)]
+                ("widths", ctypes.c_uint64 * 5), ("name", ctypes.c_char * 64)]
 
 
 @dataclass(frozen=True)
@@ -57,6 +63,7 @@ class AccessStat:
     units: int          # wavefronts (shared) or 32-byte sectors (global)
     phases: int         # shared: request phases with an active lane (the conflict-free wavefronts); global: requests
     worst: int          # shared: the most wavefronts of one phase; global: the most sectors of one request
+    widths: tuple[tuple[int, int], ...] = ()   # (bytes a lane, requests), widest first: 16-byte ones are LDS.128
 
     @property
     def ways(self) -> int:
@@ -75,8 +82,16 @@ class AccessStat:
 
     def describe(self) -> str:
         if self.space == "shared":
-            return f"{self.ways}-way (avg {self.avg:.1f}, {self.requests} requests)"
-        return f"{self.avg:.1f} sectors/request (worst {self.worst}, {self.requests} requests)"
+            return f"{self.ways}-way (avg {self.avg:.1f}, {self.requests} requests{self._widths()})"
+        return f"{self.avg:.1f} sectors/request (worst {self.worst}, {self.requests} requests{self._widths()})"
+
+    def _widths(self) -> str:
+        """", of 16 bytes" or ": 2048 of 16 bytes, 8192 of 4 bytes"; nothing where every request is of 4 bytes."""
+        if [b for b, _ in self.widths] in ([], [4]):
+            return ""
+        if len(self.widths) == 1:
+            return f" of {self.widths[0][0]} bytes"
+        return ": " + ", ".join(f"{n} of {b} bytes" for b, n in self.widths)
 
 
 @dataclass(frozen=True)
@@ -145,12 +160,15 @@ def collect(lib, names: list[str]) -> Traffic:
     merged: dict[tuple[str, str, str], list[int]] = {}
     for s, name in _extern_parts(raw):
         key = ("shared" if s.space == 0 else "global", name, ACCESS_NAMES[s.access != 0])
-        acc = merged.setdefault(key, [0, 0, 0, 0])
+        acc = merged.setdefault(key, [0] * 9)
         acc[0] += s.requests
         acc[1] += s.units
         acc[2] += s.phases
         acc[3] = max(acc[3], s.worst)
-    stats = [AccessStat(*key, *map(int, v)) for key, v in merged.items() if v[0]]
+        for i in range(5):
+            acc[4 + i] += s.widths[i]
+    stats = [AccessStat(*key, *map(int, v[:4]), tuple((1 << i, int(v[4 + i])) for i in reversed(range(5)) if v[4 + i]))
+             for key, v in merged.items() if v[0]]
     stats.sort(key=lambda s: (s.space != "shared", s.name, s.access))
     return Traffic(tuple(stats))
 
