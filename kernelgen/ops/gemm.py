@@ -71,6 +71,9 @@ WGMMA_KNOBS = dict(instr="wgmma", bm=128, bn=256, bk=64, wm=64, wn=256, stages=4
 # What schedule_for takes on sm_90a: warp-specialised, C staged through shared memory (the fastest
 # measured: 0.96x cuBLAS at 4096^3, 1.01x at 8192^3). Clusters of 2 measured 0.56x and are left out.
 WGMMA_HEURISTIC = dict(WGMMA_KNOBS, ws=True, epilogue="smem")
+# mma.sync's staged epilogue: each warp stages 16 rows of its tile at a time (one row of m16 tiles), so the
+# staging areas fit in the stages of any tile (fp32 accumulators included) and hold few registers.
+STAGED_ROWS = 16
 
 
 def smem_tile(rows: int, cols: int, pad: int, xor: bool, threads: int) -> dict:
@@ -125,13 +128,18 @@ class Gemm(Fusing, Op):
              Prim("annotate", "shared_layout", absent="pad")),
         Knob("ldmatrix", True, (False, True), "mma fragments through ldmatrix", "ld",
              Prim("annotate", "ldmatrix", absent=False, values=((True, 1), (False, 0)))),
+        Knob("frag_buffers", 1, (1, 2), "mma fragments in registers: 1, each k16 step's loaded and used in its K tile (a "
+             "barrier opens every tile); 2, double-buffered across the steps and the tiles: the next tile's first "
+             "fragments are loaded before this tile's last mma step, the barrier moved ahead of that step (cp.async, "
+             "3+ stages, bk 32 or 64)", "fb", Prim("annotate", "warp_fragments", absent=1), when=("instr", ("mma",)),
+             unused=1),
         Knob("ws", False, (False, True), "warp specialisation: a producer warpgroup issues the TMA copies", "ws",
              Prim("annotate", "warp_specialize", absent=False, values=((True, 1), (False, 0))),
              when=("instr", ("wgmma",)), unused=False),
         Knob("epilogue", "direct", ("direct", "smem"), "C stored from the accumulators, or staged through shared "
              "memory and stored in 16-byte row chunks", "e",
              Prim("cache_write", "C", absent="direct", values=(("smem", "shared"),)),
-             when=("instr", ("wgmma",)), unused="direct"),
+             when=("instr", ("mma", "wgmma")), unused="direct"),
         Knob("cluster", 1, (1, 2), "blocks per thread-block cluster along i, sharing B's tiles by TMA multicast", "cl",
              Prim("annotate", "cluster", absent=1), when=("instr", ("wgmma",)), unused=1),
         Knob("swizzle", 1, (1, 2, 4, 8, 16), "block rows per group when walking the blocks (L2 reuse)", "sw",
@@ -147,8 +155,8 @@ class Gemm(Fusing, Op):
         unit = "warpgroup" if k["instr"] == "wgmma" else "warp"    # who issues the instruction
         s = (schedule(self.name).split("i", k["bm"], k["wm"]).bind("i.0", "blockIdx.y").bind("i.1", unit)
              .split("j", k["bn"], k["wn"]).bind("j.0", "blockIdx.x").bind("j.1", unit).split("k", k["bk"]))
-        return self.put(s, k, "instr", "stages", "copy", "pad", "smem", "ldmatrix", "ws", "epilogue", "cluster",
-                        "swizzle")
+        return self.put(s, k, "instr", "stages", "copy", "pad", "smem", "ldmatrix", "frag_buffers", "ws", "epilogue",
+                        "cluster", "swizzle")
 
     def read_knobs(self, r: ScheduleReader) -> dict:
         dims, units = {}, set()
@@ -196,6 +204,12 @@ class Gemm(Fusing, Op):
         if k["ldmatrix"]:
             check(instr == "mma", "annotate", "ldmatrix", 1, limit="wmma loads its own fragments", allowed="0")
             target.require("ldmatrix", "annotate", "ldmatrix", 1)
+        if k["frag_buffers"] == 2:
+            check(k["copy"] == "cp_async" and k["stages"] >= 3, "annotate", "warp_fragments", 2,
+                  limit=f"fragments double-buffered across tiles need a cp.async pipeline of 3+ stages, not "
+                        f"{k['stages']} stage(s) copied by {k['copy']}", allowed="1")
+            check(k["bk"] % 32 == 0, "annotate", "warp_fragments", 2, allowed="1",
+                  limit=f"the two fragment buffers alternate over an even number of k16 steps a tile: bk 32 or 64, not {k['bk']}")
         self._check_block(k, target, layout)
 
     def _check_block(self, k: dict, target: Target, layout: str = "NN") -> None:
@@ -240,8 +254,14 @@ class Gemm(Fusing, Op):
 
     @staticmethod
     def _c_ld(k: dict, itemsize: int) -> int:
-        """Bytes per staged row of C: 16 bytes of padding put the 8 rows a warp writes in other banks."""
-        return k["bn"] * itemsize + 16
+        """Bytes per staged row of C (the block's width for wgmma, a warp's for mma): 16 bytes of padding
+        put the 8 rows a warp writes in other banks."""
+        return (k["bn"] if k["instr"] == "wgmma" else k["wn"]) * itemsize + 16
+
+    @staticmethod
+    def _c_align(k: dict, itemsize: int) -> int:
+        """Bytes C must be aligned to: the staged epilogue stores 16-byte chunks, the direct one pairs."""
+        return 16 if k["epilogue"] == "smem" else 2 * itemsize
 
     # -- derived sizes -----------------------------------------------------------------------------
     @staticmethod
@@ -267,6 +287,8 @@ class Gemm(Fusing, Op):
             return k["stages"] * self._wgmma_stage_bytes(k) + 1024 + 16 * k["stages"]
         ta, tb = self._tiles(k, layout)
         pipeline = 2 * k["stages"] * (ta["rows"] * ta["ld"] + tb["rows"] * tb["ld"])
+        if k["instr"] == "mma" and k["epilogue"] == "smem":   # the stages become the warps' staging areas
+            return max(pipeline, self.threads(k) // 32 * STAGED_ROWS * self._c_ld(k, 4))
         return pipeline + (self.threads(k) // 32 * 16 * 16 * 4 if k["instr"] == "wmma" else 0)
 
     def registers(self, k: dict) -> int:
@@ -286,10 +308,13 @@ class Gemm(Fusing, Op):
         return "gemm_wgmma.cu.j2" if knobs["instr"] == "wgmma" else "gemm.cu.j2"
 
     def name_knobs(self, k: dict) -> dict:
-        """wgmma kernels are named by the knobs they use; the others as before warp specialisation."""
+        """wgmma kernels are named by the knobs they use; the others as before warp specialisation, the
+        fragments' buffers and the staged epilogue (named only where not 1 and direct)."""
         if k["instr"] == "wgmma":
-            return {n: v for n, v in k.items() if n not in ("pad", "smem", "ldmatrix")}
-        return {n: v for n, v in k.items() if n not in ("ws", "epilogue", "cluster")}
+            return {n: v for n, v in k.items() if n not in ("pad", "smem", "ldmatrix", "frag_buffers")}
+        # the knobs added since (fragments, epilogue) only where they differ from the kernel before them
+        return {n: v for n, v in k.items() if n not in ("ws", "cluster")
+                and not (n, v) in (("frag_buffers", 1), ("epilogue", "direct"))}
 
     def template_params(self, k: dict, types: Types, target: Target, layout: str = "NN") -> tuple[dict, int, int]:
         d, o = types.input, types.output
@@ -304,8 +329,11 @@ class Gemm(Fusing, Op):
         ta, tb = self._tiles(k, layout)
         sm, sn, _ = SHAPES[k["instr"]]
         pipeline = 2 * k["stages"] * (ta["rows"] * ta["ld"] + tb["rows"] * tb["ld"])
+        staged_type, staged_size = ("float", 4) if self.epilogue else (o.ctype, o.itemsize)   # as _wgmma_params
         p = dict(instr=k["instr"], bm=k["bm"], bn=k["bn"], bk=k["bk"], wm=k["wm"], wn=k["wn"], stages=k["stages"],
                  copy=k["copy"], ldmatrix=k["ldmatrix"], swizzle=k["swizzle"], threads=self.threads(k),
+                 frag_buffers=k["frag_buffers"], epilogue=k["epilogue"], c_ld=self._c_ld(k, staged_size),
+                 staged_type=staged_type, staged_rows=STAGED_ROWS,
                  warps_n=k["bn"] // k["wn"], mi=k["wm"] // sm, ni=k["wn"] // sn, ta=ta, tb=tb,
                  a_stage=ta["rows"] * ta["ld"], b_stage=tb["rows"] * tb["ld"], epilogue_offset=pipeline // 2,
                  in_ctype=d.ctype, in_header=d.header, out_header=o.header, out=o,
@@ -402,7 +430,7 @@ class Gemm(Fusing, Op):
         # cannot read such rows).
         aligned = o.holds((8, 8, 8), problem)
         scalars = tuple(Scalar(n, "int", v) for n, v in (("M", M), ("N", N), ("K", K))) + self.fusion_scalars(problem)
-        align = (("A", 16), ("B", 16), ("C", 2 * problem.dtype("C").itemsize)) if aligned else ()
+        align = (("A", 16), ("B", 16), ("C", self._c_align(k, problem.dtype("C").itemsize))) if aligned else ()
         block = (self.threads(k), 1, 1)
         if k["instr"] != "wgmma":
             symbol = kernel.name if aligned else kernel.name + "_unaligned"
@@ -458,14 +486,14 @@ class Gemm(Fusing, Op):
             note = ("the kernel declares its cluster (__cluster_dims__(1, %d, 1)), so a plain <<<>>> launch forms "
                     "clusters" % k["cluster"]) if k["cluster"] > 1 else ""
             return self.fusion_recipe(Recipe(steps=(step,), requires=tuple(requires), tensor_maps=maps, layout=kernel.layout,
-                                             note=note, alignment=(("A", 16, ""), ("B", 16, ""), ("C", 2 * out, "")),
+                                             note=note, alignment=(("A", 16, ""), ("B", 16, ""), ("C", self._c_align(k, out), "")),
                                              **common))
         aligned = Operands(kernel.layout).condition((8, 8, 8))
         args = ("A", "B", "C", "M", "N", "K") + self.fusion_args()
         steps = (Step(kernel.name, tuple(grid), block, args, kernel.static_smem, when=aligned),
                  Step(kernel.name + "_unaligned", tuple(grid), block, args, kernel.static_smem, when=f"!({aligned})"))
         return self.fusion_recipe(Recipe(steps=steps, requires=tuple(requires), layout=kernel.layout,
-                                         alignment=(("A", 16, aligned), ("B", 16, aligned), ("C", 2 * out, aligned)),
+                                         alignment=(("A", 16, aligned), ("B", 16, aligned), ("C", self._c_align(k, out), aligned)),
                                          **common))
 
     def schedule_for(self, problem: Problem, target: Target | None = None) -> Schedule:
