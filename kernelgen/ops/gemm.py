@@ -656,6 +656,10 @@ class Gemm(Fusing, Op):
                         for swizzle in (1, 8):
                             yield dict(base, bm=bm, bn=bn, wm=wm, wn=wn, bk=bk, stages=stages, copy=copy,
                                        smem=smem, pad=pad, swizzle=swizzle)
+                for stages in (3, 4):     # fragments across tiles and C staged, where the pipeline takes them
+                    for swizzle in (1, 8):
+                        yield dict(base, bm=bm, bn=bn, wm=wm, wn=wn, bk=bk, stages=stages, copy="cp_async",
+                                   smem="xor", pad=0, swizzle=swizzle, frag_buffers=2, epilogue="smem")
         for bm, bn, wm, wn in ((64, 64, 32, 32), (128, 128, 64, 64), (128, 128, 32, 32)):
             yield dict(base, instr="wmma", bm=bm, bn=bn, wm=wm, wn=wn, stages=2, copy="cp_async", smem="pad",
                        pad=8, ldmatrix=False, swizzle=8)

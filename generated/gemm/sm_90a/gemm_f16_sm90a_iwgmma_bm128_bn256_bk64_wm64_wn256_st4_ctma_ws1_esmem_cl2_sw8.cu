@@ -2,7 +2,7 @@
 // op: gemm   kernel: gemm_f16_sm90a_iwgmma_bm128_bn256_bk64_wm64_wn256_st4_ctma_ws1_esmem_cl2_sw8
 // target: sm_90a   types: inputs float16, outputs float16, accumulate in float32
 // problem: sizes are runtime arguments; any size is handled (tails are guarded)
-// knobs: instr=wgmma, bm=128, bn=256, bk=64, wm=64, wn=256, stages=4, copy=tma, pad=0, smem=xor, ldmatrix=False, ws=True, epilogue=smem, cluster=2, swizzle=8
+// knobs: instr=wgmma, bm=128, bn=256, bk=64, wm=64, wn=256, stages=4, copy=tma, pad=0, smem=xor, ldmatrix=False, frag_buffers=1, ws=True, epilogue=smem, cluster=2, swizzle=8
 // schedule:
 //   schedule("gemm").split("i", 128, 64).bind("i.0", "blockIdx.y").bind("i.1",
 //       "warpgroup").split("j", 256, 256).bind("j.0", "blockIdx.x").bind("j.1",
@@ -20,7 +20,7 @@
 //   requires N % 8 == 0  (TMA needs rows of B (N halves) to start 16-byte aligned)
 //   A must be 16-byte aligned
 //   B must be 16-byte aligned
-//   C must be 4-byte aligned
+//   C must be 16-byte aligned
 //   workspace: none
 //   tmA: a CUtensorMap (128 bytes, by value) the launcher encodes with cuTensorMapEncodeTiled: A as a row-major M x K float16 tensor, boxes of 128 x 64, CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B
 //   tmB: a CUtensorMap (128 bytes, by value) the launcher encodes with cuTensorMapEncodeTiled: B as a row-major K x N float16 tensor, boxes of 64 x 64, CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B
@@ -462,7 +462,7 @@ extern "C" cudaError_t kg_launch_gemm_f16_sm90a_iwgmma_bm128_bn256_bk64_wm64_wn2
   if (!(N % 8 == 0)) return cudaErrorInvalidValue;  // TMA needs rows of B (N halves) to start 16-byte aligned
   if (kg_misaligned(A, 16)) return cudaErrorInvalidValue;
   if (kg_misaligned(B, 16)) return cudaErrorInvalidValue;
-  if (kg_misaligned(C, 4)) return cudaErrorInvalidValue;
+  if (kg_misaligned(C, 16)) return cudaErrorInvalidValue;
   (void)workspace; (void)workspace_bytes;
   kg_tensor_map tmA, tmB;
   { cudaError_t e = kg_encode_tensor_map(&tmA, CU_TENSOR_MAP_DATA_TYPE_FLOAT16, A, (unsigned long long)(M), (unsigned long long)(K), sizeof(__half), 128, 64); if (e != cudaSuccess) return e; }
