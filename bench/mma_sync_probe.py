@@ -1,6 +1,6 @@
 """Time mma.sync variants of the tensor-core gemm against cuBLAS at fp16 and bf16 4096^3, and the best
 few at 8192^3, in one GPU call (under 4 minutes): which tile, pipeline depth, fragment buffering
-(frag_buffers) and epilogue (direct or staged through shared memory) the mma.sync ladder step and
+(frag_buffers), register budget (min_blocks) and epilogue (direct or staged through shared memory) the mma.sync ladder step and
 schedule_for should take where wgmma is not legal (issue 12).
 
     PYTHONPATH=. python3 bench/mma_sync_probe.py                  # writes $OUT/mma_sync_probe.{json,md}
@@ -31,7 +31,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from kernelgen.ops import get_op                            # noqa: E402
 
 # (label, knobs over the default schedule: 128x128 blocks of four 64x64 warps, bk 32, 4 cp.async stages,
-# XOR-swizzled shared tiles, ldmatrix). fb2 = frag_buffers=2, "staged" = epilogue=smem.
+# XOR-swizzled shared tiles, ldmatrix). fb2 = frag_buffers=2, "staged C" = epilogue=smem, "2 blocks/SM" =
+# min_blocks=2.
 VARIANTS = (
     ("ladder step 4: 128x128x32, 3 stages", dict(stages=3)),
     ("default: 128x128x32, 4 stages", {}),
@@ -45,6 +46,10 @@ VARIANTS = (
     ("bk64, 3 stages, fb2, staged C", dict(bk=64, stages=3, frag_buffers=2, epilogue="smem")),
     ("bk64, 3 stages, fb2, staged C, sw8", dict(bk=64, stages=3, frag_buffers=2, epilogue="smem", swizzle=8)),
     ("8 warps 64x32: 128x128x32, 4 stages, fb2, staged C", dict(wn=32, frag_buffers=2, epilogue="smem")),
+    ("8 warps 64x32, 2 blocks/SM (128 regs), 4 stages, staged C", dict(wn=32, min_blocks=2, epilogue="smem")),
+    ("8 warps 32x64, 2 blocks/SM (128 regs), 4 stages, staged C", dict(wm=32, min_blocks=2, epilogue="smem")),
+    ("8 warps 64x32, 2 blocks/SM, bk64, 3 stages, staged C", dict(wn=32, min_blocks=2, bk=64, stages=3,
+                                                                   epilogue="smem")),
     ("128x256 (8 warps), 4 stages, sw8 (the earlier default)", dict(bn=256, swizzle=8)),
     ("128x256, 4 stages, fb2, staged C, sw8", dict(bn=256, swizzle=8, frag_buffers=2, epilogue="smem")),
     ("128x256 bk64, 3 stages, fb2, staged C, sw8", dict(bn=256, bk=64, stages=3, swizzle=8, frag_buffers=2,

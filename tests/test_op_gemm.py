@@ -75,6 +75,8 @@ def test_mma_only_knobs_are_refused_elsewhere_by_name():
         op.schedule(frag_buffers=2, **wmma)
     with pytest.raises(KnobError, match="knob epilogue='smem' has no effect with instr='wmma'"):
         op.schedule(epilogue="smem", **wmma)
+    with pytest.raises(KnobError, match="knob min_blocks=2 has no effect with instr='wmma'"):
+        op.schedule(min_blocks=2, **wmma)
     with pytest.raises(ScheduleError, match="knob frag_buffers applies only with instr mma, not instr=wgmma"):
         op.kernel(op.schedule(**WGMMA).annotate("warp_fragments", 2), target("sm_90a"), F16)
 
@@ -84,6 +86,8 @@ def test_new_mma_knobs_are_named_only_where_they_change_the_kernel():
     assert kernel_of(frag_buffers=2).name == base.replace("_ld1_sw1", "_ld1_fb2_sw1")
     assert kernel_of(epilogue="smem").name == base.replace("_ld1_sw1", "_ld1_esmem_sw1")
     assert kernel_of(frag_buffers=2, epilogue="smem").name == base.replace("_ld1_sw1", "_ld1_fb2_esmem_sw1")
+    assert kernel_of(wn=32, min_blocks=2).name == base.replace("wn64", "wn32").replace("_ld1_sw1", "_ld1_mb2_sw1")
+    assert "__launch_bounds__(256, 2)" in render(kernel_of(wn=32, min_blocks=2))
     s = op.schedule(frag_buffers=2, epilogue="smem")
     assert 'annotate("warp_fragments", 2)' in s.to_python() and 'cache_write("C", "shared")' in s.to_python()
     assert "fb1" not in kernel_of("sm_90a", **WGMMA).name
@@ -135,6 +139,10 @@ def test_kernel_names_carry_dtype_arch_and_knobs():
      r"pipeline of 3\+ stages, not 2 stage\(s\) copied by sync; allowed: 1\)"),
     ("sm_90", "float16", dict(frag_buffers=2, stages=2), "3\\+ stages, not 2 stage"),
     ("sm_90", "float16", dict(frag_buffers=2, bk=48), "an even number of k16 steps a tile: bk 32 or 64, not 48"),
+    ("sm_90", "float16", dict(wn=32, min_blocks=2, frag_buffers=2),
+     r"annotate\(min_blocks\): 2 is illegal .limit: 2 blocks of 256 threads leave 128 registers a thread, the tile "
+     r"needs ~152 \(2048 threads per SM\); allowed: 1\)"),
+    ("sm_90", "float16", dict(bn=256, min_blocks=2), "2 blocks of 256 threads leave 128 registers a thread, the tile needs ~200"),
 ])
 def test_illegal_schedules_say_why_with_the_numbers(arch, dtype, change, message):
     with pytest.raises(ScheduleError, match=message):
@@ -347,7 +355,8 @@ def test_float32_output_compiles_without_spills(dtype, out, arch):
 
 
 MMA_VARIANTS = (dict(frag_buffers=2), dict(epilogue="smem"), dict(frag_buffers=2, epilogue="smem", stages=3),
-                dict(frag_buffers=2, epilogue="smem", bn=256, bk=64, stages=3, swizzle=8))
+                dict(frag_buffers=2, epilogue="smem", bn=256, bk=64, stages=3, swizzle=8),
+                dict(wn=32, min_blocks=2, epilogue="smem"))
 
 
 @pytest.mark.nvrtc
@@ -370,7 +379,7 @@ def test_fragments_across_tiles_and_the_staged_epilogue_sass(knobs, dtype, out):
             assert not [o for o in inner if o.startswith(("LDL", "STL"))], sym
         ldsm = sum(o.startswith("LDSM") for o in inner)
         assert ldsm == k["bk"] // 16 * (k["wm"] // 16 + k["wn"] // 16), (sym, ldsm)
-        assert facts[sym].registers <= 255
+        assert facts[sym].registers <= 65536 // (op.threads(k) * k["min_blocks"]) and facts[sym].registers <= 255
         assert (facts[sym].stg128 > 0) == (k["epilogue"] == "smem" and not sym.endswith("_unaligned")), sym
 
 
@@ -493,6 +502,21 @@ def test_heuristic_and_space_samples_on_the_gpu():
     for s in scheds:
         v = validate(op, s, problem, backend="gpu")
         assert v.ok, (s.to_python(), v.summary())
+
+
+def test_the_mma_sync_probe_variants_are_legal_and_distinct_without_a_gpu():
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("mma_sync_probe", "bench/mma_sync_probe.py")
+    probe = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(probe)
+    names = set()
+    for dtype in ("float16", "bfloat16"):
+        for label, over in probe.VARIANTS:
+            knobs = probe.knobs_of(op, over)
+            names.add(op.kernel(op.schedule_from_knobs(**knobs), target("sm_90a"), op.types(dtype)).name)
+            assert probe.blocks_per_sm(op, knobs, None, target("sm_90a")) >= 1, label
+    assert len(names) == 2 * len(probe.VARIANTS)
+    assert probe.VARIANTS[0][1] == {k: v for k, v in knobs_of(STEPS[3]).items() if v != op.default_knobs()[k]}
 
 
 def test_the_example_ladder_is_the_ops_ladder():

@@ -25,8 +25,11 @@ copied through registers (`annotate(copy, sync)`, n <= 2) or by an n-stage cp.as
 `annotate(shared_layout, xor)` instead swizzles 16-byte chunks of a row by XOR with the row, so that
 the 8 rows ldmatrix reads at once fall in 8 different bank groups (mma only); `annotate(ldmatrix, 1)`
 loads mma fragments with ldmatrix.x4 (B with .x4.trans) instead of 32- and 16-bit shared loads;
+`annotate(warp_fragments, 2)` double-buffers them in registers across k16 steps and K tiles (the next
+tile's first fragments load while the tile's last mma run: CUTLASS's sm80 order);
 `swizzle(g)` walks blocks in groups of g block rows (L2 reuse). The accumulators stay in registers in
-fp32; the epilogue converts them and stores with guards at M and N. Inputs are small integers, so the
+fp32; the epilogue converts them and stores with guards at M and N, from the fragments or, with
+`cache_write(C, shared)`, staged through shared memory and stored in 16-byte chunks of rows. Inputs are small integers, so the
 fp32 sums are exact and a 16-bit output is the correctly rounded exact product.
 """
 from __future__ import annotations
@@ -133,6 +136,9 @@ class Gemm(Fusing, Op):
              "fragments are loaded before this tile's last mma step, the barrier moved ahead of that step (cp.async, "
              "3+ stages, bk 32 or 64)", "fb", Prim("annotate", "warp_fragments", absent=1), when=("instr", ("mma",)),
              unused=1),
+        Knob("min_blocks", 1, (1, 2), "blocks per SM the registers must allow: __launch_bounds__(threads, n) caps a "
+             "thread at 65536 / (n x threads) registers", "mb", Prim("annotate", "min_blocks", absent=1),
+             when=("instr", ("mma",)), unused=1),
         Knob("ws", False, (False, True), "warp specialisation: a producer warpgroup issues the TMA copies", "ws",
              Prim("annotate", "warp_specialize", absent=False, values=((True, 1), (False, 0))),
              when=("instr", ("wgmma",)), unused=False),
@@ -155,7 +161,7 @@ class Gemm(Fusing, Op):
         unit = "warpgroup" if k["instr"] == "wgmma" else "warp"    # who issues the instruction
         s = (schedule(self.name).split("i", k["bm"], k["wm"]).bind("i.0", "blockIdx.y").bind("i.1", unit)
              .split("j", k["bn"], k["wn"]).bind("j.0", "blockIdx.x").bind("j.1", unit).split("k", k["bk"]))
-        return self.put(s, k, "instr", "stages", "copy", "pad", "smem", "ldmatrix", "frag_buffers", "ws", "epilogue",
+        return self.put(s, k, "instr", "stages", "copy", "pad", "smem", "ldmatrix", "frag_buffers", "min_blocks", "ws", "epilogue",
                         "cluster", "swizzle")
 
     def read_knobs(self, r: ScheduleReader) -> dict:
@@ -210,6 +216,12 @@ class Gemm(Fusing, Op):
                         f"{k['stages']} stage(s) copied by {k['copy']}", allowed="1")
             check(k["bk"] % 32 == 0, "annotate", "warp_fragments", 2, allowed="1",
                   limit=f"the two fragment buffers alternate over an even number of k16 steps a tile: bk 32 or 64, not {k['bk']}")
+        if k["min_blocks"] > 1:
+            threads, cap = self.threads(k), target.regs_per_sm // (k["min_blocks"] * self.threads(k)) // 8 * 8
+            check(threads * k["min_blocks"] <= target.max_threads_per_sm and self.registers(k) <= cap,
+                  "annotate", "min_blocks", k["min_blocks"], allowed="1",
+                  limit=f"{k['min_blocks']} blocks of {threads} threads leave {cap} registers a thread, the tile "
+                        f"needs ~{self.registers(k)} ({target.max_threads_per_sm} threads per SM)")
         self._check_block(k, target, layout)
 
     def _check_block(self, k: dict, target: Target, layout: str = "NN") -> None:
@@ -292,7 +304,8 @@ class Gemm(Fusing, Op):
         return pipeline + (self.threads(k) // 32 * 16 * 16 * 4 if k["instr"] == "wmma" else 0)
 
     def registers(self, k: dict) -> int:
-        """A rough count: accumulators, one step's fragments, staged copies, ~40 for addresses."""
+        """A rough count: accumulators, one step's fragments (two with frag_buffers 2), staged copies, ~40
+        for addresses."""
         if k["instr"] == "wgmma":
             return k["wm"] // 64 * k["bn"] // 2 + 40
         ta, tb = self._tiles(k)
@@ -301,7 +314,7 @@ class Gemm(Fusing, Op):
             mi, ni = k["wm"] // 16, k["wn"] // 16
             return 8 * mi * ni + 8 * (mi + ni) + staged + 40
         mi, ni = k["wm"] // 16, k["wn"] // 8
-        return 4 * mi * ni + 4 * mi + 2 * ni + staged + 40
+        return 4 * mi * ni + (4 * mi + 2 * ni) * k["frag_buffers"] + staged + 40
 
     # -- lowering ----------------------------------------------------------------------------------
     def template(self, knobs: dict) -> str:
@@ -309,12 +322,12 @@ class Gemm(Fusing, Op):
 
     def name_knobs(self, k: dict) -> dict:
         """wgmma kernels are named by the knobs they use; the others as before warp specialisation, the
-        fragments' buffers and the staged epilogue (named only where not 1 and direct)."""
+        fragments' buffers, min_blocks and the staged epilogue (named only where not 1, 1 and direct)."""
         if k["instr"] == "wgmma":
-            return {n: v for n, v in k.items() if n not in ("pad", "smem", "ldmatrix", "frag_buffers")}
-        # the knobs added since (fragments, epilogue) only where they differ from the kernel before them
+            return {n: v for n, v in k.items() if n not in ("pad", "smem", "ldmatrix", "frag_buffers", "min_blocks")}
+        # the knobs added since (fragments, registers, epilogue) only where they differ from the kernel before them
         return {n: v for n, v in k.items() if n not in ("ws", "cluster")
-                and not (n, v) in (("frag_buffers", 1), ("epilogue", "direct"))}
+                and not (n, v) in (("frag_buffers", 1), ("min_blocks", 1), ("epilogue", "direct"))}
 
     def template_params(self, k: dict, types: Types, target: Target, layout: str = "NN") -> tuple[dict, int, int]:
         d, o = types.input, types.output
@@ -332,7 +345,8 @@ class Gemm(Fusing, Op):
         staged_type, staged_size = ("float", 4) if self.epilogue else (o.ctype, o.itemsize)   # as _wgmma_params
         p = dict(instr=k["instr"], bm=k["bm"], bn=k["bn"], bk=k["bk"], wm=k["wm"], wn=k["wn"], stages=k["stages"],
                  copy=k["copy"], ldmatrix=k["ldmatrix"], swizzle=k["swizzle"], threads=self.threads(k),
-                 frag_buffers=k["frag_buffers"], epilogue=k["epilogue"], c_ld=self._c_ld(k, staged_size),
+                 frag_buffers=k["frag_buffers"], min_blocks=k["min_blocks"], epilogue=k["epilogue"],
+                 c_ld=self._c_ld(k, staged_size),
                  staged_type=staged_type, staged_rows=STAGED_ROWS,
                  warps_n=k["bn"] // k["wn"], mi=k["wm"] // sm, ni=k["wn"] // sn, ta=ta, tb=tb,
                  a_stage=ta["rows"] * ta["ld"], b_stage=tb["rows"] * tb["ld"], epilogue_offset=pipeline // 2,
