@@ -144,10 +144,10 @@ def _sass_or_none(cubin: bytes, arch: str) -> dict[str, Counter] | None:
         return None
 
 
-def hot_loops(cubin: bytes, min_ffma: int = 256) -> dict[str, list[tuple[str, ...]]]:
-    """Each kernel's loops (a backward branch to a label) holding at least `min_ffma` FFMAs, as
-    their opcodes in order: where a loop issues its global loads tells whether a prefetch overlaps
-    the math or was sunk by ptxas next to its use."""
+def hot_loops(cubin: bytes, min_ffma: int = 256, unit: str = "FFMA") -> dict[str, list[tuple[str, ...]]]:
+    """Each kernel's loops (a backward branch to a label) holding at least `min_ffma` FFMAs (or
+    instructions of another `unit`: "HMMA"), as their opcodes in order: where a loop issues its global
+    loads tells whether a prefetch overlaps the math or was sunk by ptxas next to its use."""
     loops: dict[str, list[tuple[str, ...]]] = {}
     for sym, lines in _functions(cubin).items():
         labels = {m.group(1): i for i, l in enumerate(lines) if (m := re.match(r"(\.L_x_\d+):", l))}
@@ -156,7 +156,7 @@ def hot_loops(cubin: bytes, min_ffma: int = 256) -> dict[str, list[tuple[str, ..
             m = re.search(r"BRA\s+`\((\.L_x_\d+)\)", line)
             if m and labels.get(m.group(1), i) < i:
                 ops = tuple(op.group(1) for l in lines[labels[m.group(1)]:i + 1] if (op := _OPCODE.search(l)))
-                if sum(o.startswith("FFMA") for o in ops) >= min_ffma:
+                if sum(o.startswith(unit) for o in ops) >= min_ffma:
                     found.append(ops)
         loops[sym] = found
     return loops

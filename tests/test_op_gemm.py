@@ -8,7 +8,7 @@ import pytest
 
 from kernelgen import get_op, render, schedule
 from kernelgen.compile import compile_cuda
-from kernelgen.errors import CompileError, ScheduleError, UsageError
+from kernelgen.errors import CompileError, KnobError, ScheduleError, UsageError
 from kernelgen.inspect import _sass, facts_of
 from kernelgen.schedule import Schedule
 from kernelgen.target import target
@@ -69,6 +69,43 @@ def test_ladder_climbs_from_wmma_to_the_default():
     assert d["stages"] in (3, 4) and op.threads(d) == 128
 
 
+def test_mma_only_knobs_are_refused_elsewhere_by_name():
+    wmma = dict(instr="wmma", smem="pad", pad=8, ldmatrix=False)
+    with pytest.raises(KnobError, match="knob frag_buffers=2 has no effect with instr='wmma' .it applies with instr mma"):
+        op.schedule(frag_buffers=2, **wmma)
+    with pytest.raises(KnobError, match="knob epilogue='smem' has no effect with instr='wmma'"):
+        op.schedule(epilogue="smem", **wmma)
+    with pytest.raises(KnobError, match="knob min_blocks=2 has no effect with instr='wmma'"):
+        op.schedule(min_blocks=2, **wmma)
+    with pytest.raises(ScheduleError, match="knob frag_buffers applies only with instr mma, not instr=wgmma"):
+        op.kernel(op.schedule(**WGMMA).annotate("warp_fragments", 2), target("sm_90a"), F16)
+
+
+def test_new_mma_knobs_are_named_only_where_they_change_the_kernel():
+    base = kernel_of().name
+    assert kernel_of(frag_buffers=2).name == base.replace("_ld1_sw1", "_ld1_fb2_sw1")
+    assert kernel_of(epilogue="smem").name == base.replace("_ld1_sw1", "_ld1_esmem_sw1")
+    assert kernel_of(frag_buffers=2, epilogue="smem").name == base.replace("_ld1_sw1", "_ld1_fb2_esmem_sw1")
+    assert kernel_of(wn=32, min_blocks=2).name == base.replace("wn64", "wn32").replace("_ld1_sw1", "_ld1_mb2_sw1")
+    assert "__launch_bounds__(256, 2)" in render(kernel_of(wn=32, min_blocks=2))
+    s = op.schedule(frag_buffers=2, epilogue="smem")
+    assert 'annotate("warp_fragments", 2)' in s.to_python() and 'cache_write("C", "shared")' in s.to_python()
+    assert "fb1" not in kernel_of("sm_90a", **WGMMA).name
+
+
+def test_the_staged_epilogue_needs_16_byte_rows_of_c_and_fits_any_tile():
+    for knobs in (dict(epilogue="smem"), dict(WGMMA, epilogue="smem")):
+        kernel = kernel_of("sm_90a", **knobs)
+        p = op.plan(kernel, op.problem({"M": 64, "N": 64, "K": 64}))
+        assert dict(p.alignment)["C"] == 16
+        assert dict((b, n) for b, n, _ in op.recipe(kernel).alignment)["C"] == 16
+    assert dict(op.plan(kernel_of(), op.problem({"M": 64, "N": 64, "K": 64})).alignment)["C"] == 4
+    # 16 rows of fp32 a warp: 8 warps of 64x64 need 8 * 16 * 272 bytes, more than 2 stages of 128x256x16
+    small = dict(bn=256, bk=16, stages=2, epilogue="smem")
+    assert op.shared_bytes(dict(op.default_knobs(), **small)) == 8 * 16 * (64 * 4 + 16)
+    kernel_of(**small)
+
+
 def test_kernel_names_carry_dtype_arch_and_knobs():
     assert kernel_of().name.startswith("gemm_f16_sm90_imma_bm128_bn128_bk32_wm64_wn64_st4_ccpasync")
     assert op.kernel(op.default_schedule(), target("sm_80"), op.types("bfloat16")).name.startswith("gemm_bf16_sm80_")
@@ -97,6 +134,15 @@ def test_kernel_names_carry_dtype_arch_and_knobs():
     ("sm_90", "float16", dict(pad=8), "XOR-swizzled layout has no padding"),
     ("sm_90", "float16", dict(instr="wmma", ldmatrix=False), "load_matrix_sync reads plain strided rows"),
     ("sm_90", "float16", dict(instr="wmma", smem="pad", pad=8), "wmma loads its own fragments"),
+    ("sm_90", "float16", dict(frag_buffers=2, copy="sync", stages=2),
+     r"annotate\(warp_fragments\): 2 is illegal .limit: fragments double-buffered across tiles need a cp.async "
+     r"pipeline of 3\+ stages, not 2 stage\(s\) copied by sync; allowed: 1\)"),
+    ("sm_90", "float16", dict(frag_buffers=2, stages=2), "3\\+ stages, not 2 stage"),
+    ("sm_90", "float16", dict(frag_buffers=2, bk=48), "an even number of k16 steps a tile: bk 32 or 64, not 48"),
+    ("sm_90", "float16", dict(wn=32, min_blocks=2, frag_buffers=2),
+     r"annotate\(min_blocks\): 2 is illegal .limit: 2 blocks of 256 threads leave 128 registers a thread, the tile "
+     r"needs ~152 \(2048 threads per SM\); allowed: 1\)"),
+    ("sm_90", "float16", dict(bn=256, min_blocks=2), "2 blocks of 256 threads leave 128 registers a thread, the tile needs ~200"),
 ])
 def test_illegal_schedules_say_why_with_the_numbers(arch, dtype, change, message):
     with pytest.raises(ScheduleError, match=message):
@@ -128,9 +174,8 @@ def test_illegal_wgmma_schedules_say_why(arch, change, message):
         op.kernel(op.schedule_from_knobs(**dict(WGMMA, **change)), target(arch), F16)
 
 
-@pytest.mark.parametrize("step", [("annotate", "warp_specialize", 1), ("cache_write", "C", "shared"),
-                                  ("annotate", "cluster", 2)])
-def test_the_hopper_steps_are_refused_for_mma_by_name(step):
+@pytest.mark.parametrize("step", [("annotate", "warp_specialize", 1), ("annotate", "cluster", 2)])
+def test_the_hopper_steps_are_refused_for_mma_by_name(step):   # (cache_write(C, shared) serves mma too)
     mma = op.schedule_from_knobs(**dict(WGMMA, instr="mma", wn=64, bk=32, ldmatrix=True, copy="cp_async"))
     prim, target_, value = step
     with pytest.raises(ScheduleError, match="applies only with instr wgmma, not instr=mma"):
@@ -324,6 +369,35 @@ def test_float32_output_compiles_without_spills(dtype, out, arch):
         assert f.spill_bytes == 0 and f.local_ops == 0 and f.hmma > 0, (sym, f)
 
 
+MMA_VARIANTS = (dict(frag_buffers=2), dict(epilogue="smem"), dict(frag_buffers=2, epilogue="smem", stages=3),
+                dict(frag_buffers=2, epilogue="smem", bn=256, bk=64, stages=3, swizzle=8),
+                dict(wn=32, min_blocks=2, epilogue="smem"))
+
+
+@pytest.mark.nvrtc
+@pytest.mark.parametrize("dtype,out", [("float16", None), ("bfloat16", "float32")])
+@pytest.mark.parametrize("knobs", MMA_VARIANTS, ids=lambda k: "_".join(f"{n}{v}" for n, v in k.items()))
+def test_fragments_across_tiles_and_the_staged_epilogue_sass(knobs, dtype, out):
+    """The aligned kernel's interior loop (the shorter of the two: the edge blocks' copies test bounds)
+    keeps every register: no local memory; each loop loads bk/16 steps of mi + ni/2 ldmatrix.x4 (fb2: the next tile's first
+    among them); the staged epilogue stores 16-byte chunks of C in the aligned kernel only."""
+    from kernelgen.inspect import hot_loops
+    kernel = op.kernel(op.schedule(**knobs), target("sm_90"), op.types(dtype, out))
+    k = op.knobs_from_schedule(kernel.schedule)
+    c = compile_cuda(render(kernel), kernel.arch, kernel.name)
+    facts = {f.symbol: f for f in facts_of(c)}
+    per_tile = 64 * k["bk"] // 16 * (k["wm"] // 16) * (k["wn"] // 8) // 64
+    for sym, loops in hot_loops(c.cubin, per_tile, "HMMA").items():
+        assert len(loops) == 2, (sym, len(loops))
+        inner = min(loops, key=len)
+        if not sym.endswith("_unaligned"):   # (the element-wise fallback may reload a register there)
+            assert not [o for o in inner if o.startswith(("LDL", "STL"))], sym
+        ldsm = sum(o.startswith("LDSM") for o in inner)
+        assert ldsm == k["bk"] // 16 * (k["wm"] // 16 + k["wn"] // 16), (sym, ldsm)
+        assert facts[sym].registers <= 65536 // (op.threads(k) * k["min_blocks"]) and facts[sym].registers <= 255
+        assert (facts[sym].stg128 > 0) == (k["epilogue"] == "smem" and not sym.endswith("_unaligned")), sym
+
+
 @pytest.mark.nvrtc
 def test_the_wmma_step_compiles_for_sm_75():
     kernel = op.kernel(STEPS[0].schedule, target("sm_75"), F16)
@@ -363,7 +437,33 @@ def test_mma_without_ldmatrix_and_other_knobs_on_the_emulator():
             assert v.ok, (over, sizes, v.summary())
 
 
+@pytest.mark.emulate
+@pytest.mark.parametrize("layout", ["NN", "NT", "TN", "TT"])
+def test_fragments_across_tiles_and_the_staged_epilogue_on_the_emulator(layout):
+    """Race and bounds checks on: K of several tiles (the fragments cross tiles) beside 1, ragged edges,
+    aligned sizes (the staged epilogue) and not (the direct one)."""
+    for knobs, (dtype, out) in zip((dict(frag_buffers=2, epilogue="smem"), dict(frag_buffers=2, stages=3),
+                                    dict(epilogue="smem", bn=64, wn=32, bk=64, stages=3, frag_buffers=2, swizzle=2)),
+                                   TYPES[:3]):
+        for sizes in AWKWARD + ({"M": 136, "N": 264, "K": 72}, {"M": 136, "N": 136, "K": 104}):
+            v = validate(op, op.schedule(**knobs), op.problem(sizes, dtype=dtype, out_dtype=out, layout=layout),
+                         backend="emulate", check=True, order="random")
+            assert v.ok, (knobs, sizes, v.summary())
+
+
 # -- GPU ------------------------------------------------------------------------------------------
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype,out", TYPES)
+@pytest.mark.parametrize("knobs", MMA_VARIANTS, ids=lambda k: "_".join(f"{n}{v}" for n, v in k.items()))
+def test_fragments_across_tiles_and_the_staged_epilogue_on_the_gpu(knobs, dtype, out):
+    for layout in ("NN", "TT"):
+        for sizes in AWKWARD + ({"M": 136, "N": 264, "K": 64}, {"M": 1024, "N": 1024, "K": 1024},
+                                {"M": 1000, "N": 1032, "K": 1000}, {"M": 1000, "N": 1030, "K": 999}):
+            p = op.problem(sizes, dtype=dtype, out_dtype=out, layout=layout)
+            v = validate(op, op.schedule(**knobs), p, backend="gpu")
+            assert v.ok, (layout, sizes, v.summary())
+
+
 @pytest.mark.gpu
 @pytest.mark.parametrize("dtype,out", TYPES)
 @pytest.mark.parametrize("step", range(len(STEPS)), ids=lambda i: f"step{i + 1}")
@@ -417,6 +517,21 @@ def test_heuristic_and_space_samples_on_the_gpu():
     for s in scheds:
         v = validate(op, s, problem, backend="gpu")
         assert v.ok, (s.to_python(), v.summary())
+
+
+def test_the_mma_sync_probe_variants_are_legal_and_distinct_without_a_gpu():
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("mma_sync_probe", "bench/mma_sync_probe.py")
+    probe = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(probe)
+    names = set()
+    for dtype in ("float16", "bfloat16"):
+        for label, over in probe.VARIANTS:
+            knobs = probe.knobs_of(op, over)
+            names.add(op.kernel(op.schedule_from_knobs(**knobs), target("sm_90a"), op.types(dtype)).name)
+            assert probe.blocks_per_sm(op, knobs, None, target("sm_90a")) >= 1, label
+    assert len(names) == 2 * len(probe.VARIANTS)
+    assert probe.VARIANTS[0][1] == {k: v for k, v in knobs_of(STEPS[3]).items() if v != op.default_knobs()[k]}
 
 
 def test_the_example_ladder_is_the_ops_ladder():

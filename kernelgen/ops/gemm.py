@@ -29,8 +29,11 @@ copied through registers (`annotate(copy, sync)`, n <= 2) or by an n-stage cp.as
 `annotate(shared_layout, xor)` instead swizzles 16-byte chunks of a row by XOR with the row, so that
 the 8 rows ldmatrix reads at once fall in 8 different bank groups (mma only); `annotate(ldmatrix, 1)`
 loads mma fragments with ldmatrix.x4 (B with .x4.trans) instead of 32- and 16-bit shared loads;
+`annotate(warp_fragments, 2)` double-buffers them in registers across k16 steps and K tiles (the next
+tile's first fragments load while the tile's last mma run: CUTLASS's sm80 order);
 `swizzle(g)` walks blocks in groups of g block rows (L2 reuse). The accumulators stay in registers in
-fp32; the epilogue converts them and stores with guards at M and N. Inputs are small integers, so the
+fp32; the epilogue converts them and stores with guards at M and N, from the fragments or, with
+`cache_write(C, shared)`, staged through shared memory and stored in 16-byte chunks of rows. Inputs are small integers, so the
 fp32 sums are exact and a 16-bit output is the correctly rounded exact product.
 """
 from __future__ import annotations
@@ -64,6 +67,9 @@ WGMMA_KNOBS = dict(instr="wgmma", bm=128, bn=256, bk=64, wm=64, wn=256, stages=4
 # What schedule_for takes on sm_90a: warp-specialised, C staged through shared memory (the fastest
 # measured: 0.96x cuBLAS at 4096^3, 1.01x at 8192^3). Clusters of 2 measured 0.56x and are left out.
 WGMMA_HEURISTIC = dict(WGMMA_KNOBS, ws=True, epilogue="smem")
+# mma.sync's staged epilogue: each warp stages 16 rows of its tile at a time (one row of m16 tiles), so the
+# staging areas fit in the stages of any tile (fp32 accumulators included) and hold few registers.
+STAGED_ROWS = 16
 
 
 def smem_tile(rows: int, cols: int, pad: int, xor: bool, threads: int) -> dict:
@@ -118,13 +124,21 @@ class Gemm(Fusing, Op):
              Prim("annotate", "shared_layout", absent="pad")),
         Knob("ldmatrix", True, (False, True), "mma fragments through ldmatrix", "ld",
              Prim("annotate", "ldmatrix", absent=False, values=((True, 1), (False, 0)))),
+        Knob("frag_buffers", 1, (1, 2), "mma fragments in registers: 1, each k16 step's loaded and used in its K tile (a "
+             "barrier opens every tile); 2, double-buffered across the steps and the tiles: the next tile's first "
+             "fragments are loaded before this tile's last mma step, the barrier moved ahead of that step (cp.async, "
+             "3+ stages, bk 32 or 64)", "fb", Prim("annotate", "warp_fragments", absent=1), when=("instr", ("mma",)),
+             unused=1),
+        Knob("min_blocks", 1, (1, 2), "blocks per SM the registers must allow: __launch_bounds__(threads, n) caps a "
+             "thread at 65536 / (n x threads) registers", "mb", Prim("annotate", "min_blocks", absent=1),
+             when=("instr", ("mma",)), unused=1),
         Knob("ws", False, (False, True), "warp specialisation: a producer warpgroup issues the TMA copies", "ws",
              Prim("annotate", "warp_specialize", absent=False, values=((True, 1), (False, 0))),
              when=("instr", ("wgmma",)), unused=False),
         Knob("epilogue", "direct", ("direct", "smem"), "C stored from the accumulators, or staged through shared "
              "memory and stored in 16-byte row chunks", "e",
              Prim("cache_write", "C", absent="direct", values=(("smem", "shared"),)),
-             when=("instr", ("wgmma",)), unused="direct"),
+             when=("instr", ("mma", "wgmma")), unused="direct"),
         Knob("cluster", 1, (1, 2), "blocks per thread-block cluster along i, sharing B's tiles by TMA multicast", "cl",
              Prim("annotate", "cluster", absent=1), when=("instr", ("wgmma",)), unused=1),
         Knob("swizzle", 1, (1, 2, 4, 8, 16), "block rows per group when walking the blocks (L2 reuse)", "sw",
@@ -144,8 +158,8 @@ class Gemm(Fusing, Op):
         unit = "warpgroup" if k["instr"] == "wgmma" else "warp"    # who issues the instruction
         s = (schedule(self.name).split("i", k["bm"], k["wm"]).bind("i.0", "blockIdx.y").bind("i.1", unit)
              .split("j", k["bn"], k["wn"]).bind("j.0", "blockIdx.x").bind("j.1", unit).split("k", k["bk"]))
-        return self.put(s, k, "instr", "stages", "copy", "pad", "smem", "ldmatrix", "ws", "epilogue", "cluster",
-                        "swizzle", "split_k")
+        return self.put(s, k, "instr", "stages", "copy", "pad", "smem", "ldmatrix", "frag_buffers", "min_blocks", "ws",
+                        "epilogue", "cluster", "swizzle", "split_k")
 
     def read_knobs(self, r: ScheduleReader) -> dict:
         dims, units = {}, set()
@@ -195,6 +209,18 @@ class Gemm(Fusing, Op):
         if k["ldmatrix"]:
             check(instr == "mma", "annotate", "ldmatrix", 1, limit="wmma loads its own fragments", allowed="0")
             target.require("ldmatrix", "annotate", "ldmatrix", 1)
+        if k["frag_buffers"] == 2:
+            check(k["copy"] == "cp_async" and k["stages"] >= 3, "annotate", "warp_fragments", 2,
+                  limit=f"fragments double-buffered across tiles need a cp.async pipeline of 3+ stages, not "
+                        f"{k['stages']} stage(s) copied by {k['copy']}", allowed="1")
+            check(k["bk"] % 32 == 0, "annotate", "warp_fragments", 2, allowed="1",
+                  limit=f"the two fragment buffers alternate over an even number of k16 steps a tile: bk 32 or 64, not {k['bk']}")
+        if k["min_blocks"] > 1:
+            threads, cap = self.threads(k), target.regs_per_sm // (k["min_blocks"] * self.threads(k)) // 8 * 8
+            check(threads * k["min_blocks"] <= target.max_threads_per_sm and self.registers(k) <= cap,
+                  "annotate", "min_blocks", k["min_blocks"], allowed="1",
+                  limit=f"{k['min_blocks']} blocks of {threads} threads leave {cap} registers a thread, the tile "
+                        f"needs ~{self.registers(k)} ({target.max_threads_per_sm} threads per SM)")
         self._check_block(k, target, layout)
 
     def _check_block(self, k: dict, target: Target, layout: str = "NN") -> None:
@@ -239,8 +265,14 @@ class Gemm(Fusing, Op):
 
     @staticmethod
     def _c_ld(k: dict, itemsize: int) -> int:
-        """Bytes per staged row of C: 16 bytes of padding put the 8 rows a warp writes in other banks."""
-        return k["bn"] * itemsize + 16
+        """Bytes per staged row of C (the block's width for wgmma, a warp's for mma): 16 bytes of padding
+        put the 8 rows a warp writes in other banks."""
+        return (k["bn"] if k["instr"] == "wgmma" else k["wn"]) * itemsize + 16
+
+    @staticmethod
+    def _c_align(k: dict, itemsize: int) -> int:
+        """Bytes C must be aligned to: the staged epilogue stores 16-byte chunks, the direct one pairs."""
+        return 16 if k["epilogue"] == "smem" else 2 * itemsize
 
     # -- derived sizes -----------------------------------------------------------------------------
     @staticmethod
@@ -266,10 +298,13 @@ class Gemm(Fusing, Op):
             return k["stages"] * self._wgmma_stage_bytes(k) + 1024 + 16 * k["stages"]
         ta, tb = self._tiles(k, layout)
         pipeline = 2 * k["stages"] * (ta["rows"] * ta["ld"] + tb["rows"] * tb["ld"])
+        if k["instr"] == "mma" and k["epilogue"] == "smem":   # the stages become the warps' staging areas
+            return max(pipeline, self.threads(k) // 32 * STAGED_ROWS * self._c_ld(k, 4))
         return pipeline + (self.threads(k) // 32 * 16 * 16 * 4 if k["instr"] == "wmma" else 0)
 
     def registers(self, k: dict) -> int:
-        """A rough count: accumulators, one step's fragments, staged copies, ~40 for addresses."""
+        """A rough count: accumulators, one step's fragments (two with frag_buffers 2), staged copies, ~40
+        for addresses."""
         if k["instr"] == "wgmma":
             return k["wm"] // 64 * k["bn"] // 2 + 40
         ta, tb = self._tiles(k)
@@ -278,18 +313,21 @@ class Gemm(Fusing, Op):
             mi, ni = k["wm"] // 16, k["wn"] // 16
             return 8 * mi * ni + 8 * (mi + ni) + staged + 40
         mi, ni = k["wm"] // 16, k["wn"] // 8
-        return 4 * mi * ni + 4 * mi + 2 * ni + staged + 40
+        return 4 * mi * ni + (4 * mi + 2 * ni) * k["frag_buffers"] + staged + 40
 
     # -- lowering ----------------------------------------------------------------------------------
     def template(self, knobs: dict) -> str:
         return "gemm_wgmma.cu.j2" if knobs["instr"] == "wgmma" else "gemm.cu.j2"
 
     def name_knobs(self, k: dict) -> dict:
-        """wgmma kernels are named by the knobs they use; the others as before warp specialisation."""
+        """wgmma kernels are named by the knobs they use; the others as before warp specialisation, the
+        fragments' buffers, min_blocks and the staged epilogue (named only where not 1, 1 and direct)."""
         k = {n: v for n, v in k.items() if not (n == "split_k" and v == 1)}     # as before split_k existed
         if k["instr"] == "wgmma":
-            return {n: v for n, v in k.items() if n not in ("pad", "smem", "ldmatrix")}
-        return {n: v for n, v in k.items() if n not in ("ws", "epilogue", "cluster")}
+            return {n: v for n, v in k.items() if n not in ("pad", "smem", "ldmatrix", "frag_buffers", "min_blocks")}
+        # the knobs added since (fragments, registers, epilogue) only where they differ from the kernel before them
+        return {n: v for n, v in k.items() if n not in ("ws", "cluster")
+                and not (n, v) in (("frag_buffers", 1), ("min_blocks", 1), ("epilogue", "direct"))}
 
     def template_params(self, k: dict, types: Types, target: Target, layout: str = "NN") -> tuple[dict, int, int]:
         """With K in slices the main kernel is the one-slice kernel storing fp32 partial tiles (its output
@@ -321,8 +359,12 @@ class Gemm(Fusing, Op):
         ta, tb = self._tiles(k, layout)
         sm, sn, _ = SHAPES[k["instr"]]
         pipeline = 2 * k["stages"] * (ta["rows"] * ta["ld"] + tb["rows"] * tb["ld"])
+        staged_type, staged_size = ("float", 4) if self.epilogue else (o.ctype, o.itemsize)   # as _wgmma_params
         p = dict(instr=k["instr"], bm=k["bm"], bn=k["bn"], bk=k["bk"], wm=k["wm"], wn=k["wn"], stages=k["stages"],
                  copy=k["copy"], ldmatrix=k["ldmatrix"], swizzle=k["swizzle"], threads=self.threads(k),
+                 frag_buffers=k["frag_buffers"], min_blocks=k["min_blocks"], epilogue=k["epilogue"],
+                 c_ld=self._c_ld(k, staged_size),
+                 staged_type=staged_type, staged_rows=STAGED_ROWS,
                  warps_n=k["bn"] // k["wn"], mi=k["wm"] // sm, ni=k["wn"] // sn, ta=ta, tb=tb,
                  a_stage=ta["rows"] * ta["ld"], b_stage=tb["rows"] * tb["ld"], epilogue_offset=pipeline // 2,
                  in_ctype=d.ctype, in_header=d.header, out_header=o.header, out=o,
@@ -431,7 +473,7 @@ class Gemm(Fusing, Op):
         if k["instr"] != "wgmma":
             symbol = kernel.name if aligned else kernel.name + "_unaligned"
             launches = (Launch(symbol, grid, block, ("A", "B") + args, kernel.static_smem),)
-            align = (("A", 16), ("B", 16)) + (() if split else (("C", 2 * out),)) if aligned else ()
+            align = (("A", 16), ("B", 16)) + (() if split else (("C", self._c_align(k, out)),)) if aligned else ()
             workspaces, maps = (), ()
         else:
             launches, workspaces, maps = self._wgmma_launches(kernel, problem, grid, block, args)
@@ -512,7 +554,7 @@ class Gemm(Fusing, Op):
             steps = (Step(kernel.name, grid, block, ("A", "B") + args, kernel.static_smem, when=aligned),
                      Step(kernel.name + "_unaligned", grid, block, ("A", "B") + args, kernel.static_smem,
                           when=f"!({aligned})"))
-            alignment = (("A", 16, aligned), ("B", 16, aligned)) + (() if split else (("C", 2 * out, aligned),))
+            alignment = (("A", 16, aligned), ("B", 16, aligned)) + (() if split else (("C", self._c_align(k, out), aligned),))
         if split:
             step, mn, ws = reduce_recipe(kernel.name + "_reduce", k["split_k"], self.epilogue.inputs if self.epilogue else None)
             steps, lets, workspaces = steps + (step,), (mn,), workspaces + (ws,)
@@ -680,6 +722,10 @@ class Gemm(Fusing, Op):
                         for swizzle in (1, 8):
                             yield dict(base, bm=bm, bn=bn, wm=wm, wn=wn, bk=bk, stages=stages, copy=copy,
                                        smem=smem, pad=pad, swizzle=swizzle)
+                for stages in (3, 4):     # fragments across tiles and C staged, where the pipeline takes them
+                    for swizzle in (1, 8):
+                        yield dict(base, bm=bm, bn=bn, wm=wm, wn=wn, bk=bk, stages=stages, copy="cp_async",
+                                   smem="xor", pad=0, swizzle=swizzle, frag_buffers=2, epilogue="smem")
         for bm, bn, wm, wn in ((64, 64, 32, 32), (128, 128, 64, 64), (128, 128, 32, 32)):
             yield dict(base, instr="wmma", bm=bm, bn=bn, wm=wm, wn=wn, stages=2, copy="cp_async", smem="pad",
                        pad=8, ldmatrix=False, swizzle=8)

@@ -2,7 +2,7 @@
 // op: gemm   kernel: gemm_f16_sm90a_iwgmma_bm128_bn256_bk64_wm64_wn256_st4_ctma_ws0_edirect_cl1_sw8
 // target: sm_90a   types: inputs float16, outputs float16, accumulate in float32
 // problem: sizes are runtime arguments; any size is handled (tails are guarded)
-// knobs: instr=wgmma, bm=128, bn=256, bk=64, wm=64, wn=256, stages=4, copy=tma, pad=0, smem=xor, ldmatrix=False, ws=False, epilogue=direct, cluster=1, swizzle=8, split_k=1
+// knobs: instr=wgmma, bm=128, bn=256, bk=64, wm=64, wn=256, stages=4, copy=tma, pad=0, smem=xor, ldmatrix=False, frag_buffers=1, min_blocks=1, ws=False, epilogue=direct, cluster=1, swizzle=8, split_k=1
 // schedule:
 //   schedule("gemm").split("i", 128, 64).bind("i.0", "blockIdx.y").bind("i.1",
 //       "warpgroup").split("j", 256, 256).bind("j.0", "blockIdx.x").bind("j.1",
