@@ -213,9 +213,9 @@ def test_shared_slots_without_cp_async_go_through_registers():
 @pytest.mark.emulate
 @pytest.mark.parametrize("n, line, mutant", [
     (304623, "kg_cp_async_wait<7>();", "kg_cp_async_wait<8>();"),            # the ring waits for one group too few
-    (304624, "(jn < nvec ? jn : 0), jn < nvec);", "(jn <= nvec ? jn : 0), jn <= nvec);"),   # a refill one vector past the end
-    (304623, "r = r + 1 == 8 ? 0 : r + 1;", "r = r + 1 == 7 ? 0 : r + 1;"),    # a ring one slot short
-    (304623, "const long long jn = j + 8 *", "const long long jn = j + 7 *"),  # refilled one iteration short
+    (304624, "(pf_jn < nvec ? pf_jn : 0), pf_jn < nvec);", "(pf_jn <= nvec ? pf_jn : 0), pf_jn <= nvec);"),   # a refill one vector past the end
+    (304623, "pf_r = pf_r + 1 == 8 ? 0 : pf_r + 1;", "pf_r = pf_r + 1 == 7 ? 0 : pf_r + 1;"),    # a ring one slot short
+    (304623, "const long long pf_jn = pf_j + 8 *", "const long long pf_jn = pf_j + 7 *"),  # refilled one iteration short
 ])
 def test_the_rings_off_by_ones_are_caught(n, line, mutant):
     from kernelgen.errors import KernelgenError
@@ -278,6 +278,10 @@ def test_full_occupancy_shortens_the_shared_slots_until_the_blocks_fit():
     assert fit_distance(shared, h100, 512, [16], 2048, 4) == 4
     assert fit_distance(dict(shared, prefetch_pad=0), h100, 512, [16], 2048, 4) == 6
     assert fit_distance(shared, h100, 512, [16], 2048, 1) == 8                  # one block: the distance asked
-    assert fit_distance(dict(shared, prefetch_scope="registers"), h100, 512, [16], 2048, 4) == 8
+    # register slots: 32 registers a thread at 4 blocks of 512, 16 of them the loop's: 4 float4s
+    registers = dict(shared, prefetch_scope="registers")
+    assert fit_distance(registers, h100, 512, [16], 2048, 4) == 4
+    assert fit_distance(registers, h100, 512, [16], 2048, 1) == 8
+    assert fit_distance(registers, h100, 512, [16, 16], 2048, 4) == 2
     assert fit_distance(shared, h100, 1024, [16, 16], 4096, 2) == 2             # two buffers' slots
     assert fit_distance(shared, h100, 1024, [16] * 8, 4096, 2) == 0             # none fits

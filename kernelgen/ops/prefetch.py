@@ -89,38 +89,80 @@ def shared_bytes(k: dict, threads: int, vector_bytes: list[int]) -> int:
     return sum(threads * (k["prefetch"] + k["prefetch_pad"]) * b for b in vector_bytes)
 
 
-def check_legal(k: dict, target: Target, buffer: str, threads: int, vector_bytes: list[int], static: int) -> None:
-    """A loop to prefetch in, one vector per iteration, and the slots within the shared memory of a block."""
+RESERVED = 1024     # shared memory the driver keeps per block (sm_80 and later)
+BASE_REGISTERS = 16  # a grid-stride loop's own registers beside the slots (reduce_sum's plain loop: 15-16 on sm_90)
+
+
+def resident(k: dict, target: Target, threads: int) -> int:
+    """Blocks per SM a grid-stride schedule promises: grid_stride, or as many as the threads allow
+    where that is fewer (0: no promise, one block per chunk or row group)."""
+    g = k.get("grid_stride", 0)
+    return min(g, target.max_threads_per_sm // threads) if g else 0
+
+
+def min_blocks(k: dict, target: Target, threads: int) -> int:
+    """The second figure of a prefetching kernel's __launch_bounds__: the blocks per SM its grid stride
+    promises, so that ptxas keeps the registers (slots included) that many blocks leave a thread and the
+    prefetch never costs a block per SM; 0 (not stated) for one block, no promise or no prefetch."""
+    blocks = resident(k, target, threads) if k["prefetch"] else 0
+    return blocks if blocks > 1 else 0
+
+
+def check_legal(k: dict, target: Target, buffer: str, threads: int, vector_bytes: list[int], static: int,
+                split: tuple[str, str] = ("i", "items"), grid_stride: bool = True) -> None:
+    """A loop to prefetch in, one vector per iteration (`split` = (loop, knob) of the vectors an iteration
+    loads), and the slots within the shared memory of a block and of the blocks a grid stride promises.
+    `grid_stride`: the loop is the grid-stride loop (reduce, elementwise), absent with grid_stride 0;
+    else the op always loops (over a row: GEMV, softmax, layer norm)."""
     d = k["prefetch"]
     if not d:
         return
-    check(k["grid_stride"] >= 1, "prefetch", buffer, d, limit="prefetching needs a grid-stride loop: "
-          "annotate(grid_stride, 1 or more), not 0 (one block per chunk runs one iteration per thread)")
-    check(k["items"] == 1, "prefetch", buffer, d, limit=f"an iteration is one vector: split i with items 1, "
-          f"not {k['items']}; the distance stands in for items")
+    if grid_stride:
+        check(k["grid_stride"] >= 1, "prefetch", buffer, d, limit="prefetching needs a grid-stride loop: "
+              "annotate(grid_stride, 1 or more), not 0 (one block per chunk runs one iteration per thread)")
+    loop, knob = split
+    check(k[knob] == 1, "prefetch", buffer, d, limit=f"an iteration is one vector: split {loop} with {knob} 1, "
+          f"not {k[knob]}; the distance stands in for {knob}")
     smem = shared_bytes(k, threads, vector_bytes)
     check(static + smem <= target.max_smem, "prefetch", buffer, f"{smem} bytes",
           limit=f"({d} + {k['prefetch_pad']} pad) vectors x {threads} threads x {'+'.join(map(str, vector_bytes))} "
                 f"bytes of shared slots + {static} bytes > {target.max_smem} bytes of shared memory per block on "
                 f"{target.arch}", allowed="a shorter distance, fewer threads or scope registers")
+    blocks = resident(k, target, threads)
+    per_block = static + smem + RESERVED
+    if smem and blocks > 1 and per_block * blocks > target.smem_per_sm:
+        fit = fit_distance(k, target, threads, vector_bytes, static, blocks)
+        raise ScheduleError("prefetch", buffer, d, limit=f"grid_stride {k['grid_stride']} promises {blocks} blocks an "
+                            f"SM: {blocks} x ({smem} bytes of slots + {static} + {RESERVED} reserved) > "
+                            f"{target.smem_per_sm} bytes per SM on {target.arch}",
+                            allowed=(f"distance <= {fit} (fit_distance)" if fit else "no shared slots") +
+                            ", fewer blocks per SM or scope registers")
 
 
 def fit_distance(k: dict, target: Target, threads: int, vector_bytes: list[int], static: int, blocks: int,
-                 reserved: int = 1024) -> int:
-    """The longest distance, at most k's, whose shared slots let `blocks` blocks share an SM (each block:
-    `static` bytes, the slots, `reserved` bytes the driver keeps), keeping prefetch + pad odd where it
-    was (conflict-free slots); 0 where not even distance 1 fits. Registers forms keep their distance.
-    What a user at full occupancy picks: H100, 512 threads of float4 and 2 KB of block sums, 4 blocks:
-    (8 + 1) x 8 KB of slots per block does not fit 57 KB, (4 + 1) x 8 KB does.
+                 reserved: int = RESERVED, base_registers: int = BASE_REGISTERS) -> int:
+    """The longest distance, at most k's, that lets `blocks` blocks share an SM; 0 where not even
+    distance 1 does. Shared slots: each block holds `static` bytes, the slots and `reserved` bytes the
+    driver keeps, and prefetch + pad stays odd where it was (conflict-free slots). Register slots:
+    distance x the vectors' words, beside `base_registers` of the loop's own, within the registers
+    `blocks` blocks leave a thread (a kernel that promises them, min_blocks(), is capped there by ptxas:
+    longer register slots spill). What a user at full occupancy picks: H100, 512 threads of float4 and
+    2 KB of block sums, 4 blocks: (8 + 1) x 8 KB of slots per block does not fit 57 KB, (4 + 1) x 8 KB
+    does; 8 float4 registers do not fit the 32 a thread may hold, 4 do.
 
     >>> from kernelgen.target import target
     >>> k = dict(prefetch=8, prefetch_scope="shared", prefetch_pad=1)
     >>> fit_distance(k, target("sm_90"), 512, [16], 2048, 4), fit_distance(dict(k, prefetch_pad=0), target("sm_90"), 512, [16], 2048, 4)
     (4, 6)
+    >>> fit_distance(dict(k, prefetch_scope="registers"), target("sm_90"), 512, [16], 2048, 4)
+    4
     """
     d = k["prefetch"]
-    if not d or k["prefetch_scope"] != "shared":
+    if not d:
         return d
+    if k["prefetch_scope"] != "shared":
+        cap = min(target.max_registers, target.regs_per_sm // (threads * blocks))
+        return max(0, min(d, (cap - base_registers) // (sum(vector_bytes) // 4 or 1)))
     odd = (d + k["prefetch_pad"]) % 2 == 1
     for dist in range(d, 0, -1):
         if odd and (dist + k["prefetch_pad"]) % 2 == 0:
@@ -136,20 +178,24 @@ def registers(k: dict, vec_words: int) -> int:
     return k["prefetch"] * vec_words if k["prefetch"] and k["prefetch_scope"] == "registers" else 0
 
 
-def params(k: dict, target: Target, bufs: list[dict]) -> dict:
+def params(k: dict, target: Target, bufs: list[dict], threads: int | None = None) -> dict:
     """Template parameters of lib/prefetch.j2's `stream`: each buf (name, vtype, src, zero, vbytes) gets
     its offset in the shared slots and its copy size; cp.async where the target has it and every
-    vector is whole 4-byte words (a 2-byte vector goes through registers)."""
+    vector is whole 4-byte words (a 2-byte vector goes through registers). `threads`: of the block
+    (k["threads"] unless the op's block is larger, as the row ops' several rows); `min_blocks` is the
+    kernel's __launch_bounds__ promise (min_blocks())."""
+    threads = threads or k["threads"]
     if not k["prefetch"]:
-        return {"prefetch": 0}
+        return {"prefetch": 0, "min_blocks": 0}
     slot = k["prefetch"] + (k["prefetch_pad"] if k["prefetch_scope"] == "shared" else 0)
-    threads, offset, out = k["threads"], 0, []
+    offset, out = 0, []
     for b in bufs:
         out.append(dict(b, offset=offset, copy_bytes=16 if b["vbytes"] == 16 else 4))
         offset += threads * slot * b["vbytes"]
     async_copy = target.has("cp_async") and all(b["vbytes"] % 4 == 0 for b in bufs)
     return dict(prefetch=k["prefetch"], prefetch_scope=k["prefetch_scope"], prefetch_mode=k["prefetch_mode"],
-                prefetch_slot=slot, prefetch_bufs=out, prefetch_async=async_copy)
+                prefetch_slot=slot, prefetch_bufs=out, prefetch_async=async_copy,
+                min_blocks=min_blocks(k, target, threads))
 
 
 def space(op, base):
