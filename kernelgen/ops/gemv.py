@@ -96,7 +96,7 @@ class Gemv(Op):
              SPLIT_J, tune=(1, 2, 4, 8)),
         Knob("grid_stride", 0, (0, 1, 2, 4, 8, 16), "blocks per SM looping over row groups; 0 = one block per group "
              "(fewer rows streaming from DRAM at once)", "g", Prim("annotate", "grid_stride", absent=0)),
-    ) + prefetch.knobs(("A", "x"))
+    ) + prefetch.knobs(("A", "x"), "vectors of its row each thread loads ahead, A's and x's (needs unroll 1)")
     structure_help = ("lanes 64..1024 (several warps per row): split(i, rows_per_block) with bind(i.1, threadIdx.y) "
                       "and bind(j.2, threadIdx.x), and reduction(j, shuffle) adds warp shuffles, then the warps' sums "
                       "through shared memory; one lane per row has no reduction step")

@@ -37,12 +37,15 @@ ON = Range(1, MAX_DISTANCE)
 NAMES = ("prefetch", "prefetch_scope", "prefetch_mode", "prefetch_pad")
 
 
-def knobs(buffers: tuple[str, ...]) -> tuple[Knob, ...]:
-    """The four knobs, carried by prefetch(b, ...) and storage_align(b, pad) on each of `buffers` alike."""
+GRID_STRIDE = "grid-stride iterations each thread loads ahead (needs items 1 and grid_stride >= 1)"
+
+
+def knobs(buffers: tuple[str, ...], what: str = GRID_STRIDE) -> tuple[Knob, ...]:
+    """The four knobs, carried by prefetch(b, ...) and storage_align(b, pad) on each of `buffers` alike;
+    `what` says what the distance counts and what it needs (a grid-stride loop's iterations, a row's vectors)."""
     step = Prim("prefetch", buffers, args="DISTANCE, registers|shared, batch|rolling")
     return (
-        Knob("prefetch", 0, Range(0, MAX_DISTANCE), "grid-stride iterations each thread loads ahead (needs items 1 "
-             "and grid_stride >= 1); 0 = none", "p", step, tune=(0, 4, 8)),
+        Knob("prefetch", 0, Range(0, MAX_DISTANCE), f"{what}; 0 = none", "p", step, tune=(0, 4, 8)),
         Knob("prefetch_scope", "registers", SCOPES, "where prefetched vectors wait", "ps", step, when=("prefetch", ON)),
         Knob("prefetch_mode", "batch", MODES, "batch: the loads of `prefetch` iterations, then their uses; "
              "rolling: a ring refilled every iteration", "pm", step, when=("prefetch", ON)),
@@ -78,8 +81,10 @@ def read(r: ScheduleReader, buffers: tuple[str, ...]) -> dict:
 
 
 def name_knobs(op, k: dict) -> dict:
-    """The knobs a kernel's name spells: without prefetch, those of every kernel before prefetch existed."""
-    return {n: v for n, v in k.items() if op.knob(n).applies(k) and not (n == "prefetch" and v == 0)}
+    """The knobs a kernel's name spells: the op's, less the prefetch knobs without prefetch (the names of
+    every kernel before prefetch existed) or where they do not apply."""
+    return {n: v for n, v in k.items()
+            if n not in NAMES or (k["prefetch"] and op.knob(n).applies(k))}
 
 
 def shared_bytes(k: dict, threads: int, vector_bytes: list[int]) -> int:
