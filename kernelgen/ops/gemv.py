@@ -363,10 +363,26 @@ class Gemv(Op):
                 for unroll in (1, 2, 4, 8):
                     if unroll > 1 and unroll * lanes * vec > n:   # past the row: the loads would not batch
                         continue
-                    yield dict(threads=lanes * rows_per_block, lanes=lanes, vec=vec, unroll=unroll, grid_stride=0)
+                    point = dict(threads=lanes * rows_per_block, lanes=lanes, vec=vec, unroll=unroll, grid_stride=0)
+                    yield point
+                    if unroll == 1:
+                        yield from self.prefetched(point, n, problem, target)
         # The same, with 1 or 2 blocks per SM looping over the rows (no block launches after the first wave):
-        # each trip covers 8192 elements of a row.
+        # each trip covers 8192 elements of a row; prefetching in place of the unrolled loads.
         for lanes, unroll in ((1024 * 4 // vec, 2), (512 * 4 // vec, 4)):
             if lanes * vec * unroll <= max(n, 4096):
                 for grid_stride in (1, 2):
-                    yield dict(threads=lanes, lanes=lanes, vec=vec, unroll=unroll, grid_stride=grid_stride)
+                    point = dict(threads=lanes, lanes=lanes, vec=vec, unroll=unroll, grid_stride=grid_stride)
+                    yield point
+                    yield from self.prefetched(dict(point, unroll=1), n, problem, target)
+
+    def prefetched(self, point: dict, n: int, problem: Problem, target: Target):
+        """`point` with each prefetch form (prefetch.forms) whose distance the row's vectors cover and
+        whose slots are legal."""
+        vbytes = problem.dtype("A").itemsize * point["vec"]
+        static = 4 * (point["threads"] // 32) if point["lanes"] > 32 else 0
+        for pf in prefetch.forms():
+            k = dict(point, **pf)
+            if pf["prefetch"] * point["lanes"] * point["vec"] <= n and \
+                    prefetch.legal(k, target, k["threads"], [vbytes, vbytes], static, split=("j", "unroll"), grid_stride=False):
+                yield k

@@ -350,4 +350,5 @@ class LayerNorm(HalfRowNumbers, RowSchedule, Op):
         return self.schedule_from_knobs(**dict(dict(l2_batch_mb=16), **k))
 
     def space(self, problem: Problem, target: Target):
-        return row_space(problem["cols"], problem.dtype("x").itemsize, target, "welford")
+        return row_space(problem["cols"], problem.dtype("x").itemsize, target, "welford",
+                         streams=2 if problem.residual else 1, static_words=3)

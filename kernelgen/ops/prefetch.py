@@ -203,6 +203,25 @@ def params(k: dict, target: Target, bufs: list[dict], threads: int | None = None
                 min_blocks=min_blocks(k, target, threads))
 
 
+def forms(distances: tuple[int, ...] = (4, 8)):
+    """The prefetch knobs a tuning space tries: each distance in each of the four forms, shared slots
+    padded to an odd count of vectors (conflict-free; another padding only adds bank conflicts)."""
+    for d in distances:
+        for scope in SCOPES:
+            for mode in MODES:
+                yield dict(prefetch=d, prefetch_scope=scope, prefetch_mode=mode,
+                           prefetch_pad=(d + 1) % 2 if scope == "shared" else 0)
+
+
+def legal(k: dict, target: Target, threads: int, vector_bytes: list[int], static: int, **how) -> bool:
+    """Whether check_legal takes `k` (the spaces of ops that list their points keep only legal ones)."""
+    try:
+        check_legal(k, target, "x", threads, vector_bytes, static, **how)
+    except ScheduleError:
+        return False
+    return True
+
+
 def space(op, base):
     """The points of `base` (the op's default space) that prefetching can serve: no prefetch anywhere,
     prefetch only with items 1 and a grid-stride loop (the rest would be pruned as illegal), and shared

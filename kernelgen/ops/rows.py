@@ -143,10 +143,12 @@ def row_heuristic(rows: int, cols: int, itemsize: int, target: Target, r: RowRul
     return dict(split, reduction="shuffle")
 
 
-def row_space(cols: int, itemsize: int, target: Target, loop_algo: str):
+def row_space(cols: int, itemsize: int, target: Target, loop_algo: str, streams: int = 1, static_words: int = 2):
     """The tuning space of a row op (16-byte accesses): register rows whose tile holds the row with less
     than a vector per thread to spare (power-of-two items, and the exact cover), the two-read loop
-    (`loop_algo`), and for long rows the split form over chunk sizes and row batches."""
+    (`loop_algo`), prefetching in place of its `items` (each form whose distance a thread's vectors of
+    the row cover, its slots for `streams` rows legal beside `static_words` words a warp of reductions),
+    and for long rows the split form over chunk sizes and row batches."""
     vec = 16 // itemsize
     base = dict(vec=vec, reduction="shuffle", l2_batch_mb=16)
     for threads in (4, 8, 16, 32, 64, 128, 256, 512, 1024):
@@ -160,6 +162,13 @@ def row_space(cols: int, itemsize: int, target: Target, loop_algo: str):
                     yield dict(base, threads=threads, rows_per_block=rpb, items=items, algo="registers")
                 if threads * rpb >= 128 and items in (2, 4):
                     yield dict(base, threads=threads, rows_per_block=rpb, items=items, algo=loop_algo)
+            if threads * rpb >= 128 and rpb == 1:
+                for pf in prefetch.forms():
+                    k = dict(base, threads=threads, rows_per_block=1, items=1, algo=loop_algo, **pf)
+                    if pf["prefetch"] * threads * vec <= cols and prefetch.legal(
+                            k, target, threads, [itemsize * vec] * streams, 4 * static_words * max(1, threads // 32),
+                            split=("j", "items"), grid_stride=False):
+                        yield k
     if cols >= 8192:
         for threads in (128, 256, 512):
             for items in (2, 4, 8):

@@ -258,4 +258,4 @@ class Softmax(HalfRowNumbers, RowSchedule, Op):
         return self.schedule_from_knobs(**dict(dict(l2_batch_mb=16), **k))
 
     def space(self, problem: Problem, target: Target):
-        return row_space(problem["cols"], problem.dtype("x").itemsize, target, "online")
+        return row_space(problem["cols"], problem.dtype("x").itemsize, target, "online", static_words=2)
