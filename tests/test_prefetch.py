@@ -1,5 +1,5 @@
 """prefetch(buffer, distance, scope, mode): the seed notes' software prefetching in grid-stride loops
-(reduce_sum, elementwise). Plain Python (schedules, knobs, names, legality, plans, space), NVRTC (no
+(reduce_sum, elementwise; the loops over a row of gemv, softmax and layer norm: tests/test_prefetch_rows.py). Plain Python (schedules, knobs, names, legality, plans, space), NVRTC (no
 spills, cp.async in the shared forms), the emulator with the checker on (every form at awkward sizes,
 the ring's classic off-by-ones caught, padding removing bank conflicts), and the ladder on a GPU."""
 import importlib.util
@@ -67,12 +67,13 @@ def test_the_example_ladder_is_the_end_of_reduce_sums():
 
 
 # -- legality: refused before any compile, one line with the numbers -------------------------------
-@pytest.mark.parametrize("op_name", ["gemv", "softmax", "layernorm", "transpose", "sgemm"])
+@pytest.mark.parametrize("op_name", ["transpose", "sgemm", "attention", "conv2d"])
 def test_ops_without_a_prefetched_loop_refuse_it_by_name(op_name):
     op = get_op(op_name)
     s = op.default_schedule().prefetch(op.inputs[0], 4)
     with pytest.raises(ScheduleError, match=rf"prefetch\({op.inputs[0]}\).*{op_name} has no grid-stride loop that "
-                                            r"prefetch serves; allowed: ops reduce_sum, elementwise"):
+                                            r"prefetch serves; allowed: ops reduce_sum, softmax, layernorm, gemv, "
+                                            r"elementwise"):
         op.kernel(s)
 
 

@@ -21,7 +21,15 @@ conflict-free (a 4-, 8- or 16-byte access, each thread `D + pad` vectors from th
 and later the shared slots are filled by cp.async, so the loads do not wait in registers; a 16-byte
 copy past the end is issued anyway with a source size of 0 (zeros land), so no copy sits under a
 predicate (a predicated cp.async can lose the coalescing of a warp's copies). At full occupancy the
-slots of a long distance cost blocks per SM: `fit_distance` gives the longest that lets them fit.
+slots of a long distance cost blocks per SM: `fit_distance` gives the longest that lets them fit. A
+schedule whose grid stride promises blocks per SM (grid_stride g: min(g, the blocks its threads allow))
+has its shared slots refused where they do not let that many fit, and the kernel states the promise in
+`__launch_bounds__(threads, blocks)`, so ptxas keeps the registers within it (longer register slots
+spill instead of costing a block): prefetching never takes a block per SM from such a loop.
+
+The loops over a row (GEMV, the passes of softmax and layer norm) are the same loop with the row's
+vectors for iterations and no grid stride (`check_legal(..., grid_stride=False)`): see kernelgen/ops/rows.py
+and kernelgen/ops/gemv.py.
 """
 from __future__ import annotations
 

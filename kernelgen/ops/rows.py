@@ -327,7 +327,7 @@ class RowSchedule:
         pf = prefetch.params(k, target, bufs, block)
         return {"pf": dict(bufs=pf["prefetch_bufs"], tid=f"(int)(threadIdx.y * {k['threads']} + t)", distance=d,
                            scope=k["prefetch_scope"], mode=k["prefetch_mode"], slot=pf["prefetch_slot"], threads=block,
-                           copy_async=pf["prefetch_async"], whole="(@ >= lo && @ < hi)")}
+                           copy_async=pf["prefetch_async"])}
 
     def row_prefetch_bytes(self, kernel, rows: int = 1) -> int:
         """Dynamic shared memory of a row kernel: the prefetch slots of its `rows` streamed rows."""
