@@ -138,7 +138,7 @@ def table(rows, target) -> str:
                    f"{r['gbps']:.0f} | {100 * rel:+.1f}% |")
     out.append("")
     for (op, dtype, regime), w in worst.items():
-        out.append(f"- {op} {dtype}, {regime}: the slowest prefetch form is {100 * -w:.1f}% "
+        out.append(f"- {op} {dtype}, {regime}: the slowest prefetch form is {100 * abs(w):.1f}% "
                    f"{'below' if w < 0 else 'above'} the plain loop" + (" (target at full occupancy: <= 2% below)"
                                                                        if regime == "full occupancy" else ""))
     return "\n".join(out) + "\n"
