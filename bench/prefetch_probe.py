@@ -73,7 +73,8 @@ def full_occupancy(sched, target):
     registers (fit_distance; the kernel promises the blocks to __launch_bounds__), grid_stride the
     largest choice within what fits."""
     k = op.knobs_from_schedule(sched)
-    plain = op.schedule_from_knobs(**dict(k, prefetch=0))
+    plain = op.schedule_from_knobs(**dict(k, prefetch=0, prefetch_scope="registers", prefetch_mode="batch",
+                                          prefetch_pad=0))
     want, base = blocks_that_fit(plain, target), partial_facts(plain, target)[1]
     vbytes = k["vec"] * op.problem({"n": 1 << 20}).dtype("x").itemsize
     d = fit_distance(k, target, k["threads"], [vbytes], 4 * k["threads"], want, base_registers=base)
