@@ -2,17 +2,23 @@
 at one block per SM and at full occupancy, beside the measured copy bandwidth. One GPU call:
 
     OUT=/tmp/out PYTHONPATH=. python3 bench/prefetch_probe.py [--log2n 28] [--sweep] [--budget-s 400]
+    OUT=/tmp/out PYTHONPATH=. python3 bench/prefetch_probe.py --ops gemv,softmax [--budget-s 170]
 
 Each step is validated on the GPU first (n = 1000003 and 2^20 + 3: counts that no distance divides),
 then timed with events (L2 flushed, median of 30). "Full occupancy" is what a user filling the GPU
-would pick: as many blocks per SM as the threads allow (4 of 512), the shared forms' distance shortened
-until their slots fit that many (kernelgen.ops.prefetch.fit_distance: 8 + 1 padded slots -> 4 + 1), and the
-largest grid_stride the knob offers within the blocks that then fit (threads, shared memory + 1 KB,
-registers from the cubin). The copy bandwidth is the better of cupy's device-to-device copy and the elementwise op
+would pick: as many blocks per SM as the plain loop fits (4 of 512), each form's distance shortened
+until its slots fit that many (kernelgen.ops.prefetch.fit_distance: 8 + 1 padded shared slots -> 4 + 1;
+register slots beside the plain loop's own registers, within the 32 a thread then has), and the largest
+grid_stride the knob offers within the blocks that then fit (threads, shared memory + 1 KB, registers
+from the cubin; a prefetching kernel promises its grid stride's blocks to __launch_bounds__). The copy bandwidth is the better of cupy's device-to-device copy and the elementwise op
 copying `a` (read + write bytes / time). --sweep adds every form at distances 2, 4, 8 and 16 at one block
 per SM, and at 4 blocks per SM where its slots fit them. Prints a markdown table and writes $OUT/prefetch_probe.md and $OUT/prefetch_probe.json.
 The issue's targets: the best step at one block per SM >= 90% of the copy bandwidth; at full occupancy
 no step more than 2% slower than the plain loop.
+
+--ops gemv,softmax (bench/prefetch_ops.py) times GEMV's loop over a row and softmax's online passes the same
+way instead, float32 and float16: each form against the plain loop (and the unrolled loads the ops take
+without prefetch), at one block per SM and at full occupancy; writes $OUT/prefetch_ops.md and .json.
 """
 from __future__ import annotations
 
@@ -40,8 +46,8 @@ def with_knobs(sched, **changes):
     return op.schedule_from_knobs(**dict(op.knobs_from_schedule(sched), **changes))
 
 
-def blocks_that_fit(sched, target) -> int:
-    """Resident blocks of the partial pass on one SM: threads, shared memory (+1 KB a block), registers."""
+def partial_facts(sched, target):
+    """(launch, registers) of the partial pass: registers from the cubin, else the estimate."""
     kernel = op.kernel(sched, target)
     plan = op.plan(kernel, op.problem({"n": 1 << 20}), target)
     partial = next(l for l in plan.launches if l.symbol.endswith("_partial"))
@@ -51,20 +57,30 @@ def blocks_that_fit(sched, target) -> int:
         regs = next(f.registers for f in inspect_kernel(kernel, target.arch) if f.symbol == partial.symbol)
     except Exception as e:  # no cuobjdump: the estimate
         print(f"  (registers estimated: {e})", file=sys.stderr)
+    return partial, regs
+
+
+def blocks_that_fit(sched, target) -> int:
+    """Resident blocks of the partial pass on one SM: threads, shared memory (+1 KB a block), registers."""
+    partial, regs = partial_facts(sched, target)
     smem = 4 * partial.threads + partial.shared_bytes + 1024      # its block sums and slots, + 1 KB reserved
     return int(occupancy(partial.threads, smem, regs, target)["blocks_per_sm"])
 
 
 def full_occupancy(sched, target):
-    """(schedule, blocks that fit): the step at the blocks its threads allow per SM, its shared slots'
-    distance shortened to fit them (fit_distance), grid_stride the largest choice within what fits."""
+    """(schedule, blocks that fit): the step at the blocks the plain loop fits per SM (its threads allow 4
+    of 512), its prefetch distance shortened until the slots fit them beside the plain loop's own
+    registers (fit_distance; the kernel promises the blocks to __launch_bounds__), grid_stride the
+    largest choice within what fits."""
     k = op.knobs_from_schedule(sched)
-    want = target.max_threads_per_sm // k["threads"]
+    plain = op.schedule_from_knobs(**dict(k, prefetch=0, prefetch_scope="registers", prefetch_mode="batch",
+                                          prefetch_pad=0))
+    want, base = blocks_that_fit(plain, target), partial_facts(plain, target)[1]
     vbytes = k["vec"] * op.problem({"n": 1 << 20}).dtype("x").itemsize
-    d = fit_distance(k, target, k["threads"], [vbytes], 4 * k["threads"], want)
+    d = fit_distance(k, target, k["threads"], [vbytes], 4 * k["threads"], want, base_registers=base)
     if k["prefetch"] and d:
         sched = with_knobs(sched, prefetch=d)
-    fit = blocks_that_fit(sched, target)
+    fit = blocks_that_fit(with_knobs(sched, grid_stride=want), target)
     return with_knobs(sched, grid_stride=max(g for g in GRID_STRIDES if 1 <= g <= max(1, fit))), fit
 
 
@@ -91,7 +107,12 @@ def main(argv=None) -> int:
     ap.add_argument("--log2n", type=int, default=28)
     ap.add_argument("--sweep", action="store_true", help="every form at distances 2, 4, 8, 16 at one block per SM")
     ap.add_argument("--budget-s", type=float, default=400.0)
+    ap.add_argument("--ops", default="", help="gemv,softmax: time those ops' prefetch forms (bench/prefetch_ops.py)")
     args = ap.parse_args(argv)
+    if args.ops:
+        sys.path.insert(0, str(Path(__file__).resolve().parent))
+        import prefetch_ops
+        return prefetch_ops.main(args.ops.split(","), min(args.budget_s, 170.0))
     gpu.require()
     start, target = time.time(), gpu.device()
     out_dir = Path(os.environ.get("OUT", "."))

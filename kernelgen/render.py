@@ -41,6 +41,7 @@ def environment() -> jinja2.Environment:
         autoescape=False,
     )
     env.filters["f32"] = lambda v: f"{float(v)!r}f"
+    env.filters["dedent"] = textwrap.dedent     # a caller's body written at its place's indentation, re-placed
     return env
 
 

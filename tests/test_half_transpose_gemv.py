@@ -90,7 +90,9 @@ def test_heuristics_take_16_byte_accesses_at_the_benchmark_size():
         assert t.knobs_from_schedule(t.schedule_for(p)) == dict(tile=64, rows=16, vec=8, staged=True, pad=2,
                                                                  order="row", grid_stride=0, store_align=0, load_align=False)
         p = g.problem(BENCH, dtype=dt)
-        assert g.knobs_from_schedule(g.schedule_for(p)) == dict(threads=512, lanes=512, vec=8, unroll=2, grid_stride=0)
+        assert g.knobs_from_schedule(g.schedule_for(p)) == dict(threads=512, lanes=512, vec=8, unroll=2, grid_stride=0,
+                                                                 prefetch=0, prefetch_scope="registers",
+                                                                 prefetch_mode="batch", prefetch_pad=0)
         # gemv: the float32 rule in bytes (two 16-byte loads per thread cover the row)
         lanes = {n: g.knobs_from_schedule(g.schedule_for(g.problem({"M": 100, "N": n}, dtype=dt)))["lanes"]
                  for n in (3, 64, 1024, 8192, 100000)}

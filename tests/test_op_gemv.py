@@ -16,6 +16,8 @@ op = get_op("gemv")
 STEPS = op.ladder()
 
 
+NO_PREFETCH = dict(prefetch=0, prefetch_scope="registers", prefetch_mode="batch", prefetch_pad=0)
+
 def facts(sched, symbol=None):
     k = op.kernel(sched)
     found = {f.symbol: f for f in facts_of(compile_cuda(render(k), "sm_90", k.name))}
@@ -27,7 +29,7 @@ def test_rows_per_warp_and_lanes_per_row_fill_a_warp():
     s = op.schedule(lanes=8, vec=2, unroll=4, threads=128)
     assert s.steps[0].factors == (16, 4)            # 4 warps x 4 rows of 8 lanes
     assert s.steps[4].factors == (64, 16, 2)        # 4 loads x 8 lanes x float2
-    assert op.knobs_from_schedule(s) == dict(threads=128, lanes=8, vec=2, unroll=4, grid_stride=0)
+    assert op.knobs_from_schedule(s) == dict(threads=128, lanes=8, vec=2, unroll=4, grid_stride=0, **NO_PREFETCH)
 
 
 def test_rows_over_several_warps_are_a_2d_block():
@@ -35,7 +37,7 @@ def test_rows_over_several_warps_are_a_2d_block():
     assert s.steps[0].factors == (2,)               # 2 rows per block, i.1 = threadIdx.y
     assert s.steps[3].factors == (8192, 1024, 4)    # 8 loads x 256 threads x float4
     assert ("j.2", "threadIdx.x") in [(st.target, getattr(st, "axis", None)) for st in s.steps]
-    assert op.knobs_from_schedule(s) == dict(threads=512, lanes=256, vec=4, unroll=8, grid_stride=0)
+    assert op.knobs_from_schedule(s) == dict(threads=512, lanes=256, vec=4, unroll=8, grid_stride=0, **NO_PREFETCH)
     k = op.kernel(s)
     assert k.static_smem == 4 * 16                  # one partial sum per warp
     plan = op.plan(k, op.problem({"M": 7, "N": 9}))

@@ -1,5 +1,5 @@
 """prefetch(buffer, distance, scope, mode): the seed notes' software prefetching in grid-stride loops
-(reduce_sum, elementwise). Plain Python (schedules, knobs, names, legality, plans, space), NVRTC (no
+(reduce_sum, elementwise; the loops over a row of gemv, softmax and layer norm: tests/test_prefetch_rows.py). Plain Python (schedules, knobs, names, legality, plans, space), NVRTC (no
 spills, cp.async in the shared forms), the emulator with the checker on (every form at awkward sizes,
 the ring's classic off-by-ones caught, padding removing bank conflicts), and the ladder on a GPU."""
 import importlib.util
@@ -67,12 +67,13 @@ def test_the_example_ladder_is_the_end_of_reduce_sums():
 
 
 # -- legality: refused before any compile, one line with the numbers -------------------------------
-@pytest.mark.parametrize("op_name", ["gemv", "softmax", "layernorm", "transpose", "sgemm"])
+@pytest.mark.parametrize("op_name", ["transpose", "sgemm", "attention", "conv2d"])
 def test_ops_without_a_prefetched_loop_refuse_it_by_name(op_name):
     op = get_op(op_name)
     s = op.default_schedule().prefetch(op.inputs[0], 4)
     with pytest.raises(ScheduleError, match=rf"prefetch\({op.inputs[0]}\).*{op_name} has no grid-stride loop that "
-                                            r"prefetch serves; allowed: ops reduce_sum, elementwise"):
+                                            r"prefetch serves; allowed: ops reduce_sum, softmax, layernorm, gemv, "
+                                            r"elementwise"):
         op.kernel(s)
 
 
@@ -213,9 +214,9 @@ def test_shared_slots_without_cp_async_go_through_registers():
 @pytest.mark.emulate
 @pytest.mark.parametrize("n, line, mutant", [
     (304623, "kg_cp_async_wait<7>();", "kg_cp_async_wait<8>();"),            # the ring waits for one group too few
-    (304624, "(jn < nvec ? jn : 0), jn < nvec);", "(jn <= nvec ? jn : 0), jn <= nvec);"),   # a refill one vector past the end
-    (304623, "r = r + 1 == 8 ? 0 : r + 1;", "r = r + 1 == 7 ? 0 : r + 1;"),    # a ring one slot short
-    (304623, "const long long jn = j + 8 *", "const long long jn = j + 7 *"),  # refilled one iteration short
+    (304624, "(pf_jn < nvec ? pf_jn : 0), pf_jn < nvec);", "(pf_jn <= nvec ? pf_jn : 0), pf_jn <= nvec);"),   # a refill one vector past the end
+    (304623, "pf_r = pf_r + 1 == 8 ? 0 : pf_r + 1;", "pf_r = pf_r + 1 == 7 ? 0 : pf_r + 1;"),    # a ring one slot short
+    (304623, "const long long pf_jn = pf_j + 8 *", "const long long pf_jn = pf_j + 7 *"),  # refilled one iteration short
 ])
 def test_the_rings_off_by_ones_are_caught(n, line, mutant):
     from kernelgen.errors import KernelgenError
@@ -278,6 +279,10 @@ def test_full_occupancy_shortens_the_shared_slots_until_the_blocks_fit():
     assert fit_distance(shared, h100, 512, [16], 2048, 4) == 4
     assert fit_distance(dict(shared, prefetch_pad=0), h100, 512, [16], 2048, 4) == 6
     assert fit_distance(shared, h100, 512, [16], 2048, 1) == 8                  # one block: the distance asked
-    assert fit_distance(dict(shared, prefetch_scope="registers"), h100, 512, [16], 2048, 4) == 8
+    # register slots: 32 registers a thread at 4 blocks of 512, 16 of them the loop's: 4 float4s
+    registers = dict(shared, prefetch_scope="registers")
+    assert fit_distance(registers, h100, 512, [16], 2048, 4) == 4
+    assert fit_distance(registers, h100, 512, [16], 2048, 1) == 8
+    assert fit_distance(registers, h100, 512, [16, 16], 2048, 4) == 2
     assert fit_distance(shared, h100, 1024, [16, 16], 4096, 2) == 2             # two buffers' slots
     assert fit_distance(shared, h100, 1024, [16] * 8, 4096, 2) == 0             # none fits

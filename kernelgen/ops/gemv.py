@@ -33,6 +33,15 @@ takes 92.7 us at 8192 x 8192 on the H100 against 100.7 us for the best warp-per-
 ...                                    op.problem({"M": 5, "N": 7})).launches[0].block)
 (512, 256, (256, 2, 1))
 
+`prefetch("A", D, scope, mode)` with its twin on x (and `storage_align` for shared slots: see
+kernelgen/ops/prefetch.py) loads D of a thread's vectors of the row ahead, in place of `unroll`
+(which must be 1): a thread's loop over its row's vectors v = sub, sub + lanes, ... is the loop it
+serves. The kernel for rows that are not vector-aligned prefetches A only (its x is read as scalars).
+
+>>> op.kernel(op.schedule(unroll=1, prefetch=4, prefetch_scope="shared", prefetch_mode="rolling",
+...                       prefetch_pad=1)).name
+'gemv_f32_sm90_t1024_l1024_v4_u1_g0_p4_psshared_pmrolling_pp1'
+
 Rows are 16-byte aligned only when N % 4 == 0: otherwise each row starts with up to 3 scalar
 products up to its first aligned element, and x (then misaligned with the row) is read as scalars.
 
@@ -54,9 +63,10 @@ import numpy as np
 from ..errors import check
 from ..schedule import Schedule, ScheduleReader, schedule
 from .base import INT_MAX, Dim, Kernel, Knob, LadderStep, Launch, Op, Plan, Problem, Scalar, cdiv, pow2
+from . import prefetch
 from .knobs import Prim, Range
 from ..dtypes import Types
-from .io import element_io, torch_tensor, vector_widths
+from .io import element_io, torch_tensor, vector_widths, zero_vector
 from ..target import Target, default_target
 
 VEC_TYPES = {1: "float", 2: "float2", 4: "float4"}
@@ -86,7 +96,7 @@ class Gemv(Op):
              SPLIT_J, tune=(1, 2, 4, 8)),
         Knob("grid_stride", 0, (0, 1, 2, 4, 8, 16), "blocks per SM looping over row groups; 0 = one block per group "
              "(fewer rows streaming from DRAM at once)", "g", Prim("annotate", "grid_stride", absent=0)),
-    )
+    ) + prefetch.knobs(("A", "x"), "vectors of its row each thread loads ahead, A's and x's (needs unroll 1)")
     structure_help = ("lanes 64..1024 (several warps per row): split(i, rows_per_block) with bind(i.1, threadIdx.y) "
                       "and bind(j.2, threadIdx.x), and reduction(j, shuffle) adds warp shuffles, then the warps' sums "
                       "through shared memory; one lane per row has no reduction step")
@@ -110,7 +120,8 @@ class Gemv(Op):
         s = self.put(s.unroll("j.1"), k, "vec")
         if lanes > 1:
             s = s.reduction("j", "shuffle")
-        return self.put(s, k, "grid_stride")
+        s = prefetch.build(self.put(s, k, "grid_stride"), k, self.inputs)
+        return self.put(s, k, "prefetch_pad")
 
     def read_knobs(self, r: ScheduleReader) -> dict:
         unroll, lanes, vec = r.vector_split("j", (32, 32, 1))   # widths per type: template_params
@@ -126,7 +137,8 @@ class Gemv(Op):
                   allowed="64, 128, 256, 512, 1024 threads per row; bind(j.2, lane) for <= 32")
             (rows_per_block,) = r.split("i", 1, (1,))
             r.expect("bind", "i.1", "threadIdx.y")
-            return {"threads": rows_per_block * lanes, "lanes": lanes, "vec": vec, "unroll": unroll}
+            return {"threads": rows_per_block * lanes, "lanes": lanes, "vec": vec, "unroll": unroll,
+                    **prefetch.read(r, self.inputs)}
         rows_per_block, rows_per_warp = r.split("i", 2, (8, 1))
         check(rows_per_block % rows_per_warp == 0, "split", "i", (rows_per_block, rows_per_warp),
               limit="rows per warp must divide rows per block")
@@ -137,7 +149,11 @@ class Gemv(Op):
               allowed="threadIdx.x, with split(i, rows_per_block) and bind(i.1, threadIdx.y)")
         check(lanes * rows_per_warp == 32, "split", "i.2", rows_per_warp,
               limit=f"rows per warp x lanes per row (j.2 = {lanes}) must be 32")
-        return {"threads": rows_per_block // rows_per_warp * 32, "lanes": lanes, "vec": vec, "unroll": unroll}
+        return {"threads": rows_per_block // rows_per_warp * 32, "lanes": lanes, "vec": vec, "unroll": unroll,
+                **prefetch.read(r, self.inputs)}
+
+    def name_knobs(self, k: dict) -> dict:
+        return prefetch.name_knobs(self, k)
 
     def check_knobs(self, k: dict, target: Target) -> None:
         check(k["threads"] % 32 == 0 and 32 <= k["threads"] <= target.max_threads, "split", "i.1",
@@ -165,8 +181,22 @@ class Gemv(Op):
                       warps=k["threads"] // 32)
         # Rows over several warps: one partial sum per warp in shared memory.
         shared = 4 * (k["threads"] // 32) if block_rows else 0
+        vbytes = params["access_bytes"]
+        prefetch.check_legal(k, target, "A", k["threads"], [vbytes, vbytes], shared, ("j", "unroll"), grid_stride=False)
+        # A row's vectors and x's: the unaligned kernel's x is misaligned with the row, read as scalars.
+        bufs = [dict(name=b, vtype=io["vtype"], src=f"{b.lower()}v", zero=zero_vector(io, k["vec"]), vbytes=vbytes)
+                for b in ("A", "x")]
+        pf = prefetch.params(k, target, bufs)
+        params.update(pf, pf_a=pf.get("prefetch_bufs", [])[:1],
+                      pf_tid=f"(int)(threadIdx.y * {lanes} + threadIdx.x)" if block_rows else "(int)threadIdx.x")
         # Registers: one accumulator and 2 vectors (of 4-byte registers) per unrolled load, plus pointers and indices.
-        return params, shared, 24 + k["unroll"] * (2 * k["vec"] * d.itemsize // 4 + 1)
+        regs = 24 + k["unroll"] * (2 * k["vec"] * d.itemsize // 4 + 1) + prefetch.registers(k, 2 * max(1, vbytes // 4))
+        return params, shared + prefetch.shared_bytes(k, k["threads"], [vbytes, vbytes]), regs
+
+    def prefetch_bytes(self, kernel: Kernel) -> int:
+        """Dynamic shared memory: the prefetch slots of A and x, if in shared memory."""
+        vbytes = (kernel.types or self.types())["A"].itemsize * kernel.knob("vec")
+        return prefetch.shared_bytes(dict(kernel.knobs), kernel.knob("threads"), [vbytes, vbytes])
 
     def out_dtypes(self, dtype_name: str) -> tuple[str, ...]:
         """y in A's type, or float32 for 16-bit A and x (the fp32 sum stored without rounding it to 16 bits)."""
@@ -185,7 +215,7 @@ class Gemv(Op):
               limit=f"M={m}: the int row index steps {blocks} blocks x {rows_per_block} rows past M; M <= {most}")
         # Rows over several warps: a 2-D block, threadIdx.x along the row (j.2), threadIdx.y the row (i.1).
         block = (k["lanes"], rows_per_block, 1) if k["lanes"] > 32 else (k["threads"], 1, 1)
-        launch = Launch(symbol, (blocks, 1, 1), block, ("A", "x", "y", "M", "N"))
+        launch = Launch(symbol, (blocks, 1, 1), block, ("A", "x", "y", "M", "N"), self.prefetch_bytes(kernel))
         access = problem.dtype("A").itemsize * k["vec"]
         return Plan(kernel, problem, (launch,), (), (Scalar("M", "int", m), Scalar("N", "int", n)),
                     (("A", access), ("x", access)))
@@ -197,12 +227,12 @@ class Gemv(Op):
         lets = (("groups", "long long", f"kg_cdiv(M, {rpb})"),
                 ("blocks", "long long", f"kg_min(groups, sms * {k['grid_stride']})" if k["grid_stride"] else "groups"))
         block = (k["lanes"], rpb, 1) if k["lanes"] > 32 else (k["threads"], 1, 1)
-        args = ("A", "x", "y", "M", "N")
+        args, smem = ("A", "x", "y", "M", "N"), self.prefetch_bytes(kernel)
         if k["vec"] > 1:
-            steps = (Step(kernel.name, ("blocks", "1", "1"), block, args, when=f"N % {k['vec']} == 0"),
-                     Step(kernel.name + "_unaligned", ("blocks", "1", "1"), block, args, when=f"N % {k['vec']} != 0"))
+            steps = (Step(kernel.name, ("blocks", "1", "1"), block, args, smem, when=f"N % {k['vec']} == 0"),
+                     Step(kernel.name + "_unaligned", ("blocks", "1", "1"), block, args, smem, when=f"N % {k['vec']} != 0"))
         else:
-            steps = (Step(kernel.name, ("blocks", "1", "1"), block, args),)
+            steps = (Step(kernel.name, ("blocks", "1", "1"), block, args, smem),)
         access = (kernel.types or self.types())["A"].itemsize * k["vec"]
         return Recipe(kernel.arch, ("M", "N"), self.recipe_buffers(kernel), steps, lets,
                       alignment=(("A", access, ""), ("x", access, "")),
@@ -333,10 +363,26 @@ class Gemv(Op):
                 for unroll in (1, 2, 4, 8):
                     if unroll > 1 and unroll * lanes * vec > n:   # past the row: the loads would not batch
                         continue
-                    yield dict(threads=lanes * rows_per_block, lanes=lanes, vec=vec, unroll=unroll, grid_stride=0)
+                    point = dict(threads=lanes * rows_per_block, lanes=lanes, vec=vec, unroll=unroll, grid_stride=0)
+                    yield point
+                    if unroll == 1:
+                        yield from self.prefetched(point, n, problem, target)
         # The same, with 1 or 2 blocks per SM looping over the rows (no block launches after the first wave):
-        # each trip covers 8192 elements of a row.
+        # each trip covers 8192 elements of a row; prefetching in place of the unrolled loads.
         for lanes, unroll in ((1024 * 4 // vec, 2), (512 * 4 // vec, 4)):
             if lanes * vec * unroll <= max(n, 4096):
                 for grid_stride in (1, 2):
-                    yield dict(threads=lanes, lanes=lanes, vec=vec, unroll=unroll, grid_stride=grid_stride)
+                    point = dict(threads=lanes, lanes=lanes, vec=vec, unroll=unroll, grid_stride=grid_stride)
+                    yield point
+                    yield from self.prefetched(dict(point, unroll=1), n, problem, target)
+
+    def prefetched(self, point: dict, n: int, problem: Problem, target: Target):
+        """`point` with each prefetch form (prefetch.forms) whose distance the row's vectors cover and
+        whose slots are legal."""
+        vbytes = problem.dtype("A").itemsize * point["vec"]
+        static = 4 * (point["threads"] // 32) if point["lanes"] > 32 else 0
+        for pf in prefetch.forms():
+            k = dict(point, **pf)
+            if pf["prefetch"] * point["lanes"] * point["vec"] <= n and \
+                    prefetch.legal(k, target, k["threads"], [vbytes, vbytes], static, split=("j", "unroll"), grid_stride=False):
+                yield k

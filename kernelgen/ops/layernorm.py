@@ -20,6 +20,9 @@ algorithm is one of
   too few rows to fill the GPU). A stats launch writes each block's exact (mean, M2) of its chunk
   (held in registers) to a workspace; a write launch merges a row's pairs (Chan) and writes its
   chunk of y. Rows go in batches of `annotate("l2_batch_mb", MB)` so the second read of x hits L2.
+`prefetch("x", D, scope, mode)` loads D of a thread's vectors ahead in each pass of two_pass and welford
+(with a residual, res's beside x's; kernelgen/ops/rows.py): one vector an iteration (items 1), Welford's
+merge per vector.
 The variance is the biased one (divided by cols), as torch.nn.functional.layer_norm computes it.
 
 A residual add is a problem parameter (`residual`, printed `;residual=MODE`), since it changes the
@@ -47,7 +50,9 @@ from ..dtypes import Types
 from ..target import Target, default_target
 from .io import torch_tensor
 from .knobs import Prim
-from .rows import ANY_SUFFIX, L2_BATCH, MAX_CHUNK, ROW_KNOBS, HalfRowNumbers, RowRules, RowSchedule, row_heuristic, row_space
+from . import prefetch
+from .rows import (ANY_SUFFIX, L2_BATCH, MAX_CHUNK, ROW_KNOBS, ROW_PREFETCH, HalfRowNumbers, RowRules, RowSchedule,
+                   row_heuristic, row_space)
 
 PASSES = ("two_pass", "welford")                 # the algorithms annotate(layernorm, ...) names
 ALGOS = PASSES + ("registers", "split")
@@ -73,7 +78,7 @@ class LayerNorm(HalfRowNumbers, RowSchedule, Op):
         Knob("algo", "registers", ALGOS, "two_pass | welford | registers (the row in registers) | split (j.0 on "
              "blocks)", "a", Prim("annotate", "layernorm", args="two_pass|welford")),
         L2_BATCH,
-    )
+    ) + ROW_PREFETCH
     structure_help = ("algo registers is cache_read(x, register) instead of annotate(layernorm, ...); algo split is "
                       "bind(j.0, blockIdx.y)")
     fuses = ("residual",)
@@ -126,8 +131,10 @@ class LayerNorm(HalfRowNumbers, RowSchedule, Op):
     def build(self, k: dict) -> Schedule:
         s = self.row_steps(k)
         if k["algo"] == "split":
-            return self.put(s.bind("j.0", "blockIdx.y"), k, "l2_batch_mb")
-        return s.cache_read("x", "register") if k["algo"] == "registers" else s.annotate("layernorm", k["algo"])
+            s = self.put(s.bind("j.0", "blockIdx.y"), k, "l2_batch_mb")
+        else:
+            s = s.cache_read("x", "register") if k["algo"] == "registers" else s.annotate("layernorm", k["algo"])
+        return self.put(prefetch.build(s, k, ("x",)), k, "prefetch_pad")
 
     def read_knobs(self, r: ScheduleReader) -> dict:
         k = self.read_row_steps(r)
@@ -137,10 +144,10 @@ class LayerNorm(HalfRowNumbers, RowSchedule, Op):
         if j0 == "blockIdx.y":
             check(cached is None and annotated is None, "bind", "j.0", j0,
                   limit="several blocks per row: each block's chunk stays in registers, its statistics are exact")
-            return dict(k, algo="split")
+            return dict(k, algo="split", **prefetch.read(r, ("x",)))
         check(not (cached and annotated), "annotate", "layernorm", annotated,
               limit="cache_read(x, register) already reads x once")
-        return dict(k, algo="registers" if cached else annotated or "welford")
+        return dict(k, algo="registers" if cached else annotated or "welford", **prefetch.read(r, ("x",)))
 
     def check_knobs(self, k: dict, target: Target) -> None:
         self.check_row_knobs(k, target)
@@ -153,14 +160,23 @@ class LayerNorm(HalfRowNumbers, RowSchedule, Op):
 
     # -- lowering ----------------------------------------------------------------------------------
     def name_knobs(self, k: dict) -> dict:
-        """The row batch only where it applies (split): the other kernels keep the names they had."""
+        """The row batch only where it applies (split), prefetch only where it is on: the other kernels keep
+        the names they had."""
+        k = prefetch.name_knobs(self, k)
         return k if k["algo"] == "split" else {n: v for n, v in k.items() if n != "l2_batch_mb"}
 
     def template_params(self, k: dict, types: Types, target: Target) -> tuple[dict, int, int]:
         params, red_words = self.row_params(k, types)
         params["red_floats"] = red_words * (3 if k["algo"] in ("welford", "split") else 1)  # one set per statistic
         params.update(residual=self.residual is not None, store_sum=self.residual == "add_store")
-        return params, 4 * params["red_floats"], 24 + k["items"] * k["vec"]
+        streamed = ("x", "res") if self.residual else ("x",)
+        params.update(self.row_prefetch(k, types, target, PASSES, 4 * params["red_floats"], streamed))
+        regs = 24 + k["items"] * k["vec"] + prefetch.registers(k, len(streamed) * max(1, params["access_bytes"] // 4))
+        return params, 4 * params["red_floats"] + self.row_prefetch_bytes_of(k, types, len(streamed)), regs
+
+    def prefetch_bytes(self, kernel: Kernel) -> int:
+        """Dynamic shared memory: the prefetch slots of x (and res, with a residual)."""
+        return self.row_prefetch_bytes(kernel, 2 if self.residual else 1)
 
     def max_cols(self, k: dict) -> int:
         return k["items"] * k["threads"] * k["vec"]
@@ -182,7 +198,7 @@ class LayerNorm(HalfRowNumbers, RowSchedule, Op):
                 kernel, k, problem, ANY_SUFFIX if twin else "", *self.split_args(), 2)
             return Plan(kernel, problem, launches, workspaces, scalars + (Scalar("eps", "float", EPS),), align)
         launch = Launch(kernel.name + (ANY_SUFFIX if twin else ""), (cdiv(rows, k["rows_per_block"]), 1, 1),
-                        (k["threads"], k["rows_per_block"], 1), self.launch_args())
+                        (k["threads"], k["rows_per_block"], 1), self.launch_args(), self.prefetch_bytes(kernel))
         scalars = (Scalar("rows", "int", rows), Scalar("cols", "int", cols), Scalar("eps", "float", EPS))
         return Plan(kernel, problem, (launch,), (), scalars, align)
 
@@ -198,7 +214,8 @@ class LayerNorm(HalfRowNumbers, RowSchedule, Op):
             split["lets"] = common.pop("lets") + split["lets"]
             return Recipe(kernel.arch, ("rows", "cols"), self.recipe_buffers(kernel), **split, **common)
         steps = tuple(Step(kernel.name + sfx, (f"kg_cdiv(rows, {k['rows_per_block']})", "1", "1"),
-                           (k["threads"], k["rows_per_block"], 1), self.launch_args(), when=when) for sfx, when in twins)
+                           (k["threads"], k["rows_per_block"], 1), self.launch_args(), self.prefetch_bytes(kernel),
+                           when=when) for sfx, when in twins)
         return Recipe(kernel.arch, ("rows", "cols"), self.recipe_buffers(kernel), steps, requires=requires, **common)
 
     # -- numbers -----------------------------------------------------------------------------------
@@ -333,4 +350,5 @@ class LayerNorm(HalfRowNumbers, RowSchedule, Op):
         return self.schedule_from_knobs(**dict(dict(l2_batch_mb=16), **k))
 
     def space(self, problem: Problem, target: Target):
-        return row_space(problem["cols"], problem.dtype("x").itemsize, target, "welford")
+        return row_space(problem["cols"], problem.dtype("x").itemsize, target, "welford",
+                         streams=2 if problem.residual else 1, static_words=3)

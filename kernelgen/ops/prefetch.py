@@ -21,7 +21,15 @@ conflict-free (a 4-, 8- or 16-byte access, each thread `D + pad` vectors from th
 and later the shared slots are filled by cp.async, so the loads do not wait in registers; a 16-byte
 copy past the end is issued anyway with a source size of 0 (zeros land), so no copy sits under a
 predicate (a predicated cp.async can lose the coalescing of a warp's copies). At full occupancy the
-slots of a long distance cost blocks per SM: `fit_distance` gives the longest that lets them fit.
+slots of a long distance cost blocks per SM: `fit_distance` gives the longest that lets them fit. A
+schedule whose grid stride promises blocks per SM (grid_stride g: min(g, the blocks its threads allow))
+has its shared slots refused where they do not let that many fit, and the kernel states the promise in
+`__launch_bounds__(threads, blocks)`, so ptxas keeps the registers within it (longer register slots
+spill instead of costing a block): prefetching never takes a block per SM from such a loop.
+
+The loops over a row (GEMV, the passes of softmax and layer norm) are the same loop with the row's
+vectors for iterations and no grid stride (`check_legal(..., grid_stride=False)`): see kernelgen/ops/rows.py
+and kernelgen/ops/gemv.py.
 """
 from __future__ import annotations
 
@@ -37,12 +45,15 @@ ON = Range(1, MAX_DISTANCE)
 NAMES = ("prefetch", "prefetch_scope", "prefetch_mode", "prefetch_pad")
 
 
-def knobs(buffers: tuple[str, ...]) -> tuple[Knob, ...]:
-    """The four knobs, carried by prefetch(b, ...) and storage_align(b, pad) on each of `buffers` alike."""
+GRID_STRIDE = "grid-stride iterations each thread loads ahead (needs items 1 and grid_stride >= 1)"
+
+
+def knobs(buffers: tuple[str, ...], what: str = GRID_STRIDE) -> tuple[Knob, ...]:
+    """The four knobs, carried by prefetch(b, ...) and storage_align(b, pad) on each of `buffers` alike;
+    `what` says what the distance counts and what it needs (a grid-stride loop's iterations, a row's vectors)."""
     step = Prim("prefetch", buffers, args="DISTANCE, registers|shared, batch|rolling")
     return (
-        Knob("prefetch", 0, Range(0, MAX_DISTANCE), "grid-stride iterations each thread loads ahead (needs items 1 "
-             "and grid_stride >= 1); 0 = none", "p", step, tune=(0, 4, 8)),
+        Knob("prefetch", 0, Range(0, MAX_DISTANCE), f"{what}; 0 = none", "p", step, tune=(0, 4, 8)),
         Knob("prefetch_scope", "registers", SCOPES, "where prefetched vectors wait", "ps", step, when=("prefetch", ON)),
         Knob("prefetch_mode", "batch", MODES, "batch: the loads of `prefetch` iterations, then their uses; "
              "rolling: a ring refilled every iteration", "pm", step, when=("prefetch", ON)),
@@ -78,8 +89,10 @@ def read(r: ScheduleReader, buffers: tuple[str, ...]) -> dict:
 
 
 def name_knobs(op, k: dict) -> dict:
-    """The knobs a kernel's name spells: without prefetch, those of every kernel before prefetch existed."""
-    return {n: v for n, v in k.items() if op.knob(n).applies(k) and not (n == "prefetch" and v == 0)}
+    """The knobs a kernel's name spells: the op's, less the prefetch knobs without prefetch (the names of
+    every kernel before prefetch existed) or where they do not apply."""
+    return {n: v for n, v in k.items()
+            if n not in NAMES or (k["prefetch"] and op.knob(n).applies(k))}
 
 
 def shared_bytes(k: dict, threads: int, vector_bytes: list[int]) -> int:
@@ -89,38 +102,80 @@ def shared_bytes(k: dict, threads: int, vector_bytes: list[int]) -> int:
     return sum(threads * (k["prefetch"] + k["prefetch_pad"]) * b for b in vector_bytes)
 
 
-def check_legal(k: dict, target: Target, buffer: str, threads: int, vector_bytes: list[int], static: int) -> None:
-    """A loop to prefetch in, one vector per iteration, and the slots within the shared memory of a block."""
+RESERVED = 1024     # shared memory the driver keeps per block (sm_80 and later)
+BASE_REGISTERS = 16  # a grid-stride loop's own registers beside the slots (reduce_sum's plain loop: 15-16 on sm_90)
+
+
+def resident(k: dict, target: Target, threads: int) -> int:
+    """Blocks per SM a grid-stride schedule promises: grid_stride, or as many as the threads allow
+    where that is fewer (0: no promise, one block per chunk or row group)."""
+    g = k.get("grid_stride", 0)
+    return min(g, target.max_threads_per_sm // threads) if g else 0
+
+
+def min_blocks(k: dict, target: Target, threads: int) -> int:
+    """The second figure of a prefetching kernel's __launch_bounds__: the blocks per SM its grid stride
+    promises, so that ptxas keeps the registers (slots included) that many blocks leave a thread and the
+    prefetch never costs a block per SM; 0 (not stated) for one block, no promise or no prefetch."""
+    blocks = resident(k, target, threads) if k["prefetch"] else 0
+    return blocks if blocks > 1 else 0
+
+
+def check_legal(k: dict, target: Target, buffer: str, threads: int, vector_bytes: list[int], static: int,
+                split: tuple[str, str] = ("i", "items"), grid_stride: bool = True) -> None:
+    """A loop to prefetch in, one vector per iteration (`split` = (loop, knob) of the vectors an iteration
+    loads), and the slots within the shared memory of a block and of the blocks a grid stride promises.
+    `grid_stride`: the loop is the grid-stride loop (reduce, elementwise), absent with grid_stride 0;
+    else the op always loops (over a row: GEMV, softmax, layer norm)."""
     d = k["prefetch"]
     if not d:
         return
-    check(k["grid_stride"] >= 1, "prefetch", buffer, d, limit="prefetching needs a grid-stride loop: "
-          "annotate(grid_stride, 1 or more), not 0 (one block per chunk runs one iteration per thread)")
-    check(k["items"] == 1, "prefetch", buffer, d, limit=f"an iteration is one vector: split i with items 1, "
-          f"not {k['items']}; the distance stands in for items")
+    if grid_stride:
+        check(k["grid_stride"] >= 1, "prefetch", buffer, d, limit="prefetching needs a grid-stride loop: "
+              "annotate(grid_stride, 1 or more), not 0 (one block per chunk runs one iteration per thread)")
+    loop, knob = split
+    check(k[knob] == 1, "prefetch", buffer, d, limit=f"an iteration is one vector: split {loop} with {knob} 1, "
+          f"not {k[knob]}; the distance stands in for {knob}")
     smem = shared_bytes(k, threads, vector_bytes)
     check(static + smem <= target.max_smem, "prefetch", buffer, f"{smem} bytes",
           limit=f"({d} + {k['prefetch_pad']} pad) vectors x {threads} threads x {'+'.join(map(str, vector_bytes))} "
                 f"bytes of shared slots + {static} bytes > {target.max_smem} bytes of shared memory per block on "
                 f"{target.arch}", allowed="a shorter distance, fewer threads or scope registers")
+    blocks = resident(k, target, threads)
+    per_block = static + smem + RESERVED
+    if smem and blocks > 1 and per_block * blocks > target.smem_per_sm:
+        fit = fit_distance(k, target, threads, vector_bytes, static, blocks)
+        raise ScheduleError("prefetch", buffer, d, limit=f"grid_stride {k['grid_stride']} promises {blocks} blocks an "
+                            f"SM: {blocks} x ({smem} bytes of slots + {static} + {RESERVED} reserved) > "
+                            f"{target.smem_per_sm} bytes per SM on {target.arch}",
+                            allowed=(f"distance <= {fit} (fit_distance)" if fit else "no shared slots") +
+                            ", fewer blocks per SM or scope registers")
 
 
 def fit_distance(k: dict, target: Target, threads: int, vector_bytes: list[int], static: int, blocks: int,
-                 reserved: int = 1024) -> int:
-    """The longest distance, at most k's, whose shared slots let `blocks` blocks share an SM (each block:
-    `static` bytes, the slots, `reserved` bytes the driver keeps), keeping prefetch + pad odd where it
-    was (conflict-free slots); 0 where not even distance 1 fits. Registers forms keep their distance.
-    What a user at full occupancy picks: H100, 512 threads of float4 and 2 KB of block sums, 4 blocks:
-    (8 + 1) x 8 KB of slots per block does not fit 57 KB, (4 + 1) x 8 KB does.
+                 reserved: int = RESERVED, base_registers: int = BASE_REGISTERS) -> int:
+    """The longest distance, at most k's, that lets `blocks` blocks share an SM; 0 where not even
+    distance 1 does. Shared slots: each block holds `static` bytes, the slots and `reserved` bytes the
+    driver keeps, and prefetch + pad stays odd where it was (conflict-free slots). Register slots:
+    distance x the vectors' words, beside `base_registers` of the loop's own, within the registers
+    `blocks` blocks leave a thread (a kernel that promises them, min_blocks(), is capped there by ptxas:
+    longer register slots spill). What a user at full occupancy picks: H100, 512 threads of float4 and
+    2 KB of block sums, 4 blocks: (8 + 1) x 8 KB of slots per block does not fit 57 KB, (4 + 1) x 8 KB
+    does; 8 float4 registers do not fit the 32 a thread may hold, 4 do.
 
     >>> from kernelgen.target import target
     >>> k = dict(prefetch=8, prefetch_scope="shared", prefetch_pad=1)
     >>> fit_distance(k, target("sm_90"), 512, [16], 2048, 4), fit_distance(dict(k, prefetch_pad=0), target("sm_90"), 512, [16], 2048, 4)
     (4, 6)
+    >>> fit_distance(dict(k, prefetch_scope="registers"), target("sm_90"), 512, [16], 2048, 4)
+    4
     """
     d = k["prefetch"]
-    if not d or k["prefetch_scope"] != "shared":
+    if not d:
         return d
+    if k["prefetch_scope"] != "shared":
+        cap = min(target.max_registers, target.regs_per_sm // (threads * blocks))
+        return max(0, min(d, (cap - base_registers) // (sum(vector_bytes) // 4 or 1)))
     odd = (d + k["prefetch_pad"]) % 2 == 1
     for dist in range(d, 0, -1):
         if odd and (dist + k["prefetch_pad"]) % 2 == 0:
@@ -136,20 +191,43 @@ def registers(k: dict, vec_words: int) -> int:
     return k["prefetch"] * vec_words if k["prefetch"] and k["prefetch_scope"] == "registers" else 0
 
 
-def params(k: dict, target: Target, bufs: list[dict]) -> dict:
+def params(k: dict, target: Target, bufs: list[dict], threads: int | None = None) -> dict:
     """Template parameters of lib/prefetch.j2's `stream`: each buf (name, vtype, src, zero, vbytes) gets
     its offset in the shared slots and its copy size; cp.async where the target has it and every
-    vector is whole 4-byte words (a 2-byte vector goes through registers)."""
+    vector is whole 4-byte words (a 2-byte vector goes through registers). `threads`: of the block
+    (k["threads"] unless the op's block is larger, as the row ops' several rows); `min_blocks` is the
+    kernel's __launch_bounds__ promise (min_blocks())."""
+    threads = threads or k["threads"]
     if not k["prefetch"]:
-        return {"prefetch": 0}
+        return {"prefetch": 0, "min_blocks": 0}
     slot = k["prefetch"] + (k["prefetch_pad"] if k["prefetch_scope"] == "shared" else 0)
-    threads, offset, out = k["threads"], 0, []
+    offset, out = 0, []
     for b in bufs:
         out.append(dict(b, offset=offset, copy_bytes=16 if b["vbytes"] == 16 else 4))
         offset += threads * slot * b["vbytes"]
     async_copy = target.has("cp_async") and all(b["vbytes"] % 4 == 0 for b in bufs)
     return dict(prefetch=k["prefetch"], prefetch_scope=k["prefetch_scope"], prefetch_mode=k["prefetch_mode"],
-                prefetch_slot=slot, prefetch_bufs=out, prefetch_async=async_copy)
+                prefetch_slot=slot, prefetch_bufs=out, prefetch_async=async_copy,
+                min_blocks=min_blocks(k, target, threads))
+
+
+def forms(distances: tuple[int, ...] = (4, 8)):
+    """The prefetch knobs a tuning space tries: each distance in each of the four forms, shared slots
+    padded to an odd count of vectors (conflict-free; another padding only adds bank conflicts)."""
+    for d in distances:
+        for scope in SCOPES:
+            for mode in MODES:
+                yield dict(prefetch=d, prefetch_scope=scope, prefetch_mode=mode,
+                           prefetch_pad=(d + 1) % 2 if scope == "shared" else 0)
+
+
+def legal(k: dict, target: Target, threads: int, vector_bytes: list[int], static: int, **how) -> bool:
+    """Whether check_legal takes `k` (the spaces of ops that list their points keep only legal ones)."""
+    try:
+        check_legal(k, target, "x", threads, vector_bytes, static, **how)
+    except ScheduleError:
+        return False
+    return True
 
 
 def space(op, base):

@@ -8,6 +8,19 @@ block, each thread loading `items` vectors of `vec` floats of its row at once.
 
 `split("i", rows_per_block)` gives i.0 (blockIdx.x) and i.1 (threadIdx.y); `split("j", items*threads*vec,
 threads*vec, vec)` gives j.0 (chunks of a row), j.1 (loads in flight), j.2 (threadIdx.x), j.3 (the vector lane).
+
+`prefetch("x", D, scope, mode)` (kernelgen/ops/prefetch.py) serves the passes that stream a row from
+global memory (softmax three_pass and online, layer norm two_pass and welford): a thread's loop over
+its vectors t, t + threads, ... of the row, one vector an iteration (items 1), D of them loaded ahead;
+layer norm's residual row is loaded beside x's alike. The forms that hold the row (registers) or a
+block's chunk of it (split) in registers have no such loop and refuse it by name.
+
+>>> op.kernel(op.schedule(algo="welford", items=1, prefetch=4, prefetch_mode="rolling")).name
+'layernorm_f32_sm90_t256_r1_i1_v4_sshuffle_awelford_p4_psregisters_pmrolling'
+>>> op.kernel(op.schedule(prefetch=4))
+Traceback (most recent call last):
+...
+kernelgen.errors.ScheduleError: prefetch(x): 4 is illegal (limit: algo registers holds the whole row in registers: no loop over the row to prefetch in; allowed: algo two_pass, welford)
 """
 from __future__ import annotations
 
@@ -19,8 +32,9 @@ from ..dtypes import Types
 from ..errors import check
 from ..schedule import Schedule, ScheduleReader, schedule
 from .base import Launch, Scalar, Workspace, cdiv, pointwise_error
+from . import prefetch
 from .knobs import Knob, Prim, Range
-from .io import element_io, vector_widths
+from .io import element_io, vector_widths, zero_vector
 from ..target import Target
 
 REDUCTIONS = ("serial", "shared", "shuffle")
@@ -41,6 +55,10 @@ ROW_KNOBS = (
     Knob("reduction", "shuffle", REDUCTIONS, "how a row's threads combine", "s",
          Prim("reduction", "j", absent="shuffle", always=True)),
 )
+
+# The prefetch knobs of the row ops: x (and layer norm's residual row with it) in the passes over a row.
+ROW_PREFETCH = prefetch.knobs(("x",), "vectors of its row each thread loads ahead in a pass that streams it "
+                              "(needs items 1 and a streaming algo)")
 
 BATCH_MB = (0, 8, 16, 32, 64)
 # The split form's knob (softmax and layer norm): rows go in batches of this many MB of x per launch pair.
@@ -125,10 +143,12 @@ def row_heuristic(rows: int, cols: int, itemsize: int, target: Target, r: RowRul
     return dict(split, reduction="shuffle")
 
 
-def row_space(cols: int, itemsize: int, target: Target, loop_algo: str):
+def row_space(cols: int, itemsize: int, target: Target, loop_algo: str, streams: int = 1, static_words: int = 2):
     """The tuning space of a row op (16-byte accesses): register rows whose tile holds the row with less
     than a vector per thread to spare (power-of-two items, and the exact cover), the two-read loop
-    (`loop_algo`), and for long rows the split form over chunk sizes and row batches."""
+    (`loop_algo`), prefetching in place of its `items` (each form whose distance a thread's vectors of
+    the row cover, its slots for `streams` rows legal beside `static_words` words a warp of reductions),
+    and for long rows the split form over chunk sizes and row batches."""
     vec = 16 // itemsize
     base = dict(vec=vec, reduction="shuffle", l2_batch_mb=16)
     for threads in (4, 8, 16, 32, 64, 128, 256, 512, 1024):
@@ -142,6 +162,13 @@ def row_space(cols: int, itemsize: int, target: Target, loop_algo: str):
                     yield dict(base, threads=threads, rows_per_block=rpb, items=items, algo="registers")
                 if threads * rpb >= 128 and items in (2, 4):
                     yield dict(base, threads=threads, rows_per_block=rpb, items=items, algo=loop_algo)
+            if threads * rpb >= 128 and rpb == 1:
+                for pf in prefetch.forms():
+                    k = dict(base, threads=threads, rows_per_block=1, items=1, algo=loop_algo, **pf)
+                    if pf["prefetch"] * threads * vec <= cols and prefetch.legal(
+                            k, target, threads, [itemsize * vec] * streams, 4 * static_words * max(1, threads // 32),
+                            split=("j", "items"), grid_stride=False):
+                        yield k
     if cols >= 8192:
         for threads in (128, 256, 512):
             for items in (2, 4, 8):
@@ -279,6 +306,36 @@ class RowSchedule:
                       io=element_io(types.input, k["vec"]),
                       access_bytes=k["vec"] * types.input.itemsize)
         return params, red_words
+
+
+    def row_prefetch(self, k: dict, types: Types, target: Target, streaming: tuple[str, ...], static: int,
+                     rows: tuple[str, ...] = ("x",)) -> dict:
+        """The `pf` parameter of lib/rows.j2's row_pass (None without prefetch): the streams of `rows` (x,
+        and layer norm's residual row), legal only in the `streaming` algos, with one vector an iteration
+        and the slots of the block's threads within its shared memory (`static`: the reductions' bytes)."""
+        d = k["prefetch"]
+        if not d:
+            return {"pf": None}
+        held = "the whole row" if k["algo"] == "registers" else "each block's chunk of the row"
+        check(k["algo"] in streaming, "prefetch", "x", d, limit=f"algo {k['algo']} holds {held} in registers: no "
+              "loop over the row to prefetch in", allowed="algo " + ", ".join(streaming))
+        block, vbytes = k["threads"] * k["rows_per_block"], types.input.itemsize * k["vec"]
+        prefetch.check_legal(k, target, "x", block, [vbytes] * len(rows), static, ("j", "items"), grid_stride=False)
+        io = element_io(types.input, k["vec"])
+        bufs = [dict(name=b, vtype=io["vtype"], src=f"{b[0]}{'v' if k['vec'] > 1 else 'r'}",
+                     zero=zero_vector(io, k["vec"]), vbytes=vbytes) for b in rows]
+        pf = prefetch.params(k, target, bufs, block)
+        return {"pf": dict(bufs=pf["prefetch_bufs"], tid=f"(int)(threadIdx.y * {k['threads']} + t)", distance=d,
+                           scope=k["prefetch_scope"], mode=k["prefetch_mode"], slot=pf["prefetch_slot"], threads=block,
+                           copy_async=pf["prefetch_async"])}
+
+    def row_prefetch_bytes(self, kernel, rows: int = 1) -> int:
+        """Dynamic shared memory of a row kernel: the prefetch slots of its `rows` streamed rows."""
+        return self.row_prefetch_bytes_of(dict(kernel.knobs), kernel.types or self.types(), rows)
+
+    def row_prefetch_bytes_of(self, k: dict, types: Types, rows: int = 1) -> int:
+        vbytes = types["x"].itemsize * k["vec"]
+        return prefetch.shared_bytes(k, k["threads"] * k["rows_per_block"], [vbytes] * rows)
 
 
 class HalfRowNumbers:

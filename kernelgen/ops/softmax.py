@@ -26,6 +26,8 @@ and sum (the values of every knob: `kernelgen list softmax`). The algorithm:
 - `bind("j.0", "blockIdx.y")`: several blocks per row; a stats launch writes each block's
   (max, sum) to a workspace, a second launch combines them and writes y. Rows go in batches of
   `annotate("l2_batch_mb", MB)` so the second read of x comes from L2.
+`prefetch("x", D, scope, mode)` loads D of a thread's vectors ahead in each pass of three_pass and
+online (kernelgen/ops/rows.py): one vector an iteration (items 1), online's rescale per vector.
 """
 from __future__ import annotations
 
@@ -38,7 +40,9 @@ from ..dtypes import Types
 from ..target import Target, default_target
 from .io import torch_tensor
 from .knobs import Prim
-from .rows import ANY_SUFFIX, L2_BATCH, MAX_CHUNK, ROW_KNOBS, HalfRowNumbers, RowRules, RowSchedule, row_heuristic, row_space
+from . import prefetch
+from .rows import (ANY_SUFFIX, L2_BATCH, MAX_CHUNK, ROW_KNOBS, ROW_PREFETCH, HalfRowNumbers, RowRules, RowSchedule,
+                   row_heuristic, row_space)
 
 PASSES = ("three_pass", "online")                 # the algorithms annotate(softmax, ...) names
 ALGOS = PASSES + ("registers", "split")
@@ -59,7 +63,7 @@ class Softmax(HalfRowNumbers, RowSchedule, Op):
         Knob("algo", "registers", ALGOS, "three_pass | online | registers (the row in registers) | split (j.0 on "
              "blocks)", "a", Prim("annotate", "softmax", args="three_pass|online")),
         L2_BATCH,
-    )
+    ) + ROW_PREFETCH
     structure_help = ("algo registers is cache_read(x, register) instead of annotate(softmax, ...); algo split is "
                       "bind(j.0, blockIdx.y)")
 
@@ -67,10 +71,12 @@ class Softmax(HalfRowNumbers, RowSchedule, Op):
     def build(self, k: dict) -> Schedule:
         s = self.row_steps(k)
         if k["algo"] == "registers":
-            return s.cache_read("x", "register")
-        if k["algo"] == "split":
-            return self.put(s.bind("j.0", "blockIdx.y"), k, "l2_batch_mb")
-        return s.annotate("softmax", k["algo"])
+            s = s.cache_read("x", "register")
+        elif k["algo"] == "split":
+            s = self.put(s.bind("j.0", "blockIdx.y"), k, "l2_batch_mb")
+        else:
+            s = s.annotate("softmax", k["algo"])
+        return self.put(prefetch.build(s, k, ("x",)), k, "prefetch_pad")
 
     def read_knobs(self, r: ScheduleReader) -> dict:
         k = self.read_row_steps(r)
@@ -86,7 +92,10 @@ class Softmax(HalfRowNumbers, RowSchedule, Op):
             algo = "registers"
         else:
             algo = annotated or "online"
-        return dict(k, algo=algo)
+        return dict(k, algo=algo, **prefetch.read(r, ("x",)))
+
+    def name_knobs(self, k: dict) -> dict:
+        return prefetch.name_knobs(self, k)
 
     def check_knobs(self, k: dict, target: Target) -> None:
         self.check_row_knobs(k, target)
@@ -106,7 +115,9 @@ class Softmax(HalfRowNumbers, RowSchedule, Op):
         # pass reads x again instead.
         params["stage_in_y"] = types.output.itemsize == 4
         params["red_floats"] = red_words * (2 if k["algo"] in ("online", "split") else 1)  # one set per statistic
-        return params, 4 * params["red_floats"], 24 + k["items"] * k["vec"]
+        params.update(self.row_prefetch(k, types, target, PASSES, 4 * params["red_floats"]))
+        regs = 24 + k["items"] * k["vec"] + prefetch.registers(k, max(1, params["access_bytes"] // 4))
+        return params, 4 * params["red_floats"] + self.row_prefetch_bytes_of(k, types), regs
 
     def max_cols(self, k: dict) -> int:
         return k["items"] * k["threads"] * k["vec"]
@@ -124,7 +135,8 @@ class Softmax(HalfRowNumbers, RowSchedule, Op):
             check(cols <= self.max_cols(k), "cache_read", "x", f"cols={cols}",
                   limit=f"the row must fit in registers: cols <= items*threads*vec = {self.max_cols(k)}")
         if k["algo"] != "split":
-            launch = Launch(kernel.name + suffix, (cdiv(rows, rpb), 1, 1), (t, rpb, 1), ("x", "y", "rows", "cols"))
+            launch = Launch(kernel.name + suffix, (cdiv(rows, rpb), 1, 1), (t, rpb, 1), ("x", "y", "rows", "cols"),
+                            self.row_prefetch_bytes(kernel))
             return Plan(kernel, problem, (launch,), (), (Scalar("rows", "int", rows), Scalar("cols", "int", cols)),
                         align)
         launches, workspaces, scalars = self.split_launches(
@@ -142,7 +154,8 @@ class Softmax(HalfRowNumbers, RowSchedule, Op):
             if k["algo"] == "registers" else ()
         if k["algo"] != "split":
             steps = tuple(Step(kernel.name + sfx, (f"kg_cdiv(rows, {rpb})", "1", "1"), (t, rpb, 1),
-                               ("x", "y", "rows", "cols"), when=when) for sfx, when in twins)
+                               ("x", "y", "rows", "cols"), self.row_prefetch_bytes(kernel), when=when)
+                          for sfx, when in twins)
             return Recipe(steps=steps, requires=requires, **common)
         split = self.split_recipe(kernel, k, twins, ("x", "stats", "cols", "chunks", "row0"),
                                   ("x", "stats", "y", "cols", "chunks", "row0"), 2)
@@ -245,4 +258,4 @@ class Softmax(HalfRowNumbers, RowSchedule, Op):
         return self.schedule_from_knobs(**dict(dict(l2_batch_mb=16), **k))
 
     def space(self, problem: Problem, target: Target):
-        return row_space(problem["cols"], problem.dtype("x").itemsize, target, "online")
+        return row_space(problem["cols"], problem.dtype("x").itemsize, target, "online", static_words=2)

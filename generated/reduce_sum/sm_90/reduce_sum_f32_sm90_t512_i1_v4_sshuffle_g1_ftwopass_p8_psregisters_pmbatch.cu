@@ -130,18 +130,18 @@ reduce_sum_f32_sm90_t512_i1_v4_sshuffle_g1_ftwopass_p8_psregisters_pmbatch_parti
   const long long nvec = n / 4;
   float acc = 0.0f;
   // Batch prefetch into registers: 8 iterations' loads issued together, then their uses.
-  for (long long j = (long long)blockIdx.x * 512 + tid; j < nvec; j += 8 * (long long)gridDim.x * 512) {
+  for (long long pf_j = (long long)blockIdx.x * 512 + tid; pf_j < nvec; pf_j += 8 * (long long)gridDim.x * 512) {
     float4 pf_x_v[8];
     #pragma unroll
-    for (int s = 0; s < 8; ++s) {
-      const long long js = j + s * (long long)gridDim.x * 512;
-      pf_x_v[s] = js < nvec ? reinterpret_cast<const float4*>(x)[js] : float4{ 0.0f, 0.0f, 0.0f, 0.0f };
+    for (int pf_s = 0; pf_s < 8; ++pf_s) {
+      const long long pf_js = pf_j + pf_s * (long long)gridDim.x * 512;
+      pf_x_v[pf_s] = pf_js < nvec ? reinterpret_cast<const float4*>(x)[pf_js] : float4{ 0.0f, 0.0f, 0.0f, 0.0f };
     }
     #pragma unroll
-    for (int s = 0; s < 8; ++s) {
-      const long long js = j + s * (long long)gridDim.x * 512;
-      if (js < nvec) {
-        acc += pf_x_v[s].x + pf_x_v[s].y + pf_x_v[s].z + pf_x_v[s].w;
+    for (int pf_s = 0; pf_s < 8; ++pf_s) {
+      const long long pf_js = pf_j + pf_s * (long long)gridDim.x * 512;
+      if (pf_js < nvec) {
+        acc += pf_x_v[pf_s].x + pf_x_v[pf_s].y + pf_x_v[pf_s].z + pf_x_v[pf_s].w;
       }
     }
   }

@@ -132,19 +132,19 @@ reduce_sum_f32_sm90_t512_i1_v4_sshuffle_g1_ftwopass_p8_psshared_pmbatch_pp0_part
   extern __shared__ uint4 kg_smem[];  // 8 slot(s) per thread and buffer
   float4* const pf_x_slot = reinterpret_cast<float4*>(kg_smem) + tid * 8;
   // Batch prefetch into shared: 8 iterations' loads issued together, then their uses.
-  for (long long j = (long long)blockIdx.x * 512 + tid; j < nvec; j += 8 * (long long)gridDim.x * 512) {
+  for (long long pf_j = (long long)blockIdx.x * 512 + tid; pf_j < nvec; pf_j += 8 * (long long)gridDim.x * 512) {
     #pragma unroll
-    for (int s = 0; s < 8; ++s) {
-      const long long js = j + s * (long long)gridDim.x * 512;
-      kg_cp_async16_zfill(&pf_x_slot[s], reinterpret_cast<const float4*>(x) + (js < nvec ? js : 0), js < nvec);
+    for (int pf_s = 0; pf_s < 8; ++pf_s) {
+      const long long pf_js = pf_j + pf_s * (long long)gridDim.x * 512;
+      kg_cp_async16_zfill(&pf_x_slot[pf_s], reinterpret_cast<const float4*>(x) + (pf_js < nvec ? pf_js : 0), pf_js < nvec);
     }
     kg_cp_async_commit();
     kg_cp_async_wait<0>();
     #pragma unroll
-    for (int s = 0; s < 8; ++s) {
-      const long long js = j + s * (long long)gridDim.x * 512;
-      if (js < nvec) {
-        acc += pf_x_slot[s].x + pf_x_slot[s].y + pf_x_slot[s].z + pf_x_slot[s].w;
+    for (int pf_s = 0; pf_s < 8; ++pf_s) {
+      const long long pf_js = pf_j + pf_s * (long long)gridDim.x * 512;
+      if (pf_js < nvec) {
+        acc += pf_x_slot[pf_s].x + pf_x_slot[pf_s].y + pf_x_slot[pf_s].z + pf_x_slot[pf_s].w;
       }
     }
   }

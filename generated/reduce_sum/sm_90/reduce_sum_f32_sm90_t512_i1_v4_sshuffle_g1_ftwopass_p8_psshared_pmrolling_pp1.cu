@@ -135,21 +135,21 @@ reduce_sum_f32_sm90_t512_i1_v4_sshuffle_g1_ftwopass_p8_psshared_pmrolling_pp1_pa
   // Rolling prefetch through shared: a ring of 8 slots per thread, filled with the first 8
   // iterations; each iteration takes its slot and refills it with the iteration 8 ahead.
   #pragma unroll
-  for (int s = 0; s < 8; ++s) {
-    const long long js = (long long)blockIdx.x * 512 + tid + s * (long long)gridDim.x * 512;
-    kg_cp_async16_zfill(&pf_x_slot[s], reinterpret_cast<const float4*>(x) + (js < nvec ? js : 0), js < nvec);
+  for (int pf_s = 0; pf_s < 8; ++pf_s) {
+    const long long pf_js = (long long)blockIdx.x * 512 + tid + pf_s * (long long)gridDim.x * 512;
+    kg_cp_async16_zfill(&pf_x_slot[pf_s], reinterpret_cast<const float4*>(x) + (pf_js < nvec ? pf_js : 0), pf_js < nvec);
     kg_cp_async_commit();
   }
-  int r = 0;
-  for (long long j = (long long)blockIdx.x * 512 + tid; j < nvec; j += (long long)gridDim.x * 512) {
+  int pf_r = 0;
+  for (long long pf_j = (long long)blockIdx.x * 512 + tid; pf_j < nvec; pf_j += (long long)gridDim.x * 512) {
     kg_cp_async_wait<7>();  // this iteration's group has landed
-    const float4 pf_x = pf_x_slot[r];
+    const float4 pf_x = pf_x_slot[pf_r];
     acc += pf_x.x + pf_x.y + pf_x.z + pf_x.w;
     // Refilled after the use, so the slot's read is done before the copy into it is issued.
-    const long long jn = j + 8 * (long long)gridDim.x * 512;
-    kg_cp_async16_zfill(&pf_x_slot[r], reinterpret_cast<const float4*>(x) + (jn < nvec ? jn : 0), jn < nvec);
+    const long long pf_jn = pf_j + 8 * (long long)gridDim.x * 512;
+    kg_cp_async16_zfill(&pf_x_slot[pf_r], reinterpret_cast<const float4*>(x) + (pf_jn < nvec ? pf_jn : 0), pf_jn < nvec);
     kg_cp_async_commit();
-    r = r + 1 == 8 ? 0 : r + 1;
+    pf_r = pf_r + 1 == 8 ? 0 : pf_r + 1;
   }
   kg_cp_async_wait<0>();
   // The n % 4 elements past the last whole vector.
