@@ -112,6 +112,20 @@ class Attention(Op):
              Prim("double_buffer", ("K", "V"), absent=1, always=True), when=FLASH, unused=1),
         Knob("copy", "cp_async", ("sync", "cp_async"), "global->shared copy of K/V through registers, or cp.async", "c",
              Prim("annotate", "copy", absent="sync", always=True), when=FLASH, unused="sync"),
+        Knob("pipe", "joint", ("joint", "split"), "cp.async groups: a tile's K and V in one (one barrier a tile), or "
+             "each in its own, V(j) landing during S(j) and K(j+1) during P V(j) (FlashAttention-2's order: two "
+             "barriers a tile, 1 stage suffices)", "kv", Prim("annotate", "kv_pipeline", absent="joint"), when=MMA,
+             unused="joint"),
+        Knob("qreg", True, (False, True), "Q's fragments held in registers through the loop, or read from shared "
+             "memory (ldmatrix) at every K/V tile: 4*dmax/16*wq/16 registers fewer", "qr",
+             Prim("cache_read", "Q", absent=True, values=((True, "register"), (False, "shared"))), when=MMA,
+             unused=True),
+        Knob("epilogue", "direct", ("direct", "smem"), "O stored from the accumulator fragments, or staged through "
+             "the Q tile in shared memory and stored in 16-byte row chunks", "e",
+             Prim("cache_write", "O", absent="direct", values=(("smem", "shared"),)), when=MMA, unused="direct"),
+        Knob("min_blocks", 0, (0, 1, 2, 3), "blocks per SM promised to __launch_bounds__ (caps the registers at "
+             "65536 / (threads * min_blocks)); 0: no promise", "mb", Prim("annotate", "min_blocks", absent=0),
+             when=MMA, unused=0),
     )
     structure_help = ("fuse(b, h) with bind(bh, blockIdx.y) (unfused: blockIdx.z); flash: bind(i.0, blockIdx.x), "
                       "bind(i.1, threadIdx.y), bind(j.1, threadIdx.x); flash_mma: split(i, BQ, WQ), bind(i.0, "
@@ -139,7 +153,7 @@ class Attention(Op):
         if k["algo"] == "flash_mma":
             s = (s.bind("bh", "blockIdx.y").split("i", k["bq"], k["wq"]).bind("i.0", "blockIdx.x").bind("i.1", "warp")
                  .split("j", k["bk"]).split("d", k["dmax"]).tensorize("j.1", INTRINSIC))
-            return self.put(s, k, "stages", "copy", "algo")
+            return self.put(s, k, "stages", "copy", "algo", "pipe", "qreg", "epilogue", "min_blocks")
         s = (s.bind("bh", "blockIdx.y").split("i", k["bq"], k["rq"]).bind("i.0", "blockIdx.x")
              .bind("i.1", "threadIdx.y").split("j", k["bk"], k["rk"]).bind("j.1", "threadIdx.x")
              .split("d", k["dmax"]))
@@ -170,8 +184,13 @@ class Attention(Op):
 
     def name_knobs(self, k: dict) -> dict:
         """The knobs the variant uses: those whose `when` applies (the float32 kernels' names as before the
-        tensor-core step)."""
-        return {n: v for n, v in k.items() if self.knob(n).applies(k)}
+        tensor-core step), less those at the value a missing step means where the builder leaves the step
+        out (the name, like the schedule, says only what differs: the tensor-core kernels' names from
+        before kv_pipeline, cache_read(Q), cache_write(O) and min_blocks came)."""
+        def quiet(knob, v) -> bool:
+            st = knob.step
+            return st is not None and st.generic and not st.always and v == st.absent and type(v) is type(st.absent)
+        return {n: v for n, v in k.items() if self.knob(n).applies(k) and not quiet(self.knob(n), v)}
 
     # -- legality ----------------------------------------------------------------------------------
     def check_knobs(self, k: dict, target: Target) -> None:
@@ -181,10 +200,12 @@ class Attention(Op):
             self._check_mma(k, target)
         else:
             self._check_fma(k, target)
-        if k["copy"] == "cp_async":
+        if k["copy"] == "cp_async" and k["pipe"] == "split":
+            target.require("cp_async", "annotate", "copy", "cp_async")
+        elif k["copy"] == "cp_async":
             target.require("cp_async", "annotate", "copy", "cp_async")
             check(k["stages"] >= 2, "double_buffer", "K", k["stages"], limit="cp.async keeps stages-1 tiles in "
-                  "flight: 2 or 3 stages", allowed="2, 3")
+                  "flight: 2 or 3 stages", allowed="2, 3 (1 with annotate(kv_pipeline, split))")
         else:
             check(k["stages"] <= 2, "double_buffer", "K", k["stages"], limit="copies through registers hold one tile "
                   "ahead", allowed="1, 2 (3 with copy cp_async)")
@@ -198,6 +219,14 @@ class Attention(Op):
         threads = 32 * (k["bq"] // k["wq"])
         check(threads <= target.max_threads, "split", "i", (k["bq"], k["wq"]),
               limit=f"{threads} threads: at most {target.max_threads}")
+        check(k["pipe"] == "joint" or k["copy"] == "cp_async", "annotate", "kv_pipeline", k["pipe"],
+              limit="K and V in groups of their own are cp.async groups: annotate(copy, cp_async)", allowed="joint")
+        if k["min_blocks"]:
+            smem = 2 * self.mma_layout(k)["halves"]
+            check(k["min_blocks"] * threads <= target.max_threads_per_sm, "annotate", "min_blocks", k["min_blocks"],
+                  limit=f"{k['min_blocks']} blocks of {threads} threads; an SM holds {target.max_threads_per_sm}")
+            check(k["min_blocks"] * smem <= target.smem_per_sm, "annotate", "min_blocks", k["min_blocks"],
+                  limit=f"{k['min_blocks']} blocks of {smem} bytes of shared memory; an SM holds {target.smem_per_sm}")
 
     def _check_fma(self, k: dict, target: Target) -> None:
         for loop, b, r in (("i", k["bq"], k["rq"]), ("j", k["bk"], k["rk"])):
@@ -245,12 +274,17 @@ class Attention(Op):
         lay = self.mma_layout(k)
         mi, nk, nd, dk = k["wq"] // 16, k["bk"] // 8, k["dmax"] // 8, k["dmax"] // 16
         p = dict(k, **lay, warps=lay["threads"] // 32, mi=mi, nk=nk, nd=nd, dk=dk, log2e=LOG2E, out=types.output,
-                 in_header=d.header, mma_fn=f"kg_mma_m16n8k16_{d.short}")
-        # per thread: S and O fragments, Q's fragments, one k16 step's B fragments, m and l, ~60 for addresses
-        # and what ptxas keeps in flight (measured: 164 at d64 wq16, 217 at d128 wq16, 244 at d64 wq32; sm_90)
-        regs = 4 * mi * (nk + nd + dk) + 2 * max(nk, nd) + 4 * mi + 60 + \
-            (8 * lay["tk"]["iters"] if k["copy"] == "sync" and k["stages"] > 1 else 0)
-        return p, 2 * lay["halves"], regs
+                 in_header=d.header, mma_fn=f"kg_mma_m16n8k16_{d.short}", o_staged=k["epilogue"] == "smem")
+        return p, 2 * lay["halves"], self._mma_registers(k)
+
+    @staticmethod
+    def _mma_registers(k: dict) -> int:
+        """Per thread: S and O fragments, Q's fragments (all of them in registers, else one k16 step's), one
+        k16 step's B fragments, m and l, ~60 for addresses and what ptxas keeps in flight."""
+        mi, nk, nd, dk = k["wq"] // 16, k["bk"] // 8, k["dmax"] // 8, k["dmax"] // 16
+        staged = 8 * cdiv(k["bk"] * k["dmax"] // 8, 32 * (k["bq"] // k["wq"])) if k["copy"] == "sync" and \
+            k["stages"] > 1 else 0
+        return 4 * mi * (nk + nd + (dk if k["qreg"] else 1)) + 2 * max(nk, nd) + 4 * mi + 60 + staged
 
     def template_params(self, k: dict, types: Types, target: Target) -> tuple[dict, int, int]:
         if k["algo"] == "flash_mma":
