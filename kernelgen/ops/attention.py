@@ -43,6 +43,7 @@ Rows start 16-byte aligned when head_dim % 4 == 0: the plan takes the float4 ker
 """
 from __future__ import annotations
 
+import itertools
 import math
 
 import numpy as np
@@ -68,6 +69,7 @@ MAX_HEAD_DIM = 128
 UNFUSED_TILE = 16                       # the unfused kernels' tiles: 16 x 16 threads
 SOFTMAX_ROWS = 8                        # the unfused softmax: a warp per row, 8 rows a block
 LOG2E = 1.4426950408889634
+LAZY_LOG2 = 8.0                 # rescale lazy: the largest weight 2^x a stale row max may leave (fp16 holds 256)
 DMAXES = (32, 64, 128)          # tile widths (the dmax knob): the largest head_dim a kernel takes
 
 
@@ -123,6 +125,10 @@ class Attention(Op):
         Knob("epilogue", "direct", ("direct", "smem"), "O stored from the accumulator fragments, or staged through "
              "the Q tile in shared memory and stored in 16-byte row chunks", "e",
              Prim("cache_write", "O", absent="direct", values=(("smem", "shared"),)), when=MMA, unused="direct"),
+        Knob("rescale", "always", ("always", "lazy"), f"O and the running sum rescaled at every tile where a row's "
+             f"max grows, or only where a weight would pass 2^{LAZY_LOG2:g} (FlashAttention-4's conditional rescaling: "
+             "a warp-uniform branch skips O's multiplies in most tiles)", "rs", Prim("annotate", "rescale",
+             absent="always"), when=MMA, unused="always"),
         Knob("min_blocks", 0, (0, 1, 2, 3), "blocks per SM promised to __launch_bounds__ (caps the registers at "
              "65536 / (threads * min_blocks)); 0: no promise", "mb", Prim("annotate", "min_blocks", absent=0),
              when=MMA, unused=0),
@@ -153,7 +159,7 @@ class Attention(Op):
         if k["algo"] == "flash_mma":
             s = (s.bind("bh", "blockIdx.y").split("i", k["bq"], k["wq"]).bind("i.0", "blockIdx.x").bind("i.1", "warp")
                  .split("j", k["bk"]).split("d", k["dmax"]).tensorize("j.1", INTRINSIC))
-            return self.put(s, k, "stages", "copy", "algo", "pipe", "qreg", "epilogue", "min_blocks")
+            return self.put(s, k, "stages", "copy", "algo", "pipe", "qreg", "epilogue", "rescale", "min_blocks")
         s = (s.bind("bh", "blockIdx.y").split("i", k["bq"], k["rq"]).bind("i.0", "blockIdx.x")
              .bind("i.1", "threadIdx.y").split("j", k["bk"], k["rk"]).bind("j.1", "threadIdx.x")
              .split("d", k["dmax"]))
@@ -222,6 +228,9 @@ class Attention(Op):
         check(k["pipe"] == "joint" or k["copy"] == "cp_async", "annotate", "kv_pipeline", k["pipe"],
               limit="K and V in groups of their own are cp.async groups: annotate(copy, cp_async)", allowed="joint")
         if k["min_blocks"]:
+            cap, regs = target.regs_per_sm // (threads * k["min_blocks"]), self._mma_registers(k)
+            check(regs <= cap, "annotate", "min_blocks", k["min_blocks"], limit=f"{k['min_blocks']} blocks of {threads} "
+                  f"threads leave {cap} registers a thread; the tiles need ~{regs} (fewer rows a warp, or cache_read(Q, shared))")
             smem = 2 * self.mma_layout(k)["halves"]
             check(k["min_blocks"] * threads <= target.max_threads_per_sm, "annotate", "min_blocks", k["min_blocks"],
                   limit=f"{k['min_blocks']} blocks of {threads} threads; an SM holds {target.max_threads_per_sm}")
@@ -273,18 +282,27 @@ class Attention(Op):
             target.require("mma_m16n8k16_bf16", "tensorize", "j.1", f"{INTRINSIC} on bfloat16")
         lay = self.mma_layout(k)
         mi, nk, nd, dk = k["wq"] // 16, k["bk"] // 8, k["dmax"] // 8, k["dmax"] // 16
+        tq, tk = lay["tq"], lay["tk"]
+        # lib/tc_fragment.j2's hoisted ldmatrix addresses: unpadded rows, a swizzle repeating every 8 rows,
+        # Q's tile read with K's and V's lane offsets (the same width)
+        assert all(t["ld"] == t["cols"] and t["xor_div"] * t["xor_mod"] == 8 for t in (tq, tk)) and tq["ld"] == tk["ld"]
         p = dict(k, **lay, warps=lay["threads"] // 32, mi=mi, nk=nk, nd=nd, dk=dk, log2e=LOG2E, out=types.output,
-                 in_header=d.header, mma_fn=f"kg_mma_m16n8k16_{d.short}", o_staged=k["epilogue"] == "smem")
+                 in_header=d.header, mma_fn=f"kg_mma_m16n8k16_{d.short}", o_staged=k["epilogue"] == "smem",
+                 lazy=LAZY_LOG2 if k["rescale"] == "lazy" else None,
+                 walk=tk["row_step"] > 0 and tk["row_step"] % 8 == 0)   # lib/tc_copy.j2's walk_copy
         return p, 2 * lay["halves"], self._mma_registers(k)
 
     @staticmethod
     def _mma_registers(k: dict) -> int:
         """Per thread: S and O fragments, Q's fragments (all of them in registers, else one k16 step's), one
-        k16 step's B fragments, m and l, ~60 for addresses and what ptxas keeps in flight."""
+        k16 step's B fragments, m and l, ~40 for addresses and what ptxas keeps in flight. ptxas takes
+        more where it may (244 at d64 wq32 with Q in registers: 224 here) and spills past this (sm_90:
+        wq32 bk64 d128 and wq32 bk128 d64 with Q in shared, 280 here, spill 116 and 448 bytes; wq32 bk32
+        d128, 248 here, takes 238 and none)."""
         mi, nk, nd, dk = k["wq"] // 16, k["bk"] // 8, k["dmax"] // 8, k["dmax"] // 16
         staged = 8 * cdiv(k["bk"] * k["dmax"] // 8, 32 * (k["bq"] // k["wq"])) if k["copy"] == "sync" and \
             k["stages"] > 1 else 0
-        return 4 * mi * (nk + nd + (dk if k["qreg"] else 1)) + 2 * max(nk, nd) + 4 * mi + 60 + staged
+        return 4 * mi * (nk + nd + (dk if k["qreg"] else 1)) + 2 * max(nk, nd) + 4 * mi + 40 + staged
 
     def template_params(self, k: dict, types: Types, target: Target) -> tuple[dict, int, int]:
         if k["algo"] == "flash_mma":
@@ -462,9 +480,14 @@ class Attention(Op):
         ]
         fp32 = tuple(LadderStep(t, self.schedule_from_knobs(**k), n, dtypes=("float32",)) for t, k, n in steps)
         mma = dict(algo="flash_mma", bq=64, wq=16, bk=64, dmax=64, stages=2, copy="cp_async")
+        fa2 = dict(mma, bq=128, wq=32, pipe="split", epilogue="smem")
         return fp32 + (LadderStep("fp16/bf16 on tensor cores: mma.sync, Q in registers, P from S's registers "
                                   "(FlashAttention-2)", self.schedule_from_knobs(**mma),
-                                  "the issue's target: >= 0.8x torch's SDPA flash kernel", dtypes=HALF),)
+                                  "the issue's target: >= 0.8x torch's SDPA flash kernel", dtypes=HALF),
+                       LadderStep("FlashAttention-2's pipeline: K and V in cp.async groups of their own, warps of 32 "
+                                  "rows (each K/V fragment feeds two m16 tiles), O stored through shared memory",
+                                  self.schedule_from_knobs(**fa2), "issue 15: the inner loop, not the instruction",
+                                  dtypes=HALF))
 
     def schedule_for(self, problem: Problem, target: Target | None = None) -> Schedule:
         """float16 / bfloat16: the tensor-core kernel (_mma_pick). float32: the fused kernel: tiles as wide as the smallest DMAX that holds head_dim; 16 threads per
@@ -495,24 +518,30 @@ class Attention(Op):
     def _mma_pick(self, problem: Problem, target: Target) -> dict:
         """The tensor-core kernel: tiles as wide as the smallest DMAX that holds head_dim; 128-query
         blocks where that gives every SM a block, so each K/V tile feeds twice the rows (FlashAttention-2's
-        forward tiles), else 64 queries; 32 rows a warp at DMAX <= 64 (4 warps: each K and V fragment
-        then serves two m16 tiles; 244 registers, no spills), 16 at DMAX 128 (8 warps at 128 queries: 32
-        rows would need ~350 registers, O alone is 128 floats a thread); 64-key tiles, 2 cp.async stages.
-        Untimed so far: bench/attention_probe.py times the neighbours."""
+        forward tiles), else 64 queries; then the first warp tile whose registers fit a thread (the
+        estimate of _mma_registers, which matches where ptxas starts to spill) of: 32 rows and 64-key
+        tiles with Q's fragments in registers (d64: each K and V fragment serves two m16 tiles, 4 warps),
+        the same with Q read from shared memory, 32 rows and 32-key tiles (d128: O alone is 128 floats a
+        thread; FlashAttention-2's 128 x 32 tiles on sm_8x), 16 rows. K and V in cp.async groups of their
+        own, 2 stages each (a copy has a tile and a half to land), O stored through shared memory.
+        Untimed so far: bench/attention_probe.py times it against the neighbours and the previous pick."""
         d, bh = problem["head_dim"], problem["batch"] * problem["heads"]
-        dmax = widths_for(d)[0]
-        wq = 32 if dmax <= 64 else 16
         bq = 128 if bh * cdiv(problem["seq_q"], 128) >= target.sms else 64
-        return dict(algo="flash_mma", bq=bq, wq=min(wq, bq // 4), bk=64, dmax=dmax, stages=2, copy="cp_async")
+        base = dict(algo="flash_mma", bq=bq, dmax=widths_for(d)[0], stages=2, copy="cp_async", pipe="split",
+                    epilogue="smem")
+        tiles = [dict(wq=32, bk=64, qreg=True), dict(wq=32, bk=64, qreg=False), dict(wq=32, bk=32, qreg=False),
+                 dict(wq=16, bk=64, qreg=True), dict(wq=16, bk=32, qreg=False)]
+        fits = [dict(base, **w) for w in tiles if w["wq"] <= bq // 4]
+        return next((k for k in fits if self._mma_registers(k) <= target.max_registers), fits[-1])
 
     def space(self, problem: Problem, target: Target):
         d = problem["head_dim"]
         if problem.dtype("Q").name in HALF:
-            for dmax in widths_for(d):
-                for bq, wq in ((64, 16), (128, 16), (128, 32), (64, 32)):
-                    for bk in (32, 64, 128):
-                        for stages in (2, 3):
-                            yield dict(algo="flash_mma", bq=bq, wq=wq, bk=bk, dmax=dmax, stages=stages, copy="cp_async")
+            pipes = (("joint", 2), ("joint", 3), ("split", 1), ("split", 2))
+            for dmax, (bq, wq), bk, (pipe, stages), qreg in itertools.product(
+                    widths_for(d), ((64, 16), (128, 16), (128, 32), (64, 32)), (32, 64, 128), pipes, (True, False)):
+                yield dict(algo="flash_mma", bq=bq, wq=wq, bk=bk, dmax=dmax, stages=stages, copy="cp_async", pipe=pipe,
+                           qreg=qreg, epilogue="smem")
             return
         for dmax in widths_for(d):
             for bq, rq in ((32, 4), (64, 4), (64, 8), (128, 8)):
