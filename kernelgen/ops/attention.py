@@ -36,10 +36,18 @@ Rows start 16-byte aligned when head_dim % 4 == 0: the plan takes the float4 ker
   stay in registers; the softmax runs on S's fp32 fragments and P goes to the P·V product from the same
   registers, rounded to 16 bits. K/V tiles are XOR-swizzled in shared memory (conflict-free ldmatrix,
   .trans for V), `double_buffer`/`copy` as above. Rows start 16-byte aligned when head_dim % 8 == 0.
+  Its knobs beyond the tiles (issue 15): `annotate("kv_pipeline", "split")` puts K and V in cp.async
+  groups of their own (V(j) lands during S(j), K(j+1) during P V(j): FlashAttention-2's order, two
+  barriers a tile, from 1 stage); `cache_read("Q", "shared")` reads Q's fragments from shared memory at
+  every tile instead of holding them in registers; `cache_write("O", "shared")` stores O through the Q
+  tile in 16-byte row chunks; `annotate("rescale", "lazy")` rescales O only where a weight would pass
+  2^8 (FlashAttention-4); `annotate("min_blocks", n)` promises n blocks an SM to __launch_bounds__.
+  Masks run only on tiles that cross seq_k or the diagonal, exp is one FFMA and ex2.approx, and a warp
+  skips the tiles wholly past its rows' diagonal.
 
 >>> p16 = op.problem({"batch": 8, "heads": 16, "seq": 2048, "head_dim": 64}, dtype="bf16")
 >>> op.kernel(op.schedule_for(p16), types=p16.types).name
-'attention_bf16_sm90_aflashmma_bq128_wq32_bk64_d64_st2_ccpasync'
+'attention_bf16_sm90_aflashmma_bq128_wq32_bk64_d64_st2_ccpasync_kvsplit_esmem'
 """
 from __future__ import annotations
 
