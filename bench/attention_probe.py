@@ -54,7 +54,7 @@ PREVIOUS = {64: dict(algo="flash_mma", bq=128, wq=32, bk=64, dmax=64, stages=2, 
 MMA_VARIANTS = (dict(pipe="joint"), dict(stages=1), dict(stages=3), dict(qreg=False), dict(qreg=True),
                 dict(epilogue="direct"), dict(rescale="lazy"), dict(bk=32), dict(bk=64), dict(bk=128),
                 dict(wq=16, qreg=False, min_blocks=2), dict(wq=16, bk=64, qreg=True),
-                dict(rescale="lazy", stages=1))
+                dict(bq=64, wq=16, bk=64, qreg=False, min_blocks=4), dict(rescale="lazy", stages=1))
 VALIDATE_AT = "batch=2,heads=3,seq_q=777,seq_k=1000,head_dim={d},causal={c}"
 
 

@@ -83,8 +83,9 @@ def test_split_pipeline_takes_one_stage_and_staged_o_no_extra_shared_memory():
 # -- SASS -------------------------------------------------------------------------------------------
 @pytest.mark.nvrtc
 @pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
-@pytest.mark.parametrize("dt,knobs", [(dt, k) for dt, k, _ in VARIANTS[::2]] + [("float16", dict(PICK_D64, dmax=32))],
-                         ids=name)
+@pytest.mark.parametrize("dt,knobs", [(dt, k) for dt, k, _ in VARIANTS[::2]] + [
+    ("float16", dict(PICK_D64, dmax=32)), ("bfloat16", dict(MMA, bq=128, wq=16, qreg=False, min_blocks=2, pipe="split")),
+    ("float16", dict(MMA, bq=64, wq=16, qreg=False, min_blocks=4, pipe="split", epilogue="smem"))], ids=name)
 def test_variants_compile_to_tensor_cores_without_spills(arch, dt, knobs):
     k = op.kernel(op.schedule(**knobs), target(arch), op.types(dt))
     found = {f.symbol: f for f in facts_of(compile_cuda(render(k), arch, k.name))}
@@ -191,6 +192,7 @@ def test_the_emulator_catches_broken_pipelines_and_staged_stores(old, new, error
 GPU_VARIANTS = [PICK_D64, dict(PICK_D64, qreg=False), dict(PICK_D64, stages=1), dict(PICK_D64, pipe="joint"),
                 dict(PICK_D64, epilogue="direct"), dict(PICK_D64, rescale="lazy"), dict(PICK_D64, bk=32),
                 dict(MMA, bq=128, wq=16, qreg=False, min_blocks=2, pipe="split", epilogue="smem"),
+                dict(MMA, bq=64, wq=16, qreg=False, min_blocks=4, pipe="split", epilogue="smem"),
                 PICK_D128, dict(PICK_D128, rescale="lazy"), dict(PICK_D128, stages=1),
                 dict(MMA, bq=128, wq=16, dmax=128, pipe="split", epilogue="smem")]
 

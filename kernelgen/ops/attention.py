@@ -137,7 +137,7 @@ class Attention(Op):
              f"max grows, or only where a weight would pass 2^{LAZY_LOG2:g} (FlashAttention-4's conditional rescaling: "
              "a warp-uniform branch skips O's multiplies in most tiles)", "rs", Prim("annotate", "rescale",
              absent="always"), when=MMA, unused="always"),
-        Knob("min_blocks", 0, (0, 1, 2, 3), "blocks per SM promised to __launch_bounds__ (caps the registers at "
+        Knob("min_blocks", 0, (0, 1, 2, 3, 4), "blocks per SM promised to __launch_bounds__ (caps the registers at "
              "65536 / (threads * min_blocks)); 0: no promise", "mb", Prim("annotate", "min_blocks", absent=0),
              when=MMA, unused=0),
     )
