@@ -619,24 +619,24 @@ __device__ __forceinline__ void attention_f16_sm90_aflashmma_bq128_wq32_bk64_d64
         *reinterpret_cast<uint4*>(Oh + (size_t)q0 * head_dim + (size_t)r * head_dim + c) =
             *reinterpret_cast<const uint4*>(Qs + (r) * 64 + ((((c) >> 3) ^ (((r) / 1) % 8)) << 3) + ((c) & 7));
     }
-    return;
-  }
-  #pragma unroll
-  for (int i = 0; i < 2; ++i) {
+  } else {   // an else, not a return: nvcc flags the code after it unreachable where ALIGNED is a constant
     #pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      const int m = q0 + wq0 + i * 16 + h * 8 + (lane >> 2);
-      if (CHECK && m >= seq_q) continue;
-      __half* const crow = Oh + (size_t)m * head_dim;
+    for (int i = 0; i < 2; ++i) {
       #pragma unroll
-      for (int j = 0; j < 8; ++j) {
-        const int n = 0 + j * 8 + (lane & 3) * 2;
-        const float x = acc[i][j][2 * h], y = acc[i][j][2 * h + 1];
-        if (ALIGNED) {
-          if (!CHECK || n < head_dim) *reinterpret_cast<__half2*>(crow + n) = __floats2half2_rn(x, y);
-        } else {
-          if (!CHECK || n < head_dim) crow[n] = __float2half_rn(x);
-          if (!CHECK || n + 1 < head_dim) crow[n + 1] = __float2half_rn(y);
+      for (int h = 0; h < 2; ++h) {
+        const int m = q0 + wq0 + i * 16 + h * 8 + (lane >> 2);
+        if (CHECK && m >= seq_q) continue;
+        __half* const crow = Oh + (size_t)m * head_dim;
+        #pragma unroll
+        for (int j = 0; j < 8; ++j) {
+          const int n = 0 + j * 8 + (lane & 3) * 2;
+          const float x = acc[i][j][2 * h], y = acc[i][j][2 * h + 1];
+          if (ALIGNED) {
+            if (!CHECK || n < head_dim) *reinterpret_cast<__half2*>(crow + n) = __floats2half2_rn(x, y);
+          } else {
+            if (!CHECK || n < head_dim) crow[n] = __float2half_rn(x);
+            if (!CHECK || n + 1 < head_dim) crow[n + 1] = __float2half_rn(y);
+          }
         }
       }
     }
