@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One call on a GPU machine does it all: the gpu test tier, then every benchmark in benchmarks.txt
 # (each compared with the vendor library in the same process). Results go to $OUT (or ./bench_out).
-#   bench/gpu_all.sh [tests] [attention] [launch] [bench] [changed] [gemm] [half] [suites] [followup] [transformer] [tune OP SIZE BUDGET]...
+#   bench/gpu_all.sh [tests] [attention] [launch] [bench] [changed] [gemm] [half] [suites] [followup] [transformer] [prefetch] [fp16suite SECONDS I/N] [tune OP SIZE BUDGET]...
 set -uo pipefail
 cd "$(dirname "$0")/.."
 export PYTHONPATH=$PWD PYTHONUNBUFFERED=1
@@ -11,7 +11,7 @@ PT="python3 -m pytest -q -m gpu -p no:cacheprovider"
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv,noheader | tee "$OUT/device.txt"
 while [ $# -gt 0 ]; do
   case "$1" in
-    tests) python3 -m pytest -q -m gpu -p no:cacheprovider tests/test_ops_generic.py tests/test_gpu.py tests/test_half_ops.py tests/test_op_gemm.py tests/test_op_sgemm.py tests/test_op_attention.py 2>&1 | tail -60 | tee "$OUT/gpu_tests.txt"; shift ;;
+    tests) python3 -m pytest -q -m gpu -p no:cacheprovider tests/test_ops_generic.py tests/test_gpu.py tests/test_half_ops.py tests/test_op_gemm.py tests/test_op_sgemm.py tests/test_op_attention.py tests/test_attention_layouts.py 2>&1 | tail -60 | tee "$OUT/gpu_tests.txt"; shift ;;
     bench)
       grep -v '^#' bench/benchmarks.txt | while read -r op size flags _; do
         [ -z "$op" ] && continue
@@ -53,8 +53,14 @@ while [ $# -gt 0 ]; do
       # and torch.compile, fp32 and bf16 (a type kernelgen's attention does not take yet says so in one line)
       { timeout 300 $PT tests/test_transformer.py tests/test_torch_ops.py tests/test_layernorm_residual.py
         for c in gpt2-small 7b; do for d in float32 bfloat16; do echo "## transformer $c $d"
-          timeout 280 $K bench transformer --size $c --dtype $d --markdown --json "$OUT/transformer_${c}_$d.json"; echo; done; done
+          timeout 280 $K bench transformer --size $c --dtype $d --markdown --breakdown --json "$OUT/transformer_${c}_$d.json"; echo; done; done
       } 2>&1 | tee "$OUT/transformer.md"; shift ;;
+    prefetch) # the prefetch ladder and sweep (issue 18) and the GPU tests of prefetch and any-alignment rows
+      { timeout 170 python3 bench/prefetch_probe.py --sweep --budget-s 120
+        timeout 80 $PT tests/test_prefetch.py; timeout 80 $PT tests/test_rows_anyalign.py; } 2>&1 | tail -60 | tee "$OUT/prefetch.txt"; shift ;;
+    fp16suite) # DeepBench's GEMM list in fp16 on the tensor-core gemm, the first of four parts (--json keeps what finished)
+      timeout "${2}" $K bench --suite deepbench-gemm-train-fp16 --shard "$3" --reps 10 --markdown \
+        --json "$OUT/gemm_fp16_suite_${3%/*}.json" > "$OUT/gemm_fp16_suite_${3%/*}.md" 2>/dev/null; tail -3 "$OUT/gemm_fp16_suite_${3%/*}.md"; shift 3 ;;
     *) echo "unknown step $1"; exit 2 ;;
   esac
 done

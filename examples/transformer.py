@@ -6,9 +6,10 @@
 The block (kernelgen/transformer.py, `kernelgen_block`), seven kernelgen launches through kernelgen.torch:
 
     a = kgt.layer_norm(x, ln1_g, ln1_b)
-    q, k, v = split_heads(kgt.linear(a, w_qkv, b_qkv), heads)        # one GEMM, bias fused
-    o = kgt.attention(q, k, v, causal=True)                          # (batch, heads, seq, head_dim)
-    h = kgt.linear(o.transpose(1, 2).reshape(b, s, d), w_o, b_o, residual=x)   # acc + bias + res
+    q, k, v = split_heads(kgt.linear(a, w_qkv, b_qkv), heads)        # one GEMM, bias fused; q, k, v views
+    o = kgt.attention(q, k, v, causal=True)                          # reads the views in place (layout packed),
+                                                                     # O stored (batch, seq, heads, head_dim)
+    h = kgt.linear(o.transpose(1, 2).reshape(b, s, d), w_o, b_o, residual=x)   # a view; acc + bias + res
     u = kgt.linear(kgt.layer_norm(h, ln2_g, ln2_b), w_up, b_up, epilogue="gelu(acc + bias)")
     y = kgt.linear(u, w_down, b_down, residual=h)                    # epilogue acc + bias + res
 
@@ -16,7 +17,7 @@ Each output is compared with the PyTorch block (F.layer_norm, F.linear, SDPA, ta
 relative to what the block adds to x. A type attention does not take yet is reported, not run. On a
 machine without a GPU the block is traced with fake tensors instead (shapes and the ops it launches).
 `kernelgen bench transformer --size gpt2-small --dtype float32` times it against PyTorch eager and
-torch.compile.
+torch.compile (`--breakdown` adds each stage's time in both blocks).
 """
 import sys
 

@@ -169,7 +169,8 @@ def dtype_options(fn):
     its operand layout (GEMM-like ops)."""
     fn = click.option("--layout", metavar="NN|NT|TN|TT", help="Operand layout of a GEMM-like op (default NN): letter "
                       "1 is A, letter 2 is B; N as in C = A.B (A M x K, B K x N), T stored transposed (A K x M, "
-                      "B N x K); every buffer row-major.")(fn)
+                      "B N x K); every buffer row-major. attention: bhsd|bshd|packed, how Q, K, V and O lie in "
+                      "memory (default bhsd; `kernelgen list attention`).")(fn)
     fn = click.option("--out-dtype", metavar="TYPE", help="Output element type (default: the input type).")(fn)
     return click.option("--dtype", metavar="float32|float16|bfloat16",
                         help="Input element type (default: the op's first; `kernelgen list OP` lists them).")(fn)
@@ -283,6 +284,12 @@ def list_cmd(op_name, markdown):
     if op.layouts:
         click.echo(f"layouts: {', '.join(op.layouts)} (--layout, default {op.layouts[0]}): letter 1 is A, letter 2 is B; "
                    "N stored as in the product, T stored transposed; every buffer row-major")
+    elif op.name == "attention":
+        from .ops.attention_layout import LAYOUTS
+        click.echo(f"layouts: {', '.join(LAYOUTS)} (--layout or layout= in --size, default bhsd): bhsd each of Q, K, V, O "
+                   "(batch, heads, seq, head_dim); bshd each (batch, seq, heads, head_dim); packed Q, K, V the thirds "
+                   "of one (batch, seq, 3, heads, head_dim) projection, O bshd. Strides are kernel arguments: one "
+                   "kernel serves all three")
     click.echo("knobs:")
     from .ops.knobs import knob_rows
     click.echo(table(knob_rows(op), ["knob", "default", "choices", "step", "meaning"]))
@@ -672,10 +679,12 @@ def tune_db_import(cache_file, fmt, op_name, size, arch, db, dtype, out_dtype, l
               "`kernelgen plot` and `kernelgen report`.")
 @click.option("--plot", "plot_file", metavar="FILE.png|FILE.svg", help="Also draw the results: the ladder's "
               "speed-ups with --ladder, else the roofline (needs kernelgen[plot]).")
+@click.option("--breakdown", is_flag=True, help="bench transformer: also time each stage of both blocks (layer "
+              "norms, GEMMs, attention, residual adds; CUDA events between stages).")
 @timing_option
 @dtype_options
 def bench(op_name, size, ladder, knobs, schedule_file, suite, shard, best, db, reps, markdown, json_file, plot_file,
-          timing, dtype, out_dtype, layout):
+          breakdown, timing, dtype, out_dtype, layout):
     """Validate and time schedules against the vendor library in the same run, the same way. `bench
     transformer` times a GPT-2-style block of kernelgen ops against PyTorch eager and torch.compile."""
     from .bench import bench_rows, format_rows
@@ -685,9 +694,11 @@ def bench(op_name, size, ladder, knobs, schedule_file, suite, shard, best, db, r
                                 ("--out-dtype", out_dtype), ("--layout", layout)) if v]
         if given:
             raise UsageError(f"bench transformer times a whole block; it takes no {given[0]} (only --size CONFIG, "
-                             "--dtype, --reps, --markdown, --json)")
+                             "--dtype, --reps, --markdown, --json, --breakdown)")
         passes = reps if click.get_current_context().get_parameter_source("reps").name != "DEFAULT" else 100
-        return bench_transformer(size or "gpt2-small", dtype or "float32", passes, markdown, json_file)
+        return bench_transformer(size or "gpt2-small", dtype or "float32", passes, markdown, json_file, breakdown)
+    if breakdown:
+        raise UsageError("--breakdown times the stages of `bench transformer`; an op's bench takes no --breakdown")
     if suite is not None or shard is not None:
         given = [o for o, v in (("OP", op_name), ("--size", size), ("--ladder", ladder), ("--knob", knobs),
                                 ("--schedule", schedule_file), ("--best", best), ("--db", db), ("--dtype", dtype),
@@ -739,7 +750,8 @@ def bench(op_name, size, ladder, knobs, schedule_file, suite, shard, best, db, r
         raise ValidationError("a benchmarked kernel gave a wrong answer (see the table)")
 
 
-def bench_transformer(size: str, dtype: str, passes: int, markdown: bool, json_file: str | None):
+def bench_transformer(size: str, dtype: str, passes: int, markdown: bool, json_file: str | None,
+                      breakdown: bool = False):
     """The config and type checked, then torch and the GPU, then the runs (default 100 passes each)."""
     from . import results, transformer
     cfg = transformer.config(size)
@@ -747,7 +759,7 @@ def bench_transformer(size: str, dtype: str, passes: int, markdown: bool, json_f
     if json_file:
         check_out_file(json_file, "--json")
     transformer.require_cuda()
-    doc = transformer.bench(cfg, dtype, reps=passes)
+    doc = transformer.bench(cfg, dtype, reps=passes, breakdown=breakdown)
     click.echo(transformer.format_bench(doc, markdown))
     if json_file:
         results.write(doc, json_file)

@@ -38,6 +38,7 @@ from dataclasses import dataclass
 
 from . import config
 from .errors import UsageError
+from .timing import roofline
 
 FIGURES = {   # ours -> Nsight Compute's
     "duration_ns": "gpu__time_duration.sum",
@@ -272,12 +273,9 @@ def result_row(op, problem, label: str, sched, kernel, launches: list[Launch], o
     secs = sum(l.metrics.get(FIGURES["duration_ns"]) or 0.0 for l in launches) * 1e-9
     if secs <= 0:
         raise UsageError(f"ncu measured no duration for {kernel.name}")
-    op = op.for_schedule(sched)
-    nbytes, flops = op.bytes_moved(problem), op.flops(problem)
-    peak_bw, peak_flops = (on.peaks.bytes_per_s if on.peaks else 0.0), on.peak_flops(op.math(problem))
-    floor = max(nbytes / peak_bw if peak_bw else 0.0, flops / peak_flops if peak_flops else 0.0)
+    gbs, tflops, roof, _ = roofline(op.for_schedule(sched), problem, secs * 1e6, on)
     return {"step": label, "kernel": kernel.name, "schedule": sched.to_dict(), "time_us": secs * 1e6,
-            "GB/s": nbytes / secs / 1e9, "TFLOP/s": flops / secs / 1e12, "roofline": floor / secs or None,
+            "GB/s": gbs, "TFLOP/s": tflops, "roofline": roof or None,
             "valid": None, "profile": [dict(symbol=l.kernel, block=l.block, grid=l.grid, **figures(l.metrics))
                                        for l in launches]}
 

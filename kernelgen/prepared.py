@@ -37,7 +37,8 @@ class Prepared:
 
     @functools.cached_property
     def source(self) -> str:
-        return render(self.kernel)
+        """Only the entries the plan launches (the other twin is never run on this problem)."""
+        return render(self.kernel, tuple(launch.symbol for launch in self.plan.launches))
 
     @functools.cached_property
     def binary(self) -> Compiled:

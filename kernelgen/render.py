@@ -74,10 +74,15 @@ def declarations(kernel: Kernel) -> str:
     return decl(op.recipe(kernel), kernel.name, config.VERSION, includes)
 
 
-def render(kernel: Kernel) -> str:
+def render(kernel: Kernel, symbols: tuple[str, ...] | None = None) -> str:
+    """The kernel's .cu text: every entry point (what `emit` writes, for any size), or with `symbols`
+    only the entries a plan launches. A template that defines twins (the vector-aligned kernel and its
+    `_unaligned` twin) asks `wanted(symbol)` for each: a run on one problem compiles one twin, which
+    halves NVRTC's time for the GEMMs, whose twins are each as costly as the other."""
+    wanted = (lambda symbol: True) if symbols is None else frozenset(symbols).__contains__
     try:
         template = environment().get_template(kernel.template)
-        body = template.render(name=kernel.name, arch=kernel.arch, **dict(kernel.params))
+        body = template.render(name=kernel.name, arch=kernel.arch, wanted=wanted, **dict(kernel.params))
     except jinja2.UndefinedError as e:
         raise RuntimeError(f"template {kernel.template}: {e.message} (params: {sorted(dict(kernel.params))})") from e
     words, launcher = recipe(kernel)

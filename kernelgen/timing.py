@@ -32,6 +32,7 @@ from .errors import UsageError
 from .ops.base import Op, Problem
 from .prepared import prepare
 from .schedule import Schedule
+from .target import Target
 
 METHODS = ("events", "graph", "auto")
 GRAPH_BELOW_BYTES = 64 << 20   # auto: graph timing below this many bytes moved, where launch overhead is a large share
@@ -171,12 +172,15 @@ def time_graph(calls: list[Callable[[], object]], launches: int, *, warmup: int 
     return Timing(tuple(samples))
 
 
-def roofline(op: Op, problem: Problem, time_us: float) -> tuple[float, float, float, str]:
-    """(GB/s, TFLOP/s, fraction of the roof, which roof): the compute roof is the op's math path on
-    this GPU (fp32 CUDA cores, or the tensor cores' figure for its input type)."""
-    dev = gpu.device()
+def roofline(op: Op, problem: Problem, time_us: float, on: Target | None = None) -> tuple[float, float, float, str]:
+    """(GB/s, TFLOP/s, fraction of the roof, which roof) on `on` (default: this GPU): the compute roof is
+    the op's math path there (fp32 CUDA cores, or the tensor cores' figure for its input type); a
+    target without peaks (an arch's reference target) has no roof: fraction 0."""
+    dev = on or gpu.device()
     nbytes, flops = op.bytes_moved(problem), op.flops(problem)
-    t_mem, t_math = nbytes / dev.peaks.bytes_per_s, flops / dev.peak_flops(op.math(problem))
+    peak_bw, peak_flops = (dev.peaks.bytes_per_s if dev.peaks else 0.0), dev.peak_flops(op.math(problem))
+    t_mem = nbytes / peak_bw if peak_bw else 0.0
+    t_math = flops / peak_flops if peak_flops else 0.0
     floor = max(t_mem, t_math)
     secs = time_us * 1e-6
     return nbytes / secs / 1e9, flops / secs / 1e12, floor / secs, "memory" if t_mem >= t_math else "compute"

@@ -7,7 +7,7 @@ goes on torch's current stream, allocates nothing but its outputs, and never syn
     y = kgt.run("sgemm", "M=512,N=3072,K=768;epilogue=gelu(acc + bias)", [x, w, b])[0]   # gelu(x @ w + b)
     y = kgt.linear(x16, w16_t, b16, epilogue="gelu(acc + bias)")   # x @ w_t.T + b, gemm layout NT
     y, h = kgt.layer_norm(x, gamma, beta, residual=r, return_sum=True)   # LN(x + r), and x + r
-    o = kgt.attention(q, k, v, causal=True)                  # (batch, heads, seq, head_dim)
+    o = kgt.attention(q, k, v, causal=True)                  # (batch, heads, seq, head_dim), views read in place
 
 The model-level wrappers (`linear`, `layer_norm`, `softmax`, `attention`) take torch's layouts and
 build the problem string from the shapes; examples/transformer.py builds a GPT-2 block from them.
@@ -170,10 +170,43 @@ def softmax(x):
 def attention(q, k, v, causal: bool = False):
     """torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal) for (batch, heads, seq,
     head_dim) tensors (seq_k may differ from seq_q), scale 1/sqrt(head_dim): the attention op, in the
-    types it takes (kernelgen's attention op's `dtypes`; another type is a UsageError naming them)."""
+    types it takes (kernelgen's attention op's `dtypes`; another type is a UsageError naming them).
+
+    q, k and v are read where they lie when their strides are one of the op's layouts (all three alike):
+    contiguous (bhsd), transposed views of (batch, seq, heads, head_dim) tensors (bshd), or the views
+    `split_heads` makes of a packed (batch, seq, 3 * d_model) QKV projection (packed); other strides are
+    copied to contiguous first. In the bshd and packed layouts O is written as (batch, seq, heads,
+    head_dim) and returned as its (batch, heads, seq, head_dim) view, so `o.transpose(1, 2).reshape(b, s,
+    h * head_dim)`, the merge of the heads, is a view too."""
     if q.dim() != 4 or k.dim() != 4 or v.dim() != 4:
         raise ValueError(f"attention takes (batch, heads, seq, head_dim) tensors, not {tuple(q.shape)}, "
                          f"{tuple(k.shape)}, {tuple(v.shape)}")
     b, h, sq, d = q.shape
-    problem = f"batch={b},heads={h},seq_q={sq},seq_k={k.shape[2]},head_dim={d},causal={int(bool(causal))}"
-    return run("attention", problem, [q, k, v])[0]
+    layout = _attention_layout(q, k, v)
+    if layout is None:                   # strides of no layout: copies, as before strides were arguments
+        q, k, v, layout = q.contiguous(), k.contiguous(), v.contiguous(), "bhsd"
+    problem = f"batch={b},heads={h},seq_q={sq},seq_k={k.shape[2]},head_dim={d},causal={int(bool(causal))}" + \
+        ("" if layout == "bhsd" else f",layout={layout}")
+    o = run("attention", problem, [_buffer(t, layout) for t in (q, k, v)])[0]
+    return o if layout == "bhsd" else o.transpose(1, 2)
+
+
+def _attention_layout(q, k, v) -> str | None:
+    """The layout word all of q, k, v have (ops/attention_layout.py), or None."""
+    from .ops.attention_layout import layout_of
+    sq = q.shape[2]
+    found = {layout_of(tuple(t.shape), tuple(t.stride()), sq) for t in (q, k, v)}
+    return found.pop() if len(found) == 1 else None
+
+
+def _buffer(t, layout: str):
+    """The buffer the op takes for a (batch, heads, seq, head_dim) view in `layout`: the tensor (bhsd), its
+    (batch, seq, heads, head_dim) transpose (bshd), or its span, a flat view from its first element to its
+    last (packed). Views all: nothing is copied."""
+    if layout == "bhsd":
+        return t
+    if layout == "bshd":
+        return t.transpose(1, 2)
+    b, h, s, d = t.shape
+    sb, sh, ss, _ = t.stride()
+    return t.as_strided(((b - 1) * sb + (h - 1) * sh + (s - 1) * ss + d,), (1,))

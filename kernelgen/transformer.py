@@ -12,8 +12,13 @@ of one against the other, and the timing `kernelgen bench transformer` prints. F
 
 The kernelgen block is LN1 -> QKV linear (one GEMM, bias fused) -> causal attention -> output projection
 with the residual fused (epilogue `acc + bias + res`) -> LN2 -> MLP up with `gelu(acc + bias)` fused ->
-MLP down with the residual fused. Splitting QKV into heads and merging the heads back are torch views
-made contiguous (two copies), in both blocks alike. GELU is the tanh form (GPT-2's) in both.
+MLP down with the residual fused. Splitting QKV into heads and merging the heads back are views, no
+copies: attention reads q, k and v where the QKV projection wrote them (its `packed` layout, through
+strides) and writes O as (batch, seq, heads, head_dim), which the output projection reads as (batch *
+seq, d_model). The torch block splits alike and copies on the merge. GELU is the tanh form (GPT-2's) in both.
+
+`bench(..., breakdown=True)` (`kernelgen bench transformer --breakdown`) also times each stage of both
+blocks (CUDA events between the stages, eager): where the time goes.
 """
 from __future__ import annotations
 
@@ -137,33 +142,74 @@ def param_shapes(cfg: Config) -> dict:
 
 
 def split_heads(qkv, heads: int):
-    """(B, S, 3D) -> q, k, v, each (B, H, S, D/H) (views; made contiguous where a kernel reads them)."""
+    """(B, S, 3D) -> q, k, v, each (B, H, S, D/H): views of the projection (kernelgen's attention reads them
+    in place, its packed layout)."""
     b, s, three_d = qkv.shape
     return qkv.view(b, s, 3, heads, three_d // (3 * heads)).permute(2, 0, 3, 1, 4).unbind(0)
 
 
-def kernelgen_block(x, p: dict, heads: int):
-    """The block on kernelgen ops: 2 layer norms, 4 GEMMs with fused epilogues, 1 attention."""
+# The stages `breakdown` times, in order; each block marks those it has (the kernelgen block fuses GELU and
+# the residual adds into its GEMMs and merges the heads by a view).
+STAGES = ("layer norm 1", "QKV GEMM", "attention", "merge heads", "out-proj", "residual add 1", "layer norm 2",
+          "MLP up", "GELU", "MLP down", "residual add 2")
+FUSED = {"merge heads": "a view", "residual add 1": "in out-proj", "GELU": "in MLP up", "residual add 2": "in MLP down"}
+
+
+def _no_mark(stage: str) -> None:
+    """The blocks' default `mark`: nothing (breakdown passes one recording a CUDA event)."""
+
+
+def kernelgen_block(x, p: dict, heads: int, mark=_no_mark):
+    """The block on kernelgen ops: 2 layer norms, 4 GEMMs with fused epilogues, 1 attention. `mark(stage)`
+    is called after each stage (STAGES)."""
     from . import torch as kgt
     b, s, d = x.shape
     a = kgt.layer_norm(x, p["ln1_g"], p["ln1_b"])
-    q, k, v = split_heads(kgt.linear(a, p["w_qkv"], p["b_qkv"]), heads)
-    o = kgt.attention(q, k, v, causal=True).transpose(1, 2).reshape(b, s, d)
+    mark("layer norm 1")
+    qkv = kgt.linear(a, p["w_qkv"], p["b_qkv"])
+    mark("QKV GEMM")
+    q, k, v = split_heads(qkv, heads)                                         # views of qkv
+    o = kgt.attention(q, k, v, causal=True).transpose(1, 2).reshape(b, s, d)  # O stored (b, s, h, hd): a view
+    mark("attention")
     h = kgt.linear(o, p["w_o"], p["b_o"], residual=x)                         # x + o W_o^T + b_o
-    u = kgt.linear(kgt.layer_norm(h, p["ln2_g"], p["ln2_b"]), p["w_up"], p["b_up"], epilogue="gelu(acc + bias)")
-    return kgt.linear(u, p["w_down"], p["b_down"], residual=h)                 # h + u W_down^T + b_down
+    mark("out-proj")
+    a = kgt.layer_norm(h, p["ln2_g"], p["ln2_b"])
+    mark("layer norm 2")
+    u = kgt.linear(a, p["w_up"], p["b_up"], epilogue="gelu(acc + bias)")
+    mark("MLP up")
+    y = kgt.linear(u, p["w_down"], p["b_down"], residual=h)                   # h + u W_down^T + b_down
+    mark("MLP down")
+    return y
 
 
-def torch_block(x, p: dict, heads: int):
-    """The same block in PyTorch's ops (SDPA for attention, the tanh GELU)."""
+def torch_block(x, p: dict, heads: int, mark=_no_mark):
+    """The same block in PyTorch's ops (SDPA for attention, the tanh GELU); `mark` as kernelgen_block's."""
     F = _torch().nn.functional
     b, s, d = x.shape
     a = F.layer_norm(x, (d,), p["ln1_g"], p["ln1_b"], 1e-5)
-    q, k, v = split_heads(F.linear(a, p["w_qkv"], p["b_qkv"]), heads)
-    o = F.scaled_dot_product_attention(q, k, v, is_causal=True).transpose(1, 2).reshape(b, s, d)
-    h = x + F.linear(o, p["w_o"], p["b_o"])
-    u = F.gelu(F.linear(F.layer_norm(h, (d,), p["ln2_g"], p["ln2_b"], 1e-5), p["w_up"], p["b_up"]), approximate="tanh")
-    return h + F.linear(u, p["w_down"], p["b_down"])
+    mark("layer norm 1")
+    qkv = F.linear(a, p["w_qkv"], p["b_qkv"])
+    mark("QKV GEMM")
+    q, k, v = split_heads(qkv, heads)
+    o = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+    mark("attention")
+    o = o.transpose(1, 2).reshape(b, s, d)
+    mark("merge heads")
+    t = F.linear(o, p["w_o"], p["b_o"])
+    mark("out-proj")
+    h = x + t
+    mark("residual add 1")
+    a = F.layer_norm(h, (d,), p["ln2_g"], p["ln2_b"], 1e-5)
+    mark("layer norm 2")
+    u = F.linear(a, p["w_up"], p["b_up"])
+    mark("MLP up")
+    u = F.gelu(u, approximate="tanh")
+    mark("GELU")
+    t = F.linear(u, p["w_down"], p["b_down"])
+    mark("MLP down")
+    y = h + t
+    mark("residual add 2")
+    return y
 
 
 def block_error(y, ref, x) -> float:
@@ -239,9 +285,10 @@ def _graphed(torch, fn):
     return graph.replay
 
 
-def bench(cfg: Config, dtype: str, reps: int = 100, warmup: int = 10) -> dict:
+def bench(cfg: Config, dtype: str, reps: int = 100, warmup: int = 10, breakdown: bool = False) -> dict:
     """The kernelgen block (eager, and replayed from a CUDA graph), PyTorch eager and torch.compile of the
-    torch block, each timed over `reps` forward passes in this run; the check first. A results dict."""
+    torch block, each timed over `reps` forward passes in this run; the check first. A results dict; with
+    `breakdown`, its "breakdown" holds each stage's time in both blocks (stage_times)."""
     torch = require_cuda()
     check_dtype(dtype)
     torch.backends.cuda.matmul.allow_tf32 = False          # fp32 is fp32 on both sides (sgemm has no TF32)
@@ -263,9 +310,43 @@ def bench(cfg: Config, dtype: str, reps: int = 100, warmup: int = 10) -> dict:
     for r in rows:
         r["vs_eager"] = by["PyTorch eager"] / r["median_ms"]
         r["vs_compile"] = by["torch.compile"] / r["median_ms"]
-    return {"schema": "kernelgen-transformer/1", "config": asdict(cfg), "dtype": dtype, "reps": reps,
-            "warmup": warmup, "device": torch.cuda.get_device_name(), "torch": torch.__version__,
-            "check": result, "rows": rows, "notes": notes}
+    doc = {"schema": "kernelgen-transformer/1", "config": asdict(cfg), "dtype": dtype, "reps": reps,
+           "warmup": warmup, "device": torch.cuda.get_device_name(), "torch": torch.__version__,
+           "check": result, "rows": rows, "notes": notes}
+    if breakdown:
+        doc["breakdown"] = stage_times(cfg, (x, p), reps, warmup)
+    return doc
+
+
+def stage_times(cfg: Config, given: tuple, reps: int = 100, warmup: int = 10) -> list[dict]:
+    """Each stage's median milliseconds in both blocks, eager: a CUDA event recorded after every stage (and
+    one before the first), `reps` passes after `warmup`. A stage's time is from the event before it to its
+    own, so it includes any wait for the host to launch it (small beside these kernels). One row per stage
+    of STAGES: {"stage", "kernelgen_ms" (None where fused: "kernelgen" says where), "torch_ms"}."""
+    torch = _torch()
+    x, p = given
+    medians = {}
+    with torch.no_grad():
+        for name, block in (("kernelgen", kernelgen_block), ("torch", torch_block)):
+            passes = []
+            for i in range(warmup + reps):
+                marks = [("start", torch.cuda.Event(enable_timing=True))]
+                marks[0][1].record()
+
+                def mark(stage, marks=marks):
+                    marks.append((stage, torch.cuda.Event(enable_timing=True)))
+                    marks[-1][1].record()
+                block(x, p, cfg.heads, mark)
+                if i >= warmup:
+                    passes.append(marks)
+            torch.cuda.synchronize()
+            times: dict[str, list[float]] = {}
+            for marks in passes:
+                for (_, before), (stage, after) in zip(marks, marks[1:]):
+                    times.setdefault(stage, []).append(before.elapsed_time(after))
+            medians[name] = {stage: statistics.median(t) for stage, t in times.items()}
+    return [{"stage": st, "kernelgen_ms": medians["kernelgen"].get(st), "torch_ms": medians["torch"].get(st),
+             "kernelgen": FUSED.get(st, "")} for st in STAGES]
 
 
 def _row(name: str, times: list[float], cfg: Config) -> dict:
@@ -290,8 +371,36 @@ def format_bench(doc: dict, markdown: bool = False) -> str:
              "TFLOP/s": f"{r['TFLOP/s']:.1f}", "vs_eager": f"{r['vs_eager']:.2f}x",
              "vs_compile": f"{r['vs_compile']:.2f}x"} for r in doc["rows"]]
     if markdown:
-        lines = [head, "", check_line, "", "| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
-        lines += ["| " + " | ".join(r[k] for k in COLUMNS) + " |" for r in rows]
+        lines = [head, "", check_line, "", *_markdown(rows, COLUMNS)]
     else:
         lines = [head, check_line, table(rows, list(COLUMNS))]
+    if doc.get("breakdown"):
+        parts = _breakdown_rows(doc["breakdown"])
+        title = ("per stage, eager (median ms of CUDA events between stages; the sum of a column is about its "
+                 "eager time):")
+        lines += ["", title, "", *_markdown(parts, STAGE_COLUMNS)] if markdown else ["", title,
+                                                                                    table(parts, list(STAGE_COLUMNS))]
     return "\n".join(lines + [f"note: {n}" for n in doc["notes"]])
+
+
+STAGE_COLUMNS = ("stage", "kernelgen_ms", "torch_ms", "kernelgen/torch")
+
+
+def _markdown(rows: list[dict], columns) -> list[str]:
+    return ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)] + \
+        ["| " + " | ".join(r[k] for k in columns) + " |" for r in rows]
+
+
+def _breakdown_rows(stages: list[dict]) -> list[dict]:
+    """The breakdown as table rows, with a total row: a fused stage shows where it went."""
+    out = []
+    for r in stages:
+        kg, th = r["kernelgen_ms"], r["torch_ms"]
+        out.append({"stage": r["stage"], "kernelgen_ms": f"{kg:.3f}" if kg is not None else f"- ({r['kernelgen']})",
+                    "torch_ms": f"{th:.3f}" if th is not None else "-",
+                    "kernelgen/torch": f"{kg / th:.2f}x" if kg is not None and th else ""})
+    kg = sum(r["kernelgen_ms"] or 0.0 for r in stages)
+    th = sum(r["torch_ms"] or 0.0 for r in stages)
+    out.append({"stage": "total", "kernelgen_ms": f"{kg:.3f}", "torch_ms": f"{th:.3f}",
+                "kernelgen/torch": f"{kg / th:.2f}x" if th else ""})
+    return out

@@ -57,7 +57,8 @@ EXTRA = {   # schedules generated/ lacks whose plans differ: split-K's zeroing l
     "sgemm": [dict(split_k=2), dict(split_k=3, swizzle=1), dict(split_k=4, reduce_k="workspace"),
               dict(split_k=2, reduce_k="workspace", vec_a=1, vec_b=1, vec_c=1),
               dict(bm=8, bn=256, wm=8, wn=64, tm=4, tn=4, vec_c=2, split_k=7, reduce_k="workspace")],
-    "transpose": [dict(grid_stride=4)],
+    "transpose": [dict(grid_stride=4), dict(tile=64, rows=16, store_align=32, load_align=True),
+                  dict(store_align=16, grid_stride=4)],       # tiles skewed per row of out: a row of tiles more
     "gemv": [dict(grid_stride=2)],
     "conv2d": [dict(split_k=3), dict(algo="im2col", split_k=16, bm=64, bn=64, bk=16, tm=8, tn=4)],
     "layernorm": [dict(algo="split", threads=128, items=4, l2_batch_mb=8), dict(algo="split", threads=32, items=2, vec=1)],

@@ -109,3 +109,76 @@ def test_torch_compile_runs_the_op_on_the_gpu():
     out = torch.compile(block, fullgraph=True)(x, w, b)
     ref = torch.relu(torch.nn.functional.linear(x.float(), w.float(), b.float())) + 1
     torch.testing.assert_close(out.float(), ref, rtol=2e-2, atol=2e-2)
+
+
+# -- attention through strides (CPU: fake tensors and graph capture) -------------------------------------
+def _qkv_views(b=2, s=37, h=3, d=16, layout="packed", device="meta", dtype=torch.float32):
+    """q, k, v (b, h, s, d) as the transformer makes them: views of a packed (b, s, 3*h*d) projection, or
+    transposes of (b, s, h, d) tensors."""
+    if layout == "packed":
+        qkv = torch.empty(b, s, 3 * h * d, device=device, dtype=dtype)
+        return qkv.view(b, s, 3, h, d).permute(2, 0, 3, 1, 4).unbind(0)
+    return [torch.empty(b, s, h, d, device=device, dtype=dtype).transpose(1, 2) for _ in range(3)]
+
+
+def _attention_graph(q, k, v):
+    from torch.fx.experimental.proxy_tensor import make_fx
+    gm = make_fx(lambda q, k, v: kgt.attention(q, k, v, causal=True), tracing_mode="fake")(q, k, v)
+    runs = [n for n in gm.graph.nodes if "kernelgen.run" in str(n.target)]
+    copies = [str(n.target) for n in gm.graph.nodes if n.op == "call_function" and "clone" in str(n.target)]
+    out = next(n for n in gm.graph.nodes if n.op == "output").args[0]
+    return runs[0].args[1], copies, (out[0] if isinstance(out, (list, tuple)) else out).meta["val"]
+
+
+@pytest.mark.parametrize("layout", ["packed", "bshd"])
+def test_attention_takes_strided_views_without_a_copy_and_writes_o_as_bshd(layout):
+    problem, copies, o = _attention_graph(*_qkv_views(layout=layout))
+    assert problem == f"batch=2,heads=3,seq_q=37,seq_k=37,head_dim=16,causal=1,layout={layout}" and copies == []
+    assert o.shape == (2, 3, 37, 16) and o.transpose(1, 2).is_contiguous()     # the heads merge by a view
+
+
+def test_attention_copies_strides_of_no_layout_and_keeps_contiguous_ones():
+    cache = torch.empty(2, 3, 50, 16, device="meta")
+    q = torch.empty(2, 3, 37, 16, device="meta")
+    problem, copies, o = _attention_graph(q, cache[:, :, :40], cache[:, :, :40])     # a slice of a longer KV cache
+    assert problem.endswith("head_dim=16,causal=1") and len(copies) == 2 and o.is_contiguous()
+    problem, copies, o = _attention_graph(q, q, q)
+    assert problem.endswith("causal=1") and copies == [] and o.is_contiguous()
+
+
+def test_the_packed_spans_overlap_in_the_projection():
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    with FakeTensorMode():
+        q, k, v = _qkv_views(b=2, s=5, h=3, d=8)
+        spans = [kgt._buffer(t, "packed") for t in (q, k, v)]
+        assert [t.shape for t in spans] == [(2 * 5 * 72 - 48,)] * 3 and all(t.is_contiguous() for t in spans)
+        assert [t.storage_offset() for t in spans] == [0, 24, 48]
+
+
+def test_strided_attention_compiles_as_one_graph_on_cpu():
+    def block(qkv):
+        b, s, _ = qkv.shape
+        q, k, v = qkv.view(b, s, 3, 2, 8).permute(2, 0, 3, 1, 4).unbind(0)
+        return kgt.attention(q, k, v, causal=True).transpose(1, 2).reshape(b, s, 16) + 1
+
+    graphs = []
+    out = torch.compile(block, backend=lambda g, _: graphs.append(g) or g.forward, fullgraph=True)(
+        torch.empty(2, 5, 48, device="meta"))
+    assert out.shape == (2, 5, 16) and any("kernelgen.run" in g.code for g in graphs)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16])
+@pytest.mark.parametrize("layout", ["packed", "bshd"])
+def test_strided_attention_matches_sdpa_on_the_gpu(layout, dtype):
+    b, s, h, d = 2, 333, 4, 64
+    if layout == "packed":
+        qkv = torch.randn(b, s, 3 * h * d, device="cuda", dtype=dtype)
+        q, k, v = qkv.view(b, s, 3, h, d).permute(2, 0, 3, 1, 4).unbind(0)
+    else:
+        q, k, v = (torch.randn(b, s, h, d, device="cuda", dtype=dtype).transpose(1, 2) for _ in range(3))
+    o = kgt.attention(q, k, v, causal=True)
+    assert o.transpose(1, 2).is_contiguous()
+    ref = torch.nn.functional.scaled_dot_product_attention(q.double(), k.double(), v.double(), is_causal=True)
+    tol = 1e-4 if dtype == torch.float32 else 2e-2
+    torch.testing.assert_close(o.double(), ref, rtol=tol, atol=tol)

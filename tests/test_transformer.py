@@ -51,6 +51,7 @@ def test_dtypes_follow_what_attention_takes():
     (["bench", "transformer", "--ladder"], "takes no --ladder"),
     (["bench", "transformer", "--layout", "NT"], "takes no --layout"),
     (["bench", "transformer", "--dtype", "float64"], "dtype 'float64' is not one of"),
+    (["bench", "softmax", "--breakdown"], "--breakdown times the stages of `bench transformer`"),
 ])
 def test_cli_refuses_bad_transformer_benches_in_one_line(args, message):
     r = CliRunner().invoke(main, args)
@@ -87,7 +88,12 @@ def test_the_block_traces_to_seven_kernelgen_ops(name):
     problems = [n.args[1] for n in gm.graph.nodes if "kernelgen.run" in str(n.target)]
     assert problems[1] == f"M={cfg.batch * cfg.seq},N={3 * cfg.d_model},K={cfg.d_model},layout=NT;epilogue=acc + bias"
     assert problems[2] == (f"batch={cfg.batch},heads={cfg.heads},seq_q={cfg.seq},seq_k={cfg.seq},"
-                           f"head_dim={cfg.head_dim},causal=1")
+                           f"head_dim={cfg.head_dim},causal=1,layout=packed")     # q, k, v read where the GEMM wrote them
+    # no copies: between the QKV GEMM and the output projection only views (the attention reads the
+    # projection in place through its strides and writes O as (b, s, h, hd))
+    copies = [n.target for n in gm.graph.nodes if n.op == "call_function" and
+              any(c in str(n.target) for c in ("clone", "contiguous", "copy", "_to_copy"))]
+    assert copies == [], copies
     assert problems[3].endswith(";epilogue=acc + bias + res") and problems[5].endswith(";epilogue=gelu(acc + bias)")
 
 
@@ -171,6 +177,28 @@ def test_the_block_matches_torch_on_the_emulator(dtype, monkeypatch):
 
 @needs_torch
 @pytest.mark.emulate
+@pytest.mark.parametrize("dtype", ["float32", "float16"])
+@pytest.mark.parametrize("layout", ["packed", "bshd", "sliced"])
+def test_attention_reads_strided_views_on_the_emulator(layout, dtype, monkeypatch):
+    """q, k, v as the block makes them (views of a packed projection), as transposes of (b, s, h, d) tensors,
+    and as slices of a longer cache (copied): each against float64 SDPA, seq 37 causal, 3 heads of 24."""
+    monkeypatch.setattr(kgt, "run", emulated_run)
+    b, s, h, d, t = 2, 37, 3, 24, getattr(torch, dtype)
+    if layout == "packed":
+        q, k, v = tf.split_heads(torch.randn(b, s, 3 * h * d).to(t), h)
+    elif layout == "bshd":
+        q, k, v = (torch.randn(b, s, h, d).to(t).transpose(1, 2) for _ in range(3))
+    else:
+        q, k, v = (torch.randn(b, h, s + 9, d).to(t)[:, :, :s] for _ in range(3))
+    o = kgt.attention(q, k, v, causal=True)
+    assert o.transpose(1, 2).is_contiguous() == (layout != "sliced")
+    ref = torch.nn.functional.scaled_dot_product_attention(q.double(), k.double(), v.double(), is_causal=True)
+    tol = 1e-5 if dtype == "float32" else 3e-3
+    assert float((o.double() - ref).norm() / ref.norm()) < tol
+
+
+@needs_torch
+@pytest.mark.emulate
 def test_layer_norm_with_a_residual_matches_torch_on_the_emulator(monkeypatch):
     monkeypatch.setattr(kgt, "run", emulated_run)
     x, r = torch.randn(3, 37) * 3 + 5, torch.randn(3, 37)
@@ -223,3 +251,14 @@ def test_the_block_replays_from_a_cuda_graph_and_the_bench_reports_four_rows(tmp
                                   str(tmp_path / "t.json")])
     assert r.exit_code == 0, r.output
     assert "vs_eager" in r.output and (tmp_path / "t.json").exists()
+
+
+@needs_torch
+@pytest.mark.gpu
+def test_the_breakdown_times_every_stage_of_both_blocks(tmp_path):
+    doc = tf.bench(tf.config("tiny"), "float32", reps=5, warmup=2, breakdown=True)
+    stages = {r["stage"]: r for r in doc["breakdown"]}
+    assert list(stages) == list(tf.STAGES) and all(r["torch_ms"] > 0 for r in stages.values())
+    assert all((r["kernelgen_ms"] is None) == (name in tf.FUSED) for name, r in stages.items())
+    r = CliRunner().invoke(main, ["bench", "transformer", "--size", "tiny", "--reps", "5", "--breakdown"])
+    assert r.exit_code == 0 and "per stage" in r.output and "- (in out-proj)" in r.output, r.output

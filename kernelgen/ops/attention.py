@@ -10,8 +10,12 @@
 >>> plan.launches[0].grid, plan.launches[0].block
 ((1, 6, 1), (16, 8, 1))
 
-Q is (batch, heads, seq_q, head_dim), K and V (batch, heads, seq_k, head_dim), O like Q, all
-row-major; `seq` sets seq_q and seq_k at once. scale = 1/sqrt(head_dim) (a float argument of the
+Q is (batch, heads, seq_q, head_dim), K and V (batch, heads, seq_k, head_dim), O like Q; `seq` sets
+seq_q and seq_k at once. Each is read or written through its (batch, head, seq) strides, run-time
+arguments of every kernel (head_dim contiguous), so one kernel serves any layout; the problem's
+`layout` word names them (ops/attention_layout.py): bhsd (the default: each contiguous), bshd (each
+(batch, seq, heads, head_dim)) or packed (Q, K, V the thirds of one (batch, seq, 3 * d_model) QKV
+projection, O (batch, seq, heads, head_dim)). scale = 1/sqrt(head_dim) (a float argument of the
 kernels: the plan and the launcher pass it). `causal=1` masks key j from query i where j > i (the
 top-left diagonal, as torch's `is_causal`), so every query sees at least key 0.
 
@@ -27,15 +31,16 @@ Loops: b, h (fused: bh, one per blockIdx.y), i over queries, j over keys, d over
   RQ x (DMAX/(BK/RK)) slice of O in registers; each tile's probabilities go through shared memory to
   the P·V product. Tiles past the causal diagonal are skipped, and the q-tiles run heaviest first.
   `double_buffer(K|V, n)` with `annotate("copy", "cp_async")` keeps n-1 K/V tiles in flight.
-Rows start 16-byte aligned when head_dim % 4 == 0: the plan takes the float4 kernel then, its
-`_unaligned` twin (element-wise global accesses) otherwise.
+Rows start 16-byte aligned when head_dim and every stride are multiples of 4: the plan takes the
+float4 kernel then, its `_unaligned` twin (element-wise global accesses) otherwise.
 - `annotate("algo", "flash_mma")`, float16 / bfloat16 only: FlashAttention-2 on tensor cores (sm_80+).
   `split("i", BQ, WQ)`: BQ queries a block, WQ rows a warp (i.1 -> warp, BQ/WQ warps);
   `split("j", BK)` with `tensorize("j.1", "mma.m16n8k16")`: K/V tiles of BK keys, S = Q Kᵀ and O += P V
   by mma.sync on fragments; `split("d", DMAX)` as above. Q's fragments are loaded once (ldmatrix) and
   stay in registers; the softmax runs on S's fp32 fragments and P goes to the P·V product from the same
   registers, rounded to 16 bits. K/V tiles are XOR-swizzled in shared memory (conflict-free ldmatrix,
-  .trans for V), `double_buffer`/`copy` as above. Rows start 16-byte aligned when head_dim % 8 == 0.
+  .trans for V), `double_buffer`/`copy` as above. Rows start 16-byte aligned when head_dim and every
+  stride are multiples of 8 (cp.async and the 16-byte loads need it; the `_unaligned` twin otherwise).
   Its knobs beyond the tiles (issue 15): `annotate("kv_pipeline", "split")` puts K and V in cp.async
   groups of their own (V(j) lands during S(j), K(j+1) during P V(j): FlashAttention-2's order, two
   barriers a tile, from 1 stage); `cache_read("Q", "shared")` reads Q's fragments from shared memory at
@@ -45,6 +50,8 @@ Rows start 16-byte aligned when head_dim % 4 == 0: the plan takes the float4 ker
   Masks run only on tiles that cross seq_k or the diagonal, exp is one FFMA and ex2.approx, and a warp
   skips the tiles wholly past its rows' diagonal.
 
+>>> str(op.problem({"batch": 2, "heads": 3, "seq": 37, "head_dim": 64}, layout="packed"))
+'batch=2,heads=3,seq=37,head_dim=64,layout=packed'
 >>> p16 = op.problem({"batch": 8, "heads": 16, "seq": 2048, "head_dim": 64}, dtype="bf16")
 >>> op.kernel(op.schedule_for(p16), types=p16.types).name
 'attention_bf16_sm90_aflashmma_bq128_wq32_bk64_d64_st2_ccpasync_kvsplit_esmem'
@@ -62,6 +69,8 @@ from ..schedule import Schedule, ScheduleReader, schedule
 from ..target import Target, default_target
 from .base import INT_MAX, Dim, Kernel, Knob, LadderStep, Launch, Op, Plan, Problem, Scalar, Shorthand, \
     Workspace, cdiv, pow2
+from .attention_layout import LAYOUTS, Strides, logical, store, stored_shapes
+from .attention_layout import strides as layout_strides
 from .gemm import smem_tile
 from .io import torch_tensor
 from .knobs import Prim
@@ -81,6 +90,32 @@ LAZY_LOG2 = 8.0                 # rescale lazy: the largest weight 2^x a stale r
 DMAXES = (32, 64, 128)          # tile widths (the dmax knob): the largest head_dim a kernel takes
 
 
+BUFS = ("Q", "K", "V", "O")
+# Each tensor's (batch, head, seq) strides in elements, run-time arguments after `heads`: batch and head
+# strides 64-bit (a batch of a long sequence passes 2^31 elements), row strides int (the copies' `ld`).
+# K and V share one row stride, kv_ss: the K/V tile copies then share their row offsets (a stride each cost
+# the fp32 kernel at DMAX 128 and the sm_80 tensor-core kernel 30-40 bytes of spills), and every layout
+# stores K and V alike (a packed projection, a KV cache, two tensors of one shape).
+STRIDE_ARGS = {"Q": ("q_sb", "q_sh", "q_ss"), "K": ("k_sb", "k_sh", "kv_ss"), "V": ("v_sb", "v_sh", "kv_ss"),
+               "O": ("o_sb", "o_sh", "o_ss")}
+STRIDE_TYPES = ("long long", "long long", "int")
+
+
+def _stride_args(bufs: str) -> tuple[tuple[str, str], ...]:
+    """(name, C type) of the stride arguments of tensors `bufs`, each name once."""
+    return tuple(dict((n, t) for b in bufs for n, t in zip(STRIDE_ARGS[b], STRIDE_TYPES)).items())
+
+
+FUSED_ARGS = ("Q", "K", "V", "O", "seq_q", "seq_k", "head_dim", "causal", "scale", "heads") + \
+    tuple(n for n, _ in _stride_args("QKVO"))
+SCORES_ARGS = ("Q", "K", "S", "seq_q", "seq_k", "head_dim", "causal", "scale", "heads") + \
+    tuple(n for n, _ in _stride_args("QK"))
+PV_ARGS = ("S", "V", "O", "seq_q", "seq_k", "head_dim", "heads") + tuple(n for n, _ in _stride_args("VO"))
+_params = lambda bufs: ", ".join(f"{t} {n}" for n, t in _stride_args(bufs))
+STRIDE_PARAMS = dict(stride_params=_params("QKVO"), stride_args=", ".join(n for n, _ in _stride_args("QKVO")),
+                     qk_stride_params=_params("QK"), vo_stride_params=_params("VO"))   # the kernels' parameter lists
+
+
 def widths_for(d: int) -> list[int]:
     """The tile widths that hold head_dim d, narrowest first."""
     return [w for w in DMAXES if d <= w]
@@ -90,7 +125,8 @@ QUIET_CAUSAL = Shorthand("causal", ("causal",), quiet=0)   # non-causal problems
 class Attention(Op):
     name = "attention"
     summary = ("O[b,h] = softmax(Q[b,h] K[b,h]ᵀ / sqrt(head_dim), causal mask optional) V[b,h], float32 (CUDA "
-               "cores) or float16/bfloat16 (tensor cores, fp32 accumulation), (batch, heads, seq, head_dim) row-major")
+               "cores) or float16/bfloat16 (tensor cores, fp32 accumulation), (batch, heads, seq, head_dim) through run-time strides "
+               "(layout bhsd, bshd or packed)")
     dims = (Dim("batch", 8, 1), Dim("heads", 16, 3),
             Dim("seq_q", 2048, 37, maximum=MAX_GRID * UNFUSED_TILE,
                 why=f"the unfused kernels' gridDim.y holds {MAX_GRID} tiles of {UNFUSED_TILE} queries"),
@@ -146,11 +182,41 @@ class Attention(Op):
                       f"blockIdx.x), bind(i.1, warp), split(j, BK), tensorize(j.1, {INTRINSIC}); unfused takes no splits")
 
     # -- problems ----------------------------------------------------------------------------------
+    def check_layout(self, layout: str | None) -> str | None:
+        """The memory layout `layout` names (any case): None for bhsd (the default, which prints as nothing),
+        else "bshd" or "packed"; another word is a UsageError naming them."""
+        if layout is None:
+            return None
+        value = layout.lower() if isinstance(layout, str) else layout
+        if value not in LAYOUTS:
+            raise UsageError(f"attention: layout {layout!r} is not one of {', '.join(LAYOUTS)} (bhsd: each of Q, K, V, "
+                             "O contiguous (batch, heads, seq, head_dim); bshd: (batch, seq, heads, head_dim); packed: Q, "
+                             "K, V the thirds of one (batch, seq, 3, heads, head_dim) projection, O bshd)")
+        return None if value == "bhsd" else value
+
+    def kernel(self, sched: Schedule, target: Target | None = None, types: Types | None = None,
+               layout: str | None = None) -> Kernel:
+        """The kernel of `sched`: the layout is checked and plays no part (strides are run-time arguments)."""
+        self.check_layout(layout)
+        return super().kernel(sched, target, types)
+
     def check_problem(self, problem: Problem) -> None:
         bh = problem["batch"] * problem["heads"]
         if bh > MAX_GRID:
             raise UsageError(f"attention: batch*heads = {problem['batch']}*{problem['heads']} = {bh} exceeds "
                              f"{MAX_GRID} (a grid dimension holds one (batch, head) pair each); use at most {MAX_GRID}")
+        if problem.layout == "packed" and problem["seq_q"] != problem["seq_k"]:
+            raise UsageError(f"attention: layout packed holds Q, K and V in one projection, so seq_q = seq_k; got "
+                             f"seq_q={problem['seq_q']}, seq_k={problem['seq_k']} (use bhsd or bshd)")
+        seq = max(st.seq for st in self.strides(problem).values())
+        if seq > INT_MAX:
+            raise UsageError(f"attention: a row stride of {seq} elements exceeds {INT_MAX} (the kernels' row "
+                             "strides are int); use fewer heads or a smaller head_dim")
+
+    @staticmethod
+    def strides(problem: Problem) -> dict[str, Strides]:
+        """The (batch, head, seq) strides in elements of Q, K, V and O (ops/attention_layout.py)."""
+        return layout_strides(problem.layout, *(problem[n] for n in ("batch", "heads", "seq_q", "seq_k", "head_dim")))
 
     def test_problems(self) -> tuple[dict, ...]:
         # seq 1; seq 37 causal; d 64 with seq_q != seq_k, neither a tile multiple; d 24 (the unaligned twin)
@@ -313,6 +379,10 @@ class Attention(Op):
         return 4 * mi * (nk + nd + (dk if k["qreg"] else 1)) + 2 * max(nk, nd) + 4 * mi + 40 + staged
 
     def template_params(self, k: dict, types: Types, target: Target) -> tuple[dict, int, int]:
+        p, smem, regs = self._params(k, types, target)
+        return dict(p, **STRIDE_PARAMS), smem, regs
+
+    def _params(self, k: dict, types: Types, target: Target) -> tuple[dict, int, int]:
         if k["algo"] == "flash_mma":
             return self._mma_params(k, types, target)
         check(types.input.name == "float32", "annotate", "algo", k["algo"], limit=f"algo {k['algo']} runs in float32; "
@@ -335,27 +405,31 @@ class Attention(Op):
         k = dict(kernel.knobs)
         b, h, sq, sk, d, causal = (problem[n] for n in ("batch", "heads", "seq_q", "seq_k", "head_dim", "causal"))
         bh = b * h
+        st = self.strides(problem)
         scalars = tuple(Scalar(n, "int", v) for n, v in (("seq_q", sq), ("seq_k", sk), ("head_dim", d),
                                                           ("causal", causal))) + (Scalar("scale", "float", 1 / math.sqrt(d)),)
+        values = {n: v for b in BUFS for n, v in zip(STRIDE_ARGS[b], (st[b].batch, st[b].head, st[b].seq))}
+        scalars += (Scalar("heads", "int", problem["heads"]),) + tuple(Scalar(n, t, values[n])
+                                                                       for n, t in _stride_args("QKVO"))
         vec = self._vec(k)     # elements of a 16-byte access
-        aligned = d % vec == 0
-        align = tuple((buf, 16 if aligned else 16 // vec) for buf in ("Q", "K", "V", "O"))
+        # rows start 16-byte aligned (float4 / cp.async / 16-byte loads) where head_dim and every stride are
+        # multiples of vec; the _unaligned twin's element-wise accesses take any strides
+        aligned = d % vec == 0 and all(x.aligned(vec) for x in st.values())
+        align = tuple((buf, 16 if aligned else 16 // vec) for buf in BUFS)
         if k["algo"] == "unfused":
             t = UNFUSED_TILE
             launches = (
-                Launch(kernel.name + "_scores", (cdiv(sk, t), cdiv(sq, t), bh), (t, t, 1),
-                       ("Q", "K", "S", "seq_q", "seq_k", "head_dim", "causal", "scale")),
+                Launch(kernel.name + "_scores", (cdiv(sk, t), cdiv(sq, t), bh), (t, t, 1), SCORES_ARGS),
                 Launch(kernel.name + "_softmax", (cdiv(bh * sq, SOFTMAX_ROWS), 1, 1), (32, SOFTMAX_ROWS, 1),
                        ("S", "rows", "seq_k")),
-                Launch(kernel.name + "_pv", (cdiv(d, t), cdiv(sq, t), bh), (t, t, 1),
-                       ("S", "V", "O", "seq_q", "seq_k", "head_dim")))
+                Launch(kernel.name + "_pv", (cdiv(d, t), cdiv(sq, t), bh), (t, t, 1), PV_ARGS))
             return Plan(kernel, problem, launches, (Workspace("S", "float32", bh * sq * sk),),
                         scalars + (Scalar("rows", "long long", bh * sq),), align)
         check(d <= k["dmax"], "split", "d", f"head_dim={d}", limit=f"head_dim <= DMAX = {k['dmax']} (the tiles' width)")
         p = dict(kernel.params)
         block = (p["threads"], 1, 1) if k["algo"] == "flash_mma" else (p["tx"], p["ty"], 1)
         launch = Launch(kernel.name + ("" if aligned else "_unaligned"), (cdiv(sq, k["bq"]), bh, 1), block,
-                        ("Q", "K", "V", "O", "seq_q", "seq_k", "head_dim", "causal", "scale"), kernel.static_smem)
+                        FUSED_ARGS, kernel.static_smem)
         return Plan(kernel, problem, (launch,), (), scalars, align)
 
     @staticmethod
@@ -369,48 +443,71 @@ class Attention(Op):
         k = dict(kernel.knobs)
         sizes = tuple(d.name for d in self.dims)
         lets = [("scale", "float", "1.0 / sqrt(1.0 * head_dim)")]
+        exprs = {}
+        for buf, seq in (("Q", "seq_q"), ("K", "seq_k"), ("V", "seq_k"), ("O", "seq_q")):   # layout bhsd
+            exprs.update(zip(STRIDE_ARGS[buf], (f"kg_ll(heads) * {seq} * head_dim", f"kg_ll({seq}) * head_dim", "head_dim")))
+        lets += [(n, t, exprs[n]) for n, t in _stride_args("QKVO")]
         requires = [(f"batch * heads <= {MAX_GRID}", f"a grid dimension holds {MAX_GRID} (batch, head) pairs")]
         vec = self._vec(k)
         align = tuple((b, n, when) for n, when in ((16, f"head_dim % {vec} == 0"), (16 // vec, f"head_dim % {vec} != 0"))
                       for b in ("Q", "K", "V", "O"))
-        common = dict(arch=kernel.arch, sizes=sizes, buffers=self.recipe_buffers(kernel), alignment=align)
+        common = dict(arch=kernel.arch, sizes=sizes, buffers=self.recipe_buffers(kernel), alignment=align,
+                      note="the launcher takes Q, K, V and O contiguous (batch, heads, seq, head_dim) (layout bhsd); "
+                           "the kernels take any (batch, head, seq) strides as the arguments named *_sb, *_sh, *_ss")
         if k["algo"] == "unfused":
             t = UNFUSED_TILE
             lets += [("bh", "int", "batch * heads"), ("rows", "long long", "kg_ll(bh) * seq_q")]
             steps = (Step(kernel.name + "_scores", (f"kg_cdiv(seq_k, {t})", f"kg_cdiv(seq_q, {t})", "bh"), (t, t, 1),
-                          ("Q", "K", "S", "seq_q", "seq_k", "head_dim", "causal", "scale")),
+                          SCORES_ARGS),
                      Step(kernel.name + "_softmax", (f"kg_cdiv(rows, {SOFTMAX_ROWS})", "1", "1"), (32, SOFTMAX_ROWS, 1),
                           ("S", "rows", "seq_k")),
                      Step(kernel.name + "_pv", (f"kg_cdiv(head_dim, {t})", f"kg_cdiv(seq_q, {t})", "bh"), (t, t, 1),
-                          ("S", "V", "O", "seq_q", "seq_k", "head_dim")))
+                          PV_ARGS))
             return Recipe(steps=steps, lets=tuple(lets), requires=tuple(requires),
                           workspaces=(("S", "float", "rows * seq_k", None),), **common)
         p = dict(kernel.params)
         requires.append((f"head_dim <= {k['dmax']}", f"head_dim <= DMAX = {k['dmax']} (the tiles' width)"))
         grid = (f"kg_cdiv(seq_q, {k['bq']})", "batch * heads", "1")
-        args = ("Q", "K", "V", "O", "seq_q", "seq_k", "head_dim", "causal", "scale")
         block = (p["threads"], 1, 1) if k["algo"] == "flash_mma" else (p["tx"], p["ty"], 1)
-        steps = tuple(Step(kernel.name + sfx, grid, block, args, kernel.static_smem, when=when)
+        steps = tuple(Step(kernel.name + sfx, grid, block, FUSED_ARGS, kernel.static_smem, when=when)
                       for sfx, when in (("", f"head_dim % {vec} == 0"), ("_unaligned", f"head_dim % {vec} != 0")))
         return Recipe(steps=steps, lets=tuple(lets), requires=tuple(requires), **common)
 
     # -- numbers -----------------------------------------------------------------------------------
-    def input_shapes(self, problem: Problem) -> dict[str, tuple[int, ...]]:
+    @staticmethod
+    def logical_shapes(problem: Problem) -> dict[str, tuple[int, int, int, int]]:
+        """Each tensor as (batch, heads, seq, head_dim), whatever its layout."""
         b, h, sq, sk, d = (problem[n] for n in ("batch", "heads", "seq_q", "seq_k", "head_dim"))
-        return {"Q": (b, h, sq, d), "K": (b, h, sk, d), "V": (b, h, sk, d)}
+        return {"Q": (b, h, sq, d), "K": (b, h, sk, d), "V": (b, h, sk, d), "O": (b, h, sq, d)}
+
+    def _stored(self, problem: Problem) -> dict[str, tuple[int, ...]]:
+        return stored_shapes(problem.layout, *(problem[n] for n in ("batch", "heads", "seq_q", "seq_k", "head_dim")))
+
+    def input_shapes(self, problem: Problem) -> dict[str, tuple[int, ...]]:
+        """The buffers: (batch, heads, seq, head_dim) in layout bhsd, (batch, seq, heads, head_dim) in bshd,
+        in packed each of Q, K, V its span of the projection (ops/attention_layout.py)."""
+        return {n: s for n, s in self._stored(problem).items() if n != "O"}
 
     def output_shapes(self, problem: Problem) -> dict[str, tuple[int, ...]]:
-        return {"O": self.input_shapes(problem)["Q"]}
+        return {"O": self._stored(problem)["O"]}
+
+    def views(self, buffers: dict, problem: Problem, xp=np) -> dict:
+        """The (batch, heads, seq, head_dim) views of the buffers given (NumPy or CuPy), through their strides."""
+        st, shapes = self.strides(problem), self.logical_shapes(problem)
+        return {n: logical(a, st[n], shapes[n], xp) for n, a in buffers.items()}
 
     def make_inputs(self, problem: Problem, rng: np.random.Generator) -> dict[str, np.ndarray]:
         # Q scaled by 3 spreads the scores (std ~3) so the max subtraction and the rescaling matter;
         # an offset on V keeps O away from 0 (the relative error stays meaningful).
         # Stored in the problem's type (16-bit inputs rounded once here: the reference reads the same values).
-        shapes, d = self.input_shapes(problem), problem.dtype("Q")
+        # Drawn as (batch, heads, seq, head_dim) in every layout (a layout's problem gets the bhsd problem's
+        # values), then stored as the layout has them.
+        shapes, d = self.logical_shapes(problem), problem.dtype("Q")
         q = rng.standard_normal(shapes["Q"]) * 3.0
         k = rng.standard_normal(shapes["K"])
         v = rng.standard_normal(shapes["V"]) + 0.5
-        return {n: d.encode(a.astype(np.float32)) for n, a in (("Q", q), ("K", k), ("V", v))}
+        stored = store({n: d.encode(a.astype(np.float32)) for n, a in (("Q", q), ("K", k), ("V", v))}, problem.layout, np)
+        return stored
 
     device_reference = True     # validate on a GPU computes the float64 reference there (xp=cupy)
 
@@ -419,15 +516,17 @@ class Attention(Op):
         sq, sk, d = problem["seq_q"], problem["seq_k"], problem["head_dim"]
         mask = xp.triu(xp.ones((sq, sk), dtype=bool), 1) if problem["causal"] else None
         dt = problem.dtype("Q")
+        views = self.views({n: inputs[n] for n in ("Q", "K", "V")}, problem, xp)
         out = []
         for b in range(problem["batch"]):
-            q, k, v = (dt.decode(inputs[n][b], xp) for n in ("Q", "K", "V"))
+            q, k, v = (dt.decode(views[n][b], xp) for n in ("Q", "K", "V"))
             s = q @ k.transpose(0, 2, 1) / math.sqrt(d)
             if mask is not None:
                 s = xp.where(mask, -xp.inf, s)
             e = xp.exp(s - s.max(axis=-1, keepdims=True))
             out.append((e / e.sum(axis=-1, keepdims=True)) @ v)
-        return {"O": xp.stack(out)}
+        o = xp.stack(out)                         # (batch, heads, seq_q, head_dim)
+        return {"O": o if problem.layout is None else xp.ascontiguousarray(o.transpose(0, 2, 1, 3))}
 
     rel_tolerance = 1e-5
 
@@ -445,8 +544,8 @@ class Attention(Op):
         return problem.dtype("Q").math
 
     def bytes_moved(self, problem: Problem) -> int:
-        return problem.dtype("Q").itemsize * sum(int(np.prod(s)) for s in (*self.input_shapes(problem).values(),
-                                                 *self.output_shapes(problem).values()))
+        """Q, K, V read and O written once, whatever their layout (the packed layout's spans overlap)."""
+        return problem.dtype("Q").itemsize * sum(int(np.prod(s)) for s in self.logical_shapes(problem).values())
 
     def flops(self, problem: Problem) -> int:
         """4 * b * h * seq_q * seq_k * d (two products), halved (about) under the causal mask."""
@@ -466,7 +565,9 @@ class Attention(Op):
             return None
         torch.backends.cuda.matmul.allow_tf32 = False
         d = problem.dtype("Q")
-        q, k, v = (torch_tensor(dev_inputs[n], d) for n in ("Q", "K", "V"))
+        st, shapes = self.strides(problem), self.logical_shapes(problem)
+        q, k, v = (torch_tensor(dev_inputs[n], d).reshape(-1).as_strided(
+            shapes[n], (st[n].batch, st[n].head, st[n].seq, 1)) for n in ("Q", "K", "V"))
         causal = bool(problem["causal"])
         backend, label = ((SDPBackend.MATH, "torch SDPA (math backend, TF32 off)") if d.name == "float32" else
                           (SDPBackend.FLASH_ATTENTION, f"torch SDPA (flash backend, {d.short})"))

@@ -77,7 +77,8 @@ class Problem:
 
     sizes: tuple[tuple[str, int], ...]
     types: Types | None = None     # None: every buffer float32
-    layout: str | None = None      # GEMM-like ops: "NN", "NT", "TN" or "TT" (see LAYOUTS); None for the others
+    layout: str | None = None      # GEMM-like ops: "NN", "NT", "TN" or "TT" (see LAYOUTS); attention: "bshd" or
+                                   # "packed" (run-time strides, ops/attention_layout.py; None is bhsd); None for the others
     shorthands: tuple[Shorthand, ...] = field(default=(), compare=False, repr=False)   # how it prints
     epilogue: str | None = None    # sgemm, gemm, conv2d: the fused epilogue's canonical text (ops/fusion.py)
     batch: Any = None              # sgemm, gemm: a fusion.Batch (count and A's and B's strides), None: one product

@@ -23,6 +23,18 @@ bounds tests; a side whose rows are not 16-byte aligned (N % vec for x, M % vec 
 scalars instead (consecutive threads, consecutive elements of a tile row), and only tiles on the
 matrix's edge test bounds.
 
+Where rows of out do not start on a sector (M * itemsize % 32: M odd, say), tiles on the matrix grid leave
+every block's rows of out starting and ending inside sectors that a neighbour also writes, and with M % vec
+the stores are scalars. `annotate("store_align", 32)` skews the tiles per row of out instead: block (by, bx)
+writes columns i0 - d_j .. i0 - d_j + tile - 1 of row j, d_j = row j's start past a 32-byte boundary, so
+its stores are whole aligned vectors and whole sectors (a partition of out whatever its address); it reads
+rows i0 - 32/itemsize .. of x, a halo above its tile (one more row of tiles covers M). With it,
+`annotate("load_align", True)` reads rows of x that are not 16-byte aligned as the aligned vectors around
+each row's window, dropping the extra elements:
+
+>>> op.kernel(op.schedule_for(op.problem({"M": 12345, "N": 6789}))).name
+'transpose_f32_sm90_t64_r16_v4_s1_p1_orow_g0_a32_l1'
+
 16-bit types (float16, bfloat16) are copied as they are (out has x's type). `vec` counts elements,
 so a 16-byte access is `vectorize("j.2", 8)`, and `storage_align("x", pad)` pads by `pad` elements:
 two 16-bit elements share a 4-byte bank, so the padding that keeps a column read conflict-free is 2
@@ -48,6 +60,8 @@ from .io import element_io, torch_tensor, vector_widths
 from ..target import Target, default_target
 
 ORDERS = ("row", "diagonal")
+SECTOR = 32                  # bytes: the unit of DRAM and L2 traffic
+ALIGNS = (0, 16, SECTOR)     # store_align: off, a 16-byte vector, a sector
 SPLITS = Prim("split", ("i", "j"), args="tile, rows (i) | tile[, vec] (j)")
 
 
@@ -74,6 +88,12 @@ class Transpose(Op):
         Knob("order", "row", ORDERS, "block order over tiles", "o", Prim("annotate", "block_order", absent="row")),
         Knob("grid_stride", 0, (0, 1, 2, 4, 8, 16, 32), "blocks per SM looping over tiles; 0 = one block per tile",
              "g", Prim("annotate", "grid_stride", absent=0)),
+        Knob("store_align", 0, ALIGNS, "bytes each block's rows of out start on, whatever M: tiles skewed per row "
+             "of out, read with that many elements' rows of halo; 0 = tiles on the matrix grid", "a",
+             Prim("annotate", "store_align", absent=0), when=("staged", (True,)), unused=0),
+        Knob("load_align", False, (False, True), "rows of x not vector-aligned (N % vec) read as aligned vectors "
+             "from before each row's window, the extra elements dropped (else coalesced scalars)", "l",
+             Prim("annotate", "load_align", absent=False), when=("store_align", (16, 32)), unused=False),
     )
     structure_help = "i.0 and j.0 (tiles) are fused and bound to blockIdx.x; j.1 is threadIdx.x, i.2 threadIdx.y"
 
@@ -84,7 +104,7 @@ class Transpose(Op):
         s = s.split("j", tile, vec) if vec > 1 else s.split("j", tile)
         s = (s.fuse("i.0", "j.0").bind("i.0.j.0", "blockIdx.x")
              .bind("j.1", "threadIdx.x").bind("i.2", "threadIdx.y").unroll("i.1"))
-        return self.put(s, k, "staged", "pad", "vec", "order", "grid_stride")
+        return self.put(s, k, "staged", "pad", "vec", "order", "grid_stride", "store_align", "load_align")
 
     def read_knobs(self, r: ScheduleReader) -> dict:
         tile, rows = r.split("i", 2, (32, 8))
@@ -113,8 +133,17 @@ class Transpose(Op):
         check(threads >= 32, "split", "i.2", rows, limit=f"{tile // vec} x {rows} = {threads} threads: at least a warp")
         check(k["pad"] in (0, 1, 2), "storage_align", "x", k["pad"], limit="0, 1 or 2 elements per row",
               allowed="0, 1, 2")
+        check(not k["load_align"] or vec > 1, "annotate", "load_align", True,
+              limit="aligned vector loads of x need vectorize(j.2, >1)")
 
     # -- lowering ----------------------------------------------------------------------------------
+    def name_knobs(self, k: dict) -> dict:
+        """store_align is named only where it is on: the grid-aligned kernels keep their names."""
+        return {n: v for n, v in k.items() if n not in ("store_align", "load_align") or v}
+
+    def template(self, knobs: dict) -> str:
+        return "transpose_aligned.cu.j2" if knobs["store_align"] else "transpose.cu.j2"
+
     def template_params(self, k: dict, types: Types, target: Target) -> tuple[dict, int, int]:
         d = types.input
         widths = vector_widths(d, (1, 2, 4))
@@ -128,6 +157,9 @@ class Transpose(Op):
                       vec_type=io["vtype"], comps=io["lanes"], io=io, unit=d.ctype if d.itemsize == 4 else d.name,
                       conflicts=shared_conflicts(k["tile"], k["rows"], k["vec"], k["pad"], d.itemsize))
         smem = d.itemsize * k["tile"] * (k["tile"] + k["pad"]) if k["staged"] else 0
+        if k["store_align"]:
+            params.update(aligned_params(k, d.itemsize))
+            smem = d.itemsize * (k["tile"] + params["halo"]) * params["ld"]
         # `items` vectors in flight per thread, twice (loaded, then gathered for the store), in 4-byte registers.
         return params, smem, 16 + 2 * items * k["vec"] * d.itemsize // 4
 
@@ -135,29 +167,38 @@ class Transpose(Op):
         target = target or default_target()
         k = dict(kernel.knobs)
         m, n = problem["M"], problem["N"]
-        tiles = cdiv(m, k["tile"]) * cdiv(n, k["tile"])
+        item = problem.dtype("x").itemsize
+        halo = k["store_align"] // item
+        check(not halo or m <= INT_MAX - k["tile"] - halo, "annotate", "store_align", k["store_align"],
+              limit=f"M={m}: the kernel's int tile rows reach {k['tile'] + halo} past M; M <= {INT_MAX - k['tile'] - halo}")
+        tiles = tile_rows(m, k["tile"], halo) * cdiv(n, k["tile"])
         blocks = min(tiles, target.sms * k["grid_stride"]) if k["grid_stride"] else tiles
         most = INT_MAX - (blocks - 1 if k["grid_stride"] else 0)    # a block's int tile number steps by the grid
         check(tiles <= most, "split", "i", k["tile"],
               limit=f"M={m}, N={n} make {tiles} tiles of {k['tile']}x{k['tile']}; gridDim.x and the kernel's int "
                     f"tile number hold at most {most}")
         launch = Launch(kernel.name, (blocks, 1, 1), (k["tile"] // k["vec"], k["rows"], 1), ("x", "out", "M", "N"))
-        access = problem.dtype("x").itemsize * k["vec"]
+        access = item * k["vec"]
+        # store_align finds each row's alignment from out's address: any element-aligned out will do
         return Plan(kernel, problem, (launch,), (), (Scalar("M", "int", m), Scalar("N", "int", n)),
-                    (("x", access), ("out", access)))
+                    (("x", access), ("out", item if halo else access)))
 
     def launch_recipe(self, kernel: Kernel):
         from ..recipe import Recipe, Step
         k = dict(kernel.knobs)
-        tiles = f"kg_ll(kg_cdiv(M, {k['tile']})) * kg_cdiv(N, {k['tile']})"
+        item = (kernel.types or self.types())["x"].itemsize
+        halo = k["store_align"] // item
+        rows = f"kg_cdiv(M + {halo - 1}, {k['tile']})" if halo else f"kg_cdiv(M, {k['tile']})"
+        tiles = f"kg_ll({rows}) * kg_cdiv(N, {k['tile']})"
         lets = (("tiles", "long long", tiles),
                 ("blocks", "long long", f"kg_min(tiles, sms * {k['grid_stride']})" if k["grid_stride"] else "tiles"))
         most = f"{INT_MAX} - (blocks - 1)" if k["grid_stride"] else str(INT_MAX)
         step = Step(kernel.name, ("blocks", "1", "1"), (k["tile"] // k["vec"], k["rows"], 1), ("x", "out", "M", "N"))
-        access = (kernel.types or self.types())["x"].itemsize * k["vec"]
+        access = item * k["vec"]
+        requires = ((f"M <= {INT_MAX - k['tile'] - halo}", "the kernel's int tile rows, which reach past M"),) if halo else ()
         return Recipe(kernel.arch, ("M", "N"), self.recipe_buffers(kernel), (step,), lets,
-                      alignment=(("x", access, ""), ("out", access, "")),
-                      requires=((f"tiles <= {most}", "gridDim.x and the kernel's int tile number"),))
+                      alignment=(("x", access, ""), ("out", item if halo else access, "")),
+                      requires=requires + ((f"tiles <= {most}", "gridDim.x and the kernel's int tile number"),))
 
     # -- numbers -----------------------------------------------------------------------------------
     def test_problems(self) -> tuple[dict, ...]:
@@ -218,10 +259,23 @@ class Transpose(Op):
         row store is conflict-free and the column gather 2-way). Measured on the H100 (2026-11-23, probe in
         bench_results/2026-11-23-s3/rows_probe.md): float32 64x64 beat the 32x32 default on all three shapes
         (8192^2 2.91 vs 2.77x torch; 12345 x 6789, both sides unaligned, 1.97 vs 1.56x), fp16/bf16 8192^2
-        2.70 TB/s."""
-        if problem.dtype("x").itemsize == 4:
-            return self.schedule(tile=64, rows=16, vec=4, pad=1)
-        return self.schedule(tile=64, rows=16, vec=8, pad=2)
+        2.70 TB/s.
+
+        Where rows of out do not start on a 32-byte sector (M * itemsize % 32), blocks on the matrix grid
+        share a partly written sector at both ends of each of their rows of out, and with M % vec the
+        stores are scalars straddling sectors: 1.87 TB/s at 12345 x 6789 against 2.55 at 5000 x 7001 (only
+        x's rows unaligned). There the tiles are skewed per row of out (store_align 32: whole sectors, vector
+        stores), and rows of x that are not 16-byte aligned are read as aligned vectors (load_align), by
+        32 rows of threads (the skewed tile reads a halo of rows above it; more rows a block share it).
+        Measured on the H100 (2026-11-24, bench_results/2026-11-24-s5/transpose_probe.md): 12345 x 6789
+        float32 1.87 -> 2.70 TB/s (copy 2.94), float16 1.39 -> 2.55; 8190^2 float32 2.01 -> 2.73; 32 rows
+        beat 16 on every shape tried (fp16 2.26 -> 2.55 TB/s at 12345 x 6789)."""
+        d = problem.dtype("x")
+        vec = 16 // d.itemsize
+        knobs = dict(tile=64, rows=16, vec=vec, pad=4 // d.itemsize)
+        if problem["M"] * d.itemsize % SECTOR:
+            knobs.update(rows=32, store_align=SECTOR, load_align=problem["N"] % vec != 0)
+        return self.schedule(**knobs)
 
     def space(self, problem: Problem, target: Target):
         # 16-byte accesses on 32x32 and 64x64 tiles; float32 pads rows by 1 float, 16-bit types try both
@@ -238,6 +292,39 @@ class Transpose(Op):
                                        grid_stride=grid_stride)
         for tile, rows in ((32, 8), (64, 8), (64, 16)):
             yield dict(tile=tile, rows=rows, vec=1, staged=True, pad=pads[-1], order="row", grid_stride=0)
+        # rows of out off the sector grid: tiles skewed per row of out, x read as aligned vectors or scalars
+        if problem["M"] * problem.dtype("x").itemsize % SECTOR:
+            for tile, rows in ((32, 8), (64, 8), (64, 16), (64, 32)):
+                for align in ALIGNS[1:]:
+                    for load_align in (False, True):
+                        for grid_stride in (0, 8):
+                            yield dict(tile=tile, rows=rows, vec=vec, staged=True, pad=pads[-1], order="row",
+                                       grid_stride=grid_stride, store_align=align, load_align=load_align)
+
+
+def tile_rows(m: int, tile: int, halo: int) -> int:
+    """Rows of tiles over M: with store_align (halo > 0) a block's rows of out are shifted back by up to
+    halo - 1 elements, so the tiles reach that far past M."""
+    return cdiv(m + max(halo - 1, 0), tile)
+
+
+def aligned_params(k: dict, itemsize: int) -> dict:
+    """The store_align template's sizes: `halo` (elements per aligned piece of out, and rows of x read above
+    the tile), the shared row (`ld`) and where the tile's columns start in it (`col0`), the loads of the (tile + halo) x tile window: vector rows per thread and flat elements per
+    thread, each with whether the last one runs past the window (a tail test), and the flat stores."""
+    tile, threads = k["tile"], k["tile"] // k["vec"] * k["rows"]
+    halo = k["store_align"] // itemsize
+    window = (tile + halo) * tile
+    # load_align stores whole vectors: vec spare columns either side of the tile's, 2 * vec keeping the row's
+    # words odd (with pad), so the column gathers stay conflict-free
+    col0 = k["vec"] if k["load_align"] else 0
+    return dict(halo=halo, align=k["store_align"], threads=threads, itemsize=itemsize,
+                col0=col0, ld=tile + 2 * col0 + k["pad"],
+                # load_align: the last vector of each row, one row per thread
+                window_last=cdiv(tile + halo, threads), window_last_tail=(tile + halo) % threads != 0,
+                load_vec=cdiv(tile + halo, k["rows"]), load_vec_tail=(tile + halo) % k["rows"] != 0,
+                load_flat=cdiv(window, threads), load_flat_tail=window % threads != 0,
+                store_flat=tile * tile // threads)
 
 
 @lru_cache(maxsize=None)

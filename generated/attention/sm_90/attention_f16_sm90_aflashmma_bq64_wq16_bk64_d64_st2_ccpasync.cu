@@ -15,6 +15,17 @@
 //   requires batch * heads <= 65535  (a grid dimension holds 65535 (batch, head) pairs)
 //   requires head_dim <= 64  (head_dim <= DMAX = 64 (the tiles' width))
 //   float scale = 1.0 / sqrt(1.0 * head_dim)
+//   long long q_sb = kg_ll(heads) * seq_q * head_dim
+//   long long q_sh = kg_ll(seq_q) * head_dim
+//   int q_ss = head_dim
+//   long long k_sb = kg_ll(heads) * seq_k * head_dim
+//   long long k_sh = kg_ll(seq_k) * head_dim
+//   int kv_ss = head_dim
+//   long long v_sb = kg_ll(heads) * seq_k * head_dim
+//   long long v_sh = kg_ll(seq_k) * head_dim
+//   long long o_sb = kg_ll(heads) * seq_q * head_dim
+//   long long o_sh = kg_ll(seq_q) * head_dim
+//   int o_ss = head_dim
 //   Q must be 16-byte aligned when head_dim % 8 == 0
 //   K must be 16-byte aligned when head_dim % 8 == 0
 //   V must be 16-byte aligned when head_dim % 8 == 0
@@ -27,10 +38,11 @@
 //   kernels, in order on one stream:
 //     if head_dim % 8 == 0: attention_f16_sm90_aflashmma_bq64_wq16_bk64_d64_st2_ccpasync
 //       grid (kg_cdiv(seq_q, 64), batch * heads, 1), block (128, 1, 1), 40960 bytes dynamic shared
-//       args (Q, K, V, O, seq_q, seq_k, head_dim, causal, scale)
+//       args (Q, K, V, O, seq_q, seq_k, head_dim, causal, scale, heads, q_sb, q_sh, q_ss, k_sb, k_sh, kv_ss, v_sb, v_sh, o_sb, o_sh, o_ss)
 //     if head_dim % 8 != 0: attention_f16_sm90_aflashmma_bq64_wq16_bk64_d64_st2_ccpasync_unaligned
 //       grid (kg_cdiv(seq_q, 64), batch * heads, 1), block (128, 1, 1), 40960 bytes dynamic shared
-//       args (Q, K, V, O, seq_q, seq_k, head_dim, causal, scale)
+//       args (Q, K, V, O, seq_q, seq_k, head_dim, causal, scale, heads, q_sb, q_sh, q_ss, k_sb, k_sh, kv_ss, v_sb, v_sh, o_sb, o_sh, o_ss)
+//   note: the launcher takes Q, K, V and O contiguous (batch, heads, seq, head_dim) (layout bhsd); the kernels take any (batch, head, seq) strides as the arguments named *_sb, *_sh, *_ss
 // host launcher (build with -DKERNELGEN_HOST_LAUNCHER; returns cudaErrorInvalidValue for a null pointer, a size outside its range, a broken requirement, a misaligned pointer or a workspace too small):
 //   extern "C" size_t kg_workspace_bytes_attention_f16_sm90_aflashmma_bq64_wq16_bk64_d64_st2_ccpasync(int batch, int heads, int seq_q, int seq_k, int head_dim, int causal);
 //   extern "C" cudaError_t kg_launch_attention_f16_sm90_aflashmma_bq64_wq16_bk64_d64_st2_ccpasync(const __half* Q, const __half* K, const __half* V, __half* O, int batch, int heads, int seq_q, int seq_k, int head_dim, int causal, void* workspace, size_t workspace_bytes, cudaStream_t stream);
@@ -344,11 +356,14 @@ __device__ __forceinline__ float kg_ex2(float x) {
 // to float16 in the registers that held S and accumulates O += P V. Tiles wholly past the causal diagonal are
 // never loaded (nor computed by a warp whose rows they pass); blocks run the heaviest q-tiles first. Q, K and
 // V tiles are 64 wide (head_dim <= 64, zero-padded). O is stored from the fragments.
-// ALIGNED: head_dim % 8 == 0, so rows start 16-byte aligned and global loads are 16 bytes (else element-wise).
+// Q, K, V and O are read and written through their (batch, head, seq) strides (q_sb, q_sh, q_ss, ...; head_dim
+// contiguous; K and V share the row stride kv_ss). ALIGNED: head_dim and every stride are multiples of 8, so rows
+// start 16-byte aligned and global loads are 16 bytes (else element-wise).
 template <bool ALIGNED>
 __device__ __forceinline__ void attention_f16_sm90_aflashmma_bq64_wq16_bk64_d64_st2_ccpasync_body(const unsigned short* __restrict__ Q, const unsigned short* __restrict__ K,
                                                 const unsigned short* __restrict__ V, __half* __restrict__ O,
-                                                int seq_q, int seq_k, int head_dim, int causal, float scale) {
+                                                int seq_q, int seq_k, int head_dim, int causal, float scale,
+                                                int heads, long long q_sb, long long q_sh, int q_ss, long long k_sb, long long k_sh, int kv_ss, long long v_sb, long long v_sh, long long o_sb, long long o_sh, int o_ss) {
   constexpr bool CHECK = true;   // every copy and store tests rows and columns (tiles cross seq and head_dim)
   extern __shared__ uint4 kg_smem[];  // 16-byte aligned: cp.async and ldmatrix
   unsigned short* const Qs = reinterpret_cast<unsigned short*>(kg_smem) + 0;   // [64][64]
@@ -356,18 +371,17 @@ __device__ __forceinline__ void attention_f16_sm90_aflashmma_bq64_wq16_bk64_d64_
   unsigned short* const Vs = reinterpret_cast<unsigned short*>(kg_smem) + 12288;   // [2][64][64]
   const int tid = threadIdx.x, lane = tid & 31, wq0 = (tid >> 5) * 16;
   const int q0 = (gridDim.x - 1 - blockIdx.x) * 64;   // causal: the longest rows first
-  const long long bh = blockIdx.y;
-  const unsigned short* const Kh = K + bh * seq_k * head_dim;
-  const unsigned short* const Vh = V + bh * seq_k * head_dim;
-  __half* const Oh = O + bh * seq_q * head_dim;
+  const int b = blockIdx.y / heads, h = blockIdx.y % heads;   // the (batch, head) pair
+  const unsigned short* const Kh = K + (long long)b * k_sb + (long long)h * k_sh;
+  const unsigned short* const Vh = V + (long long)b * v_sb + (long long)h * v_sh;
   {
-    const unsigned short* const Qh = Q + (bh * seq_q + q0) * head_dim;
+    const unsigned short* const Qh = Q + (long long)b * q_sb + (long long)h * q_sh + (long long)q0 * q_ss;
     #pragma unroll
     for (int it = 0; it < 4; ++it) {
       // 128 threads copy 16 whole rows a round: the column is the thread's own and the row
       // advances by a constant (so does the swizzle's row term), which leaves the addresses to strength reduction
       const int r = tid / 8 + it * 16, c = tid % 8 * 8;
-      const unsigned short* const g = Qh + (size_t)r * head_dim + c;
+      const unsigned short* const g = Qh + (size_t)r * q_ss + c;
       kg_tc_async16<CHECK, ALIGNED>(Qs + (r) * 64 + ((((c) >> 3) ^ (((r) / 1) % 8)) << 3) + ((c) & 7), g, r < seq_q - q0, c, head_dim);
     }
   }
@@ -387,34 +401,40 @@ __device__ __forceinline__ void attention_f16_sm90_aflashmma_bq64_wq16_bk64_d64_
   // the lane's parts of its ldmatrix addresses: Q's and V's tiles ([rows][d], A and .trans B) and K's ([keys][d], B)
   const int lb_a = (lane & 15) * 64 + (((((lane >> 4) << 3) >> 3) ^ (((lane & 15) / 1) % 8)) << 3) + (((lane >> 4) << 3) & 7), lb_bt = (((lane >> 4) << 3) + (lane & 7)) * 64 + ((((((lane >> 3) & 1) << 3) >> 3) ^ (((((lane >> 4) << 3) + (lane & 7)) / 1) % 8)) << 3) + ((((lane >> 3) & 1) << 3) & 7);
   const int kw_r = tid / 8, kw_c = tid % 8 * 8;
-  const unsigned short* const kw_g = Kh + (size_t)kw_r * head_dim + kw_c;
+  const unsigned short* const kw_g = Kh + (size_t)kw_r * kv_ss + kw_c;
   const int kw_s = (kw_r) * 64 + ((((kw_c) >> 3) ^ (((kw_r) / 1) % 8)) << 3) + ((kw_c) & 7);
   const int vw_r = tid / 8, vw_c = tid % 8 * 8;
-  const unsigned short* const vw_g = Vh + (size_t)vw_r * head_dim + vw_c;
+  const unsigned short* const vw_g = Vh + (size_t)vw_r * kv_ss + vw_c;
   const int vw_s = (vw_r) * 64 + ((((vw_c) >> 3) ^ (((vw_r) / 1) % 8)) << 3) + ((vw_c) & 7);
   #pragma unroll
   for (int t = 0; t < 1; ++t) {
     if (t < ntiles) {
       {
-        const unsigned short* const g = kw_g + (size_t)(t * 64) * head_dim;
-        #pragma unroll
-        for (int it = 0; it < 4; ++it) {
-          const bool row_ok = kw_r + it * 16 < seq_k - (t * 64);
-          unsigned short* const s = Ks + (t) * 4096 + kw_s + it * 1024;
-          const unsigned short* const src = g + (size_t)(it * 16) * head_dim;
-          if (ALIGNED) kg_cp_async16_zfill(s, src, row_ok && kw_c < head_dim);
-          else kg_tc_async16<CHECK, false>(s, src, row_ok, kw_c, head_dim);
+        const unsigned short* const g = kw_g + (size_t)(t * 64) * kv_ss;
+        if (ALIGNED) {
+          #pragma unroll
+          for (int it = 0; it < 4; ++it)
+            kg_cp_async16_zfill(Ks + (t) * 4096 + kw_s + it * 1024, g + (size_t)(it * 16) * kv_ss,
+                                kw_r + it * 16 < seq_k - (t * 64) && kw_c < head_dim);
+        } else {
+          #pragma unroll 1
+          for (int it = 0; it < 4; ++it)
+            kg_tc_async16<CHECK, false>(Ks + (t) * 4096 + kw_s + it * 1024, g + (size_t)(it * 16) * kv_ss,
+                                        kw_r + it * 16 < seq_k - (t * 64), kw_c, head_dim);
         }
       }
       {
-        const unsigned short* const g = vw_g + (size_t)(t * 64) * head_dim;
-        #pragma unroll
-        for (int it = 0; it < 4; ++it) {
-          const bool row_ok = vw_r + it * 16 < seq_k - (t * 64);
-          unsigned short* const s = Vs + (t) * 4096 + vw_s + it * 1024;
-          const unsigned short* const src = g + (size_t)(it * 16) * head_dim;
-          if (ALIGNED) kg_cp_async16_zfill(s, src, row_ok && vw_c < head_dim);
-          else kg_tc_async16<CHECK, false>(s, src, row_ok, vw_c, head_dim);
+        const unsigned short* const g = vw_g + (size_t)(t * 64) * kv_ss;
+        if (ALIGNED) {
+          #pragma unroll
+          for (int it = 0; it < 4; ++it)
+            kg_cp_async16_zfill(Vs + (t) * 4096 + vw_s + it * 1024, g + (size_t)(it * 16) * kv_ss,
+                                vw_r + it * 16 < seq_k - (t * 64) && vw_c < head_dim);
+        } else {
+          #pragma unroll 1
+          for (int it = 0; it < 4; ++it)
+            kg_tc_async16<CHECK, false>(Vs + (t) * 4096 + vw_s + it * 1024, g + (size_t)(it * 16) * kv_ss,
+                                        vw_r + it * 16 < seq_k - (t * 64), vw_c, head_dim);
         }
       }
     }
@@ -434,25 +454,31 @@ __device__ __forceinline__ void attention_f16_sm90_aflashmma_bq64_wq16_bk64_d64_
     __syncthreads();  // tile kt has landed, and every warp is done with the stage written next
     if (kt + 1 < ntiles) {
       {
-        const unsigned short* const g = kw_g + (size_t)((kt + 1) * 64) * head_dim;
-        #pragma unroll
-        for (int it = 0; it < 4; ++it) {
-          const bool row_ok = kw_r + it * 16 < seq_k - ((kt + 1) * 64);
-          unsigned short* const s = Ks + (write) * 4096 + kw_s + it * 1024;
-          const unsigned short* const src = g + (size_t)(it * 16) * head_dim;
-          if (ALIGNED) kg_cp_async16_zfill(s, src, row_ok && kw_c < head_dim);
-          else kg_tc_async16<CHECK, false>(s, src, row_ok, kw_c, head_dim);
+        const unsigned short* const g = kw_g + (size_t)((kt + 1) * 64) * kv_ss;
+        if (ALIGNED) {
+          #pragma unroll
+          for (int it = 0; it < 4; ++it)
+            kg_cp_async16_zfill(Ks + (write) * 4096 + kw_s + it * 1024, g + (size_t)(it * 16) * kv_ss,
+                                kw_r + it * 16 < seq_k - ((kt + 1) * 64) && kw_c < head_dim);
+        } else {
+          #pragma unroll 1
+          for (int it = 0; it < 4; ++it)
+            kg_tc_async16<CHECK, false>(Ks + (write) * 4096 + kw_s + it * 1024, g + (size_t)(it * 16) * kv_ss,
+                                        kw_r + it * 16 < seq_k - ((kt + 1) * 64), kw_c, head_dim);
         }
       }
       {
-        const unsigned short* const g = vw_g + (size_t)((kt + 1) * 64) * head_dim;
-        #pragma unroll
-        for (int it = 0; it < 4; ++it) {
-          const bool row_ok = vw_r + it * 16 < seq_k - ((kt + 1) * 64);
-          unsigned short* const s = Vs + (write) * 4096 + vw_s + it * 1024;
-          const unsigned short* const src = g + (size_t)(it * 16) * head_dim;
-          if (ALIGNED) kg_cp_async16_zfill(s, src, row_ok && vw_c < head_dim);
-          else kg_tc_async16<CHECK, false>(s, src, row_ok, vw_c, head_dim);
+        const unsigned short* const g = vw_g + (size_t)((kt + 1) * 64) * kv_ss;
+        if (ALIGNED) {
+          #pragma unroll
+          for (int it = 0; it < 4; ++it)
+            kg_cp_async16_zfill(Vs + (write) * 4096 + vw_s + it * 1024, g + (size_t)(it * 16) * kv_ss,
+                                vw_r + it * 16 < seq_k - ((kt + 1) * 64) && vw_c < head_dim);
+        } else {
+          #pragma unroll 1
+          for (int it = 0; it < 4; ++it)
+            kg_tc_async16<CHECK, false>(Vs + (write) * 4096 + vw_s + it * 1024, g + (size_t)(it * 16) * kv_ss,
+                                        vw_r + it * 16 < seq_k - ((kt + 1) * 64), vw_c, head_dim);
         }
       }
     }
@@ -578,13 +604,14 @@ __device__ __forceinline__ void attention_f16_sm90_aflashmma_bq64_wq16_bk64_d64_
       }
     }
   }
+  __half* const Oh = O + (long long)b * o_sb + (long long)h * o_sh;   // here, not live through the loop
   #pragma unroll
   for (int i = 0; i < 1; ++i) {
     #pragma unroll
     for (int h = 0; h < 2; ++h) {
       const int m = q0 + wq0 + i * 16 + h * 8 + (lane >> 2);
       if (CHECK && m >= seq_q) continue;
-      __half* const crow = Oh + (size_t)m * head_dim;
+      __half* const crow = Oh + (size_t)m * o_ss;
       #pragma unroll
       for (int j = 0; j < 8; ++j) {
         const int n = 0 + j * 8 + (lane & 3) * 2;
@@ -600,20 +627,24 @@ __device__ __forceinline__ void attention_f16_sm90_aflashmma_bq64_wq16_bk64_d64_
   }
 }
 
-// head_dim % 8 == 0: rows start 16-byte aligned (the plan picks this kernel then).
+// head_dim and the strides % 8 == 0: rows start 16-byte aligned (the plan picks this kernel then).
 extern "C" __global__ void __launch_bounds__(128)
 attention_f16_sm90_aflashmma_bq64_wq16_bk64_d64_st2_ccpasync(const __half* __restrict__ Q, const __half* __restrict__ K, const __half* __restrict__ V,
-    __half* __restrict__ O, int seq_q, int seq_k, int head_dim, int causal, float scale) {
+    __half* __restrict__ O, int seq_q, int seq_k, int head_dim, int causal, float scale, int heads,
+    long long q_sb, long long q_sh, int q_ss, long long k_sb, long long k_sh, int kv_ss, long long v_sb, long long v_sh, long long o_sb, long long o_sh, int o_ss) {
   attention_f16_sm90_aflashmma_bq64_wq16_bk64_d64_st2_ccpasync_body<true>(reinterpret_cast<const unsigned short*>(Q), reinterpret_cast<const unsigned short*>(K),
-                  reinterpret_cast<const unsigned short*>(V), O, seq_q, seq_k, head_dim, causal, scale);
+                  reinterpret_cast<const unsigned short*>(V), O, seq_q, seq_k, head_dim, causal, scale, heads,
+                  q_sb, q_sh, q_ss, k_sb, k_sh, kv_ss, v_sb, v_sh, o_sb, o_sh, o_ss);
 }
 
-// Any head_dim: rows start at any 2-byte offset, so global accesses are element-wise.
+// Any head_dim and strides: rows start at any 2-byte offset, so global accesses are element-wise.
 extern "C" __global__ void __launch_bounds__(128)
 attention_f16_sm90_aflashmma_bq64_wq16_bk64_d64_st2_ccpasync_unaligned(const __half* __restrict__ Q, const __half* __restrict__ K, const __half* __restrict__ V,
-    __half* __restrict__ O, int seq_q, int seq_k, int head_dim, int causal, float scale) {
+    __half* __restrict__ O, int seq_q, int seq_k, int head_dim, int causal, float scale, int heads,
+    long long q_sb, long long q_sh, int q_ss, long long k_sb, long long k_sh, int kv_ss, long long v_sb, long long v_sh, long long o_sb, long long o_sh, int o_ss) {
   attention_f16_sm90_aflashmma_bq64_wq16_bk64_d64_st2_ccpasync_body<false>(reinterpret_cast<const unsigned short*>(Q), reinterpret_cast<const unsigned short*>(K),
-                  reinterpret_cast<const unsigned short*>(V), O, seq_q, seq_k, head_dim, causal, scale);
+                  reinterpret_cast<const unsigned short*>(V), O, seq_q, seq_k, head_dim, causal, scale, heads,
+                  q_sb, q_sh, q_ss, k_sb, k_sh, kv_ss, v_sb, v_sh, o_sb, o_sh, o_ss);
 }
 
 // ---- host launcher: the launch recipe above, as C (define KERNELGEN_HOST_LAUNCHER to build it) ----
@@ -663,6 +694,17 @@ extern "C" cudaError_t kg_launch_attention_f16_sm90_aflashmma_bq64_wq16_bk64_d64
   if (!(batch * heads <= 65535)) return cudaErrorInvalidValue;  // a grid dimension holds 65535 (batch, head) pairs
   if (!(head_dim <= 64)) return cudaErrorInvalidValue;  // head_dim <= DMAX = 64 (the tiles' width)
   const float scale = (float)(1.0 / sqrt(1.0 * head_dim)); (void)scale;
+  const long long q_sb = (long long)(kg_ll(heads) * seq_q * head_dim); (void)q_sb;
+  const long long q_sh = (long long)(kg_ll(seq_q) * head_dim); (void)q_sh;
+  const int q_ss = (int)(head_dim); (void)q_ss;
+  const long long k_sb = (long long)(kg_ll(heads) * seq_k * head_dim); (void)k_sb;
+  const long long k_sh = (long long)(kg_ll(seq_k) * head_dim); (void)k_sh;
+  const int kv_ss = (int)(head_dim); (void)kv_ss;
+  const long long v_sb = (long long)(kg_ll(heads) * seq_k * head_dim); (void)v_sb;
+  const long long v_sh = (long long)(kg_ll(seq_k) * head_dim); (void)v_sh;
+  const long long o_sb = (long long)(kg_ll(heads) * seq_q * head_dim); (void)o_sb;
+  const long long o_sh = (long long)(kg_ll(seq_q) * head_dim); (void)o_sh;
+  const int o_ss = (int)(head_dim); (void)o_ss;
   if ((head_dim % 8 == 0) && kg_misaligned(Q, 16)) return cudaErrorInvalidValue;
   if ((head_dim % 8 == 0) && kg_misaligned(K, 16)) return cudaErrorInvalidValue;
   if ((head_dim % 8 == 0) && kg_misaligned(V, 16)) return cudaErrorInvalidValue;
@@ -675,11 +717,11 @@ extern "C" cudaError_t kg_launch_attention_f16_sm90_aflashmma_bq64_wq16_bk64_d64
   { cudaError_t e = cudaFuncSetAttribute(attention_f16_sm90_aflashmma_bq64_wq16_bk64_d64_st2_ccpasync, cudaFuncAttributeMaxDynamicSharedMemorySize, 40960); if (e != cudaSuccess) return e; }
   { cudaError_t e = cudaFuncSetAttribute(attention_f16_sm90_aflashmma_bq64_wq16_bk64_d64_st2_ccpasync_unaligned, cudaFuncAttributeMaxDynamicSharedMemorySize, 40960); if (e != cudaSuccess) return e; }
   if (head_dim % 8 == 0) {
-    attention_f16_sm90_aflashmma_bq64_wq16_bk64_d64_st2_ccpasync<<<dim3((unsigned)(kg_cdiv(seq_q, 64)), (unsigned)(batch * heads), (unsigned)(1)), dim3(128, 1, 1), 40960, stream>>>(Q, K, V, O, seq_q, seq_k, head_dim, causal, scale);
+    attention_f16_sm90_aflashmma_bq64_wq16_bk64_d64_st2_ccpasync<<<dim3((unsigned)(kg_cdiv(seq_q, 64)), (unsigned)(batch * heads), (unsigned)(1)), dim3(128, 1, 1), 40960, stream>>>(Q, K, V, O, seq_q, seq_k, head_dim, causal, scale, heads, q_sb, q_sh, q_ss, k_sb, k_sh, kv_ss, v_sb, v_sh, o_sb, o_sh, o_ss);
     { cudaError_t e = cudaGetLastError(); if (e != cudaSuccess) return e; }
   }
   if (head_dim % 8 != 0) {
-    attention_f16_sm90_aflashmma_bq64_wq16_bk64_d64_st2_ccpasync_unaligned<<<dim3((unsigned)(kg_cdiv(seq_q, 64)), (unsigned)(batch * heads), (unsigned)(1)), dim3(128, 1, 1), 40960, stream>>>(Q, K, V, O, seq_q, seq_k, head_dim, causal, scale);
+    attention_f16_sm90_aflashmma_bq64_wq16_bk64_d64_st2_ccpasync_unaligned<<<dim3((unsigned)(kg_cdiv(seq_q, 64)), (unsigned)(batch * heads), (unsigned)(1)), dim3(128, 1, 1), 40960, stream>>>(Q, K, V, O, seq_q, seq_k, head_dim, causal, scale, heads, q_sb, q_sh, q_ss, k_sb, k_sh, kv_ss, v_sb, v_sh, o_sb, o_sh, o_ss);
     { cudaError_t e = cudaGetLastError(); if (e != cudaSuccess) return e; }
   }
   return cudaSuccess;

@@ -15,6 +15,17 @@
 //   requires batch * heads <= 65535  (a grid dimension holds 65535 (batch, head) pairs)
 //   requires head_dim <= 64  (head_dim <= DMAX = 64 (the tiles' width))
 //   float scale = 1.0 / sqrt(1.0 * head_dim)
+//   long long q_sb = kg_ll(heads) * seq_q * head_dim
+//   long long q_sh = kg_ll(seq_q) * head_dim
+//   int q_ss = head_dim
+//   long long k_sb = kg_ll(heads) * seq_k * head_dim
+//   long long k_sh = kg_ll(seq_k) * head_dim
+//   int kv_ss = head_dim
+//   long long v_sb = kg_ll(heads) * seq_k * head_dim
+//   long long v_sh = kg_ll(seq_k) * head_dim
+//   long long o_sb = kg_ll(heads) * seq_q * head_dim
+//   long long o_sh = kg_ll(seq_q) * head_dim
+//   int o_ss = head_dim
 //   Q must be 16-byte aligned when head_dim % 4 == 0
 //   K must be 16-byte aligned when head_dim % 4 == 0
 //   V must be 16-byte aligned when head_dim % 4 == 0
@@ -27,10 +38,11 @@
 //   kernels, in order on one stream:
 //     if head_dim % 4 == 0: attention_f32_sm90_aflash_bq64_rq8_bk64_rk4_d64_st1_csync
 //       grid (kg_cdiv(seq_q, 64), batch * heads, 1), block (16, 8, 1), 68608 bytes dynamic shared (needs cudaFuncSetAttribute MaxDynamicSharedMemorySize)
-//       args (Q, K, V, O, seq_q, seq_k, head_dim, causal, scale)
+//       args (Q, K, V, O, seq_q, seq_k, head_dim, causal, scale, heads, q_sb, q_sh, q_ss, k_sb, k_sh, kv_ss, v_sb, v_sh, o_sb, o_sh, o_ss)
 //     if head_dim % 4 != 0: attention_f32_sm90_aflash_bq64_rq8_bk64_rk4_d64_st1_csync_unaligned
 //       grid (kg_cdiv(seq_q, 64), batch * heads, 1), block (16, 8, 1), 68608 bytes dynamic shared (needs cudaFuncSetAttribute MaxDynamicSharedMemorySize)
-//       args (Q, K, V, O, seq_q, seq_k, head_dim, causal, scale)
+//       args (Q, K, V, O, seq_q, seq_k, head_dim, causal, scale, heads, q_sb, q_sh, q_ss, k_sb, k_sh, kv_ss, v_sb, v_sh, o_sb, o_sh, o_ss)
+//   note: the launcher takes Q, K, V and O contiguous (batch, heads, seq, head_dim) (layout bhsd); the kernels take any (batch, head, seq) strides as the arguments named *_sb, *_sh, *_ss
 // host launcher (build with -DKERNELGEN_HOST_LAUNCHER; returns cudaErrorInvalidValue for a null pointer, a size outside its range, a broken requirement, a misaligned pointer or a workspace too small):
 //   extern "C" size_t kg_workspace_bytes_attention_f32_sm90_aflash_bq64_rq8_bk64_rk4_d64_st1_csync(int batch, int heads, int seq_q, int seq_k, int head_dim, int causal);
 //   extern "C" cudaError_t kg_launch_attention_f32_sm90_aflash_bq64_rq8_bk64_rk4_d64_st1_csync(const float* Q, const float* K, const float* V, float* O, int batch, int heads, int seq_q, int seq_k, int head_dim, int causal, void* workspace, size_t workspace_bytes, cudaStream_t stream);
@@ -134,12 +146,14 @@ __device__ __forceinline__ float4 attention_f32_sm90_aflash_bq64_rq8_bk64_rk4_d6
 // threads: thread (tx, ty) owns query rows ty*8.. (8), keys tx + 16*c of each tile (4) and columns
 // tx*4.. of O (4); the 16 threads of a row combine their maxima by shuffles. Tiles wholly past the
 // causal diagonal are never loaded; blocks run the heaviest q-tiles first. Q, K and V tiles are 64
-// floats wide (head_dim <= 64, zero-padded). ALIGNED: head_dim % 4 == 0, so rows start 16-byte
-// aligned and global accesses are float4 (else element-wise).
+// floats wide (head_dim <= 64, zero-padded). Q, K, V and O are read and written through their (batch,
+// head, seq) strides (q_sb, q_sh, q_ss, ...; head_dim contiguous). ALIGNED: head_dim and every stride are
+// multiples of 4, so rows start 16-byte aligned and global accesses are float4 (else element-wise).
 template <bool ALIGNED>
 __device__ __forceinline__ void attention_f32_sm90_aflash_bq64_rq8_bk64_rk4_d64_st1_csync_body(const float* __restrict__ Q, const float* __restrict__ K,
                                                 const float* __restrict__ V, float* __restrict__ O, int seq_q,
-                                                int seq_k, int head_dim, int causal, float scale) {
+                                                int seq_k, int head_dim, int causal, float scale, int heads,
+                                                long long q_sb, long long q_sh, int q_ss, long long k_sb, long long k_sh, int kv_ss, long long v_sb, long long v_sh, long long o_sb, long long o_sh, int o_ss) {
   extern __shared__ float4 kg_smem4[];  // 16-byte aligned: float4 and cp.async stores
   float* const Qs = reinterpret_cast<float*>(kg_smem4) + 0;   // [64][68]
   float* const Ks = reinterpret_cast<float*>(kg_smem4) + 4352;   // [1][64][68]
@@ -147,16 +161,15 @@ __device__ __forceinline__ void attention_f32_sm90_aflash_bq64_rq8_bk64_rk4_d64_
   float* const Ps = reinterpret_cast<float*>(kg_smem4) + 12800;   // [64][68]
   const int tx = threadIdx.x, ty = threadIdx.y, tid = ty * 16 + tx;
   const int q0 = (gridDim.x - 1 - blockIdx.x) * 64;   // causal: the longest rows first
-  const long long bh = blockIdx.y;
-  const float* const Qh = Q + bh * seq_q * head_dim;
-  const float* const Kh = K + bh * seq_k * head_dim;
-  const float* const Vh = V + bh * seq_k * head_dim;
-  float* const Oh = O + bh * seq_q * head_dim;
+  const int b = blockIdx.y / heads, h = blockIdx.y % heads;   // the (batch, head) pair
+  const float* const Qh = Q + (long long)b * q_sb + (long long)h * q_sh;
+  const float* const Kh = K + (long long)b * k_sb + (long long)h * k_sh;
+  const float* const Vh = V + (long long)b * v_sb + (long long)h * v_sh;
   #pragma unroll
   for (int it = 0; it < 8; ++it) {
     const int e = tid + it * 128;
     const int r = e / 16, c = e % 16 * 4;
-    *reinterpret_cast<float4*>(Qs + r * 68 + c) = attention_f32_sm90_aflash_bq64_rq8_bk64_rk4_d64_st1_csync_ld4<true, ALIGNED>(Qh, q0 + r, c, seq_q, head_dim, head_dim);
+    *reinterpret_cast<float4*>(Qs + r * 68 + c) = attention_f32_sm90_aflash_bq64_rq8_bk64_rk4_d64_st1_csync_ld4<true, ALIGNED>(Qh, q0 + r, c, seq_q, head_dim, q_ss);
   }
   const float sl2 = scale * 1.4426950408889634f;   // scores in log2 units: exp(x) = exp2(x * log2(e))
   float m[8], l[8], acc[8][4];
@@ -175,8 +188,8 @@ __device__ __forceinline__ void attention_f32_sm90_aflash_bq64_rq8_bk64_rk4_d64_
       for (int it = 0; it < 8; ++it) {
         const int e = tid + it * 128;
         const int r = e / 16, c = e % 16 * 4;
-        *reinterpret_cast<float4*>(Ks + r * 68 + c) = attention_f32_sm90_aflash_bq64_rq8_bk64_rk4_d64_st1_csync_ld4<true, ALIGNED>(Kh, kt * 64 + r, c, seq_k, head_dim, head_dim);
-        *reinterpret_cast<float4*>(Vs + r * 64 + c) = attention_f32_sm90_aflash_bq64_rq8_bk64_rk4_d64_st1_csync_ld4<true, ALIGNED>(Vh, kt * 64 + r, c, seq_k, head_dim, head_dim);
+        *reinterpret_cast<float4*>(Ks + r * 68 + c) = attention_f32_sm90_aflash_bq64_rq8_bk64_rk4_d64_st1_csync_ld4<true, ALIGNED>(Kh, kt * 64 + r, c, seq_k, head_dim, kv_ss);
+        *reinterpret_cast<float4*>(Vs + r * 64 + c) = attention_f32_sm90_aflash_bq64_rq8_bk64_rk4_d64_st1_csync_ld4<true, ALIGNED>(Vh, kt * 64 + r, c, seq_k, head_dim, kv_ss);
       }
     }
     
@@ -301,6 +314,7 @@ __device__ __forceinline__ void attention_f32_sm90_aflash_bq64_rq8_bk64_rk4_d64_
     }
     __syncthreads();
   }
+  float* const Oh = O + (long long)b * o_sb + (long long)h * o_sh;   // here, not live through the loop
   #pragma unroll
   for (int r = 0; r < 8; ++r) {
     float lr = l[r];
@@ -309,7 +323,7 @@ __device__ __forceinline__ void attention_f32_sm90_aflash_bq64_rq8_bk64_rk4_d64_
     const float inv = 1.0f / lr;
     const int row = q0 + ty * 8 + r;
     if (row >= seq_q) continue;
-    float* const orow = Oh + (long long)row * head_dim;
+    float* const orow = Oh + (long long)row * o_ss;
     if (ALIGNED) {
       #pragma unroll
       for (int i = 0; i < 4; i += 4) {
@@ -331,15 +345,16 @@ __device__ __forceinline__ void attention_f32_sm90_aflash_bq64_rq8_bk64_rk4_d64_
 
 extern "C" __global__ void __launch_bounds__(128)
 attention_f32_sm90_aflash_bq64_rq8_bk64_rk4_d64_st1_csync(const float* __restrict__ Q, const float* __restrict__ K, const float* __restrict__ V, float* __restrict__ O,
-    int seq_q, int seq_k, int head_dim, int causal, float scale) {
-  attention_f32_sm90_aflash_bq64_rq8_bk64_rk4_d64_st1_csync_body<true>(Q, K, V, O, seq_q, seq_k, head_dim, causal, scale);
+    int seq_q, int seq_k, int head_dim, int causal, float scale, int heads, long long q_sb, long long q_sh, int q_ss, long long k_sb, long long k_sh, int kv_ss, long long v_sb, long long v_sh, long long o_sb, long long o_sh, int o_ss) {
+  attention_f32_sm90_aflash_bq64_rq8_bk64_rk4_d64_st1_csync_body<true>(Q, K, V, O, seq_q, seq_k, head_dim, causal, scale, heads, q_sb, q_sh, q_ss, k_sb, k_sh, kv_ss, v_sb, v_sh, o_sb, o_sh, o_ss);
 }
 
-// Any head_dim: rows start at any 4-byte offset, so global accesses are element-wise.
+// Any head_dim and strides: rows start at any 4-byte offset, so global accesses are element-wise.
 extern "C" __global__ void __launch_bounds__(128)
 attention_f32_sm90_aflash_bq64_rq8_bk64_rk4_d64_st1_csync_unaligned(const float* __restrict__ Q, const float* __restrict__ K, const float* __restrict__ V,
-    float* __restrict__ O, int seq_q, int seq_k, int head_dim, int causal, float scale) {
-  attention_f32_sm90_aflash_bq64_rq8_bk64_rk4_d64_st1_csync_body<false>(Q, K, V, O, seq_q, seq_k, head_dim, causal, scale);
+    float* __restrict__ O, int seq_q, int seq_k, int head_dim, int causal, float scale, int heads,
+    long long q_sb, long long q_sh, int q_ss, long long k_sb, long long k_sh, int kv_ss, long long v_sb, long long v_sh, long long o_sb, long long o_sh, int o_ss) {
+  attention_f32_sm90_aflash_bq64_rq8_bk64_rk4_d64_st1_csync_body<false>(Q, K, V, O, seq_q, seq_k, head_dim, causal, scale, heads, q_sb, q_sh, q_ss, k_sb, k_sh, kv_ss, v_sb, v_sh, o_sb, o_sh, o_ss);
 }
 
 // ---- host launcher: the launch recipe above, as C (define KERNELGEN_HOST_LAUNCHER to build it) ----
@@ -389,6 +404,17 @@ extern "C" cudaError_t kg_launch_attention_f32_sm90_aflash_bq64_rq8_bk64_rk4_d64
   if (!(batch * heads <= 65535)) return cudaErrorInvalidValue;  // a grid dimension holds 65535 (batch, head) pairs
   if (!(head_dim <= 64)) return cudaErrorInvalidValue;  // head_dim <= DMAX = 64 (the tiles' width)
   const float scale = (float)(1.0 / sqrt(1.0 * head_dim)); (void)scale;
+  const long long q_sb = (long long)(kg_ll(heads) * seq_q * head_dim); (void)q_sb;
+  const long long q_sh = (long long)(kg_ll(seq_q) * head_dim); (void)q_sh;
+  const int q_ss = (int)(head_dim); (void)q_ss;
+  const long long k_sb = (long long)(kg_ll(heads) * seq_k * head_dim); (void)k_sb;
+  const long long k_sh = (long long)(kg_ll(seq_k) * head_dim); (void)k_sh;
+  const int kv_ss = (int)(head_dim); (void)kv_ss;
+  const long long v_sb = (long long)(kg_ll(heads) * seq_k * head_dim); (void)v_sb;
+  const long long v_sh = (long long)(kg_ll(seq_k) * head_dim); (void)v_sh;
+  const long long o_sb = (long long)(kg_ll(heads) * seq_q * head_dim); (void)o_sb;
+  const long long o_sh = (long long)(kg_ll(seq_q) * head_dim); (void)o_sh;
+  const int o_ss = (int)(head_dim); (void)o_ss;
   if ((head_dim % 4 == 0) && kg_misaligned(Q, 16)) return cudaErrorInvalidValue;
   if ((head_dim % 4 == 0) && kg_misaligned(K, 16)) return cudaErrorInvalidValue;
   if ((head_dim % 4 == 0) && kg_misaligned(V, 16)) return cudaErrorInvalidValue;
@@ -401,11 +427,11 @@ extern "C" cudaError_t kg_launch_attention_f32_sm90_aflash_bq64_rq8_bk64_rk4_d64
   { cudaError_t e = cudaFuncSetAttribute(attention_f32_sm90_aflash_bq64_rq8_bk64_rk4_d64_st1_csync, cudaFuncAttributeMaxDynamicSharedMemorySize, 68608); if (e != cudaSuccess) return e; }
   { cudaError_t e = cudaFuncSetAttribute(attention_f32_sm90_aflash_bq64_rq8_bk64_rk4_d64_st1_csync_unaligned, cudaFuncAttributeMaxDynamicSharedMemorySize, 68608); if (e != cudaSuccess) return e; }
   if (head_dim % 4 == 0) {
-    attention_f32_sm90_aflash_bq64_rq8_bk64_rk4_d64_st1_csync<<<dim3((unsigned)(kg_cdiv(seq_q, 64)), (unsigned)(batch * heads), (unsigned)(1)), dim3(16, 8, 1), 68608, stream>>>(Q, K, V, O, seq_q, seq_k, head_dim, causal, scale);
+    attention_f32_sm90_aflash_bq64_rq8_bk64_rk4_d64_st1_csync<<<dim3((unsigned)(kg_cdiv(seq_q, 64)), (unsigned)(batch * heads), (unsigned)(1)), dim3(16, 8, 1), 68608, stream>>>(Q, K, V, O, seq_q, seq_k, head_dim, causal, scale, heads, q_sb, q_sh, q_ss, k_sb, k_sh, kv_ss, v_sb, v_sh, o_sb, o_sh, o_ss);
     { cudaError_t e = cudaGetLastError(); if (e != cudaSuccess) return e; }
   }
   if (head_dim % 4 != 0) {
-    attention_f32_sm90_aflash_bq64_rq8_bk64_rk4_d64_st1_csync_unaligned<<<dim3((unsigned)(kg_cdiv(seq_q, 64)), (unsigned)(batch * heads), (unsigned)(1)), dim3(16, 8, 1), 68608, stream>>>(Q, K, V, O, seq_q, seq_k, head_dim, causal, scale);
+    attention_f32_sm90_aflash_bq64_rq8_bk64_rk4_d64_st1_csync_unaligned<<<dim3((unsigned)(kg_cdiv(seq_q, 64)), (unsigned)(batch * heads), (unsigned)(1)), dim3(16, 8, 1), 68608, stream>>>(Q, K, V, O, seq_q, seq_k, head_dim, causal, scale, heads, q_sb, q_sh, q_ss, k_sb, k_sh, kv_ss, v_sb, v_sh, o_sb, o_sh, o_ss);
     { cudaError_t e = cudaGetLastError(); if (e != cudaSuccess) return e; }
   }
   return cudaSuccess;

@@ -11,6 +11,17 @@
 //   sizes: batch in 1..2147483647, heads in 1..2147483647, seq_q in 1..1048560, seq_k in 1..2147483391, head_dim in 1..128, causal in 0..1
 //   requires batch * heads <= 65535  (a grid dimension holds 65535 (batch, head) pairs)
 //   float scale = 1.0 / sqrt(1.0 * head_dim)
+//   long long q_sb = kg_ll(heads) * seq_q * head_dim
+//   long long q_sh = kg_ll(seq_q) * head_dim
+//   int q_ss = head_dim
+//   long long k_sb = kg_ll(heads) * seq_k * head_dim
+//   long long k_sh = kg_ll(seq_k) * head_dim
+//   int kv_ss = head_dim
+//   long long v_sb = kg_ll(heads) * seq_k * head_dim
+//   long long v_sh = kg_ll(seq_k) * head_dim
+//   long long o_sb = kg_ll(heads) * seq_q * head_dim
+//   long long o_sh = kg_ll(seq_q) * head_dim
+//   int o_ss = head_dim
 //   int bh = batch * heads
 //   long long rows = kg_ll(bh) * seq_q
 //   Q must be 16-byte aligned when head_dim % 4 == 0
@@ -26,13 +37,14 @@
 //   kernels, in order on one stream:
 //     attention_f32_sm90_aunfused_scores
 //       grid (kg_cdiv(seq_k, 16), kg_cdiv(seq_q, 16), bh), block (16, 16, 1), 0 bytes dynamic shared
-//       args (Q, K, S, seq_q, seq_k, head_dim, causal, scale)
+//       args (Q, K, S, seq_q, seq_k, head_dim, causal, scale, heads, q_sb, q_sh, q_ss, k_sb, k_sh, kv_ss)
 //     attention_f32_sm90_aunfused_softmax
 //       grid (kg_cdiv(rows, 8), 1, 1), block (32, 8, 1), 0 bytes dynamic shared
 //       args (S, rows, seq_k)
 //     attention_f32_sm90_aunfused_pv
 //       grid (kg_cdiv(head_dim, 16), kg_cdiv(seq_q, 16), bh), block (16, 16, 1), 0 bytes dynamic shared
-//       args (S, V, O, seq_q, seq_k, head_dim)
+//       args (S, V, O, seq_q, seq_k, head_dim, heads, v_sb, v_sh, kv_ss, o_sb, o_sh, o_ss)
+//   note: the launcher takes Q, K, V and O contiguous (batch, heads, seq, head_dim) (layout bhsd); the kernels take any (batch, head, seq) strides as the arguments named *_sb, *_sh, *_ss
 // host launcher (build with -DKERNELGEN_HOST_LAUNCHER; returns cudaErrorInvalidValue for a null pointer, a size outside its range, a broken requirement, a misaligned pointer or a workspace too small):
 //   extern "C" size_t kg_workspace_bytes_attention_f32_sm90_aunfused(int batch, int heads, int seq_q, int seq_k, int head_dim, int causal);
 //   extern "C" cudaError_t kg_launch_attention_f32_sm90_aunfused(const float* Q, const float* K, const float* V, float* O, int batch, int heads, int seq_q, int seq_k, int head_dim, int causal, void* workspace, size_t workspace_bytes, cudaStream_t stream);
@@ -114,23 +126,24 @@ __device__ __forceinline__ T kg_ldcs(const T* p) {
 // Attention as three kernels, as torch's math path runs it: S = Q Kᵀ * scale (causal: -inf above the
 // diagonal) into the workspace S; each row of S turned into P = softmax(S) in place; O = P V. The two
 // products are 16x16 tiles through shared memory, one output element a thread; blockIdx.z is the
-// (batch, head) pair.
+// (batch, head) pair. Q, K, V and O are read and written through their (batch, head, seq) strides (head_dim
+// contiguous); S is a contiguous workspace.
 
-// S[bh][i][j] = scale * sum_d Q[bh][i][d] K[bh][j][d]; -inf where causal and j > i.
+// S[bh][i][j] = scale * sum_d Q[b][h][i][d] K[b][h][j][d] (bh = b * heads + h); -inf where causal and j > i.
 extern "C" __global__ void __launch_bounds__(256)
 attention_f32_sm90_aunfused_scores(const float* __restrict__ Q, const float* __restrict__ K, float* __restrict__ S, int seq_q, int seq_k,
-    int head_dim, int causal, float scale) {
+    int head_dim, int causal, float scale, int heads, long long q_sb, long long q_sh, int q_ss, long long k_sb, long long k_sh, int kv_ss) {
   __shared__ float qs[16][17];
   __shared__ float ks[16][17];
   const int tx = threadIdx.x, ty = threadIdx.y;
-  const long long bh = blockIdx.z;
+  const long long bh = blockIdx.z, b = bh / heads, h = bh % heads;
   const int i = blockIdx.y * 16 + ty, j = blockIdx.x * 16 + tx, jl = blockIdx.x * 16 + ty;
-  const float* const Qh = Q + bh * seq_q * head_dim;
-  const float* const Kh = K + bh * seq_k * head_dim;
+  const float* const Qh = Q + b * q_sb + h * q_sh;
+  const float* const Kh = K + b * k_sb + h * k_sh;
   float acc = 0.0f;
   for (int d0 = 0; d0 < head_dim; d0 += 16) {
-    qs[ty][tx] = i < seq_q && d0 + tx < head_dim ? Qh[(long long)i * head_dim + d0 + tx] : 0.0f;
-    ks[ty][tx] = jl < seq_k && d0 + tx < head_dim ? Kh[(long long)jl * head_dim + d0 + tx] : 0.0f;
+    qs[ty][tx] = i < seq_q && d0 + tx < head_dim ? Qh[(long long)i * q_ss + d0 + tx] : 0.0f;
+    ks[ty][tx] = jl < seq_k && d0 + tx < head_dim ? Kh[(long long)jl * kv_ss + d0 + tx] : 0.0f;
     __syncthreads();
     #pragma unroll
     for (int d = 0; d < 16; ++d) acc = fmaf(qs[ty][d], ks[tx][d], acc);
@@ -171,27 +184,27 @@ for (int o = 16; o > 0; o >>= 1) {
   for (int j = lane; j < seq_k; j += 32) s[j] = __expf(s[j] - m) * inv;
 }
 
-// O[bh][i][c] = sum_j P[bh][i][j] V[bh][j][c].
+// O[b][h][i][c] = sum_j P[bh][i][j] V[b][h][j][c].
 extern "C" __global__ void __launch_bounds__(256)
 attention_f32_sm90_aunfused_pv(const float* __restrict__ P, const float* __restrict__ V, float* __restrict__ O, int seq_q, int seq_k,
-    int head_dim) {
+    int head_dim, int heads, long long v_sb, long long v_sh, int kv_ss, long long o_sb, long long o_sh, int o_ss) {
   __shared__ float ps[16][17];
   __shared__ float vs[16][17];
   const int tx = threadIdx.x, ty = threadIdx.y;
-  const long long bh = blockIdx.z;
+  const long long bh = blockIdx.z, b = bh / heads, h = bh % heads;
   const int i = blockIdx.y * 16 + ty, c = blockIdx.x * 16 + tx;
   const float* const Ph = P + bh * seq_q * seq_k;
-  const float* const Vh = V + bh * seq_k * head_dim;
+  const float* const Vh = V + b * v_sb + h * v_sh;
   float acc = 0.0f;
   for (int j0 = 0; j0 < seq_k; j0 += 16) {
     ps[ty][tx] = i < seq_q && j0 + tx < seq_k ? Ph[(long long)i * seq_k + j0 + tx] : 0.0f;
-    vs[ty][tx] = j0 + ty < seq_k && c < head_dim ? Vh[(long long)(j0 + ty) * head_dim + c] : 0.0f;
+    vs[ty][tx] = j0 + ty < seq_k && c < head_dim ? Vh[(long long)(j0 + ty) * kv_ss + c] : 0.0f;
     __syncthreads();
     #pragma unroll
     for (int j = 0; j < 16; ++j) acc = fmaf(ps[ty][j], vs[j][tx], acc);
     __syncthreads();
   }
-  if (i < seq_q && c < head_dim) O[(bh * seq_q + i) * head_dim + c] = acc;
+  if (i < seq_q && c < head_dim) O[b * o_sb + h * o_sh + (long long)i * o_ss + c] = acc;
 }
 
 // ---- host launcher: the launch recipe above, as C (define KERNELGEN_HOST_LAUNCHER to build it) ----
@@ -227,6 +240,17 @@ extern "C" size_t kg_workspace_bytes_attention_f32_sm90_aunfused(int batch, int 
   if (causal < 0 || causal > 1) return 0;
   if (!(batch * heads <= 65535)) return 0;  // a grid dimension holds 65535 (batch, head) pairs
   const float scale = (float)(1.0 / sqrt(1.0 * head_dim)); (void)scale;
+  const long long q_sb = (long long)(kg_ll(heads) * seq_q * head_dim); (void)q_sb;
+  const long long q_sh = (long long)(kg_ll(seq_q) * head_dim); (void)q_sh;
+  const int q_ss = (int)(head_dim); (void)q_ss;
+  const long long k_sb = (long long)(kg_ll(heads) * seq_k * head_dim); (void)k_sb;
+  const long long k_sh = (long long)(kg_ll(seq_k) * head_dim); (void)k_sh;
+  const int kv_ss = (int)(head_dim); (void)kv_ss;
+  const long long v_sb = (long long)(kg_ll(heads) * seq_k * head_dim); (void)v_sb;
+  const long long v_sh = (long long)(kg_ll(seq_k) * head_dim); (void)v_sh;
+  const long long o_sb = (long long)(kg_ll(heads) * seq_q * head_dim); (void)o_sb;
+  const long long o_sh = (long long)(kg_ll(seq_q) * head_dim); (void)o_sh;
+  const int o_ss = (int)(head_dim); (void)o_ss;
   const int bh = (int)(batch * heads); (void)bh;
   const long long rows = (long long)(kg_ll(bh) * seq_q); (void)rows;
   const size_t kg_ws_S = (0 + 255) / 256 * 256;
@@ -246,6 +270,17 @@ extern "C" cudaError_t kg_launch_attention_f32_sm90_aunfused(const float* Q, con
   if (causal < 0 || causal > 1) return cudaErrorInvalidValue;
   if (!(batch * heads <= 65535)) return cudaErrorInvalidValue;  // a grid dimension holds 65535 (batch, head) pairs
   const float scale = (float)(1.0 / sqrt(1.0 * head_dim)); (void)scale;
+  const long long q_sb = (long long)(kg_ll(heads) * seq_q * head_dim); (void)q_sb;
+  const long long q_sh = (long long)(kg_ll(seq_q) * head_dim); (void)q_sh;
+  const int q_ss = (int)(head_dim); (void)q_ss;
+  const long long k_sb = (long long)(kg_ll(heads) * seq_k * head_dim); (void)k_sb;
+  const long long k_sh = (long long)(kg_ll(seq_k) * head_dim); (void)k_sh;
+  const int kv_ss = (int)(head_dim); (void)kv_ss;
+  const long long v_sb = (long long)(kg_ll(heads) * seq_k * head_dim); (void)v_sb;
+  const long long v_sh = (long long)(kg_ll(seq_k) * head_dim); (void)v_sh;
+  const long long o_sb = (long long)(kg_ll(heads) * seq_q * head_dim); (void)o_sb;
+  const long long o_sh = (long long)(kg_ll(seq_q) * head_dim); (void)o_sh;
+  const int o_ss = (int)(head_dim); (void)o_ss;
   const int bh = (int)(batch * heads); (void)bh;
   const long long rows = (long long)(kg_ll(bh) * seq_q); (void)rows;
   if ((head_dim % 4 == 0) && kg_misaligned(Q, 16)) return cudaErrorInvalidValue;
@@ -261,7 +296,7 @@ extern "C" cudaError_t kg_launch_attention_f32_sm90_aunfused(const float* Q, con
   if (kg_ws_end > 0 && (workspace == nullptr || workspace_bytes < kg_ws_end || kg_misaligned(workspace, 256))) return cudaErrorInvalidValue;
   float* S = reinterpret_cast<float*>(static_cast<char*>(workspace) + kg_ws_S);
   {
-    attention_f32_sm90_aunfused_scores<<<dim3((unsigned)(kg_cdiv(seq_k, 16)), (unsigned)(kg_cdiv(seq_q, 16)), (unsigned)(bh)), dim3(16, 16, 1), 0, stream>>>(Q, K, S, seq_q, seq_k, head_dim, causal, scale);
+    attention_f32_sm90_aunfused_scores<<<dim3((unsigned)(kg_cdiv(seq_k, 16)), (unsigned)(kg_cdiv(seq_q, 16)), (unsigned)(bh)), dim3(16, 16, 1), 0, stream>>>(Q, K, S, seq_q, seq_k, head_dim, causal, scale, heads, q_sb, q_sh, q_ss, k_sb, k_sh, kv_ss);
     { cudaError_t e = cudaGetLastError(); if (e != cudaSuccess) return e; }
   }
   {
@@ -269,7 +304,7 @@ extern "C" cudaError_t kg_launch_attention_f32_sm90_aunfused(const float* Q, con
     { cudaError_t e = cudaGetLastError(); if (e != cudaSuccess) return e; }
   }
   {
-    attention_f32_sm90_aunfused_pv<<<dim3((unsigned)(kg_cdiv(head_dim, 16)), (unsigned)(kg_cdiv(seq_q, 16)), (unsigned)(bh)), dim3(16, 16, 1), 0, stream>>>(S, V, O, seq_q, seq_k, head_dim);
+    attention_f32_sm90_aunfused_pv<<<dim3((unsigned)(kg_cdiv(head_dim, 16)), (unsigned)(kg_cdiv(seq_q, 16)), (unsigned)(bh)), dim3(16, 16, 1), 0, stream>>>(S, V, O, seq_q, seq_k, head_dim, heads, v_sb, v_sh, kv_ss, o_sb, o_sh, o_ss);
     { cudaError_t e = cudaGetLastError(); if (e != cudaSuccess) return e; }
   }
   return cudaSuccess;

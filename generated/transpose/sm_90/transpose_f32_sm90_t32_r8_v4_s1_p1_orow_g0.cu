@@ -2,7 +2,7 @@
 // op: transpose   kernel: transpose_f32_sm90_t32_r8_v4_s1_p1_orow_g0
 // target: sm_90   types: inputs float32, outputs float32, accumulate in float32
 // problem: sizes are runtime arguments; any size is handled (tails are guarded)
-// knobs: tile=32, rows=8, vec=4, staged=True, pad=1, order=row, grid_stride=0
+// knobs: tile=32, rows=8, vec=4, staged=True, pad=1, order=row, grid_stride=0, store_align=0, load_align=False
 // schedule:
 //   schedule("transpose").split("i", 32, 8).split("j", 32, 4).fuse("i.0", "j.0").bind("i.0.j.0",
 //       "blockIdx.x").bind("j.1", "threadIdx.x").bind("i.2", "threadIdx.y").unroll("i.1",
