@@ -146,6 +146,15 @@ def test_variants_are_correct_on_the_emulator(dt, knobs, sizes):
     assert v.ok, v.summary()
 
 
+@pytest.mark.emulate
+@pytest.mark.parametrize("layout", ["packed", "bshd"])
+@pytest.mark.parametrize("knobs,d", [(dict(PICK_D64, rescale="lazy"), 64), (dict(PICK_D128, stages=1), 120)], ids=name)
+def test_variants_take_strided_layouts_on_the_emulator(knobs, d, layout):
+    p = op.problem(dict(batch=2, heads=3, seq=150, head_dim=d, causal=1), dtype="float16", layout=layout)
+    v = validate(op, op.schedule(**knobs), p, backend="emulate", order="random")
+    assert v.ok, v.summary()
+
+
 LAZY = dict(PICK_D64, rescale="lazy")
 LAZY_SIZES = dict(batch=1, heads=1, seq_q=130, seq_k=300, head_dim=64, causal=1)
 
