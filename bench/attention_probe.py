@@ -2,7 +2,8 @@
 
     PYTHONPATH=. python3 bench/attention_probe.py            # GPU, ~3-5 minutes: every type; writes
                                                              # $OUT/attention_probe.json and .md
-    PYTHONPATH=. python3 bench/attention_probe.py --types float16,bfloat16   # the tensor-core step only
+    PYTHONPATH=. python3 bench/attention_probe.py --types float16,bfloat16   # the tensor-core steps only
+    PYTHONPATH=. python3 bench/attention_probe.py --mma      # the tensor-core kernel's variants, < 5 minutes
 
 Per shape (b8 h16 s2048 d64 non-causal and causal, d128 both; a d80 shape for the unaligned twins)
 and input type: the ladder steps that run in it, schedule_for's pick and a few neighbouring tilings,
@@ -10,6 +11,13 @@ each validated against the float64 reference on the GPU and timed the same way (
 `auto`); then torch's SDPA in fp32 with the math backend (the unfused products: the issue's fp32
 target is >= 2x it) and the memory-efficient backend, and in fp16 / bf16 with the flash backend
 (FlashAttention-2: the half-precision target is >= 0.8x it, column `vs SDPA flash`). TF32 is off.
+
+--mma: the tensor-core kernel only, on b8 h16 s2048 d64 (fp16 and bf16), d64 causal, d128 and d128
+causal (fp16): the previous pick (2026-11-23: 656 us at d64, 0.70x SDPA flash), schedule_for's pick and
+its one-knob neighbours (MMA_VARIANTS: K/V pipeline, stages, Q in shared memory, O's store, lazy
+rescaling, key tile, 8 warps at 2 blocks an SM), against SDPA flash. Every kernel is compiled first in
+parallel (the compile cache), and each is validated on the GPU at an awkward mid-size problem of its
+causal setting (b2 h3 seq_q 777 seq_k 1000; the picks also at the timed shape) before it is timed.
 """
 from __future__ import annotations
 
@@ -34,10 +42,25 @@ NEIGHBOURS = (dict(bq=32, rq=4), dict(bq=64, rq=4), dict(bq=128, rq=8), dict(bk=
               dict(bk=128, rk=8))
 MMA_NEIGHBOURS = (dict(bq=64, wq=16), dict(bq=128, wq=16), dict(bq=128, wq=32), dict(bk=32), dict(bk=128),
                   dict(stages=3), dict(stages=1, copy="sync"))
+# --mma: the shapes and the types each is timed in
+MMA_SHAPES = (("batch=8,heads=16,seq=2048,head_dim=64", ("float16", "bfloat16")),
+              ("batch=8,heads=16,seq=2048,head_dim=64,causal=1", ("float16",)),
+              ("batch=8,heads=16,seq=2048,head_dim=128", ("float16",)),
+              ("batch=8,heads=16,seq=2048,head_dim=128,causal=1", ("float16",)))
+# the pick of 2026-11-23 (the one timed at 0.70x SDPA flash), by dmax; the old knobs' values are the defaults
+PREVIOUS = {64: dict(algo="flash_mma", bq=128, wq=32, bk=64, dmax=64, stages=2, copy="cp_async"),
+            128: dict(algo="flash_mma", bq=128, wq=16, bk=64, dmax=128, stages=2, copy="cp_async")}
+# one-knob changes of schedule_for's pick (those illegal for a shape are reported, not timed)
+MMA_VARIANTS = (dict(pipe="joint"), dict(stages=1), dict(stages=3), dict(qreg=False), dict(qreg=True),
+                dict(epilogue="direct"), dict(rescale="lazy"), dict(bk=32), dict(bk=64), dict(bk=128),
+                dict(wq=16, qreg=False, min_blocks=2), dict(wq=16, bk=64, qreg=True),
+                dict(bq=64, wq=16, bk=64, qreg=False, min_blocks=4), dict(rescale="lazy", stages=1))
+VALIDATE_AT = "batch=2,heads=3,seq_q=777,seq_k=1000,head_dim={d},causal={c}"
 
 
-def torch_rows(problem, reps: int) -> list[dict]:
-    """torch SDPA timings: fp32 math and efficient backends, fp16/bf16 flash."""
+def torch_rows(problem, reps: int, flash_only: tuple[str, ...] = ()) -> list[dict]:
+    """torch SDPA timings: fp32 math and efficient backends, fp16/bf16 flash (flash_only: only flash, in
+    those types)."""
     try:
         import torch
         from torch.nn.attention import SDPBackend, sdpa_kernel
@@ -48,8 +71,11 @@ def torch_rows(problem, reps: int) -> list[dict]:
     b, h, sq, sk, d = (problem[n] for n in ("batch", "heads", "seq_q", "seq_k", "head_dim"))
     causal = bool(problem["causal"])
     rows = []
-    for dtype, backend in ((torch.float32, SDPBackend.MATH), (torch.float32, SDPBackend.EFFICIENT_ATTENTION),
-                           (torch.float16, SDPBackend.FLASH_ATTENTION), (torch.bfloat16, SDPBackend.FLASH_ATTENTION)):
+    runs = ((torch.float32, SDPBackend.MATH), (torch.float32, SDPBackend.EFFICIENT_ATTENTION),
+            (torch.float16, SDPBackend.FLASH_ATTENTION), (torch.bfloat16, SDPBackend.FLASH_ATTENTION))
+    if flash_only:
+        runs = tuple((d, b) for d, b in runs if b == SDPBackend.FLASH_ATTENTION and str(d).split(".")[-1] in flash_only)
+    for dtype, backend in runs:
         q = torch.randn(b, h, sq, d, device="cuda", dtype=dtype)
         k, v = torch.randn(b, h, sk, d, device="cuda", dtype=dtype), torch.randn(b, h, sk, d, device="cuda", dtype=dtype)
 
@@ -87,15 +113,98 @@ def ours(op, problem, reps: int) -> list[dict]:
     return rows
 
 
+def mma_schedules(op, problem) -> list[tuple[str, dict]]:
+    """--mma's rows for a problem: the previous pick, schedule_for's and its one-knob neighbours (deduplicated)."""
+    pick = op.knobs_from_schedule(op.schedule_for(problem))
+    rows = [("previous pick (2026-11-23)", dict(op.default_knobs(), **PREVIOUS[pick["dmax"]])), ("schedule_for", pick)]
+    for change in MMA_VARIANTS:
+        k = dict(pick, **change)
+        if all(k != r for _, r in rows):
+            rows.append((f"pick + {change}", k))
+    return rows
+
+
+def _compile_one(args) -> str:
+    """Render and compile one kernel into the disk cache (a worker process of precompile)."""
+    knobs, dt = args
+    from kernelgen import render
+    from kernelgen.compile import compile_cuda
+    from kernelgen.target import default_target
+    op = get_op("attention")
+    try:
+        k = op.kernel(op.schedule_from_knobs(**knobs), default_target(), op.types(dt))
+        compile_cuda(render(k), default_target().arch, k.name)
+        return ""
+    except Exception as e:  # an illegal variant: reported when its row is timed
+        return f"{type(e).__name__}: {str(e).splitlines()[0][:120]}"
+
+
+def precompile(jobs: list[tuple[dict, str]]) -> None:
+    """Fill the compile cache with every kernel of the run, on all cores (NVRTC runs a kernel a core)."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+    t0 = time.time()
+    unique = list({json.dumps(j, sort_keys=True): j for j in jobs}.values())
+    # spawn: the parent holds a CUDA context, which forked children must not inherit
+    with ProcessPoolExecutor(max_workers=min(16, os.cpu_count() or 1), mp_context=multiprocessing.get_context("spawn")) as pool:
+        list(pool.map(_compile_one, unique))
+    print(f"compiled {len(unique)} kernels in {time.time() - t0:.0f} s", flush=True)
+
+
+def mma_main(op, out: Path, reps: int) -> None:
+    from kernelgen.sizes import parse_size
+    plan = [(text, dt, parse_size(op, text, False, dt)) for text, dts in MMA_SHAPES for dt in dts]
+    rows_of = {(text, dt): mma_schedules(op, p) for text, dt, p in plan}
+    precompile([(k, dt) for (text, dt), rows in rows_of.items() for _, k in rows])
+    doc, md = {"device": gpu.device().gpu, "shapes": []}, [f"# attention probe (--mma) on {gpu.device().gpu}", ""]
+    for text, dts in MMA_SHAPES:
+        t0, rows = time.time(), []
+        for dt in dts:
+            problem = parse_size(op, text, False, dt)
+            for what, knobs in rows_of[(text, dt)]:
+                sched = op.schedule_from_knobs(**knobs)
+                row = {"what": f"{what} ({problem.dtype('Q').short})", "dtype": dt, "schedule": sched.to_python()}
+                try:
+                    small = parse_size(op, VALIDATE_AT.format(d=problem["head_dim"], c=problem["causal"]), False, dt)
+                    v = validate(op, sched, small, backend="gpu")
+                    if v.ok and what in ("schedule_for", "previous pick (2026-11-23)"):
+                        v = validate(op, sched, problem, backend="gpu")
+                    m = measure(op, sched, problem, reps=reps, timing="auto")
+                    row.update(kernel=m.kernel, time_us=m.time_us, tflops=m.tflops, valid=v.summary())
+                except Exception as e:  # an illegal variant, or a failure to report
+                    row["note"] = f"{type(e).__name__}: {str(e).splitlines()[0][:160]}"
+                rows.append(row)
+        rows += [r for r in torch_rows(parse_size(op, text, False), reps, flash_only=dts)]
+        timed = {r["what"]: r["time_us"] for r in rows if "time_us" in r}
+        for r in rows:
+            flash = f"torch SDPA flash_attention {r.get('dtype')}"
+            if "dtype" in r and "time_us" in r and flash in timed:
+                r["vs_sdpa_flash"] = timed[flash] / r["time_us"]
+        problem = parse_size(op, text, False)
+        doc["shapes"].append({"problem": str(problem), "rows": rows, "seconds": time.time() - t0})
+        md += [f"## {problem}", "", "| what | time_us | TFLOP/s | vs SDPA flash | kernel | valid / note |",
+               "|---|---|---|---|---|---|"]
+        md += [f"| {r['what']} | {r.get('time_us', float('nan')):.1f} | {r.get('tflops', float('nan')):.1f} | "
+               f"{r.get('vs_sdpa_flash', float('nan')):.2f}x | {r.get('kernel', '')} | {r.get('valid', r.get('note', ''))} |"
+               for r in rows]
+        md.append("")
+        (out / "attention_probe.json").write_text(json.dumps(doc, indent=1))
+        (out / "attention_probe.md").write_text("\n".join(md) + "\n")
+        print("\n".join(md[-len(rows) - 4:]), flush=True)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--types", default="float32,float16,bfloat16", help="input types of our kernels to time")
+    ap.add_argument("--mma", action="store_true", help="the tensor-core kernel's variants against SDPA flash")
     args = ap.parse_args()
     gpu.require()
     out = Path(os.environ.get("OUT", "bench_out"))
     out.mkdir(parents=True, exist_ok=True)
     op = get_op("attention")
     reps = int(os.environ.get("KG_REPS", "20"))
+    if args.mma:
+        return mma_main(op, out, reps)
     from kernelgen.sizes import parse_size
     doc, md = {"device": gpu.device().gpu, "shapes": []}, [f"# attention probe on {gpu.device().gpu}", ""]
     for text in SHAPES:

@@ -40,16 +40,25 @@ float4 kernel then, its `_unaligned` twin (element-wise global accesses) otherwi
   stay in registers; the softmax runs on S's fp32 fragments and P goes to the P·V product from the same
   registers, rounded to 16 bits. K/V tiles are XOR-swizzled in shared memory (conflict-free ldmatrix,
   .trans for V), `double_buffer`/`copy` as above. Rows start 16-byte aligned when head_dim and every
-stride are multiples of 8 (cp.async and the 16-byte loads need it; the `_unaligned` twin otherwise).
+  stride are multiples of 8 (cp.async and the 16-byte loads need it; the `_unaligned` twin otherwise).
+  Its knobs beyond the tiles (issue 15): `annotate("kv_pipeline", "split")` puts K and V in cp.async
+  groups of their own (V(j) lands during S(j), K(j+1) during P V(j): FlashAttention-2's order, two
+  barriers a tile, from 1 stage); `cache_read("Q", "shared")` reads Q's fragments from shared memory at
+  every tile instead of holding them in registers; `cache_write("O", "shared")` stores O through the Q
+  tile in 16-byte row chunks; `annotate("rescale", "lazy")` rescales O only where a weight would pass
+  2^8 (FlashAttention-4); `annotate("min_blocks", n)` promises n blocks an SM to __launch_bounds__.
+  Masks run only on tiles that cross seq_k or the diagonal, exp is one FFMA and ex2.approx, and a warp
+  skips the tiles wholly past its rows' diagonal.
 
 >>> str(op.problem({"batch": 2, "heads": 3, "seq": 37, "head_dim": 64}, layout="packed"))
 'batch=2,heads=3,seq=37,head_dim=64,layout=packed'
 >>> p16 = op.problem({"batch": 8, "heads": 16, "seq": 2048, "head_dim": 64}, dtype="bf16")
 >>> op.kernel(op.schedule_for(p16), types=p16.types).name
-'attention_bf16_sm90_aflashmma_bq128_wq32_bk64_d64_st2_ccpasync'
+'attention_bf16_sm90_aflashmma_bq128_wq32_bk64_d64_st2_ccpasync_kvsplit_esmem'
 """
 from __future__ import annotations
 
+import itertools
 import math
 
 import numpy as np
@@ -77,6 +86,7 @@ MAX_HEAD_DIM = 128
 UNFUSED_TILE = 16                       # the unfused kernels' tiles: 16 x 16 threads
 SOFTMAX_ROWS = 8                        # the unfused softmax: a warp per row, 8 rows a block
 LOG2E = 1.4426950408889634
+LAZY_LOG2 = 8.0                 # rescale lazy: the largest weight 2^x a stale row max may leave (fp16 holds 256)
 DMAXES = (32, 64, 128)          # tile widths (the dmax knob): the largest head_dim a kernel takes
 
 
@@ -148,6 +158,24 @@ class Attention(Op):
              Prim("double_buffer", ("K", "V"), absent=1, always=True), when=FLASH, unused=1),
         Knob("copy", "cp_async", ("sync", "cp_async"), "global->shared copy of K/V through registers, or cp.async", "c",
              Prim("annotate", "copy", absent="sync", always=True), when=FLASH, unused="sync"),
+        Knob("pipe", "joint", ("joint", "split"), "cp.async groups: a tile's K and V in one (one barrier a tile), or "
+             "each in its own, V(j) landing during S(j) and K(j+1) during P V(j) (FlashAttention-2's order: two "
+             "barriers a tile, 1 stage suffices)", "kv", Prim("annotate", "kv_pipeline", absent="joint"), when=MMA,
+             unused="joint"),
+        Knob("qreg", True, (False, True), "Q's fragments held in registers through the loop, or read from shared "
+             "memory (ldmatrix) at every K/V tile: 4*dmax/16*wq/16 registers fewer", "qr",
+             Prim("cache_read", "Q", absent=True, values=((True, "register"), (False, "shared"))), when=MMA,
+             unused=True),
+        Knob("epilogue", "direct", ("direct", "smem"), "O stored from the accumulator fragments, or staged through "
+             "the Q tile in shared memory and stored in 16-byte row chunks", "e",
+             Prim("cache_write", "O", absent="direct", values=(("smem", "shared"),)), when=MMA, unused="direct"),
+        Knob("rescale", "always", ("always", "lazy"), f"O and the running sum rescaled at every tile where a row's "
+             f"max grows, or only where a weight would pass 2^{LAZY_LOG2:g} (FlashAttention-4's conditional rescaling: "
+             "a warp-uniform branch skips O's multiplies in most tiles)", "rs", Prim("annotate", "rescale",
+             absent="always"), when=MMA, unused="always"),
+        Knob("min_blocks", 0, (0, 1, 2, 3, 4), "blocks per SM promised to __launch_bounds__ (caps the registers at "
+             "65536 / (threads * min_blocks)); 0: no promise", "mb", Prim("annotate", "min_blocks", absent=0),
+             when=MMA, unused=0),
     )
     structure_help = ("fuse(b, h) with bind(bh, blockIdx.y) (unfused: blockIdx.z); flash: bind(i.0, blockIdx.x), "
                       "bind(i.1, threadIdx.y), bind(j.1, threadIdx.x); flash_mma: split(i, BQ, WQ), bind(i.0, "
@@ -205,7 +233,7 @@ class Attention(Op):
         if k["algo"] == "flash_mma":
             s = (s.bind("bh", "blockIdx.y").split("i", k["bq"], k["wq"]).bind("i.0", "blockIdx.x").bind("i.1", "warp")
                  .split("j", k["bk"]).split("d", k["dmax"]).tensorize("j.1", INTRINSIC))
-            return self.put(s, k, "stages", "copy", "algo")
+            return self.put(s, k, "stages", "copy", "algo", "pipe", "qreg", "epilogue", "rescale", "min_blocks")
         s = (s.bind("bh", "blockIdx.y").split("i", k["bq"], k["rq"]).bind("i.0", "blockIdx.x")
              .bind("i.1", "threadIdx.y").split("j", k["bk"], k["rk"]).bind("j.1", "threadIdx.x")
              .split("d", k["dmax"]))
@@ -236,8 +264,13 @@ class Attention(Op):
 
     def name_knobs(self, k: dict) -> dict:
         """The knobs the variant uses: those whose `when` applies (the float32 kernels' names as before the
-        tensor-core step)."""
-        return {n: v for n, v in k.items() if self.knob(n).applies(k)}
+        tensor-core step), less those at the value a missing step means where the builder leaves the step
+        out (the name, like the schedule, says only what differs: the tensor-core kernels' names from
+        before kv_pipeline, cache_read(Q), cache_write(O) and min_blocks came)."""
+        def quiet(knob, v) -> bool:
+            st = knob.step
+            return st is not None and st.generic and not st.always and v == st.absent and type(v) is type(st.absent)
+        return {n: v for n, v in k.items() if self.knob(n).applies(k) and not quiet(self.knob(n), v)}
 
     # -- legality ----------------------------------------------------------------------------------
     def check_knobs(self, k: dict, target: Target) -> None:
@@ -247,10 +280,12 @@ class Attention(Op):
             self._check_mma(k, target)
         else:
             self._check_fma(k, target)
-        if k["copy"] == "cp_async":
+        if k["copy"] == "cp_async" and k["pipe"] == "split":
+            target.require("cp_async", "annotate", "copy", "cp_async")
+        elif k["copy"] == "cp_async":
             target.require("cp_async", "annotate", "copy", "cp_async")
             check(k["stages"] >= 2, "double_buffer", "K", k["stages"], limit="cp.async keeps stages-1 tiles in "
-                  "flight: 2 or 3 stages", allowed="2, 3")
+                  "flight: 2 or 3 stages", allowed="2, 3 (1 with annotate(kv_pipeline, split))")
         else:
             check(k["stages"] <= 2, "double_buffer", "K", k["stages"], limit="copies through registers hold one tile "
                   "ahead", allowed="1, 2 (3 with copy cp_async)")
@@ -264,6 +299,17 @@ class Attention(Op):
         threads = 32 * (k["bq"] // k["wq"])
         check(threads <= target.max_threads, "split", "i", (k["bq"], k["wq"]),
               limit=f"{threads} threads: at most {target.max_threads}")
+        check(k["pipe"] == "joint" or k["copy"] == "cp_async", "annotate", "kv_pipeline", k["pipe"],
+              limit="K and V in groups of their own are cp.async groups: annotate(copy, cp_async)", allowed="joint")
+        if k["min_blocks"]:
+            cap, regs = target.regs_per_sm // (threads * k["min_blocks"]), self._mma_registers(k)
+            check(regs <= cap, "annotate", "min_blocks", k["min_blocks"], limit=f"{k['min_blocks']} blocks of {threads} "
+                  f"threads leave {cap} registers a thread; the tiles need ~{regs} (fewer rows a warp, or cache_read(Q, shared))")
+            smem = 2 * self.mma_layout(k)["halves"]
+            check(k["min_blocks"] * threads <= target.max_threads_per_sm, "annotate", "min_blocks", k["min_blocks"],
+                  limit=f"{k['min_blocks']} blocks of {threads} threads; an SM holds {target.max_threads_per_sm}")
+            check(k["min_blocks"] * smem <= target.smem_per_sm, "annotate", "min_blocks", k["min_blocks"],
+                  limit=f"{k['min_blocks']} blocks of {smem} bytes of shared memory; an SM holds {target.smem_per_sm}")
 
     def _check_fma(self, k: dict, target: Target) -> None:
         for loop, b, r in (("i", k["bq"], k["rq"]), ("j", k["bk"], k["rk"])):
@@ -310,13 +356,27 @@ class Attention(Op):
             target.require("mma_m16n8k16_bf16", "tensorize", "j.1", f"{INTRINSIC} on bfloat16")
         lay = self.mma_layout(k)
         mi, nk, nd, dk = k["wq"] // 16, k["bk"] // 8, k["dmax"] // 8, k["dmax"] // 16
+        tq, tk = lay["tq"], lay["tk"]
+        # lib/tc_fragment.j2's hoisted ldmatrix addresses: unpadded rows, a swizzle repeating every 8 rows,
+        # Q's tile read with K's and V's lane offsets (the same width)
+        assert all(t["ld"] == t["cols"] and t["xor_div"] * t["xor_mod"] == 8 for t in (tq, tk)) and tq["ld"] == tk["ld"]
         p = dict(k, **lay, warps=lay["threads"] // 32, mi=mi, nk=nk, nd=nd, dk=dk, log2e=LOG2E, out=types.output,
-                 in_header=d.header, mma_fn=f"kg_mma_m16n8k16_{d.short}")
-        # per thread: S and O fragments, Q's fragments, one k16 step's B fragments, m and l, ~60 for addresses
-        # and what ptxas keeps in flight (measured: 164 at d64 wq16, 217 at d128 wq16, 244 at d64 wq32; sm_90)
-        regs = 4 * mi * (nk + nd + dk) + 2 * max(nk, nd) + 4 * mi + 60 + \
-            (8 * lay["tk"]["iters"] if k["copy"] == "sync" and k["stages"] > 1 else 0)
-        return p, 2 * lay["halves"], regs
+                 in_header=d.header, mma_fn=f"kg_mma_m16n8k16_{d.short}", o_staged=k["epilogue"] == "smem",
+                 lazy=LAZY_LOG2 if k["rescale"] == "lazy" else None,
+                 walk=tk["row_step"] > 0 and tk["row_step"] % 8 == 0)   # lib/tc_copy.j2's walk_copy
+        return p, 2 * lay["halves"], self._mma_registers(k)
+
+    @staticmethod
+    def _mma_registers(k: dict) -> int:
+        """Per thread: S and O fragments, Q's fragments (all of them in registers, else one k16 step's), one
+        k16 step's B fragments, m and l, ~40 for addresses and what ptxas keeps in flight. ptxas takes
+        more where it may (244 at d64 wq32 with Q in registers: 224 here) and spills past this (sm_90:
+        wq32 bk64 d128 and wq32 bk128 d64 with Q in shared, 280 here, spill 116 and 448 bytes; wq32 bk32
+        d128, 248 here, takes 238 and none)."""
+        mi, nk, nd, dk = k["wq"] // 16, k["bk"] // 8, k["dmax"] // 8, k["dmax"] // 16
+        staged = 8 * cdiv(k["bk"] * k["dmax"] // 8, 32 * (k["bq"] // k["wq"])) if k["copy"] == "sync" and \
+            k["stages"] > 1 else 0
+        return 4 * mi * (nk + nd + (dk if k["qreg"] else 1)) + 2 * max(nk, nd) + 4 * mi + 40 + staged
 
     def template_params(self, k: dict, types: Types, target: Target) -> tuple[dict, int, int]:
         p, smem, regs = self._params(k, types, target)
@@ -529,9 +589,14 @@ class Attention(Op):
         ]
         fp32 = tuple(LadderStep(t, self.schedule_from_knobs(**k), n, dtypes=("float32",)) for t, k, n in steps)
         mma = dict(algo="flash_mma", bq=64, wq=16, bk=64, dmax=64, stages=2, copy="cp_async")
+        fa2 = dict(mma, bq=128, wq=32, pipe="split", epilogue="smem")
         return fp32 + (LadderStep("fp16/bf16 on tensor cores: mma.sync, Q in registers, P from S's registers "
                                   "(FlashAttention-2)", self.schedule_from_knobs(**mma),
-                                  "the issue's target: >= 0.8x torch's SDPA flash kernel", dtypes=HALF),)
+                                  "the issue's target: >= 0.8x torch's SDPA flash kernel", dtypes=HALF),
+                       LadderStep("FlashAttention-2's pipeline: K and V in cp.async groups of their own, warps of 32 "
+                                  "rows (each K/V fragment feeds two m16 tiles), O stored through shared memory",
+                                  self.schedule_from_knobs(**fa2), "issue 15: the inner loop, not the instruction",
+                                  dtypes=HALF))
 
     def schedule_for(self, problem: Problem, target: Target | None = None) -> Schedule:
         """float16 / bfloat16: the tensor-core kernel (_mma_pick). float32: the fused kernel: tiles as wide as the smallest DMAX that holds head_dim; 16 threads per
@@ -562,24 +627,30 @@ class Attention(Op):
     def _mma_pick(self, problem: Problem, target: Target) -> dict:
         """The tensor-core kernel: tiles as wide as the smallest DMAX that holds head_dim; 128-query
         blocks where that gives every SM a block, so each K/V tile feeds twice the rows (FlashAttention-2's
-        forward tiles), else 64 queries; 32 rows a warp at DMAX <= 64 (4 warps: each K and V fragment
-        then serves two m16 tiles; 244 registers, no spills), 16 at DMAX 128 (8 warps at 128 queries: 32
-        rows would need ~350 registers, O alone is 128 floats a thread); 64-key tiles, 2 cp.async stages.
-        Untimed so far: bench/attention_probe.py times the neighbours."""
+        forward tiles), else 64 queries; then the first warp tile whose registers fit a thread (the
+        estimate of _mma_registers, which matches where ptxas starts to spill) of: 32 rows and 64-key
+        tiles with Q's fragments in registers (d64: each K and V fragment serves two m16 tiles, 4 warps),
+        the same with Q read from shared memory, 32 rows and 32-key tiles (d128: O alone is 128 floats a
+        thread; FlashAttention-2's 128 x 32 tiles on sm_8x), 16 rows. K and V in cp.async groups of their
+        own, 2 stages each (a copy has a tile and a half to land), O stored through shared memory.
+        Untimed so far: bench/attention_probe.py times it against the neighbours and the previous pick."""
         d, bh = problem["head_dim"], problem["batch"] * problem["heads"]
-        dmax = widths_for(d)[0]
-        wq = 32 if dmax <= 64 else 16
         bq = 128 if bh * cdiv(problem["seq_q"], 128) >= target.sms else 64
-        return dict(algo="flash_mma", bq=bq, wq=min(wq, bq // 4), bk=64, dmax=dmax, stages=2, copy="cp_async")
+        base = dict(algo="flash_mma", bq=bq, dmax=widths_for(d)[0], stages=2, copy="cp_async", pipe="split",
+                    epilogue="smem")
+        tiles = [dict(wq=32, bk=64, qreg=True), dict(wq=32, bk=64, qreg=False), dict(wq=32, bk=32, qreg=False),
+                 dict(wq=16, bk=64, qreg=True), dict(wq=16, bk=32, qreg=False)]
+        fits = [dict(base, **w) for w in tiles if w["wq"] <= bq // 4]
+        return next((k for k in fits if self._mma_registers(k) <= target.max_registers), fits[-1])
 
     def space(self, problem: Problem, target: Target):
         d = problem["head_dim"]
         if problem.dtype("Q").name in HALF:
-            for dmax in widths_for(d):
-                for bq, wq in ((64, 16), (128, 16), (128, 32), (64, 32)):
-                    for bk in (32, 64, 128):
-                        for stages in (2, 3):
-                            yield dict(algo="flash_mma", bq=bq, wq=wq, bk=bk, dmax=dmax, stages=stages, copy="cp_async")
+            pipes = (("joint", 2), ("joint", 3), ("split", 1), ("split", 2))
+            for dmax, (bq, wq), bk, (pipe, stages), qreg in itertools.product(
+                    widths_for(d), ((64, 16), (128, 16), (128, 32), (64, 32)), (32, 64, 128), pipes, (True, False)):
+                yield dict(algo="flash_mma", bq=bq, wq=wq, bk=bk, dmax=dmax, stages=stages, copy="cp_async", pipe=pipe,
+                           qreg=qreg, epilogue="smem")
             return
         for dmax in widths_for(d):
             for bq, rq in ((32, 4), (64, 4), (64, 8), (128, 8)):

@@ -2,7 +2,7 @@
 // op: attention   kernel: attention_f16_sm90_aflashmma_bq64_wq16_bk64_d64_st2_ccpasync
 // target: sm_90   types: inputs float16, outputs float16, accumulate in float32
 // problem: sizes are runtime arguments; any size is handled (tails are guarded)
-// knobs: algo=flash_mma, bq=64, rq=8, wq=16, bk=64, rk=4, dmax=64, stages=2, copy=cp_async
+// knobs: algo=flash_mma, bq=64, rq=8, wq=16, bk=64, rk=4, dmax=64, stages=2, copy=cp_async, pipe=joint, qreg=True, epilogue=direct, rescale=always, min_blocks=0
 // schedule:
 //   schedule("attention").fuse("b", "h").bind("bh", "blockIdx.y").split("i", 64, 16).bind("i.0",
 //       "blockIdx.x").bind("i.1", "warp").split("j", 64).split("d", 64).tensorize("j.1",
@@ -331,17 +331,34 @@ __device__ __forceinline__ unsigned attention_f16_sm90_aflashmma_bq64_wq16_bk64_
 #endif
 }
 
+#ifndef KERNELGEN_EX2
+#define KERNELGEN_EX2
+// 2^x on the SFU (ex2.approx.ftz: one MUFU.EX2, relative error ~2^-22; results below 2^-126 flush to 0,
+// weights that vanish beside the row's largest, 1). exp2f adds a range fix-up around the same MUFU
+// (a compare and two predicated multiplies), which made it 4 instructions for each score.
+__device__ __forceinline__ float kg_ex2(float x) {
+#if defined(KERNELGEN_EMULATE)
+  return exp2f(x);
+#else
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
+#endif
+}
+#endif  // KERNELGEN_EX2
+
 
 // FlashAttention-2 on tensor cores (float16 in and out, mma.sync m16n8k16 with fp32 accumulators): a block owns
 // 64 queries of one (batch, head), 4 warps of 16 query rows each, and walks K and V in tiles of 64 keys
-// (2 in shared memory, cp.async; rows XOR-swizzled in 16-byte chunks, so ldmatrix reads
-// conflict-free). Q's A fragments are loaded once; per tile a warp computes S = Q Kᵀ in fp32 fragments,
-// takes the online softmax on them (row max and sum over a lane quad), rounds P to float16 in the
-// registers that held S and accumulates O += P V. Tiles wholly past the causal diagonal are never loaded;
-// blocks run the heaviest q-tiles first. Q, K and V tiles are 64 wide (head_dim <= 64, zero-padded).
+// (2 of each in shared memory, cp.async, K and V in one group a tile; rows XOR-swizzled in 16-byte
+// chunks, so ldmatrix reads conflict-free). Q's A fragments are loaded once; per tile a warp computes
+// S = Q Kᵀ in fp32 fragments, takes the online softmax on them (row max and sum over a lane quad), rounds P
+// to float16 in the registers that held S and accumulates O += P V. Tiles wholly past the causal diagonal are
+// never loaded (nor computed by a warp whose rows they pass); blocks run the heaviest q-tiles first. Q, K and
+// V tiles are 64 wide (head_dim <= 64, zero-padded). O is stored from the fragments.
 // Q, K, V and O are read and written through their (batch, head, seq) strides (q_sb, q_sh, q_ss, ...; head_dim
-// contiguous). ALIGNED: head_dim and every stride are multiples of 8, so rows start 16-byte aligned and global
-// loads are 16 bytes (else element-wise).
+// contiguous; K and V share the row stride kv_ss). ALIGNED: head_dim and every stride are multiples of 8, so rows
+// start 16-byte aligned and global loads are 16 bytes (else element-wise).
 template <bool ALIGNED>
 __device__ __forceinline__ void attention_f16_sm90_aflashmma_bq64_wq16_bk64_d64_st2_ccpasync_body(const unsigned short* __restrict__ Q, const unsigned short* __restrict__ K,
                                                 const unsigned short* __restrict__ V, __half* __restrict__ O,
@@ -368,10 +385,10 @@ __device__ __forceinline__ void attention_f16_sm90_aflashmma_bq64_wq16_bk64_d64_
       kg_tc_async16<CHECK, ALIGNED>(Qs + (r) * 64 + ((((c) >> 3) ^ (((r) / 1) % 8)) << 3) + ((c) & 7), g, r < seq_q - q0, c, head_dim);
     }
   }
-  kg_cp_async_commit();   // Q's group: complete by the first wait of the loop, which waits for tile 0
+  kg_cp_async_commit();   // Q's group, the oldest: complete once any tile's group is
   const float sl2 = scale * 1.4426950408889634f;   // scores in log2 units: exp(x) = exp2(x * log2(e))
-  unsigned qf[4][1][4];
-  float mrow[1][2], lrow[1][2], acc[1][8][4];
+  unsigned qf[4][1][4];   // Q's A fragments, loaded once
+  float mrow[1][2], lrow[1][2], acc[1][8][4], s[1][8][4];
   #pragma unroll
   for (int i = 0; i < 1; ++i) {
     mrow[i][0] = mrow[i][1] = KG_NEG_INF;
@@ -381,64 +398,93 @@ __device__ __forceinline__ void attention_f16_sm90_aflashmma_bq64_wq16_bk64_d64_
   }
   const int kend = causal ? min(seq_k, q0 + 64) : seq_k;   // keys any row of the block sees
   const int ntiles = (kend + 63) / 64;
-  // 2-stage pipeline: tiles kt+1 .. kt+1 are in flight while tile kt is used.
+  // the lane's parts of its ldmatrix addresses: Q's and V's tiles ([rows][d], A and .trans B) and K's ([keys][d], B)
+  const int lb_a = (lane & 15) * 64 + (((((lane >> 4) << 3) >> 3) ^ (((lane & 15) / 1) % 8)) << 3) + (((lane >> 4) << 3) & 7), lb_bt = (((lane >> 4) << 3) + (lane & 7)) * 64 + ((((((lane >> 3) & 1) << 3) >> 3) ^ (((((lane >> 4) << 3) + (lane & 7)) / 1) % 8)) << 3) + ((((lane >> 3) & 1) << 3) & 7);
+  const int kw_r = tid / 8, kw_c = tid % 8 * 8;
+  const unsigned short* const kw_g = Kh + (size_t)kw_r * kv_ss + kw_c;
+  const int kw_s = (kw_r) * 64 + ((((kw_c) >> 3) ^ (((kw_r) / 1) % 8)) << 3) + ((kw_c) & 7);
+  const int vw_r = tid / 8, vw_c = tid % 8 * 8;
+  const unsigned short* const vw_g = Vh + (size_t)vw_r * kv_ss + vw_c;
+  const int vw_s = (vw_r) * 64 + ((((vw_c) >> 3) ^ (((vw_r) / 1) % 8)) << 3) + ((vw_c) & 7);
   #pragma unroll
-  for (int s = 0; s < 1; ++s) {
-    if (s < ntiles) {
-      #pragma unroll
-      for (int it = 0; it < 4; ++it) {
-        // 128 threads copy 16 whole rows a round: the column is the thread's own and the row
-        // advances by a constant (so does the swizzle's row term), which leaves the addresses to strength reduction
-        const int r = tid / 8 + it * 16, c = tid % 8 * 8;
-        const unsigned short* const g = Kh + (size_t)(s * 64) * kv_ss + (size_t)r * kv_ss + c;
-        kg_tc_async16<CHECK, ALIGNED>(Ks + (s) * 4096 + (r) * 64 + ((((c) >> 3) ^ (((r) / 1) % 8)) << 3) + ((c) & 7), g, r < seq_k - (s * 64), c, head_dim);
+  for (int t = 0; t < 1; ++t) {
+    if (t < ntiles) {
+      {
+        const unsigned short* const g = kw_g + (size_t)(t * 64) * kv_ss;
+        if (ALIGNED) {
+          #pragma unroll
+          for (int it = 0; it < 4; ++it)
+            kg_cp_async16_zfill(Ks + (t) * 4096 + kw_s + it * 1024, g + (size_t)(it * 16) * kv_ss,
+                                kw_r + it * 16 < seq_k - (t * 64) && kw_c < head_dim);
+        } else {
+          #pragma unroll 1
+          for (int it = 0; it < 4; ++it)
+            kg_tc_async16<CHECK, false>(Ks + (t) * 4096 + kw_s + it * 1024, g + (size_t)(it * 16) * kv_ss,
+                                        kw_r + it * 16 < seq_k - (t * 64), kw_c, head_dim);
+        }
       }
-      #pragma unroll
-      for (int it = 0; it < 4; ++it) {
-        // 128 threads copy 16 whole rows a round: the column is the thread's own and the row
-        // advances by a constant (so does the swizzle's row term), which leaves the addresses to strength reduction
-        const int r = tid / 8 + it * 16, c = tid % 8 * 8;
-        const unsigned short* const g = Vh + (size_t)(s * 64) * kv_ss + (size_t)r * kv_ss + c;
-        kg_tc_async16<CHECK, ALIGNED>(Vs + (s) * 4096 + (r) * 64 + ((((c) >> 3) ^ (((r) / 1) % 8)) << 3) + ((c) & 7), g, r < seq_k - (s * 64), c, head_dim);
+      {
+        const unsigned short* const g = vw_g + (size_t)(t * 64) * kv_ss;
+        if (ALIGNED) {
+          #pragma unroll
+          for (int it = 0; it < 4; ++it)
+            kg_cp_async16_zfill(Vs + (t) * 4096 + vw_s + it * 1024, g + (size_t)(it * 16) * kv_ss,
+                                vw_r + it * 16 < seq_k - (t * 64) && vw_c < head_dim);
+        } else {
+          #pragma unroll 1
+          for (int it = 0; it < 4; ++it)
+            kg_tc_async16<CHECK, false>(Vs + (t) * 4096 + vw_s + it * 1024, g + (size_t)(it * 16) * kv_ss,
+                                        vw_r + it * 16 < seq_k - (t * 64), vw_c, head_dim);
+        }
       }
     }
     kg_cp_async_commit();
   }
+  kg_cp_async_wait<1>();
+  __syncthreads();   // Q has landed (the tiles' groups may still be in flight)
+  #pragma unroll
+  for (int kq = 0; kq < 4; ++kq) {
+    #pragma unroll
+    for (int i = 0; i < 1; ++i)
+      kg_ldmatrix_x4(qf[kq][i], Qs + (wq0 + i * 16) * 64 + (lb_a ^ ((kq) * 16)));
+  }
   int read = 0, write = 1;
   for (int kt = 0; kt < ntiles; ++kt) {
     kg_cp_async_wait<0>();
-    __syncthreads();  // tile kt has landed, and every thread is done with the stage written next
+    __syncthreads();  // tile kt has landed, and every warp is done with the stage written next
     if (kt + 1 < ntiles) {
-      #pragma unroll
-      for (int it = 0; it < 4; ++it) {
-        // 128 threads copy 16 whole rows a round: the column is the thread's own and the row
-        // advances by a constant (so does the swizzle's row term), which leaves the addresses to strength reduction
-        const int r = tid / 8 + it * 16, c = tid % 8 * 8;
-        const unsigned short* const g = Kh + (size_t)((kt + 1) * 64) * kv_ss + (size_t)r * kv_ss + c;
-        kg_tc_async16<CHECK, ALIGNED>(Ks + (write) * 4096 + (r) * 64 + ((((c) >> 3) ^ (((r) / 1) % 8)) << 3) + ((c) & 7), g, r < seq_k - ((kt + 1) * 64), c, head_dim);
+      {
+        const unsigned short* const g = kw_g + (size_t)((kt + 1) * 64) * kv_ss;
+        if (ALIGNED) {
+          #pragma unroll
+          for (int it = 0; it < 4; ++it)
+            kg_cp_async16_zfill(Ks + (write) * 4096 + kw_s + it * 1024, g + (size_t)(it * 16) * kv_ss,
+                                kw_r + it * 16 < seq_k - ((kt + 1) * 64) && kw_c < head_dim);
+        } else {
+          #pragma unroll 1
+          for (int it = 0; it < 4; ++it)
+            kg_tc_async16<CHECK, false>(Ks + (write) * 4096 + kw_s + it * 1024, g + (size_t)(it * 16) * kv_ss,
+                                        kw_r + it * 16 < seq_k - ((kt + 1) * 64), kw_c, head_dim);
+        }
       }
-      #pragma unroll
-      for (int it = 0; it < 4; ++it) {
-        // 128 threads copy 16 whole rows a round: the column is the thread's own and the row
-        // advances by a constant (so does the swizzle's row term), which leaves the addresses to strength reduction
-        const int r = tid / 8 + it * 16, c = tid % 8 * 8;
-        const unsigned short* const g = Vh + (size_t)((kt + 1) * 64) * kv_ss + (size_t)r * kv_ss + c;
-        kg_tc_async16<CHECK, ALIGNED>(Vs + (write) * 4096 + (r) * 64 + ((((c) >> 3) ^ (((r) / 1) % 8)) << 3) + ((c) & 7), g, r < seq_k - ((kt + 1) * 64), c, head_dim);
+      {
+        const unsigned short* const g = vw_g + (size_t)((kt + 1) * 64) * kv_ss;
+        if (ALIGNED) {
+          #pragma unroll
+          for (int it = 0; it < 4; ++it)
+            kg_cp_async16_zfill(Vs + (write) * 4096 + vw_s + it * 1024, g + (size_t)(it * 16) * kv_ss,
+                                vw_r + it * 16 < seq_k - ((kt + 1) * 64) && vw_c < head_dim);
+        } else {
+          #pragma unroll 1
+          for (int it = 0; it < 4; ++it)
+            kg_tc_async16<CHECK, false>(Vs + (write) * 4096 + vw_s + it * 1024, g + (size_t)(it * 16) * kv_ss,
+                                        vw_r + it * 16 < seq_k - ((kt + 1) * 64), vw_c, head_dim);
+        }
       }
     }
     kg_cp_async_commit();
-    {
+    if (!causal || (kt) * 64 <= q0 + wq0 + 15) {
       const unsigned short* const ks = Ks + (read) * 4096;
-      const unsigned short* const vs = Vs + (read) * 4096;
-      if (kt == 0) {   // Q's tile has landed with K/V tile 0: its A fragments stay in registers from here on
-        #pragma unroll
-        for (int kq = 0; kq < 4; ++kq) {
-          #pragma unroll
-          for (int i = 0; i < 1; ++i)
-            kg_ldmatrix_x4(qf[kq][i], Qs + (wq0 + i * 16 + (lane & 15)) * 64 + ((((kq * 16 + (lane >> 4) * 8) >> 3) ^ (((wq0 + i * 16 + (lane & 15)) / 1) % 8)) << 3) + ((kq * 16 + (lane >> 4) * 8) & 7));
-        }
-      }
-      float s[1][8][4];
       #pragma unroll
       for (int i = 0; i < 1; ++i) {
         #pragma unroll
@@ -450,7 +496,7 @@ __device__ __forceinline__ void attention_f16_sm90_aflashmma_bq64_wq16_bk64_d64_
         #pragma unroll
         for (int j = 0; j < 4; ++j) {
           unsigned r4[4];
-          kg_ldmatrix_x4(r4, ks + (0 + j * 16 + (lane >> 4) * 8 + (lane & 7)) * 64 + ((((kk * 16 + ((lane >> 3) & 1) * 8) >> 3) ^ (((0 + j * 16 + (lane >> 4) * 8 + (lane & 7)) / 1) % 8)) << 3) + ((kk * 16 + ((lane >> 3) & 1) * 8) & 7));
+          kg_ldmatrix_x4(r4, ks + j * 1024 + (lb_bt ^ ((kk) * 16)));
           b[2 * j][0] = r4[0]; b[2 * j][1] = r4[1]; b[2 * j + 1][0] = r4[2]; b[2 * j + 1][1] = r4[3];
         }
         #pragma unroll
@@ -462,47 +508,57 @@ __device__ __forceinline__ void attention_f16_sm90_aflashmma_bq64_wq16_bk64_d64_
           }
         }
       }
-      const bool edge = kt * 64 + 64 > seq_k || (causal && kt * 64 + 63 > q0 + wq0);
+      if ((kt) * 64 + 64 > seq_k || (causal && (kt) * 64 + 63 > q0 + wq0)) {
+        #pragma unroll
+        for (int i = 0; i < 1; ++i) {
+          #pragma unroll
+          for (int h = 0; h < 2; ++h) {
+            const int row = q0 + wq0 + i * 16 + h * 8 + (lane >> 2);
+            #pragma unroll
+            for (int j = 0; j < 8; ++j) {
+              #pragma unroll
+              for (int c = 0; c < 2; ++c) {
+                const int key = (kt) * 64 + j * 8 + (lane & 3) * 2 + c;
+                if (key >= seq_k || (causal && key > row)) s[i][j][2 * h + c] = KG_NEG_INF;
+              }
+            }
+          }
+        }
+      }
       #pragma unroll
       for (int i = 0; i < 1; ++i) {
         #pragma unroll
         for (int h = 0; h < 2; ++h) {
-          const int row = q0 + wq0 + i * 16 + h * 8 + (lane >> 2);
-          float mt = KG_NEG_INF;
+          float mt = mrow[i][h];
           #pragma unroll
-          for (int j = 0; j < 8; ++j) {
-            #pragma unroll
-            for (int c = 0; c < 2; ++c) {
-              float x = s[i][j][2 * h + c] * sl2;
-              const int key = kt * 64 + j * 8 + (lane & 3) * 2 + c;
-              if (edge && (key >= seq_k || (causal && key > row))) x = KG_NEG_INF;
-              s[i][j][2 * h + c] = x;
-              mt = fmaxf(mt, x);
-            }
-          }
+          for (int j = 0; j < 8; ++j) mt = fmaxf(mt, fmaxf(s[i][j][2 * h], s[i][j][2 * h + 1]));
           #pragma unroll
           for (int o = 2; o > 0; o >>= 1) mt = fmaxf(mt, __shfl_xor_sync(KG_FULL_MASK, mt, o));
-          const float mn = fmaxf(mrow[i][h], mt);
-          const float alpha = exp2f(mrow[i][h] - mn);
-          mrow[i][h] = mn;
-          float sum = 0.0f;
-          #pragma unroll
-          for (int j = 0; j < 8; ++j) {
-            #pragma unroll
-            for (int c = 0; c < 2; ++c) {
-              const float p = exp2f(s[i][j][2 * h + c] - mn);
-              s[i][j][2 * h + c] = p;
-              sum += p;
-            }
-          }
-          lrow[i][h] = lrow[i][h] * alpha + sum;
+          const float alpha = kg_ex2(fmaf(mrow[i][h], sl2, -mt * sl2));
+          mrow[i][h] = mt;
+          lrow[i][h] *= alpha;
           #pragma unroll
           for (int j = 0; j < 8; ++j) {
             acc[i][j][2 * h] *= alpha;
             acc[i][j][2 * h + 1] *= alpha;
           }
+          const float ms = mrow[i][h] * sl2;
+          float sum = 0.0f;
+          #pragma unroll
+          for (int j = 0; j < 8; ++j) {
+            #pragma unroll
+            for (int c = 0; c < 2; ++c) {
+              const float p = kg_ex2(fmaf(s[i][j][2 * h + c], sl2, -ms));
+              s[i][j][2 * h + c] = p;
+              sum += p;
+            }
+          }
+          lrow[i][h] += sum;
         }
       }
+    }
+    if (!causal || (kt) * 64 <= q0 + wq0 + 15) {
+      const unsigned short* const vs = Vs + (read) * 4096;
       #pragma unroll
       for (int kk = 0; kk < 4; ++kk) {
         unsigned p[1][4];
@@ -517,7 +573,7 @@ __device__ __forceinline__ void attention_f16_sm90_aflashmma_bq64_wq16_bk64_d64_
         #pragma unroll
         for (int j = 0; j < 4; ++j) {
           unsigned r4[4];
-          kg_ldmatrix_x4_trans(r4, vs + (kk * 16 + (lane & 15)) * 64 + ((((0 + j * 16 + (lane >> 4) * 8) >> 3) ^ (((kk * 16 + (lane & 15)) / 1) % 8)) << 3) + ((0 + j * 16 + (lane >> 4) * 8) & 7));
+          kg_ldmatrix_x4_trans(r4, vs + (kk) * 1024 + (lb_a ^ (j * 16)));
           b[2 * j][0] = r4[0]; b[2 * j][1] = r4[1]; b[2 * j + 1][0] = r4[2]; b[2 * j + 1][1] = r4[3];
         }
         #pragma unroll
