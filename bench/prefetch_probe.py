@@ -138,23 +138,24 @@ def main(argv=None) -> int:
               f"(distance {full_d})", file=sys.stderr)
     sweep = []
     if args.sweep:
-        for scope, mode, pad in (("registers", "batch", 0), ("registers", "rolling", 0), ("shared", "batch", 1),
-                                 ("shared", "rolling", 1)):
+        for scope, mode, slots in (("registers", "batch", ""), ("registers", "rolling", ""),
+                                   ("shared", "batch", "interleaved"), ("shared", "rolling", "interleaved"),
+                                   ("shared", "batch", "thread"), ("shared", "rolling", "thread")):
             for d in (2, 4, 8, 16):
                 if time.time() - start > args.budget_s:
                     break
                 k = dict(prefetch=d, prefetch_scope=scope, prefetch_mode=mode)
-                if scope == "shared":
-                    k["prefetch_pad"] = pad if (d + pad) % 2 else 0
+                if scope == "shared":    # the note's side-by-side slots padded to an odd count (conflict-free)
+                    k.update(prefetch_slots=slots, prefetch_pad=(d + 1) % 2 if slots == "thread" else 0)
                 try:
                     sched = with_knobs(STEPS[0].schedule, **k)
                     op.kernel(sched, target)
                 except ScheduleError as e:
-                    sweep.append(dict(form=f"{scope} {mode}", distance=d, gbps=None, note=str(e)[:80]))
+                    sweep.append(dict(form=f"{scope} {mode} {slots}".strip(), distance=d, gbps=None, note=str(e)[:80]))
                     continue
                 fit = blocks_that_fit(sched, target)
                 full = time_step(with_knobs(sched, grid_stride=4), problem) if fit >= 4 else None
-                sweep.append(dict(form=f"{scope} {mode}", distance=d, gbps=time_step(sched, problem), full_gbps=full,
+                sweep.append(dict(form=f"{scope} {mode} {slots}".strip(), distance=d, gbps=time_step(sched, problem), full_gbps=full,
                                   note=""))
     vendor = measure_vendor(op, problem, timing="events")
     text = table(rows, sweep, copy, copy_how, vendor, target, args.log2n)

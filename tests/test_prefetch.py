@@ -103,9 +103,12 @@ def test_prefetch_needs_a_loop_of_one_vector_per_iteration():
 
 def test_shared_slots_over_the_targets_limit_are_refused_with_the_numbers():
     s = reduce_op.schedule(**knobs("shared", "rolling", 1, 16, threads=1024))
+    with pytest.raises(ScheduleError, match=r"prefetch\(x\): '262400 bytes' is illegal \(limit: 16 slots x \(1024 "
+                                            r"threads \+ 1 pad\) vectors x 16 bytes .*> 232448 bytes .* on sm_90"):
+        reduce_op.kernel(s)
     with pytest.raises(ScheduleError, match=r"prefetch\(x\): '278528 bytes' is illegal \(limit: \(16 \+ 1 pad\) "
                                             r"vectors x 1024 threads x 16 bytes .*> 232448 bytes .* on sm_90"):
-        reduce_op.kernel(s)
+        reduce_op.kernel(reduce_op.schedule(**dict(knobs("shared", "rolling", 1, 16, threads=1024), prefetch_slots="thread")))
     with pytest.raises(ScheduleError, match=r"> 101376 bytes of shared memory per block on sm_86"):
         reduce_op.kernel(reduce_op.schedule(**knobs("shared", "batch", 1, 8, threads=1024)), target("sm_86"))
     reduce_op.kernel(reduce_op.schedule(**knobs("registers", "batch", 0, 16, threads=1024)))   # no shared slots
@@ -118,12 +121,12 @@ def test_shared_slots_are_the_partial_passs_dynamic_shared_memory():
     k = reduce_op.kernel(STEPS[-1].schedule)
     p = reduce_op.plan(k, reduce_op.problem({"n": 1 << 24}), target())
     assert [(l.symbol.rsplit("_", 1)[1], l.shared_bytes, l.grid[0]) for l in p.launches] == [
-        ("partial", 512 * 9 * 16, 132), ("final", 0, 1)]
-    assert [s.shared_bytes for s in reduce_op.recipe(k).steps] == [512 * 9 * 16] * 2 + [0]
+        ("partial", 8 * 513 * 16, 132), ("final", 0, 1)]          # 8 rows of (512 threads + 1 pad) float4s
+    assert [s.shared_bytes for s in reduce_op.recipe(k).steps] == [8 * 513 * 16] * 2 + [0]
     e = ew.with_expr("a * bias + b")
     k = e.kernel(e.schedule(**knobs("shared", "batch", 1, 4, vec=4, grid_stride=2)))
     (launch,) = e.plan(k, e.problem({"M": 64, "N": 64}), target()).launches
-    assert launch.shared_bytes == 2 * 256 * 5 * 16                 # a and b, not the bias vector
+    assert launch.shared_bytes == 2 * 4 * 257 * 16                 # a and b, not the bias vector
 
 
 def test_the_space_holds_each_form_where_it_is_legal():
@@ -133,7 +136,7 @@ def test_the_space_holds_each_form_where_it_is_legal():
     assert {(k["prefetch"], k["prefetch_scope"], k["prefetch_mode"]) for k in on} == {
         (d, s, m) for d in (4, 8) for s in ("registers", "shared") for m in ("batch", "rolling")}
     assert all(k["items"] == 1 and k["grid_stride"] >= 1 for k in on)
-    assert all((k["prefetch"] + k["prefetch_pad"]) % 2 for k in on if k["prefetch_scope"] == "shared")
+    assert all(k["prefetch_pad"] == 0 and k["prefetch_slots"] == "interleaved" for k in on if k["prefetch_scope"] == "shared")
     assert all(k["prefetch_scope"] == "registers" and k["prefetch_pad"] == 0 for k in space if not k["prefetch"])
     assert len(list(ew.space(ew.problem(), target()))) == 108
 
@@ -215,8 +218,8 @@ def test_shared_slots_without_cp_async_go_through_registers():
 @pytest.mark.parametrize("n, line, mutant", [
     (304623, "kg_cp_async_wait<7>();", "kg_cp_async_wait<8>();"),            # the ring waits for one group too few
     (304624, "(pf_jn < nvec ? pf_jn : 0), pf_jn < nvec);", "(pf_jn <= nvec ? pf_jn : 0), pf_jn <= nvec);"),   # a refill one vector past the end
-    (304623, "pf_r = pf_r + 1 == 8 ? 0 : pf_r + 1;", "pf_r = pf_r + 1 == 7 ? 0 : pf_r + 1;"),    # a ring one slot short
-    (304623, "const long long pf_jn = pf_j + 8 *", "const long long pf_jn = pf_j + 7 *"),  # refilled one iteration short
+    (304623, "for (int pf_r = 0; pf_r < 8; ++pf_r)", "for (int pf_r = 0; pf_r < 7; ++pf_r)"),  # a ring one slot short
+    (304623, "const long long pf_jn = pf_js + 8 *", "const long long pf_jn = pf_js + 7 *"),  # refilled one iteration short
 ])
 def test_the_rings_off_by_ones_are_caught(n, line, mutant):
     from kernelgen.errors import KernelgenError
@@ -241,8 +244,11 @@ def test_padding_the_slots_removes_the_bank_conflicts():
         (stat,) = [s for s in profile(reduce_op, sched, problem).stats
                    if s.space == "shared" and s.access == "load" and s.name.startswith("extern")]
         return stat
-    plain, padded = (slot_loads(s.schedule) for s in STEPS[3:5])
+    def side_by_side(step):                                        # the seed note's layout
+        return reduce_op.schedule_from_knobs(**dict(reduce_op.knobs_from_schedule(step.schedule), prefetch_slots="thread"))
+    plain, padded = (slot_loads(side_by_side(s)) for s in STEPS[3:5])
     assert plain.ways == 8 and padded.ways == 1                    # 8 float4s a thread: 8 lanes of a phase in one bank group
+    assert all(slot_loads(s.schedule).ways == 1 for s in STEPS[2:5])   # interleaved: conflict-free, padded or not
 
 
 # -- GPU -------------------------------------------------------------------------------------------
@@ -274,11 +280,13 @@ def test_elementwise_forms_on_the_gpu(form):
 def test_full_occupancy_shortens_the_shared_slots_until_the_blocks_fit():
     from kernelgen.ops.prefetch import fit_distance
     h100 = target("sm_90")
-    shared = dict(prefetch=8, prefetch_scope="shared", prefetch_pad=1)
+    shared = dict(prefetch=8, prefetch_scope="shared", prefetch_pad=1, prefetch_slots="thread")
     # 512 threads x float4, 2 KB of block sums: 4 blocks of (4 + 1) slots fit 228 KB, (6 + 1) do not; odd kept
     assert fit_distance(shared, h100, 512, [16], 2048, 4) == 4
     assert fit_distance(dict(shared, prefetch_pad=0), h100, 512, [16], 2048, 4) == 6
     assert fit_distance(shared, h100, 512, [16], 2048, 1) == 8                  # one block: the distance asked
+    # interleaved: 6 rows of (512 + 1) float4s fit 4 blocks, 7 do not; no odd rule (conflict-free as they are)
+    assert fit_distance(dict(shared, prefetch_slots="interleaved"), h100, 512, [16], 2048, 4) == 6
     # register slots: 32 registers a thread at 4 blocks of 512, 16 of them the loop's: 4 float4s
     registers = dict(shared, prefetch_scope="registers")
     assert fit_distance(registers, h100, 512, [16], 2048, 4) == 4

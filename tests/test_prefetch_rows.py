@@ -39,12 +39,12 @@ def test_the_steps_round_trip_and_name_the_kernels():
     s = gemv_sched(("shared", "rolling", 1), distance=4)
     assert Schedule.from_json(s.to_json()) == s
     assert 'prefetch("A", 4, "shared", "rolling").prefetch("x", 4, "shared", "rolling")' in s.to_python()
-    assert gemv.kernel(s).name == "gemv_f32_sm90_t64_l64_v4_u1_g0_p4_psshared_pmrolling_pp1"
+    assert gemv.kernel(s).name == "gemv_f32_sm90_t64_l64_v4_u1_g0_p4_psshared_pmrolling_pp1_plinterleaved"
     s = row_sched(softmax, "online", ("registers", "batch", 0), distance=8)
     assert softmax.knobs_from_schedule(s)["prefetch"] == 8
     assert softmax.kernel(s).name == "softmax_f32_sm90_t64_r1_i1_v4_sshuffle_aonline_b16_p8_psregisters_pmbatch"
     s = row_sched(layernorm, "two_pass", ("shared", "batch", 0))
-    assert layernorm.kernel(s).name == "layernorm_f32_sm90_t64_r1_i1_v4_sshuffle_atwopass_p3_psshared_pmbatch_pp0"
+    assert layernorm.kernel(s).name == "layernorm_f32_sm90_t64_r1_i1_v4_sshuffle_atwopass_p3_psshared_pmbatch_pp0_plinterleaved"
     # without prefetch: the names the kernels had
     assert softmax.kernel(softmax.default_schedule()).name == "softmax_f32_sm90_t256_r1_i4_v4_sshuffle_aregisters_b16"
     assert gemv.kernel(gemv.default_schedule()).name == "gemv_f32_sm90_t1024_l1024_v4_u2_g0"
@@ -75,23 +75,23 @@ def test_an_iteration_is_one_vector():
 
 
 def test_shared_slots_over_the_block_limit_are_refused_with_the_numbers():
-    # the default GEMV block: 1024 threads x (16 + 1) x 16 bytes of A and of x
+    # the default GEMV block: 16 x (1024 threads + 1) x 16 bytes of A and of x
     s = gemv.schedule(unroll=1, prefetch=16, prefetch_scope="shared", prefetch_pad=1)
-    with pytest.raises(ScheduleError, match=r"prefetch\(A\): '557056 bytes' is illegal \(limit: \(16 \+ 1 pad\) vectors x "
-                                            r"1024 threads x 16\+16 bytes of shared slots \+ 128 bytes > 232448 bytes"):
+    with pytest.raises(ScheduleError, match=r"prefetch\(A\): '524800 bytes' is illegal \(limit: 16 slots x \(1024 threads "
+                                            r"\+ 1 pad\) vectors x 16\+16 bytes of shared slots \+ 128 bytes > 232448 bytes"):
         gemv.kernel(s)
     # two rows' slots with a residual: x's and res's
     ln = layernorm.with_fusion(residual="add")
     s = ln.schedule(algo="welford", items=1, threads=1024, prefetch=8, prefetch_scope="shared", prefetch_pad=1)
-    with pytest.raises(ScheduleError, match=r"1024 threads x 16\+16 bytes"):
+    with pytest.raises(ScheduleError, match=r"1024 threads \+ 1 pad\) vectors x 16\+16 bytes"):
         ln.kernel(s)
     layernorm.kernel(s)                                           # one row's slots fit
 
 
 def test_a_grid_stride_promise_the_slots_break_is_refused():
     s = gemv.schedule(threads=512, lanes=512, unroll=1, grid_stride=4, prefetch=8, prefetch_scope="shared", prefetch_pad=1)
-    with pytest.raises(ScheduleError, match=r"grid_stride 4 promises 4 blocks an SM: 4 x \(147456 bytes of slots \+ 64 \+ "
-                                            r"1024 reserved\) > 233472 bytes per SM on sm_90; allowed: distance <= 2"):
+    with pytest.raises(ScheduleError, match=r"grid_stride 4 promises 4 blocks an SM: 4 x \(131328 bytes of slots \+ 64 \+ "
+                                            r"1024 reserved\) > 233472 bytes per SM on sm_90; allowed: distance <= 3"):
         gemv.kernel(s)
     k = gemv.kernel(gemv.schedule(threads=512, lanes=512, unroll=1, grid_stride=4, prefetch=2, prefetch_scope="shared",
                                   prefetch_pad=1))
@@ -102,14 +102,15 @@ def test_a_grid_stride_promise_the_slots_break_is_refused():
 def test_the_slots_are_each_launchs_dynamic_shared_memory():
     k = gemv.kernel(gemv_sched(("shared", "batch", 1), distance=4, threads=256, lanes=128))
     (launch,) = gemv.plan(k, gemv.problem({"M": 9, "N": 1001}), target()).launches
-    assert launch.symbol.endswith("_unaligned") and launch.shared_bytes == 256 * 5 * 16 * 2
-    assert [s.shared_bytes for s in gemv.recipe(k).steps] == [256 * 5 * 16 * 2] * 2
+    # interleaved slots: 4 rows of (256 threads + 1 pad) vectors, of A and of x
+    assert launch.symbol.endswith("_unaligned") and launch.shared_bytes == 4 * 257 * 16 * 2
+    assert [s.shared_bytes for s in gemv.recipe(k).steps] == [4 * 257 * 16 * 2] * 2
     k = softmax.kernel(row_sched(softmax, "online", ("shared", "rolling", 0), threads=32, rows_per_block=4))
     (launch,) = softmax.plan(k, softmax.problem({"rows": 5, "cols": 99}), target()).launches
     assert launch.shared_bytes == 128 * 3 * 16 and launch.block == (32, 4, 1)
     ln = layernorm.with_fusion(residual="add_store")
     k = ln.kernel(row_sched(ln, "welford", ("shared", "rolling", 1)))
-    assert [s.shared_bytes for s in ln.recipe(k).steps] == [64 * 4 * 16 * 2] * 2      # x's and res's
+    assert [s.shared_bytes for s in ln.recipe(k).steps] == [3 * 65 * 16 * 2] * 2      # x's and res's
 
 
 @pytest.mark.parametrize("op", [gemv, softmax, layernorm])
@@ -118,7 +119,8 @@ def test_the_spaces_hold_each_form_where_it_is_legal(op):
     on = [k for k in op.space(problem, target()) if k.get("prefetch")]
     assert {(k["prefetch"], k["prefetch_scope"], k["prefetch_mode"]) for k in on} == {
         (d, s, m) for d in (4, 8) for s in ("registers", "shared") for m in ("batch", "rolling")}
-    assert all((k["prefetch"] + k["prefetch_pad"]) % 2 for k in on if k["prefetch_scope"] == "shared")
+    assert all(k["prefetch_pad"] == 0 and k.get("prefetch_slots", "interleaved") == "interleaved"
+               for k in on if k["prefetch_scope"] == "shared")      # interleaved slots need no padding
     for k in on:
         op.kernel(op.schedule_from_knobs(**k), types=problem.types)       # every point legal
 
@@ -211,8 +213,8 @@ def _caught(op, sched, problem, line, mutant):
 @pytest.mark.emulate
 @pytest.mark.parametrize("line, mutant", [
     ("kg_cp_async_wait<2>();", "kg_cp_async_wait<3>();"),                        # the ring waits for one group too few
-    ("pf_r = pf_r + 1 == 3 ? 0 : pf_r + 1;", "pf_r = pf_r + 1 == 2 ? 0 : pf_r + 1;"),   # a ring one slot short
-    ("const long long pf_jn = pf_j + 3 *", "const long long pf_jn = pf_j + 2 *"),      # refilled one iteration short
+    ("for (int pf_r = 0; pf_r < 3; ++pf_r)", "for (int pf_r = 0; pf_r < 2; ++pf_r)"),  # a ring one slot short
+    ("const long long pf_jn = pf_js + 3 *", "const long long pf_jn = pf_js + 2 *"),    # refilled one iteration short
     ("xv + (pf_jn < hi ? pf_jn : 0), pf_jn < hi);", "xv + (pf_jn <= hi ? pf_jn : 0), pf_jn <= hi);"),  # the twin's
 ])                                                                               # last, partial vector copied whole
 def test_the_row_rings_off_by_ones_are_caught(line, mutant):

@@ -287,7 +287,7 @@ class Elementwise(Op):
              .split("i", k["items"] * k["threads"] * k["vec"], k["threads"] * k["vec"], k["vec"])
              .bind("i.0", "blockIdx.x").bind("i.2", "threadIdx.x").unroll("i.1"))
         s = self.put(s, k, "vec", "fusion", "grid_stride")
-        return self.put(prefetch.build(s, k, self.matrices), k, "prefetch_pad")
+        return self.put(prefetch.build(s, k, self.matrices), k, "prefetch_pad", "prefetch_slots")
 
     def read_knobs(self, r: ScheduleReader) -> dict:
         expr = canonical(r.read("annotate", "expr", self.expr))

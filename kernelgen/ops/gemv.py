@@ -40,7 +40,7 @@ serves. The kernel for rows that are not vector-aligned prefetches A only (its x
 
 >>> op.kernel(op.schedule(unroll=1, prefetch=4, prefetch_scope="shared", prefetch_mode="rolling",
 ...                       prefetch_pad=1)).name
-'gemv_f32_sm90_t1024_l1024_v4_u1_g0_p4_psshared_pmrolling_pp1'
+'gemv_f32_sm90_t1024_l1024_v4_u1_g0_p4_psshared_pmrolling_pp1_plinterleaved'
 
 Rows are 16-byte aligned only when N % 4 == 0: otherwise each row starts with up to 3 scalar
 products up to its first aligned element, and x (then misaligned with the row) is read as scalars.
@@ -121,7 +121,7 @@ class Gemv(Op):
         if lanes > 1:
             s = s.reduction("j", "shuffle")
         s = prefetch.build(self.put(s, k, "grid_stride"), k, self.inputs)
-        return self.put(s, k, "prefetch_pad")
+        return self.put(s, k, "prefetch_pad", "prefetch_slots")
 
     def read_knobs(self, r: ScheduleReader) -> dict:
         unroll, lanes, vec = r.vector_split("j", (32, 32, 1))   # widths per type: template_params

@@ -134,7 +134,7 @@ class LayerNorm(HalfRowNumbers, RowSchedule, Op):
             s = self.put(s.bind("j.0", "blockIdx.y"), k, "l2_batch_mb")
         else:
             s = s.cache_read("x", "register") if k["algo"] == "registers" else s.annotate("layernorm", k["algo"])
-        return self.put(prefetch.build(s, k, ("x",)), k, "prefetch_pad")
+        return self.put(prefetch.build(s, k, ("x",)), k, "prefetch_pad", "prefetch_slots")
 
     def read_knobs(self, r: ScheduleReader) -> dict:
         k = self.read_row_steps(r)

@@ -9,15 +9,18 @@ parameters of templates/lib/prefetch.j2, shared by every op that has such a loop
 >>> [st.to_python() for st in s.steps if st.prim in ("prefetch", "storage_align")]
 ['prefetch("x", 8, "shared", "rolling")', 'storage_align("x", 1)']
 >>> op.kernel(s).name
-'reduce_sum_f32_sm90_t512_i1_v4_sshuffle_g1_ftwopass_p8_psshared_pmrolling_pp1'
+'reduce_sum_f32_sm90_t512_i1_v4_sshuffle_g1_ftwopass_p8_psshared_pmrolling_pp1_plinterleaved'
 
 A thread of a grid-stride loop visits vectors j = first, first + stride, ... < n: `prefetch(x, D,
 scope, mode)` loads D of those iterations ahead. An iteration is one vector, so the loop must be one
 (`items` 1) and a loop at all (`grid_stride` >= 1). "batch" loads D iterations together and then uses
 them (a thread's last batch is partial: every use is guarded, so any count works); "rolling" keeps D
-loads in flight with a ring refilled once per iteration. The shared forms give each thread D slots
-and `storage_align(x, pad)` vectors of padding: D + pad odd makes a warp's slot accesses
-conflict-free (a 4-, 8- or 16-byte access, each thread `D + pad` vectors from the next). On sm_80
+loads in flight with a ring refilled once per iteration. The shared forms give each thread D slots,
+interleaved by default (`prefetch_slots`): slot s of every thread side by side, so a warp's copies
+and reads are contiguous and conflict-free. The seed note's layout puts a thread's D slots side by
+side (`annotate("prefetch_slots", "thread")`) and needs `storage_align(x, pad)` vectors of padding,
+D + pad odd, to be conflict-free; on the H100 it still ran 1.6x slower than interleaved slots at full
+occupancy with cp.async (bench_results/2026-11-24-s5/prefetch_shared_micro.md), padded or not. On sm_80
 and later the shared slots are filled by cp.async, so the loads do not wait in registers; a 16-byte
 copy past the end is issued anyway with a source size of 0 (zeros land), so no copy sits under a
 predicate (a predicated cp.async can lose the coalescing of a warp's copies). At full occupancy the
@@ -42,7 +45,8 @@ SCOPES = ("registers", "shared")
 MODES = ("batch", "rolling")
 MAX_DISTANCE = 16
 ON = Range(1, MAX_DISTANCE)
-NAMES = ("prefetch", "prefetch_scope", "prefetch_mode", "prefetch_pad")
+SLOTS = ("interleaved", "thread")
+NAMES = ("prefetch", "prefetch_scope", "prefetch_mode", "prefetch_pad", "prefetch_slots")
 
 
 GRID_STRIDE = "grid-stride iterations each thread loads ahead (needs items 1 and grid_stride >= 1)"
@@ -57,9 +61,15 @@ def knobs(buffers: tuple[str, ...], what: str = GRID_STRIDE) -> tuple[Knob, ...]
         Knob("prefetch_scope", "registers", SCOPES, "where prefetched vectors wait", "ps", step, when=("prefetch", ON)),
         Knob("prefetch_mode", "batch", MODES, "batch: the loads of `prefetch` iterations, then their uses; "
              "rolling: a ring refilled every iteration", "pm", step, when=("prefetch", ON)),
-        Knob("prefetch_pad", 0, Range(0, 4), "vectors of padding after each thread's shared slots (bank "
-             "conflicts: prefetch + pad odd)", "pp", Prim("storage_align", buffers, absent=0),
+        Knob("prefetch_pad", 0, Range(0, 4), "vectors of padding per row of shared slots: after each thread's "
+             "slots (slots thread; bank conflicts: prefetch + pad odd) or after each slot's row of threads "
+             "(interleaved)", "pp", Prim("storage_align", buffers, absent=0),
              when=("prefetch_scope", ("shared",)), tune=(0, 1)),
+        Knob("prefetch_slots", "interleaved", SLOTS, "how the shared slots are laid out: interleaved (slot s of "
+             "every thread side by side: a warp's copies land in contiguous bytes) or thread (each thread's slots "
+             "side by side, the seed note's layout; 41% slower at full occupancy on the H100)", "pl",
+             Prim("annotate", "prefetch_slots", absent="interleaved"), when=("prefetch_scope", ("shared",)),
+             tune=("interleaved",)),
     )
 
 
@@ -95,11 +105,25 @@ def name_knobs(op, k: dict) -> dict:
             if n not in NAMES or (k["prefetch"] and op.knob(n).applies(k))}
 
 
+def slot_vectors(k: dict, threads: int) -> int:
+    """Vectors of one buffer's shared slots in a block: threads x (distance + pad) with each thread's
+    slots side by side, distance x (threads + pad) with each slot's row of threads side by side."""
+    d, pad = k["prefetch"], k["prefetch_pad"]
+    return threads * (d + pad) if k.get("prefetch_slots", "interleaved") == "thread" else d * (threads + pad)
+
+
+def _slots_text(k: dict, threads: int) -> str:
+    d, pad = k["prefetch"], k["prefetch_pad"]
+    if k.get("prefetch_slots", "interleaved") == "thread":
+        return f"({d} + {pad} pad) vectors x {threads} threads"
+    return f"{d} slots x ({threads} threads + {pad} pad) vectors"
+
+
 def shared_bytes(k: dict, threads: int, vector_bytes: list[int]) -> int:
-    """Dynamic shared memory of the slots: (distance + pad) vectors per thread and buffer."""
+    """Dynamic shared memory of the slots, over every buffer."""
     if not k["prefetch"] or k["prefetch_scope"] != "shared":
         return 0
-    return sum(threads * (k["prefetch"] + k["prefetch_pad"]) * b for b in vector_bytes)
+    return sum(slot_vectors(k, threads) * b for b in vector_bytes)
 
 
 RESERVED = 1024     # shared memory the driver keeps per block (sm_80 and later)
@@ -138,7 +162,7 @@ def check_legal(k: dict, target: Target, buffer: str, threads: int, vector_bytes
           f"not {k[knob]}; the distance stands in for {knob}")
     smem = shared_bytes(k, threads, vector_bytes)
     check(static + smem <= target.max_smem, "prefetch", buffer, f"{smem} bytes",
-          limit=f"({d} + {k['prefetch_pad']} pad) vectors x {threads} threads x {'+'.join(map(str, vector_bytes))} "
+          limit=f"{_slots_text(k, threads)} x {'+'.join(map(str, vector_bytes))} "
                 f"bytes of shared slots + {static} bytes > {target.max_smem} bytes of shared memory per block on "
                 f"{target.arch}", allowed="a shorter distance, fewer threads or scope registers")
     blocks = resident(k, target, threads)
@@ -176,7 +200,7 @@ def fit_distance(k: dict, target: Target, threads: int, vector_bytes: list[int],
     if k["prefetch_scope"] != "shared":
         cap = min(target.max_registers, target.regs_per_sm // (threads * blocks))
         return max(0, min(d, (cap - base_registers) // (sum(vector_bytes) // 4 or 1)))
-    odd = (d + k["prefetch_pad"]) % 2 == 1
+    odd = k.get("prefetch_slots", "interleaved") == "thread" and (d + k["prefetch_pad"]) % 2 == 1
     for dist in range(d, 0, -1):
         if odd and (dist + k["prefetch_pad"]) % 2 == 0:
             continue
@@ -201,10 +225,12 @@ def params(k: dict, target: Target, bufs: list[dict], threads: int | None = None
     if not k["prefetch"]:
         return {"prefetch": 0, "min_blocks": 0}
     slot = k["prefetch"] + (k["prefetch_pad"] if k["prefetch_scope"] == "shared" else 0)
+    # thread t's slot s is vector t * lane + s * step of its buffer's slots
+    lane, step = (slot, 1) if k.get("prefetch_slots", "interleaved") == "thread" else (1, threads + k["prefetch_pad"])
     offset, out = 0, []
     for b in bufs:
-        out.append(dict(b, offset=offset, copy_bytes=16 if b["vbytes"] == 16 else 4))
-        offset += threads * slot * b["vbytes"]
+        out.append(dict(b, offset=offset, copy_bytes=16 if b["vbytes"] == 16 else 4, lane=lane, step=step))
+        offset += slot_vectors(k, threads) * b["vbytes"]
     async_copy = target.has("cp_async") and all(b["vbytes"] % 4 == 0 for b in bufs)
     return dict(prefetch=k["prefetch"], prefetch_scope=k["prefetch_scope"], prefetch_mode=k["prefetch_mode"],
                 prefetch_slot=slot, prefetch_bufs=out, prefetch_async=async_copy,
@@ -213,12 +239,12 @@ def params(k: dict, target: Target, bufs: list[dict], threads: int | None = None
 
 def forms(distances: tuple[int, ...] = (4, 8)):
     """The prefetch knobs a tuning space tries: each distance in each of the four forms, shared slots
-    padded to an odd count of vectors (conflict-free; another padding only adds bank conflicts)."""
+    interleaved and unpadded (a warp's copies contiguous: conflict-free, and 1.6x the bandwidth of a
+    thread's slots side by side on the H100, bench_results/2026-11-24-s5/prefetch_shared_micro.md)."""
     for d in distances:
         for scope in SCOPES:
             for mode in MODES:
-                yield dict(prefetch=d, prefetch_scope=scope, prefetch_mode=mode,
-                           prefetch_pad=(d + 1) % 2 if scope == "shared" else 0)
+                yield dict(prefetch=d, prefetch_scope=scope, prefetch_mode=mode, prefetch_pad=0)
 
 
 def legal(k: dict, target: Target, threads: int, vector_bytes: list[int], static: int, **how) -> bool:
@@ -233,11 +259,16 @@ def legal(k: dict, target: Target, threads: int, vector_bytes: list[int], static
 def space(op, base):
     """The points of `base` (the op's default space) that prefetching can serve: no prefetch anywhere,
     prefetch only with items 1 and a grid-stride loop (the rest would be pruned as illegal), and shared
-    slots only with the padding that puts a thread's slots an odd number of vectors apart (conflict-free;
-    another padding only adds bank conflicts)."""
+    slots unpadded where interleaved (conflict-free as they are), and with the padding that puts a
+    thread's slots an odd number of vectors apart where side by side (another only adds conflicts)."""
     def useful(k):
         if not k["prefetch"]:
             return True
-        odd = k["prefetch_scope"] != "shared" or (k["prefetch"] + k["prefetch_pad"]) % 2 == 1
+        if k["prefetch_scope"] != "shared":
+            odd = True
+        elif k.get("prefetch_slots", "interleaved") == "interleaved":
+            odd = k["prefetch_pad"] == 0           # conflict-free as they are: padding only costs bytes
+        else:
+            odd = (k["prefetch"] + k["prefetch_pad"]) % 2 == 1
         return k["items"] == 1 and k["grid_stride"] >= 1 and odd
     return (k for k in base if useful(k))

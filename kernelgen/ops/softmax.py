@@ -76,7 +76,7 @@ class Softmax(HalfRowNumbers, RowSchedule, Op):
             s = self.put(s.bind("j.0", "blockIdx.y"), k, "l2_batch_mb")
         else:
             s = s.annotate("softmax", k["algo"])
-        return self.put(prefetch.build(s, k, ("x",)), k, "prefetch_pad")
+        return self.put(prefetch.build(s, k, ("x",)), k, "prefetch_pad", "prefetch_slots")
 
     def read_knobs(self, r: ScheduleReader) -> dict:
         k = self.read_row_steps(r)

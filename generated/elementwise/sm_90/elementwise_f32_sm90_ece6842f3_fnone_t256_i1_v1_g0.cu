@@ -2,7 +2,7 @@
 // op: elementwise   kernel: elementwise_f32_sm90_ece6842f3_fnone_t256_i1_v1_g0
 // target: sm_90   types: inputs float32, outputs float32, accumulate in float32
 // problem: sizes are runtime arguments; any size is handled (tails are guarded)
-// knobs: expr=relu(a * b + c), fusion=none, threads=256, items=1, vec=1, grid_stride=0, prefetch=0, prefetch_scope=registers, prefetch_mode=batch, prefetch_pad=0
+// knobs: expr=relu(a * b + c), fusion=none, threads=256, items=1, vec=1, grid_stride=0, prefetch=0, prefetch_scope=registers, prefetch_mode=batch, prefetch_pad=0, prefetch_slots=interleaved
 // schedule:
 //   schedule("elementwise").annotate("expr", "relu(a * b + c)").split("i", 256, 256, 1).bind("i.0",
 //       "blockIdx.x").bind("i.2", "threadIdx.x").unroll("i.1", 0).vectorize("i.3",

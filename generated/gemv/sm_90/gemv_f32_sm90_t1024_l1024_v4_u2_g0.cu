@@ -2,7 +2,7 @@
 // op: gemv   kernel: gemv_f32_sm90_t1024_l1024_v4_u2_g0
 // target: sm_90   types: inputs float32, outputs float32, accumulate in float32
 // problem: sizes are runtime arguments; any size is handled (tails are guarded)
-// knobs: threads=1024, lanes=1024, vec=4, unroll=2, grid_stride=0, prefetch=0, prefetch_scope=registers, prefetch_mode=batch, prefetch_pad=0
+// knobs: threads=1024, lanes=1024, vec=4, unroll=2, grid_stride=0, prefetch=0, prefetch_scope=registers, prefetch_mode=batch, prefetch_pad=0, prefetch_slots=interleaved
 // schedule:
 //   schedule("gemv").split("i", 1).bind("i.0", "blockIdx.x").bind("i.1", "threadIdx.y").split("j",
 //       8192, 4096, 4).bind("j.2", "threadIdx.x").unroll("j.1", 0).vectorize("j.3",

@@ -2,7 +2,7 @@
 // op: gemv   kernel: gemv_f32_sm90_t256_l32_v1_u1_g0
 // target: sm_90   types: inputs float32, outputs float32, accumulate in float32
 // problem: sizes are runtime arguments; any size is handled (tails are guarded)
-// knobs: threads=256, lanes=32, vec=1, unroll=1, grid_stride=0, prefetch=0, prefetch_scope=registers, prefetch_mode=batch, prefetch_pad=0
+// knobs: threads=256, lanes=32, vec=1, unroll=1, grid_stride=0, prefetch=0, prefetch_scope=registers, prefetch_mode=batch, prefetch_pad=0, prefetch_slots=interleaved
 // schedule:
 //   schedule("gemv").split("i", 8, 1).bind("i.0", "blockIdx.x").bind("i.1", "warp").bind("i.2",
 //       "lane").split("j", 32, 32, 1).bind("j.2", "lane").unroll("j.1", 0).vectorize("j.3",

@@ -2,7 +2,7 @@
 // op: layernorm   kernel: layernorm_f32_sm90_t32_r4_i4_v4_sshuffle_awelford
 // target: sm_90   types: inputs float32, outputs float32, accumulate in float32
 // problem: sizes are runtime arguments; any size is handled (tails are guarded)
-// knobs: threads=32, rows_per_block=4, items=4, vec=4, reduction=shuffle, algo=welford, l2_batch_mb=16, prefetch=0, prefetch_scope=registers, prefetch_mode=batch, prefetch_pad=0
+// knobs: threads=32, rows_per_block=4, items=4, vec=4, reduction=shuffle, algo=welford, l2_batch_mb=16, prefetch=0, prefetch_scope=registers, prefetch_mode=batch, prefetch_pad=0, prefetch_slots=interleaved
 // schedule:
 //   schedule("layernorm").split("i", 4).bind("i.0", "blockIdx.x").bind("i.1",
 //       "threadIdx.y").split("j", 512, 128, 4).bind("j.2", "threadIdx.x").unroll("j.1",

@@ -2,7 +2,7 @@
 // op: reduce_sum   kernel: reduce_sum_f32_sm90_t256_i2_v1_sunrolled_g0_ftwopass
 // target: sm_90   types: inputs float32, outputs float32, accumulate in float32
 // problem: sizes are runtime arguments; any size is handled (tails are guarded)
-// knobs: threads=256, items=2, vec=1, strategy=unrolled, grid_stride=0, finish=two_pass, prefetch=0, prefetch_scope=registers, prefetch_mode=batch, prefetch_pad=0
+// knobs: threads=256, items=2, vec=1, strategy=unrolled, grid_stride=0, finish=two_pass, prefetch=0, prefetch_scope=registers, prefetch_mode=batch, prefetch_pad=0, prefetch_slots=interleaved
 // schedule:
 //   schedule("reduce_sum").split("i", 512, 256, 1).bind("i.0", "blockIdx.x").bind("i.2",
 //       "threadIdx.x").unroll("i.1", 0).vectorize("i.3", 1).reduction("i", "unrolled")

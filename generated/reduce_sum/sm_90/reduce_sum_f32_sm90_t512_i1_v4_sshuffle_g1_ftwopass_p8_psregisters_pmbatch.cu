@@ -2,7 +2,7 @@
 // op: reduce_sum   kernel: reduce_sum_f32_sm90_t512_i1_v4_sshuffle_g1_ftwopass_p8_psregisters_pmbatch
 // target: sm_90   types: inputs float32, outputs float32, accumulate in float32
 // problem: sizes are runtime arguments; any size is handled (tails are guarded)
-// knobs: threads=512, items=1, vec=4, strategy=shuffle, grid_stride=1, finish=two_pass, prefetch=8, prefetch_scope=registers, prefetch_mode=batch, prefetch_pad=0
+// knobs: threads=512, items=1, vec=4, strategy=shuffle, grid_stride=1, finish=two_pass, prefetch=8, prefetch_scope=registers, prefetch_mode=batch, prefetch_pad=0, prefetch_slots=interleaved
 // schedule:
 //   schedule("reduce_sum").split("i", 2048, 2048, 4).bind("i.0", "blockIdx.x").bind("i.2",
 //       "threadIdx.x").unroll("i.1", 0).vectorize("i.3", 4).reduction("i",

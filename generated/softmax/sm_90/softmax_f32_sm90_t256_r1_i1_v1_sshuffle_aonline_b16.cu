@@ -2,7 +2,7 @@
 // op: softmax   kernel: softmax_f32_sm90_t256_r1_i1_v1_sshuffle_aonline_b16
 // target: sm_90   types: inputs float32, outputs float32, accumulate in float32
 // problem: sizes are runtime arguments; any size is handled (tails are guarded)
-// knobs: threads=256, rows_per_block=1, items=1, vec=1, reduction=shuffle, algo=online, l2_batch_mb=16, prefetch=0, prefetch_scope=registers, prefetch_mode=batch, prefetch_pad=0
+// knobs: threads=256, rows_per_block=1, items=1, vec=1, reduction=shuffle, algo=online, l2_batch_mb=16, prefetch=0, prefetch_scope=registers, prefetch_mode=batch, prefetch_pad=0, prefetch_slots=interleaved
 // schedule:
 //   schedule("softmax").split("i", 1).bind("i.0", "blockIdx.x").bind("i.1",
 //       "threadIdx.y").split("j", 256, 256, 1).bind("j.2", "threadIdx.x").unroll("j.1",
