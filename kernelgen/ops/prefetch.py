@@ -188,9 +188,11 @@ def fit_distance(k: dict, target: Target, threads: int, vector_bytes: list[int],
     does; 8 float4 registers do not fit the 32 a thread may hold, 4 do.
 
     >>> from kernelgen.target import target
-    >>> k = dict(prefetch=8, prefetch_scope="shared", prefetch_pad=1)
+    >>> k = dict(prefetch=8, prefetch_scope="shared", prefetch_pad=1, prefetch_slots="thread")
     >>> fit_distance(k, target("sm_90"), 512, [16], 2048, 4), fit_distance(dict(k, prefetch_pad=0), target("sm_90"), 512, [16], 2048, 4)
     (4, 6)
+    >>> fit_distance(dict(k, prefetch_slots="interleaved"), target("sm_90"), 512, [16], 2048, 4)
+    6
     >>> fit_distance(dict(k, prefetch_scope="registers"), target("sm_90"), 512, [16], 2048, 4)
     4
     """
