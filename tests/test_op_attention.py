@@ -82,9 +82,8 @@ def test_ladder_climbs_from_unfused_to_tensor_cores():
     assert (knobs[1]["stages"], knobs[1]["copy"]) == (1, "sync") and (knobs[2]["stages"], knobs[2]["copy"]) == (2, "cp_async")
     assert op.kernel(STEPS[0].schedule).name == "attention_f32_sm90_aunfused"
     assert op.kernel(STEPS[4].schedule, types=op.types("f16")).name == \
-        "attention_f16_sm90_aflashmma_bq128_wq32_bk64_d64_st2_ccpasync_kvsplit_esmem"
-    assert STEPS[4].schedule.to_python().endswith('.annotate("algo", "flash_mma").annotate("kv_pipeline", "split")'
-                                                  '.cache_write("O", "shared")')
+        "attention_f16_sm90_aflashmma_bq128_wq32_bk64_d64_st2_ccpasync_esmem"
+    assert STEPS[4].schedule.to_python().endswith('.annotate("algo", "flash_mma").cache_write("O", "shared")')
 
 
 @pytest.mark.parametrize("change,message", [
@@ -182,7 +181,7 @@ def test_schedule_for_takes_tensor_cores_for_16_bit_types(dt, d, bh, seq):
         assert k["bq"] == (128 if bh > 1 else 64) and k["wq"] == (32 if bh > 1 else 16)
         # d128 at 32 rows a warp: 32-key tiles and Q read from shared memory keep the registers under 255
         assert (k["bk"], k["qreg"]) == ((32, False) if bh > 1 and d > 64 else (64, True))
-        assert (k["pipe"], k["stages"], k["epilogue"]) == ("split", 2, "smem")
+        assert (k["pipe"], k["stages"], k["epilogue"]) == ("joint", 2, "smem")
     assert op.knobs_from_schedule(op.schedule_for(op.problem(dict(batch=bh, heads=1, seq=seq, head_dim=d))))["algo"] == "flash"
 
 

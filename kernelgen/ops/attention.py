@@ -589,14 +589,15 @@ class Attention(Op):
         ]
         fp32 = tuple(LadderStep(t, self.schedule_from_knobs(**k), n, dtypes=("float32",)) for t, k, n in steps)
         mma = dict(algo="flash_mma", bq=64, wq=16, bk=64, dmax=64, stages=2, copy="cp_async")
-        fa2 = dict(mma, bq=128, wq=32, pipe="split", epilogue="smem")
+        fa2 = dict(mma, bq=128, wq=32, pipe="joint", epilogue="smem")
         return fp32 + (LadderStep("fp16/bf16 on tensor cores: mma.sync, Q in registers, P from S's registers "
                                   "(FlashAttention-2)", self.schedule_from_knobs(**mma),
                                   "the issue's target: >= 0.8x torch's SDPA flash kernel", dtypes=HALF),
-                       LadderStep("FlashAttention-2's pipeline: K and V in cp.async groups of their own, warps of 32 "
-                                  "rows (each K/V fragment feeds two m16 tiles), O stored through shared memory",
-                                  self.schedule_from_knobs(**fa2), "issue 15: the inner loop, not the instruction",
-                                  dtypes=HALF))
+                       LadderStep("FlashAttention-2's tiles: 128 queries, warps of 32 rows (each K/V fragment feeds "
+                                  "two m16 tiles), O stored through shared memory",
+                                  self.schedule_from_knobs(**fa2), "issue 15: the inner loop, not the instruction; K and "
+                                  "V in one cp.async group (FlashAttention-2's groups of their own, pipe split, measured "
+                                  "4-7% slower on the H100)", dtypes=HALF))
 
     def schedule_for(self, problem: Problem, target: Target | None = None) -> Schedule:
         """float16 / bfloat16: the tensor-core kernel (_mma_pick). float32: the fused kernel: tiles as wide as the smallest DMAX that holds head_dim; 16 threads per
@@ -632,11 +633,12 @@ class Attention(Op):
         tiles with Q's fragments in registers (d64: each K and V fragment serves two m16 tiles, 4 warps),
         the same with Q read from shared memory, 32 rows and 32-key tiles (d128: O alone is 128 floats a
         thread; FlashAttention-2's 128 x 32 tiles on sm_8x), 16 rows. K and V in cp.async groups of their
-        own, 2 stages each (a copy has a tile and a half to land), O stored through shared memory.
-        Untimed so far: bench/attention_probe.py times it against the neighbours and the previous pick."""
+        own would be FlashAttention-2's order (pipe split); one group a tile (joint) measured faster on the
+        H100 at every shape probed (2026-11-24, bench_results/2026-11-24-s5/attention_probe.md: d64 435 vs
+        456 us, d128 861 vs 916 us, SDPA flash 467 / 790 us), 2 stages, O stored through shared memory."""
         d, bh = problem["head_dim"], problem["batch"] * problem["heads"]
         bq = 128 if bh * cdiv(problem["seq_q"], 128) >= target.sms else 64
-        base = dict(algo="flash_mma", bq=bq, dmax=widths_for(d)[0], stages=2, copy="cp_async", pipe="split",
+        base = dict(algo="flash_mma", bq=bq, dmax=widths_for(d)[0], stages=2, copy="cp_async", pipe="joint",
                     epilogue="smem")
         tiles = [dict(wq=32, bk=64, qreg=True), dict(wq=32, bk=64, qreg=False), dict(wq=32, bk=32, qreg=False),
                  dict(wq=16, bk=64, qreg=True), dict(wq=16, bk=32, qreg=False)]
