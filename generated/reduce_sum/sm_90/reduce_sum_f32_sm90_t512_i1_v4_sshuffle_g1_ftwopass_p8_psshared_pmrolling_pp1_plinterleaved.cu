@@ -20,10 +20,10 @@
 //     partials: blocks * (blocks > 1) x float
 //   kernels, in order on one stream:
 //     if blocks == 1: reduce_sum_f32_sm90_t512_i1_v4_sshuffle_g1_ftwopass_p8_psshared_pmrolling_pp1_plinterleaved_partial
-//       grid (1, 1, 1), block (512, 1, 1), 65664 bytes dynamic shared (needs cudaFuncSetAttribute MaxDynamicSharedMemorySize)
+//       grid (1, 1, 1), block (512, 1, 1), 66560 bytes dynamic shared (needs cudaFuncSetAttribute MaxDynamicSharedMemorySize)
 //       args (x, out, n)
 //     if blocks > 1: reduce_sum_f32_sm90_t512_i1_v4_sshuffle_g1_ftwopass_p8_psshared_pmrolling_pp1_plinterleaved_partial
-//       grid (blocks, 1, 1), block (512, 1, 1), 65664 bytes dynamic shared (needs cudaFuncSetAttribute MaxDynamicSharedMemorySize)
+//       grid (blocks, 1, 1), block (512, 1, 1), 66560 bytes dynamic shared (needs cudaFuncSetAttribute MaxDynamicSharedMemorySize)
 //       args (x, partials, n)
 //     if blocks > 1: reduce_sum_f32_sm90_t512_i1_v4_sshuffle_g1_ftwopass_p8_psshared_pmrolling_pp1_plinterleaved_final
 //       grid (1, 1, 1), block (1024, 1, 1), 0 bytes dynamic shared
@@ -130,7 +130,7 @@ reduce_sum_f32_sm90_t512_i1_v4_sshuffle_g1_ftwopass_p8_psshared_pmrolling_pp1_pl
   const int tid = threadIdx.x;
   const long long nvec = n / 4;
   float acc = 0.0f;
-  // 8 slot(s) per thread and buffer, interleaved: slot s of every thread side by side (rows of 513
+  // 8 slot(s) per thread and buffer, interleaved: slot s of every thread side by side (rows of 520
   // vectors, padding included), so a warp's copies land in contiguous bytes
   extern __shared__ uint4 kg_smem[];
   float4* const pf_x_slot = reinterpret_cast<float4*>(kg_smem) + tid;
@@ -139,7 +139,7 @@ reduce_sum_f32_sm90_t512_i1_v4_sshuffle_g1_ftwopass_p8_psshared_pmrolling_pp1_pl
   #pragma unroll
   for (int pf_s = 0; pf_s < 8; ++pf_s) {
     const long long pf_js = (long long)blockIdx.x * 512 + tid + pf_s * (long long)gridDim.x * 512;
-    kg_cp_async16_zfill(&pf_x_slot[(pf_s) * 513], reinterpret_cast<const float4*>(x) + (pf_js < nvec ? pf_js : 0), pf_js < nvec);
+    kg_cp_async16_zfill(&pf_x_slot[(pf_s) * 520], reinterpret_cast<const float4*>(x) + (pf_js < nvec ? pf_js : 0), pf_js < nvec);
     kg_cp_async_commit();
   }
   // Unrolled by 8, so each ring slot's place is a constant offset (a rolled ring with a running
@@ -150,12 +150,12 @@ reduce_sum_f32_sm90_t512_i1_v4_sshuffle_g1_ftwopass_p8_psshared_pmrolling_pp1_pl
       const long long pf_js = pf_j + pf_r * (long long)gridDim.x * 512;
       kg_cp_async_wait<7>();  // this iteration's group has landed
       if (pf_js < nvec) {
-        const float4 pf_x = pf_x_slot[(pf_r) * 513];
+        const float4 pf_x = pf_x_slot[(pf_r) * 520];
         acc += pf_x.x + pf_x.y + pf_x.z + pf_x.w;
       }
       // Refilled after the use, so the slot's read is done before the copy into it is issued.
       const long long pf_jn = pf_js + 8 * (long long)gridDim.x * 512;
-      kg_cp_async16_zfill(&pf_x_slot[(pf_r) * 513], reinterpret_cast<const float4*>(x) + (pf_jn < nvec ? pf_jn : 0), pf_jn < nvec);
+      kg_cp_async16_zfill(&pf_x_slot[(pf_r) * 520], reinterpret_cast<const float4*>(x) + (pf_jn < nvec ? pf_jn : 0), pf_jn < nvec);
       kg_cp_async_commit();
     }
   }
@@ -231,13 +231,13 @@ extern "C" cudaError_t kg_launch_reduce_sum_f32_sm90_t512_i1_v4_sshuffle_g1_ftwo
   const size_t kg_ws_end = kg_ws_partials + (size_t)(blocks * (blocks > 1)) * sizeof(float);
   if (kg_ws_end > 0 && (workspace == nullptr || workspace_bytes < kg_ws_end || kg_misaligned(workspace, 256))) return cudaErrorInvalidValue;
   float* partials = reinterpret_cast<float*>(static_cast<char*>(workspace) + kg_ws_partials);
-  { cudaError_t e = cudaFuncSetAttribute(reduce_sum_f32_sm90_t512_i1_v4_sshuffle_g1_ftwopass_p8_psshared_pmrolling_pp1_plinterleaved_partial, cudaFuncAttributeMaxDynamicSharedMemorySize, 65664); if (e != cudaSuccess) return e; }
+  { cudaError_t e = cudaFuncSetAttribute(reduce_sum_f32_sm90_t512_i1_v4_sshuffle_g1_ftwopass_p8_psshared_pmrolling_pp1_plinterleaved_partial, cudaFuncAttributeMaxDynamicSharedMemorySize, 66560); if (e != cudaSuccess) return e; }
   if (blocks == 1) {
-    reduce_sum_f32_sm90_t512_i1_v4_sshuffle_g1_ftwopass_p8_psshared_pmrolling_pp1_plinterleaved_partial<<<dim3((unsigned)(1), (unsigned)(1), (unsigned)(1)), dim3(512, 1, 1), 65664, stream>>>(x, out, n);
+    reduce_sum_f32_sm90_t512_i1_v4_sshuffle_g1_ftwopass_p8_psshared_pmrolling_pp1_plinterleaved_partial<<<dim3((unsigned)(1), (unsigned)(1), (unsigned)(1)), dim3(512, 1, 1), 66560, stream>>>(x, out, n);
     { cudaError_t e = cudaGetLastError(); if (e != cudaSuccess) return e; }
   }
   if (blocks > 1) {
-    reduce_sum_f32_sm90_t512_i1_v4_sshuffle_g1_ftwopass_p8_psshared_pmrolling_pp1_plinterleaved_partial<<<dim3((unsigned)(blocks), (unsigned)(1), (unsigned)(1)), dim3(512, 1, 1), 65664, stream>>>(x, partials, n);
+    reduce_sum_f32_sm90_t512_i1_v4_sshuffle_g1_ftwopass_p8_psshared_pmrolling_pp1_plinterleaved_partial<<<dim3((unsigned)(blocks), (unsigned)(1), (unsigned)(1)), dim3(512, 1, 1), 66560, stream>>>(x, partials, n);
     { cudaError_t e = cudaGetLastError(); if (e != cudaSuccess) return e; }
   }
   if (blocks > 1) {
