@@ -92,7 +92,7 @@ def test_heuristics_take_16_byte_accesses_at_the_benchmark_size():
         p = g.problem(BENCH, dtype=dt)
         assert g.knobs_from_schedule(g.schedule_for(p)) == dict(threads=512, lanes=512, vec=8, unroll=2, grid_stride=0,
                                                                  prefetch=0, prefetch_scope="registers",
-                                                                 prefetch_mode="batch", prefetch_pad=0)
+                                                                 prefetch_mode="batch", prefetch_pad=0, prefetch_slots="interleaved")
         # gemv: the float32 rule in bytes (two 16-byte loads per thread cover the row)
         lanes = {n: g.knobs_from_schedule(g.schedule_for(g.problem({"M": 100, "N": n}, dtype=dt)))["lanes"]
                  for n in (3, 64, 1024, 8192, 100000)}

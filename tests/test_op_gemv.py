@@ -16,7 +16,7 @@ op = get_op("gemv")
 STEPS = op.ladder()
 
 
-NO_PREFETCH = dict(prefetch=0, prefetch_scope="registers", prefetch_mode="batch", prefetch_pad=0)
+NO_PREFETCH = dict(prefetch=0, prefetch_scope="registers", prefetch_mode="batch", prefetch_pad=0, prefetch_slots="interleaved")
 
 def facts(sched, symbol=None):
     k = op.kernel(sched)

@@ -54,7 +54,7 @@ float4 kernel then, its `_unaligned` twin (element-wise global accesses) otherwi
 'batch=2,heads=3,seq=37,head_dim=64,layout=packed'
 >>> p16 = op.problem({"batch": 8, "heads": 16, "seq": 2048, "head_dim": 64}, dtype="bf16")
 >>> op.kernel(op.schedule_for(p16), types=p16.types).name
-'attention_bf16_sm90_aflashmma_bq128_wq32_bk64_d64_st2_ccpasync_kvsplit_esmem'
+'attention_bf16_sm90_aflashmma_bq128_wq32_bk64_d64_st2_ccpasync_esmem'
 """
 from __future__ import annotations
 

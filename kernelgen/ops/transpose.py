@@ -33,7 +33,7 @@ rows i0 - 32/itemsize .. of x, a halo above its tile (one more row of tiles cove
 each row's window, dropping the extra elements:
 
 >>> op.kernel(op.schedule_for(op.problem({"M": 12345, "N": 6789}))).name
-'transpose_f32_sm90_t64_r16_v4_s1_p1_orow_g0_a32_l1'
+'transpose_f32_sm90_t64_r32_v4_s1_p1_orow_g0_a32_l1'
 
 16-bit types (float16, bfloat16) are copied as they are (out has x's type). `vec` counts elements,
 so a 16-byte access is `vectorize("j.2", 8)`, and `storage_align("x", pad)` pads by `pad` elements:

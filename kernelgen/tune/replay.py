@@ -6,7 +6,7 @@
 >>> records = synthetic_records(op, op.problem({"rows": 4096, "cols": 4096}), seed=1)   # not measurements
 >>> sweep = load_sweep(op, records)
 >>> len(sweep.space), sweep.gpu
-(39, 'synthetic')
+(51, 'synthetic')
 >>> r = replay(sweep, "exhaustive")
 >>> r.evaluations <= len(sweep.space), r.best_us <= sweep.best_us / 0.95
 (True, True)

@@ -6,7 +6,7 @@
 >>> op = get_op("reduce_sum")
 >>> space, pruned = legal_space(op, op.problem({"n": 1 << 20}), target())
 >>> len(space), pruned, space[0].knobs["threads"]
-(288, 0, 256)
+(264, 24, 256)
 
 A Candidate is one legal point: its knobs, the schedule they make, the checked kernel, its plan
 for the tuned problem and its feature vector (kernelgen.features, so a model learns without
