@@ -81,8 +81,10 @@ MUTATIONS = [
      M("lib/gemm_mainloop.j2", "for (int kk = 0; kk < {{ bk }}; ++kk) {", "for (int kk = 0; kk < {{ bk }} - 1; ++kk) {")),
     # -- templates added or rewritten since the first list: prefetch, skewed transpose, FlashAttention-2 on
     # mma.sync, the tensor-core gemm's fragments, staged C and split-K, rows' prefetched pass
+    # the ring's refills are used only where a thread runs more than `distance` iterations: at 64 threads x
+    # 132 blocks x float4, 5 or 6 (the op's test sizes give each thread one at most)
     ("prefetch: rolling register ring refilled one iteration short of its distance", "elementwise",
-     dict(items=1, grid_stride=1, prefetch=4, prefetch_mode="rolling"),
+     dict(items=1, grid_stride=1, prefetch=4, prefetch_mode="rolling", threads=64, sizes=[{"M": 131, "N": 1301}]),
      M("lib/prefetch.j2", "      const long long pf_jn = pf_js + {{ D }} * {{ stride }};",
        "      const long long pf_jn = pf_js + ({{ D }} - 1) * {{ stride }};")),
     ("prefetch: shared rolling ring's cp.async wait one group short", "elementwise",
@@ -110,8 +112,9 @@ MUTATIONS = [
      dict(store_align=16, load_align=True),
      M("transpose_aligned.cu.j2", "tile[r][{{ col0 + loop.index0 }} + {{ V }} * tx - c] = v[k].{{ comp }};",
        "tile[r][{{ col0 + loop.index0 }} + {{ V }} * tx + c] = v[k].{{ comp }};")),
+    # a block comes round to a second tile only where the tiles outnumber the 132 blocks (10 x 19 here)
     ("transpose_aligned: grid-stride loop without the barrier before the tile is refilled", "transpose",
-     dict(store_align=16, grid_stride=1),
+     dict(store_align=16, grid_stride=1, sizes=[{"M": 301, "N": 603}]),
      M("transpose_aligned.cu.j2", "  __syncthreads();  // the tile is refilled by the next iteration\n", "")),
     ("tiles: grid-stride walk drops the last tile", "transpose", dict(store_align=16, grid_stride=1),
      M("lib/tiles.j2", "t < tiles_i * tiles_j; t += gridDim.x", "t < tiles_i * tiles_j - 1; t += gridDim.x")),
@@ -144,7 +147,8 @@ MUTATIONS = [
      M("lib/splitk.j2", "klen = min(kchunk, K - kbeg);", "klen = kchunk;")),
     ("splitk: reduction skips the last slice", "gemm", dict(split_k=3),
      M("lib/splitk.j2", "    for (int z = 1; z < slices; ++z) {", "    for (int z = 1; z < slices - 1; ++z) {")),
-    ("splitk: vector reduction bound < turned into <=", "gemm", dict(split_k=3),
+    # only M*N % 4 == 3 puts a float4 across C's end (none of the op's test sizes)
+    ("splitk: vector reduction bound < turned into <=", "gemm", dict(split_k=3, sizes=[{"M": 35, "N": 17, "K": 72}]),
      M("lib/splitk.j2", "i + {{ vec - 1 }} < MN;", "i + {{ vec - 1 }} <= MN;")),
     ("rows: prefetched pass's edge vectors taken by the wrong thread", "softmax",
      dict(algo="online", items=1, prefetch=2),
