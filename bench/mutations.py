@@ -116,6 +116,8 @@ MUTATIONS = [
     ("transpose_aligned: grid-stride loop without the barrier before the tile is refilled", "transpose",
      dict(store_align=16, grid_stride=1, sizes=[{"M": 301, "N": 603}]),
      M("transpose_aligned.cu.j2", "  __syncthreads();  // the tile is refilled by the next iteration\n", "")),
+    # (bx shifted by one, (t / tiles_i + by + 1) % tiles_j or (t + 1) % tiles_j in row order, is no bug: it only
+    # permutes which block takes which tile)
     ("tiles: grid-stride walk drops the last tile", "transpose", dict(store_align=16, grid_stride=1),
      M("lib/tiles.j2", "t < tiles_i * tiles_j; t += gridDim.x", "t < tiles_i * tiles_j - 1; t += gridDim.x")),
     ("attention_mma: online softmax misses the rescale of O", "attention", dict(MMA),
