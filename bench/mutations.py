@@ -25,8 +25,9 @@ from kernelgen.prepared import prepare  # noqa: E402
 from kernelgen.validate import target_for, validate  # noqa: E402
 
 M = Mutation
+MMA = dict(algo="flash_mma", dtype="float16")   # the tensor-core attention (fp16 or bf16 only)
 # (name, op, knobs, mutation): sizes are the op's test_problems (awkward: 1, odd, not tile multiples)
-# unless the knobs carry sizes=[...]
+# unless the knobs carry sizes=[...]; the op's default dtype unless they carry dtype=...
 MUTATIONS = [
     ("reduce: strided step one level too far (reads one past the end)", "reduce_sum",
      dict(strategy="strided", threads=128),
@@ -78,6 +79,82 @@ MUTATIONS = [
      M("lib/gemm_mainloop.j2", "  __syncthreads();  // tile kt has landed", "  // tile kt has landed")),
     ("sgemm: register tile loop one short", "sgemm", {},
      M("lib/gemm_mainloop.j2", "for (int kk = 0; kk < {{ bk }}; ++kk) {", "for (int kk = 0; kk < {{ bk }} - 1; ++kk) {")),
+    # -- templates added or rewritten since the first list: prefetch, skewed transpose, FlashAttention-2 on
+    # mma.sync, the tensor-core gemm's fragments, staged C and split-K, rows' prefetched pass
+    # the ring's refills are used only where a thread runs more than `distance` iterations: at 64 threads x
+    # 132 blocks x float4, 5 or 6 (the op's test sizes give each thread one at most)
+    ("prefetch: rolling register ring refilled one iteration short of its distance", "elementwise",
+     dict(items=1, grid_stride=1, prefetch=4, prefetch_mode="rolling", threads=64, sizes=[{"M": 131, "N": 1301}]),
+     M("lib/prefetch.j2", "      const long long pf_jn = pf_js + {{ D }} * {{ stride }};",
+       "      const long long pf_jn = pf_js + ({{ D }} - 1) * {{ stride }};")),
+    ("prefetch: shared rolling ring's cp.async wait one group short", "elementwise",
+     dict(items=1, grid_stride=1, prefetch=4, prefetch_mode="rolling", prefetch_scope="shared"),
+     M("lib/prefetch.j2", "kg_cp_async_wait<{{ D - 1 }}>();", "kg_cp_async_wait<{{ D }}>();")),
+    ("prefetch: interleaved slots one vector too close (threads share slots)", "elementwise",
+     dict(items=1, grid_stride=1, prefetch=4, prefetch_scope="shared"),
+     M("lib/prefetch.j2", "pf_{{ b.name }}_slot[({{ s }}) * {{ b.step }}]",
+       "pf_{{ b.name }}_slot[({{ s }}) * ({{ b.step }} - 1)]")),
+    ("prefetch: batch use bound < turned into <=", "elementwise",
+     dict(items=1, grid_stride=1, prefetch=4),
+     M("lib/prefetch.j2", "    if (pf_js < {{ n }}) {\n      {{ caller(\"pf_js\", batch_vals.v)",
+       "    if (pf_js <= {{ n }}) {\n      {{ caller(\"pf_js\", batch_vals.v)")),
+    ("transpose_aligned: no barrier between the skewed tile's store and its read", "transpose",
+     dict(store_align=16),
+     M("transpose_aligned.cu.j2", "  }\n  __syncthreads();\n{% if V > 1 %}\n  if (full) {",
+       "  }\n{% if V > 1 %}\n  if (full) {")),
+    ("transpose_aligned: vector store's skew d off by one", "transpose", dict(store_align=16),
+     M("transpose_aligned.cu.j2", "d = (base + (j & {{ H - 1 }}) * m_mod) & {{ H - 1 }};\n",
+       "d = (base + 1 + (j & {{ H - 1 }}) * m_mod) & {{ H - 1 }};\n")),
+    ("transpose_aligned: halo row of the window off by one", "transpose", dict(store_align=16),
+     M("transpose_aligned.cu.j2", "const int i = i0 - {{ H }} + r, j = j0 + c;",
+       "const int i = i0 - {{ H }} + r + 1, j = j0 + c;")),
+    ("transpose_aligned: load_align shift added instead of subtracted", "transpose",
+     dict(store_align=16, load_align=True),
+     M("transpose_aligned.cu.j2", "tile[r][{{ col0 + loop.index0 }} + {{ V }} * tx - c] = v[k].{{ comp }};",
+       "tile[r][{{ col0 + loop.index0 }} + {{ V }} * tx + c] = v[k].{{ comp }};")),
+    # a block comes round to a second tile only where the tiles outnumber the 132 blocks (10 x 19 here)
+    ("transpose_aligned: grid-stride loop without the barrier before the tile is refilled", "transpose",
+     dict(store_align=16, grid_stride=1, sizes=[{"M": 301, "N": 603}]),
+     M("transpose_aligned.cu.j2", "  __syncthreads();  // the tile is refilled by the next iteration\n", "")),
+    # (bx shifted by one, (t / tiles_i + by + 1) % tiles_j or (t + 1) % tiles_j in row order, is no bug: it only
+    # permutes which block takes which tile)
+    ("tiles: grid-stride walk drops the last tile", "transpose", dict(store_align=16, grid_stride=1),
+     M("lib/tiles.j2", "t < tiles_i * tiles_j; t += gridDim.x", "t < tiles_i * tiles_j - 1; t += gridDim.x")),
+    ("attention_mma: online softmax misses the rescale of O", "attention", dict(MMA),
+     M("lib/attention_mma.j2", "  {{ acc }}[{{ i }}][j][2 * {{ h }}] *= alpha;\n", "")),
+    ("attention_mma: online softmax misses the rescale of l", "attention", dict(MMA),
+     M("lib/attention_mma.j2", "{{ l }}[{{ i }}][{{ h }}] *= alpha;\n", "")),
+    ("attention_mma: row max over half the quad", "attention", dict(MMA),
+     M("lib/attention_mma.j2", "{{ warp([\"mt\"], \"max\", 4)", "{{ warp([\"mt\"], \"max\", 2)")),
+    ("attention_mma: causal mask bound > turned into >=", "attention", dict(MMA),
+     M("lib/attention_mma.j2", "(causal && key > row)", "(causal && key >= row)")),
+    ("attention_mma: seq_k mask bound >= turned into >", "attention", dict(MMA),
+     M("lib/attention_mma.j2", "if (key >= seq_k ||", "if (key > seq_k ||")),
+    ("attention_mma: joint pipe's cp.async wait one group short", "attention", dict(MMA, stages=2),
+     M("lib/attention_mma.j2", "  kg_cp_async_wait<{{ stages - 2 }}>();\n  __syncthreads();  // tile kt has landed",
+       "  kg_cp_async_wait<{{ stages - 1 }}>();\n  __syncthreads();  // tile kt has landed")),
+    ("attention_mma: split pipe without the barrier before P V", "attention", dict(MMA, pipe="split"),
+     M("lib/attention_mma.j2", "  __syncthreads();  // V(kt) has landed", "  // V(kt) has landed")),
+    ("attention_mma: staged O store row bound < turned into <=", "attention", dict(MMA, epilogue="smem"),
+     M("lib/attention_mma.j2", "if (r < {{ rows }} && c < {{ cols }})", "if (r <= {{ rows }} && c < {{ cols }})")),
+    ("gemm: double-buffered fragments without the barrier before a tile's last step", "gemm",
+     dict(copy="cp_async", stages=3, bk=32, frag_buffers=2),
+     M("gemm.cu.j2", "        __syncthreads();  // tile kt+1 has landed", "        // tile kt+1 has landed")),
+    ("gemm: staged C without the barrier that frees the stages", "gemm",
+     dict(copy="cp_async", stages=3, epilogue="smem"),
+     M("gemm.cu.j2", "    __syncthreads();   // every warp is done reading the stages", "    // every warp is done")),
+    ("splitk: slab index off by one", "gemm", dict(split_k=3),
+     M("lib/splitk.j2", "{{ P }} + blockIdx.z * (", "{{ P }} + (blockIdx.z + 1) * (")),
+    ("splitk: slice length not cut at K (dropped tail test)", "gemm", dict(split_k=3),
+     M("lib/splitk.j2", "klen = min(kchunk, K - kbeg);", "klen = kchunk;")),
+    ("splitk: reduction skips the last slice", "gemm", dict(split_k=3),
+     M("lib/splitk.j2", "    for (int z = 1; z < slices; ++z) {", "    for (int z = 1; z < slices - 1; ++z) {")),
+    # only M*N % 4 == 3 puts a float4 across C's end (none of the op's test sizes)
+    ("splitk: vector reduction bound < turned into <=", "gemm", dict(split_k=3, sizes=[{"M": 35, "N": 17, "K": 72}]),
+     M("lib/splitk.j2", "i + {{ vec - 1 }} < MN;", "i + {{ vec - 1 }} <= MN;")),
+    ("rows: prefetched pass's edge vectors taken by the wrong thread", "softmax",
+     dict(algo="online", items=1, prefetch=2),
+     M("lib/rows.j2", "pf_c % {{ T }} == t)", "pf_c % {{ T }} == 0)")),
 ]
 
 
@@ -86,9 +163,10 @@ def verdict(opname: str, knobs: dict, mutation: Mutation, sizes: list[dict]) -> 
     op = get_op(opname)
     knobs = dict(knobs)
     sizes = knobs.pop("sizes", sizes)
+    dtype = knobs.pop("dtype", None)
     sched = op.schedule(**knobs)
     for s in sizes:
-        p = op.problem(s)
+        p = op.problem(s, dtype=dtype)
         try:
             mutant = render_mutant(prepare(op, sched, p, target_for("emulate", None)).kernel, mutation)
             v = validate(op, sched, p, backend="emulate", check=True, order="reverse", seed=1,

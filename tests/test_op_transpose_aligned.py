@@ -138,6 +138,18 @@ def test_variants_are_exact_on_the_emulator(dt, k):
         assert v.ok, (sizes, v.summary())
 
 
+
+@pytest.mark.emulate
+@pytest.mark.parametrize("k", [dict(store_align=16, grid_stride=1), dict(store_align=32, load_align=True, grid_stride=1)])
+def test_blocks_looping_over_skewed_tiles_are_exact_on_the_emulator(k):
+    """Blocks come round to a second tile (10 x 19 tiles > 132 blocks): the barrier before the tile is
+    refilled is needed (SIZES never make a block loop)."""
+    s, p = knobs("float32", tile=32, rows=8, **k), op.problem({"M": 301, "N": 603})
+    assert op.plan(op.kernel(s), p).launches[0].grid == (132, 1, 1)
+    v = validate(op, s, p, backend="emulate", check=True, order="random")
+    assert v.ok, v.summary()
+
+
 # -- the GPU -----------------------------------------------------------------------------------------
 BIG = [({"M": 12345, "N": 6789}, dt) for dt in TYPES] + [({"M": 7001, "N": 5000}, "float32"),
                                                          ({"M": 8190, "N": 8190}, "float16")]
