@@ -31,6 +31,12 @@ def test_deepbench_gemm_is_read_row_major():
     assert by_comment[row] == "M=8,N=512,K=500000,layout=NT"
 
 
+def test_the_fp16_deepbench_list_is_the_fp32_one_on_tensor_cores():
+    fp32, fp16 = suites.load("deepbench-gemm-train"), suites.load("deepbench-gemm-train-fp16")
+    assert fp16.ops() == ("gemm",) and {e.dtype for e in fp16.entries} == {"float16"}
+    assert [e.size for e in fp16.entries] == [e.size for e in fp32.entries]
+
+
 def test_llm_suite_covers_every_token_count_of_each_model():
     suite = suites.load("llm-layers")
     assert set(suite.ops()) == {"gemm", "layernorm", "softmax"}
