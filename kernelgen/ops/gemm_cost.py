@@ -46,9 +46,10 @@ from dataclasses import dataclass
 
 from ..errors import KernelgenError
 from ..target import Target, default_target
+from . import pitch, splitk
 from .base import INT_MAX, Problem, cdiv
 from .operands import Operands
-from . import pitch, splitk
+from .sgemm_cost import SPLITS, Family   # the same K slices and family record as the fp32 model
 
 # The model's constants (H100 SXM; first fits to bench_results/2026-11-24-s5/gemm_fp16_suite_1.md:
 # 64x128 wgmma blocks stream a K tile in 0.25-0.31 us with 4 stages in flight, 16 x 7680 x 2560 reads
@@ -87,18 +88,6 @@ FAMILIES = (
     ("mma 64x128", dict(bm=64, bn=128, wm=32, wn=64), 0.34),
     ("mma 64x64", dict(bm=64, bn=64, wm=32, wn=32), 0.32),
 )
-SPLITS = (1, 2, 3, 4, 5, 6, 8, 10, 12, 16, 20, 24, 32, 48, 64, 96, 128, 192, 256)
-
-
-@dataclass(frozen=True)
-class Family:
-    name: str
-    knobs: dict
-    efficiency: float
-    resident: int          # blocks an SM holds at once
-    in_flight: int         # K tiles a block has in flight
-
-
 @dataclass(frozen=True)
 class Choice:
     family: str
