@@ -105,6 +105,12 @@ def name_knobs(op, k: dict) -> dict:
             if n not in NAMES or (k["prefetch"] and op.knob(n).applies(k))}
 
 
+def side_by_side(k: dict) -> bool:
+    """Each thread's shared slots side by side (the seed note's layout), not interleaved across threads
+    (knob dicts of a space may leave prefetch_slots out: interleaved, its default)."""
+    return k.get("prefetch_slots", "interleaved") == "thread"
+
+
 LINE = 128    # bytes: interleaved slot rows are padded in whole lines
 
 
@@ -119,14 +125,14 @@ def slot_vectors(k: dict, threads: int, vbytes: int) -> int:
     """Vectors of one buffer's shared slots in a block: threads x (distance + pad) with each thread's
     slots side by side, distance rows of row_vectors with each slot's row of threads side by side."""
     d, pad = k["prefetch"], k["prefetch_pad"]
-    if k.get("prefetch_slots", "interleaved") == "thread":
+    if side_by_side(k):
         return threads * (d + pad)
     return d * row_vectors(k, threads, vbytes)
 
 
 def _slots_text(k: dict, threads: int) -> str:
     d, pad = k["prefetch"], k["prefetch_pad"]
-    if k.get("prefetch_slots", "interleaved") == "thread":
+    if side_by_side(k):
         return f"({d} + {pad} pad) vectors x {threads} threads"
     return f"{d} slots x ({threads} threads + {pad} pad lines)"
 
@@ -214,7 +220,7 @@ def fit_distance(k: dict, target: Target, threads: int, vector_bytes: list[int],
     if k["prefetch_scope"] != "shared":
         cap = min(target.max_registers, target.regs_per_sm // (threads * blocks))
         return max(0, min(d, (cap - base_registers) // (sum(vector_bytes) // 4 or 1)))
-    odd = k.get("prefetch_slots", "interleaved") == "thread" and (d + k["prefetch_pad"]) % 2 == 1
+    odd = side_by_side(k) and (d + k["prefetch_pad"]) % 2 == 1
     for dist in range(d, 0, -1):
         if odd and (dist + k["prefetch_pad"]) % 2 == 0:
             continue
@@ -240,10 +246,9 @@ def params(k: dict, target: Target, bufs: list[dict], threads: int | None = None
         return {"prefetch": 0, "min_blocks": 0}
     slot = k["prefetch"] + (k["prefetch_pad"] if k["prefetch_scope"] == "shared" else 0)
     # thread t's slot s is vector t * lane + s * step of its buffer's slots
-    side_by_side = k.get("prefetch_slots", "interleaved") == "thread"
     offset, out = 0, []
     for b in bufs:
-        lane, step = (slot, 1) if side_by_side else (1, row_vectors(k, threads, b["vbytes"]))
+        lane, step = (slot, 1) if side_by_side(k) else (1, row_vectors(k, threads, b["vbytes"]))
         out.append(dict(b, offset=offset, copy_bytes=16 if b["vbytes"] == 16 else 4, lane=lane, step=step))
         offset += slot_vectors(k, threads, b["vbytes"]) * b["vbytes"]
     async_copy = target.has("cp_async") and all(b["vbytes"] % 4 == 0 for b in bufs)
@@ -281,7 +286,7 @@ def space(op, base):
             return True
         if k["prefetch_scope"] != "shared":
             odd = True
-        elif k.get("prefetch_slots", "interleaved") == "interleaved":
+        elif not side_by_side(k):
             odd = k["prefetch_pad"] == 0           # conflict-free as they are: padding only costs bytes
         else:
             odd = (k["prefetch"] + k["prefetch_pad"]) % 2 == 1
