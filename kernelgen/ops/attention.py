@@ -280,11 +280,9 @@ class Attention(Op):
             self._check_mma(k, target)
         else:
             self._check_fma(k, target)
-        if k["copy"] == "cp_async" and k["pipe"] == "split":
+        if k["copy"] == "cp_async":
             target.require("cp_async", "annotate", "copy", "cp_async")
-        elif k["copy"] == "cp_async":
-            target.require("cp_async", "annotate", "copy", "cp_async")
-            check(k["stages"] >= 2, "double_buffer", "K", k["stages"], limit="cp.async keeps stages-1 tiles in "
+            check(k["stages"] >= 2 or k["pipe"] == "split", "double_buffer", "K", k["stages"], limit="cp.async keeps stages-1 tiles in "
                   "flight: 2 or 3 stages", allowed="2, 3 (1 with annotate(kv_pipeline, split))")
         else:
             check(k["stages"] <= 2, "double_buffer", "K", k["stages"], limit="copies through registers hold one tile "
@@ -506,8 +504,7 @@ class Attention(Op):
         q = rng.standard_normal(shapes["Q"]) * 3.0
         k = rng.standard_normal(shapes["K"])
         v = rng.standard_normal(shapes["V"]) + 0.5
-        stored = store({n: d.encode(a.astype(np.float32)) for n, a in (("Q", q), ("K", k), ("V", v))}, problem.layout, np)
-        return stored
+        return store({n: d.encode(a.astype(np.float32)) for n, a in (("Q", q), ("K", k), ("V", v))}, problem.layout, np)
 
     device_reference = True     # validate on a GPU computes the float64 reference there (xp=cupy)
 
