@@ -48,6 +48,7 @@ from ..errors import KernelgenError
 from ..target import Target, default_target
 from . import pitch, splitk
 from .base import INT_MAX, Problem, cdiv
+from .gemm import WGMMA_HEURISTIC
 from .operands import Operands
 from .sgemm_cost import SPLITS, Family   # the same K slices and family record as the fp32 model
 
@@ -74,8 +75,7 @@ DEFAULT_PEAK = (989.4e12, 3.35e12)  # fp16 flop/s and bytes/s where the target n
 # reaches when nothing else limits it). wgmma 128x256 is measured (~800 TFLOP/s at 4096^3, 0.81) as is
 # mma.sync 128x128 (~430, 0.43), and the mma.sync tiles beside it (0.78 of it at 4096^3,
 # bench_results/tuning_gemm_f16_h100.jsonl); the other wgmma tiles are guesses for the probe to fit.
-_WG = dict(instr="wgmma", bk=64, wm=64, stages=4, copy="tma", pad=0, smem="xor", ldmatrix=False, swizzle=8,
-           ws=True, epilogue="smem", cluster=1)
+_WG = WGMMA_HEURISTIC      # each family sets its own bm, bn, wn
 FAMILIES = (
     ("wgmma 128x256", dict(_WG, bm=128, bn=256, wn=256), 0.81),
     ("wgmma 128x128", dict(_WG, bm=128, bn=128, wn=128), 0.70),
