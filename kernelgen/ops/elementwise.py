@@ -364,8 +364,8 @@ class Elementwise(Op):
         prefetch.check_legal(k, target, matrices[0], k["threads"], widest, 0)
         smem = prefetch.shared_bytes(k, k["threads"], widest)
         params = dict(k, kernels=kernels, chunk=k["items"] * k["threads"], helpers=sorted({o.value for o in order if o.kind == "call"}),
-                      io=element_io(d, k["vec"]), prefetch_slot=k["prefetch"] + k["prefetch_pad"],
-                      min_blocks=prefetch.min_blocks(k, target, k["threads"]))
+                      io=element_io(d, k["vec"]), prefetch_slot=pf.get("prefetch_slot", 0),
+                      min_blocks=pf["min_blocks"])      # alike for every kernel of the chain
         widest = max(len(kk["full"]) for kk in kernels)
         regs = 24 + k["items"] * k["vec"] * widest + prefetch.registers(k, widest * max(1, d.itemsize * k["vec"] // 4))
         return params, smem, regs
