@@ -51,6 +51,7 @@ from dataclasses import dataclass
 from ..errors import KernelgenError
 from ..target import Target, default_target
 from .base import INT_MAX, Problem, cdiv
+from . import splitk
 from .operands import Operands
 
 # The model's constants (H100 SXM figures, first guesses from the 2026-11-22 measurements; calibrate
@@ -158,8 +159,7 @@ def estimate(fam: Family, split_k: int, reduce_k: str, M: int, N: int, K: int, t
     k = fam.knobs
     bm, bn, bk = k["bm"], k["bn"], k["bk"]
     flops, bw = (target.peaks.fp32, target.peaks.bytes_per_s) if target.peaks else DEFAULT_PEAK
-    kchunk = cdiv(K, split_k * bk) * bk
-    slices = cdiv(K, kchunk)
+    kchunk, slices = splitk.kchunk(K, split_k, bk), splitk.slices(K, split_k, bk)
     blocks = cdiv(M, bm) * cdiv(N, bn) * slices
     aligned = Operands(layout).holds((k["vec_a"], k["vec_b"], k["vec_c"]), {"M": M, "N": N, "K": K})
     sm_flops = flops / target.sms * fam.efficiency * (1.0 if aligned else c["UNALIGNED"])
@@ -187,10 +187,10 @@ def legal_here(fam: Family, split_k: int, reduce_k: str, M: int, N: int, K: int)
     k = fam.knobs
     if cdiv(M, k["bm"]) > 65535 or cdiv(M, k["bm"]) * cdiv(N, k["bn"]) > INT_MAX:
         return False
-    if split_k > 1 and cdiv(K, cdiv(K, split_k * k["bk"]) * k["bk"]) < split_k:
+    if split_k > 1 and splitk.slices(K, split_k, k["bk"]) < split_k:
         return False
     return not (split_k > 1 and reduce_k == "workspace"
-                and 4 * split_k * cdiv(M * N, 4) * 4 > COSTS["MAX_WORKSPACE_BYTES"])
+                and 4 * split_k * splitk.slab(M, N) > COSTS["MAX_WORKSPACE_BYTES"])
 
 
 def candidates(op, problem: Problem, target: Target | None = None) -> list[Choice]:

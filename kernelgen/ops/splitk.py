@@ -45,19 +45,22 @@ def workspace(split_k: int, M: int, N: int) -> Workspace:
     return Workspace(WORKSPACE, "float32", split_k * slab(M, N))
 
 
+def _reduce_args(ep_inputs: tuple[str, ...] | None) -> tuple[str, ...]:
+    """The reduction kernel's arguments: with a fused epilogue, N and its buffers too."""
+    return (WORKSPACE, "C", "MN", "K") + (("N",) + ep_inputs if ep_inputs is not None else ())
+
+
 def reduce_launch(symbol: str, M: int, N: int, ep_inputs: tuple[str, ...] | None) -> tuple[Launch, Scalar]:
     """The reduction kernel's launch (partials -> C; `ep_inputs`: the fused epilogue's buffers, None
     without one) and the scalar MN it takes."""
-    ep_args = ("N",) + ep_inputs if ep_inputs is not None else ()
     launch = Launch(symbol, (min(cdiv(M * N, REDUCE_THREADS * REDUCE_VEC), REDUCE_BLOCKS), 1, 1),
-                    (REDUCE_THREADS, 1, 1), (WORKSPACE, "C", "MN", "K") + ep_args)
+                    (REDUCE_THREADS, 1, 1), _reduce_args(ep_inputs))
     return launch, Scalar("MN", "long long", M * N)
 
 
 def reduce_recipe(symbol: str, split_k: int, ep_inputs: tuple[str, ...] | None):
     """reduce_launch as a recipe: (the step, the let MN, the workspace entry)."""
     from ..recipe import Step
-    ep_args = ("N",) + ep_inputs if ep_inputs is not None else ()
     step = Step(symbol, (f"kg_min(kg_cdiv(MN, {REDUCE_THREADS * REDUCE_VEC}), {REDUCE_BLOCKS})", "1", "1"),
-                (REDUCE_THREADS, 1, 1), (WORKSPACE, "C", "MN", "K") + ep_args)
+                (REDUCE_THREADS, 1, 1), _reduce_args(ep_inputs))
     return step, ("MN", "long long", "kg_ll(M) * N"), (WORKSPACE, "float", f"{split_k} * kg_cdiv(MN, 4) * 4", None)
