@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One call on a GPU machine does it all: the gpu test tier, then every benchmark in benchmarks.txt
 # (each compared with the vendor library in the same process). Results go to $OUT (or ./bench_out).
-#   bench/gpu_all.sh [tests] [attention] [launch] [bench] [changed] [gemm] [half] [suites] [followup] [transformer] [prefetch] [fp16suite SECONDS I/N] [tune OP SIZE BUDGET]...
+#   bench/gpu_all.sh [tests] [attention] [launch] [bench] [changed] [gemm] [half] [suites] [followup] [transformer] [prefetch] [fp16suite SECONDS I/N] [persistent SHAPES] [tune OP SIZE BUDGET]...
 set -uo pipefail
 cd "$(dirname "$0")/.."
 export PYTHONPATH=$PWD PYTHONUNBUFFERED=1
@@ -61,6 +61,10 @@ while [ $# -gt 0 ]; do
     fp16suite) # DeepBench's GEMM list in fp16 on the tensor-core gemm, the first of four parts (--json keeps what finished)
       timeout "${2}" $K bench --suite deepbench-gemm-train-fp16 --shard "$3" --reps 10 --markdown \
         --json "$OUT/gemm_fp16_suite_${3%/*}.json" > "$OUT/gemm_fp16_suite_${3%/*}.md" 2>/dev/null; tail -3 "$OUT/gemm_fp16_suite_${3%/*}.md"; shift 3 ;;
+    persistent) # persistent wgmma blocks (issues 12, 15): their GPU tests and the Hopper ladder's, then the shapes
+      # probe (every tile family, persistent ones included, against cuBLAS) at the shapes given
+      { timeout 200 $PT tests/test_gemm_persistent.py tests/test_op_gemm.py -k "persistent or hopper_steps_on_the_gpu"
+        timeout 330 python3 bench/gemm_shapes_probe.py --shapes "$2" --deadline 220; } 2>&1 | tee "$OUT/persistent.txt"; shift 2 ;;
     *) echo "unknown step $1"; exit 2 ;;
   esac
 done

@@ -1,6 +1,7 @@
 """The tensor-core GEMM ladder (WMMA -> mma.sync with ldmatrix -> XOR-swizzled shared memory -> cp.async
 pipeline -> the tuned default -> on sm_90a: wgmma fed by TMA -> warp specialisation -> C staged through shared
-memory -> clusters sharing B by TMA multicast), written as schedules.
+memory -> clusters sharing B by TMA multicast -> persistent blocks -> ping-pong consumers), written as
+schedules.
 
     python3 examples/gemm_ladder.py                 # emit each step, validate it (GPU, else emulator)
     python3 examples/gemm_ladder.py bfloat16        # the same with bf16 inputs
@@ -46,6 +47,9 @@ MMA = tiles(128, 128, 32, 64, 64, "mma.m16n8k16")
 WGMMA = (kg.schedule("gemm").split("i", 128, 64).bind("i.0", "blockIdx.y").bind("i.1", "warpgroup")
          .split("j", 256, 256).bind("j.0", "blockIdx.x").bind("j.1", "warpgroup")
          .split("k", 64).tensorize("k.1", "wgmma.m64nNk16"))
+PINGPONG = (kg.schedule("gemm").split("i", 128, 128).bind("i.0", "blockIdx.y").bind("i.1", "warpgroup")
+            .split("j", 128, 128).bind("j.0", "blockIdx.x").bind("j.1", "warpgroup")
+            .split("k", 64).tensorize("k.1", "wgmma.m64nNk16"))
 LADDER = {
     "1 WMMA 16x16x16, padded shared tiles": padded(tiles(64, 64, 32, 32, 32, "wmma.m16n16k16").annotate("copy", "sync")),
     "2 mma.sync m16n8k16 + ldmatrix": padded(MMA.annotate("copy", "sync")).annotate("ldmatrix", 1),
@@ -57,6 +61,9 @@ LADDER = {
     "8 C staged through shared memory (sm_90a)": hopper(WGMMA).annotate("warp_specialize", 1).cache_write("C", "shared"),
     "9 clusters of 2, B multicast (sm_90a)": hopper(WGMMA).annotate("warp_specialize", 1).cache_write("C", "shared")
                                               .annotate("cluster", 2),
+    "10 persistent blocks (sm_90a)": hopper(WGMMA).annotate("warp_specialize", 1).annotate("persistent", "coop"),
+    "11 ping-pong consumers, 128x128 a warpgroup (sm_90a)": hopper(PINGPONG).annotate("warp_specialize", 1)
+                                                             .cache_write("C", "shared").annotate("persistent", "pingpong"),
 }
 
 if __name__ == "__main__":

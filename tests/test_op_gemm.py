@@ -61,9 +61,10 @@ def test_ladder_climbs_from_wmma_to_the_default():
     assert k[3]["copy"] == "cp_async" and k[3]["stages"] >= 3
     assert STEPS[-1].schedule == op.default_schedule() and list(LADDER[:len(STEPS)]) == STEPS
     h = [knobs_of(s) for s in HOPPER]
-    assert [(x["instr"], x["copy"], x["ws"], x["epilogue"], x["cluster"]) for x in h] == [
-        ("wgmma", "tma", False, "direct", 1), ("wgmma", "tma", True, "direct", 1), ("wgmma", "tma", True, "smem", 1),
-        ("wgmma", "tma", True, "smem", 2)]
+    assert [(x["instr"], x["copy"], x["ws"], x["epilogue"], x["cluster"], x["persistent"]) for x in h] == [
+        ("wgmma", "tma", False, "direct", 1, "off"), ("wgmma", "tma", True, "direct", 1, "off"),
+        ("wgmma", "tma", True, "smem", 1, "off"), ("wgmma", "tma", True, "smem", 2, "off"),
+        ("wgmma", "tma", True, "direct", 1, "coop"), ("wgmma", "tma", True, "smem", 1, "pingpong")]
     d = op.default_knobs()
     assert (d["instr"], d["copy"], d["smem"], d["ldmatrix"], d["wm"], d["wn"]) == ("mma", "cp_async", "xor", True, 64, 64)
     assert d["stages"] in (3, 4) and op.threads(d) == 128
@@ -248,7 +249,8 @@ def test_hopper_steps_compile_to_hgmma_and_tma(step, dtype, out):
     (f, ops), = facts.values()
     assert f.spill_bytes == 0 and f.local_ops == 0 and f.registers <= 168, f
     assert f.hgmma > 0 and f.tma > 0 and f.hmma == 0 and f.ldg == 0, f
-    assert f.hgmma == 4    # the k-tile of 64 is four unrolled m64n256k16 steps
+    k = op.knobs_from_schedule(HOPPER[step].schedule)
+    assert f.hgmma == 4 * k["wm"] // 64    # the k-tile of 64: four unrolled k16 steps a warpgroup's m64 tile
 
 
 def test_legal_on_the_archs_that_have_the_instructions():

@@ -31,7 +31,10 @@ the 8 rows ldmatrix reads at once fall in 8 different bank groups (mma only); `a
 loads mma fragments with ldmatrix.x4 (B with .x4.trans) instead of 32- and 16-bit shared loads;
 `annotate(warp_fragments, 2)` double-buffers them in registers across k16 steps and K tiles (the next
 tile's first fragments load while the tile's last mma run: CUTLASS's sm80 order);
-`swizzle(g)` walks blocks in groups of g block rows (L2 reuse). The accumulators stay in registers in
+`swizzle(g)` walks blocks in groups of g block rows (L2 reuse). On wgmma, `annotate(persistent, coop)`
+launches one block an SM that walks the tiles in that order, its producer loading the next tile's K tiles
+while the consumers store this one (`pingpong`: the two consumer warpgroups take alternate tiles, their main
+loops in turn). The accumulators stay in registers in
 fp32; the epilogue converts them and stores with guards at M and N, from the fragments or, with
 `cache_write(C, shared)`, staged through shared memory and stored in 16-byte chunks of rows. Inputs are small integers, so the
 fp32 sums are exact and a 16-bit output is the correctly rounded exact product.
@@ -63,10 +66,14 @@ WGMMA_BK = 64
 PRODUCER_REGS, CONSUMER_REGS = 40, 232   # setmaxnreg: 128 * 40 + 256 * 232 <= 65536 registers per SM
 # The sm_90a tile: 128x256 blocks, two consumer warpgroups of 64x256, K by 64 in 4 TMA stages.
 WGMMA_KNOBS = dict(instr="wgmma", bm=128, bn=256, bk=64, wm=64, wn=256, stages=4, copy="tma", pad=0, smem="xor",
-                   ldmatrix=False, swizzle=8, ws=False, epilogue="direct", cluster=1)
+                   ldmatrix=False, swizzle=8, ws=False, epilogue="direct", cluster=1, persistent="off")
 # What schedule_for takes on sm_90a: warp-specialised, C staged through shared memory (the fastest
 # measured: 0.96x cuBLAS at 4096^3, 1.01x at 8192^3). Clusters of 2 measured 0.56x and are left out.
 WGMMA_HEURISTIC = dict(WGMMA_KNOBS, ws=True, epilogue="smem")
+PERSISTENT = ("off", "coop", "pingpong")
+# A persistent block's epilogue stages C 64 rows (one m64 tile) at a time in an area of each consumer
+# warpgroup's own: the stages are being refilled meanwhile.
+PASS_ROWS = 64
 # mma.sync's staged epilogue: each warp stages 16 rows of its tile at a time (one row of m16 tiles), so the
 # staging areas fit in the stages of any tile (fp32 accumulators included) and hold few registers.
 STAGED_ROWS = 16
@@ -141,6 +148,11 @@ class Gemm(Fusing, Op):
              when=("instr", ("mma", "wgmma")), unused="direct"),
         Knob("cluster", 1, (1, 2), "blocks per thread-block cluster along i, sharing B's tiles by TMA multicast", "cl",
              Prim("annotate", "cluster", absent=1), when=("instr", ("wgmma",)), unused=1),
+        Knob("persistent", "off", PERSISTENT, "persistent blocks (one an SM) walking the tiles of C, the producer "
+             "loading the next tile's K tiles during the epilogue: coop, both consumer warpgroups on each tile; "
+             "pingpong, each on a bm x bn tile of its own, their main loops in turn so that one's epilogue runs "
+             "under the other's MMAs (warp-specialised, one slice of K)", "ps",
+             Prim("annotate", "persistent", absent="off"), when=("instr", ("wgmma",)), unused="off"),
         Knob("swizzle", 1, (1, 2, 4, 8, 16), "block rows per group when walking the blocks (L2 reuse)", "sw",
              Prim("swizzle", absent=1)),
         Knob("split_k", 1, Range(1, MAX_SPLIT_K), "slices of K, one per blockIdx.z: each slice stores its fp32 partial "
@@ -159,7 +171,7 @@ class Gemm(Fusing, Op):
         s = (schedule(self.name).split("i", k["bm"], k["wm"]).bind("i.0", "blockIdx.y").bind("i.1", unit)
              .split("j", k["bn"], k["wn"]).bind("j.0", "blockIdx.x").bind("j.1", unit).split("k", k["bk"]))
         return self.put(s, k, "instr", "stages", "copy", "pad", "smem", "ldmatrix", "frag_buffers", "min_blocks", "ws",
-                        "epilogue", "cluster", "swizzle", "split_k")
+                        "epilogue", "cluster", "persistent", "swizzle", "split_k")
 
     def read_knobs(self, r: ScheduleReader) -> dict:
         dims, units = {}, set()
@@ -242,7 +254,7 @@ class Gemm(Fusing, Op):
         check(k["copy"] == "tma", "annotate", "copy", k["copy"], limit="wgmma's tiles arrive by TMA", allowed="tma")
         check(k["wm"] % 64 == 0 and k["bm"] % k["wm"] == 0, "split", "i", (k["bm"], k["wm"]),
               limit="a warpgroup's rows are whole m64 tiles (wm % 64 == 0) and divide the block's (bm % wm == 0)")
-        consumers = k["bm"] // k["wm"]
+        consumers = self._consumers(k)
         check(consumers <= 2, "split", "i", (k["bm"], k["wm"]),
               limit=f"{consumers} consumer warpgroups > 2 (the register file holds two of {CONSUMER_REGS} registers)")
         check(k["wn"] == k["bn"], "split", "j", (k["bn"], k["wn"]),
@@ -261,13 +273,41 @@ class Gemm(Fusing, Op):
             target.require("setmaxnreg", "annotate", "warp_specialize", 1)
         if k["cluster"] > 1:
             target.require("clusters", "annotate", "cluster", k["cluster"])
+        if k["persistent"] != "off":
+            self._check_persistent(k)
         self._check_block(k, target, layout)
+
+    def _check_persistent(self, k: dict) -> None:
+        """A persistent block's producer warpgroup runs ahead across tiles: warp-specialised, no cluster, one
+        slice of K; ping-pong gives each consumer warpgroup a whole tile (wm == bm) and its registers."""
+        mode = k["persistent"]
+        for knob, ok, want in (("warp_specialize", k["ws"], "1"), ("cluster", k["cluster"] == 1, "1"),
+                               ("split_k", k["split_k"] == 1, "1")):
+            check(ok, "annotate", "persistent", mode, allowed="off",
+                  limit=f"persistent blocks need annotate({knob}, {want})")
+        if mode == "pingpong":
+            check(k["wm"] == k["bm"], "split", "i", (k["bm"], k["wm"]), allowed=f"({k['bm']}, {k['bm']})",
+                  limit="ping-pong gives each consumer warpgroup a whole tile: wm == bm")
+            check(self.registers(k) <= CONSUMER_REGS, "split", "i", (k["bm"], k["wm"]),
+                  limit=f"a {k['bm']}x{k['bn']} tile holds ~{self.registers(k)} registers a thread > {CONSUMER_REGS}")
 
     @staticmethod
     def _c_ld(k: dict, itemsize: int) -> int:
         """Bytes per staged row of C (the block's width for wgmma, a warp's for mma): 16 bytes of padding
         put the 8 rows a warp writes in other banks."""
         return (k["bn"] if k["instr"] == "wgmma" else k["wn"]) * itemsize + 16
+
+    def _staged_size(self, out_itemsize: int = 2) -> int:
+        """Bytes of a staged element of C: the fp32 accumulators where an epilogue is fused, else C's (16-bit
+        where the types are not known yet: the schedule's check; _wgmma_params checks the real size)."""
+        return 4 if self.epilogue else out_itemsize
+
+    @classmethod
+    def _staging_bytes(cls, k: dict, itemsize: int) -> int:
+        """A persistent block's staging areas of C beside the stages: PASS_ROWS rows a consumer warpgroup."""
+        if k["persistent"] == "off" or k["epilogue"] != "smem":
+            return 0
+        return cls._consumers(k) * PASS_ROWS * cls._c_ld(k, itemsize)
 
     @staticmethod
     def _c_align(k: dict, itemsize: int) -> int:
@@ -276,9 +316,14 @@ class Gemm(Fusing, Op):
 
     # -- derived sizes -----------------------------------------------------------------------------
     @staticmethod
-    def threads(k: dict) -> int:
+    def _consumers(k: dict) -> int:
+        """wgmma's consumer warpgroups: bm / wm sharing each tile, or two ping-pong ones, a tile each."""
+        return 2 if k.get("persistent") == "pingpong" else k["bm"] // max(k["wm"], 1)
+
+    @classmethod
+    def threads(cls, k: dict) -> int:
         if k["instr"] == "wgmma":
-            return 128 * (k["bm"] // max(k["wm"], 1)) + (128 if k["ws"] else 0)
+            return 128 * cls._consumers(k) + (128 if k["ws"] else 0)
         return 32 * (k["bm"] // max(k["wm"], 1)) * (k["bn"] // max(k["wn"], 1))
 
     @staticmethod
@@ -293,9 +338,10 @@ class Gemm(Fusing, Op):
         b = (k["bn"], k["bk"]) if o.b_t else (k["bk"], k["bn"])
         return smem_tile(*a, k["pad"], xor, nt), smem_tile(*b, k["pad"], xor, nt)
 
-    def shared_bytes(self, k: dict, layout: str = "NN") -> int:
+    def shared_bytes(self, k: dict, layout: str = "NN", out_itemsize: int = 2) -> int:
         if k["instr"] == "wgmma":   # the stages, 1024 bytes to align them, a full and an empty barrier each
-            return k["stages"] * self._wgmma_stage_bytes(k) + 1024 + 16 * k["stages"]
+            return (k["stages"] * self._wgmma_stage_bytes(k) + 1024 + 16 * k["stages"]
+                    + self._staging_bytes(k, self._staged_size(out_itemsize)) + 16 * (k["persistent"] == "pingpong"))
         ta, tb = self._tiles(k, layout)
         pipeline = 2 * k["stages"] * (ta["rows"] * ta["ld"] + tb["rows"] * tb["ld"])
         if k["instr"] == "mma" and k["epilogue"] == "smem":   # the stages become the warps' staging areas
@@ -322,11 +368,12 @@ class Gemm(Fusing, Op):
     def name_knobs(self, k: dict) -> dict:
         """wgmma kernels are named by the knobs they use; the others as before warp specialisation, the
         fragments' buffers, min_blocks and the staged epilogue (named only where not 1, 1 and direct)."""
-        k = {n: v for n, v in k.items() if not (n == "split_k" and v == 1)}     # as before split_k existed
+        # as before split_k and persistent blocks existed
+        k = {n: v for n, v in k.items() if (n, v) not in (("split_k", 1), ("persistent", "off"))}
         if k["instr"] == "wgmma":
             return {n: v for n, v in k.items() if n not in ("pad", "smem", "ldmatrix", "frag_buffers", "min_blocks")}
         # the knobs added since (fragments, registers, epilogue) only where they differ from the kernel before them
-        return {n: v for n, v in k.items() if n not in ("ws", "cluster")
+        return {n: v for n, v in k.items() if n not in ("ws", "cluster", "persistent")
                 and not (n, v) in (("frag_buffers", 1), ("min_blocks", 1), ("epilogue", "direct"))}
 
     def template_params(self, k: dict, types: Types, target: Target, layout: str = "NN") -> tuple[dict, int, int]:
@@ -355,7 +402,11 @@ class Gemm(Fusing, Op):
             if k["instr"] == "mma":
                 target.require("mma_m16n8k16_bf16", "tensorize", "k.1", INTRINSICS["mma"])
         if k["instr"] == "wgmma":
-            return self._wgmma_params(k, types, layout), self.shared_bytes(k, layout), self.registers(k)
+            smem = self.shared_bytes(k, layout, o.itemsize)
+            check(smem <= target.max_smem, "cache_write", "C", "shared",
+                  limit=f"{smem} bytes of shared memory with C staged as {self._staged_size(o.itemsize)}-byte values > "
+                        f"{target.max_smem} on {target.arch}")
+            return self._wgmma_params(k, types, layout), smem, self.registers(k)
         ta, tb = self._tiles(k, layout)
         sm, sn, _ = SHAPES[k["instr"]]
         pipeline = 2 * k["stages"] * (ta["rows"] * ta["ld"] + tb["rows"] * tb["ld"])
@@ -435,13 +486,15 @@ class Gemm(Fusing, Op):
         # way out, where a warp's bias and residual reads are whole rows of C (in the fragment layout
         # they are 8 rows' 4-byte pieces: 1.10-1.31x the plain GEMM's time at 4096^3 on the H100).
         staged_type = "float" if self.epilogue else o.ctype
-        staged_size = 4 if self.epilogue else o.itemsize
-        if k["epilogue"] == "smem":
+        staged_size = self._staged_size(o.itemsize)
+        if k["epilogue"] == "smem" and k["persistent"] == "off":
             staged, stages = k["bm"] * self._c_ld(k, staged_size), k["stages"] * self._wgmma_stage_bytes(k)
             check(staged <= stages, "cache_write", "C", "shared",
                   limit=f"the staged C tile ({staged} bytes of {'float32 accumulators' if self.epilogue else o.name}) reuses the {stages} bytes of the stages")
         return dict(bm=k["bm"], bn=k["bn"], bk=k["bk"], wm=k["wm"], stages=k["stages"], swizzle=k["swizzle"],
-                    ws=k["ws"], threads=self.threads(k), consumers=k["bm"] // k["wm"], mi=k["wm"] // 64,
+                    ws=k["ws"], threads=self.threads(k), consumers=self._consumers(k), mi=k["wm"] // 64,
+                    persistent=k["persistent"], staging_bytes=self._staging_bytes(k, staged_size),
+                    pass_rows=PASS_ROWS if k["persistent"] != "off" else k["wm"],
                     stage_bytes=self._wgmma_stage_bytes(k), a_bytes=2 * k["bm"] * k["bk"], b_box_bytes=2 * 64 * k["bk"],
                     producer_regs=PRODUCER_REGS, consumer_regs=CONSUMER_REGS, ab=d.short,
                     epilogue=k["epilogue"], c_ld=self._c_ld(k, staged_size), cluster=k["cluster"],
@@ -461,6 +514,8 @@ class Gemm(Fusing, Op):
         split = k["split_k"] > 1
         grid = (cdiv(N, k["bn"]), self._block_rows(M, k), problem.batch.count if problem.batch else k["split_k"])
         check_grid(self.name, problem, grid, k["bm"], k["swizzle"])
+        if k.get("persistent", "off") != "off":      # one block an SM (or a tile), walking the tiles
+            grid = (min(grid[0] * grid[1], (target or default_target()).sms), 1, 1)
         # Rows start 16-byte aligned only when the stored rows' lengths (K and N for NN) are multiples of 8
         # halves; otherwise the kernel with element-wise global accesses (mma, wmma), or (wgmma: TMA cannot
         # read such rows) a copy of the operand with padded rows first.
@@ -537,6 +592,8 @@ class Gemm(Fusing, Op):
         if k["swizzle"] > 1:
             requires.append((f"kg_ll({rows}) * kg_cdiv(N, {k['bn']}) <= {INT_MAX}",
                              "with swizzle the blocks' linear number is an int"))
+        if k["persistent"] != "off":     # as plan: one block an SM, or a tile
+            grid = (f"kg_min({rows} * kg_cdiv(N, {k['bn']}), sms)", "1", "1")
         block = (self.threads(k), 1, 1)
         out = types["C"].itemsize
         common = dict(arch=kernel.arch, sizes=("M", "N", "K"), buffers=self.recipe_buffers(kernel), layout=kernel.layout)
@@ -697,6 +754,13 @@ class Gemm(Fusing, Op):
              dict(WGMMA_HEURISTIC, cluster=2),
              "a third less L2-to-SM traffic, but a stage is free only when both blocks' consumers released it: "
              "the blocks wait on each other (0.56x cuBLAS against step 8's 0.96x on the H100)"),
+            ("persistent blocks: one an SM walks the tiles, the producer loading the next tile during the epilogue "
+             "(C stored from the accumulators: staging areas beside 4 stages would not fit)",
+             dict(WGMMA_HEURISTIC, epilogue="direct", persistent="coop"),
+             "annotate(persistent, coop): the pipeline fills once a block, not once a tile"),
+            ("ping-pong consumers: each warpgroup a 128x128 tile of its own, main loops in turn",
+             dict(WGMMA_HEURISTIC, bm=128, wm=128, bn=128, wn=128, persistent="pingpong"),
+             "annotate(persistent, pingpong): one warpgroup's epilogue runs under the other's MMAs"),
         ]
         return tuple([LadderStep(t, self.schedule_from_knobs(**k), n) for t, k, n in steps] +
                      [LadderStep(t, self.schedule_from_knobs(**k), n, arch="sm_90a") for t, k, n in hopper])
@@ -741,6 +805,12 @@ class Gemm(Fusing, Op):
                         for swizzle in (1, 8, 16):
                             for ws in (False, True):
                                 yield dict(WGMMA_KNOBS, bm=bm, wm=wm, bn=bn, wn=bn, stages=stages, swizzle=swizzle, ws=ws)
+            for persistent, bm, wm, bn, stages in (("coop", 128, 64, 256, 3), ("coop", 128, 64, 192, 4),
+                                                   ("pingpong", 128, 128, 128, 4), ("pingpong", 64, 64, 256, 3)):
+                for swizzle in (1, 8, 16):
+                    for epilogue in ("direct", "smem"):
+                        yield dict(WGMMA_HEURISTIC, bm=bm, wm=wm, bn=bn, wn=bn, stages=stages, swizzle=swizzle,
+                                   epilogue=epilogue, persistent=persistent)
             for bm, wm, bn in ((128, 64, 256), (128, 64, 128), (256, 128, 128)):   # epilogues and clusters
                 for stages in (3, 4):
                     for swizzle in (8, 16):

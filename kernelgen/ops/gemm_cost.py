@@ -8,7 +8,7 @@
 >>> best.family.startswith("wgmma"), best.split_k >= 16        # 4 column tiles: K in many slices
 (True, True)
 >>> choose(op, op.problem({"M": 8192, "N": 8192, "K": 8192}, dtype="float16"), target("sm_90a")).family
-'wgmma 128x256'
+'wgmma 128x192 coop'
 
 Each candidate is a tile family (a row of FAMILIES: wgmma where the target has it and the product is
 not batched, else mma.sync) with K cut into `split_k` slices (gridDim.z) whose fp32 partial tiles a
@@ -25,7 +25,10 @@ Target only (no shape is listed anywhere):
         bandwidth = r * 2 * (min(bm, M) + min(bn, N)) * kchunk / SM_BYTES_PER_S  (rows past M or N:
                     TMA's zeros and the twin's tests bring no bytes)
         wave(r)   = max(compute, latency, bandwidth)
-    blocks' time  = full waves * wave(r) + wave(last wave's blocks per SM)
+    blocks' time  = full waves * wave(r) + wave(last wave's blocks per SM) + waves * WAVE_START_S
+    persistent    = ceil(blocks / min(blocks, SMs)) * max(compute, bandwidth)(r = 1) + WAVE_START_S
+                    (one block an SM walks the tiles; its producer fills the next tile's stages during
+                    the epilogue, so neither the fill nor the latency recurs per tile)
     DRAM time     = bytes of A, B and C (or the slabs) / (DRAM bandwidth * DRAM_EFFICIENCY)
     main kernel   = max(blocks', DRAM) + OVERLAP * min(blocks', DRAM)
     reduction     = LAUNCH_NEXT_S + 4*M*N*slices * 2 / WORKSPACE_BYTES_PER_S + C's bytes / bandwidth
@@ -59,6 +62,8 @@ COSTS = dict(
     LAUNCH_S=2.0e-6,                # the first kernel launch (event timing)
     LAUNCH_NEXT_S=1.5e-6,           # each further kernel of the plan (reduction, padded copy)
     LATENCY_S=1.2e-6,               # a K tile's loads, issue to use, under load (a TMA or cp.async round trip)
+    WAVE_START_S=2.0e-6,            # a wave of blocks fills its pipeline and stores its tiles unhidden
+                                    # (1.7-3 us a wave over the model at GPT-2's GEMMs); persistent blocks once
     SM_BYTES_PER_S=120e9,           # the most one SM's loads bring in (L2 -> SM)
     DRAM_EFFICIENCY=0.75,           # of the datasheet bandwidth, streaming A and B
     OVERLAP=0.15,                   # the share of the shorter of the blocks' time and the DRAM time not hidden
@@ -78,11 +83,19 @@ DEFAULT_PEAK = (989.4e12, 3.35e12)  # fp16 flop/s and bytes/s where the target n
 _WG = WGMMA_HEURISTIC      # each family sets its own bm, bn, wn
 FAMILIES = (
     ("wgmma 128x256", dict(_WG, bm=128, bn=256, wn=256), 0.81),
+    ("wgmma 128x192", dict(_WG, bm=128, bn=192, wn=192), 0.78),
     ("wgmma 128x128", dict(_WG, bm=128, bn=128, wn=128), 0.70),
     ("wgmma 128x64", dict(_WG, bm=128, bn=64, wn=64), 0.50),
     ("wgmma 64x256", dict(_WG, bm=64, bn=256, wn=256), 0.62),
     ("wgmma 64x128", dict(_WG, bm=64, bn=128, wn=128), 0.55),
     ("wgmma 64x64", dict(_WG, bm=64, bn=64, wn=64), 0.40),
+    # Persistent blocks (one an SM walking the tiles; K whole), fitted to bench_results/2026-11-24-s6/
+    # gemm_persistent_probe.md (7 shapes): coop 128x192 ran 0.93-1.0x cuBLAS at GPT-2's GEMMs and 8192^3;
+    # ping-pong's main loops take turns, and one warpgroup's MMAs alone do not fill the tensor cores.
+    ("wgmma 128x256 coop", dict(_WG, bm=128, bn=256, wn=256, stages=3, persistent="coop"), 0.83),
+    ("wgmma 128x192 coop", dict(_WG, bm=128, bn=192, wn=192, persistent="coop"), 0.82),
+    ("wgmma 128x128 pingpong", dict(_WG, bm=128, wm=128, bn=128, wn=128, persistent="pingpong"), 0.72),
+    ("wgmma 64x256 pingpong", dict(_WG, bm=64, wm=64, bn=256, wn=256, stages=3, persistent="pingpong"), 0.55),
     ("mma 128x128", dict(), 0.43),
     ("mma 128x64", dict(bm=128, bn=64, wm=64, wn=32), 0.34),
     ("mma 64x128", dict(bm=64, bn=128, wm=32, wn=64), 0.34),
@@ -134,13 +147,18 @@ def estimate(fam: Family, split_k: int, problem: Problem, target: Target) -> flo
     blocks = cdiv(M, bm) * cdiv(N, bn) * sl * batch
     sm_flops = flops / target.sms * fam.efficiency * (1.0 if aligned or wgmma else c["UNALIGNED"])
 
-    def wave(r: int) -> float:
-        return max(r * 2.0 * bm * bn * kc / sm_flops,
-                   cdiv(kc, bk) * c["LATENCY_S"] / fam.in_flight,
-                   r * 2.0 * (min(bm, M) + min(bn, N)) * kc / c["SM_BYTES_PER_S"])
+    def streaming(r: int) -> float:   # r blocks' math or their loads, whichever is slower
+        return max(r * 2.0 * bm * bn * kc / sm_flops, r * 2.0 * (min(bm, M) + min(bn, N)) * kc / c["SM_BYTES_PER_S"])
 
-    full, rest = divmod(blocks, target.sms * fam.resident)
-    main = full * wave(fam.resident) + (wave(cdiv(rest, target.sms)) if rest else 0.0)
+    def wave(r: int) -> float:
+        return max(streaming(r), cdiv(kc, bk) * c["LATENCY_S"] / fam.in_flight)
+
+    if k["persistent"] != "off":   # the busiest SM's tiles back to back: the pipeline fills once
+        main = cdiv(blocks, min(blocks, target.sms)) * streaming(1) + c["WAVE_START_S"]
+    else:
+        full, rest = divmod(blocks, target.sms * fam.resident)
+        main = full * wave(fam.resident) + (wave(cdiv(rest, target.sms)) if rest else 0.0)
+        main += (full + (rest > 0)) * c["WAVE_START_S"]
     out = problem.dtype("C").itemsize
     c_bytes = 4.0 * M * N * sl if sl > 1 else out * M * N
     dram = (2.0 * (M * K + K * N) + c_bytes) * batch / (bw * c["DRAM_EFFICIENCY"])
@@ -155,16 +173,22 @@ def estimate(fam: Family, split_k: int, problem: Problem, target: Target) -> flo
     return total
 
 
-def legal_here(fam: Family, split_k: int, problem: Problem) -> bool:
+def legal_here(op, fam: Family, split_k: int, problem: Problem, target: Target) -> bool:
     """What the plan checks for these sizes (grid rows, the blocks' int number), no empty slices, one
-    product (a batch takes blockIdx.z), and a workspace within MAX_WORKSPACE_BYTES."""
+    product (a batch takes blockIdx.z), and a workspace within MAX_WORKSPACE_BYTES; a persistent block's
+    staging areas in C's type fit beside its stages, and it takes K whole."""
     k = fam.knobs
     M, N, K = problem["M"], problem["N"], problem["K"]
     rows = cdiv(M, k["bm"])
     if rows > 65535 or rows * cdiv(N, k["bn"]) > INT_MAX:
         return False
+    if k["persistent"] != "off" and op.shared_bytes(k, problem.layout or "NN",
+                                                    problem.dtype("C").itemsize) > target.max_smem:
+        return False
     if split_k == 1:
         return True
+    if k["persistent"] != "off":
+        return False
     return (problem.batch is None and splitk.slices(K, split_k, k["bk"]) == split_k
             and 4 * split_k * splitk.slab(M, N) <= COSTS["MAX_WORKSPACE_BYTES"])
 
@@ -177,7 +201,7 @@ def candidates(op, problem: Problem, target: Target | None = None) -> list[Choic
     out = []
     for fam in fams:
         for s in SPLITS:
-            if legal_here(fam, s, problem):
+            if legal_here(op, fam, s, problem, target):
                 knobs = dict(fam.knobs, split_k=s)
                 out.append(Choice(fam.name, s, estimate(fam, s, problem, target), tuple(knobs.items())))
     eff = {f.name: f.efficiency for f in fams}

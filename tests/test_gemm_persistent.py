@@ -1,0 +1,142 @@
+"""Persistent wgmma blocks (annotate(persistent, coop|pingpong)): what a schedule may combine them with and
+the error that says so, the plan's one-block-an-SM grid and its recipe, SASS facts (no spills, the HGMMA
+steps), and on the GPU awkward sizes and sizes with several tiles a block, with a fused epilogue and fp32 C.
+The emulator refuses wgmma by name (tests/test_op_gemm.py), so these kernels are proven on the GPU."""
+import pytest
+
+from kernelgen import get_op, render
+from kernelgen.compile import compile_cuda
+from kernelgen.errors import ScheduleError
+from kernelgen.ops.gemm import WGMMA_HEURISTIC
+from kernelgen.recipe import evaluate
+from kernelgen.target import target
+from kernelgen.validate import validate
+
+op = get_op("gemm")
+H100 = target("sm_90a")
+F16 = op.types("float16")
+COOP = dict(WGMMA_HEURISTIC, stages=3, persistent="coop")
+COOP192 = dict(WGMMA_HEURISTIC, bn=192, wn=192, persistent="coop", epilogue="direct")
+PINGPONG = dict(WGMMA_HEURISTIC, bm=128, wm=128, bn=128, wn=128, persistent="pingpong")
+PINGPONG64 = dict(WGMMA_HEURISTIC, bm=64, wm=64, bn=256, wn=256, stages=3, persistent="pingpong", epilogue="direct")
+VARIANTS = (COOP, COOP192, PINGPONG, PINGPONG64)
+
+
+def kernel(knobs, types=F16, layout="NN"):
+    return op.kernel(op.schedule_from_knobs(**knobs), H100, types, layout)
+
+
+@pytest.mark.parametrize("change,message", [
+    (dict(COOP, ws=False), r"persistent blocks need annotate\(warp_specialize, 1\)"),
+    (dict(COOP, split_k=2), r"persistent blocks need annotate\(split_k, 1\)"),
+    (dict(COOP, cluster=2), r"persistent blocks need annotate\(cluster, 1\)"),
+    (dict(PINGPONG, wm=64), "ping-pong gives each consumer warpgroup a whole tile: wm == bm"),
+    (dict(PINGPONG, bn=256, wn=256), "a 128x256 tile holds ~296 registers a thread > 232"),
+    (dict(COOP, stages=4), r"265280 bytes of shared memory > 232448 on sm_90a"),   # 4 stages + 2 staging areas
+])
+def test_persistent_schedules_that_cannot_run_say_why(change, message):
+    with pytest.raises(ScheduleError, match=message):
+        kernel(change)
+
+
+def test_the_staging_areas_are_sized_in_cs_type():
+    """fp16 C stages in 2-byte values; fp32 C (or a fused epilogue's accumulators) in 4-byte ones, which
+    may no longer fit beside the stages: the error names the staged size."""
+    kernel(COOP)
+    with pytest.raises(ScheduleError, match=r"with C staged as 4-byte values > 232448"):
+        kernel(COOP, op.types("float16", "float32"))
+    kernel(PINGPONG, op.types("float16", "float32"))              # 4 stages of 32 KB and two 33 KB areas
+
+
+def test_persistent_kernels_are_named_by_the_knob_and_the_others_are_not():
+    assert kernel(COOP).name.endswith("_esmem_cl1_pscoop_sw8")
+    assert kernel(PINGPONG).name.endswith("_pspingpong_sw8")
+    assert "_ps" not in kernel(WGMMA_HEURISTIC).name               # the names before the knob existed
+    assert "_ps" not in op.kernel(op.default_schedule(), H100, F16).name
+
+
+def test_the_plan_launches_one_block_an_sm_or_a_tile():
+    tiles = lambda M, N, bm, bn: -(-M // bm) * -(-N // bn)
+    for knobs in VARIANTS:
+        k = kernel(knobs)
+        for M, N in ((3001, 2056), (100, 300), (1, 8)):
+            p = op.plan(k, op.problem({"M": M, "N": N, "K": 200}), H100)
+            launch = p.launches[-1]                                 # (after B's padded copy where N = 300)
+            assert launch.symbol == k.name and launch.grid == (min(tiles(M, N, knobs["bm"], knobs["bn"]), H100.sms), 1, 1)
+            assert launch.block == (384, 1, 1)
+        run = evaluate(op.recipe(k), {"M": 3001, "N": 2056, "K": 200}, sms=10)
+        assert run.launches[-1].grid == (10, 1, 1)                  # the device's own multiprocessor count
+
+
+def test_schedule_for_takes_a_persistent_kernel_only_with_k_whole():
+    for sizes in ({"M": 8192, "N": 768, "K": 3072}, {"M": 16, "N": 512, "K": 50000}, {"M": 5000, "N": 3001, "K": 2000}):
+        k = op.knobs_from_schedule(op.schedule_for(op.problem(sizes), H100))
+        assert k["persistent"] == "off" or k["split_k"] == 1, (sizes, k)
+        p = op.problem(sizes)
+        op.plan(op.kernel(op.schedule_for(p, H100), H100, p.types, p.layout), p, H100)
+
+
+@pytest.mark.nvrtc
+@pytest.mark.parametrize("knobs", VARIANTS, ids=lambda k: f"{k['persistent']}{k['bm']}x{k['bn']}{k['epilogue']}")
+@pytest.mark.parametrize("dtype,out,epilogue", [("float16", None, None), ("bfloat16", "float32", None),
+                                                ("float16", None, "gelu(acc + bias)")])
+def test_persistent_kernels_compile_without_spills(knobs, dtype, out, epilogue):
+    from kernelgen.inspect import inspect_kernel
+    if (out == "float32" or epilogue) and knobs is COOP:    # 4-byte staging areas do not fit beside 3 stages
+        knobs = dict(COOP, epilogue="direct")
+    p = op.problem({"M": 256, "N": 256, "K": 64}, dtype=dtype, out_dtype=out, epilogue=epilogue)
+    o = op.for_problem(p)
+    k = o.kernel(o.schedule_from_knobs(**knobs), H100, p.types)
+    (f,) = [f for f in inspect_kernel(k, "sm_90a") if f.symbol == k.name]
+    assert f.spill_bytes == 0 and f.local_ops == 0, f
+    # Accumulators defined by anything but wgmma inside the pipeline serialise the MMAs (ptxas C7515):
+    # zeroing them for each tile did, at 0.5-0.75x the speed of the one-tile kernel on the H100.
+    log = compile_cuda(render(k), "sm_90a", k.name).log
+    assert "Potential Performance Loss" not in log, log
+    assert f.hgmma == 4 * knobs["wm"] // 64 and f.tma > 0, f      # four k16 steps a warpgroup's m64 tile
+
+
+# -- GPU --------------------------------------------------------------------------------------------
+def _hopper():
+    from kernelgen import gpu
+    if not gpu.device().has("wgmma"):
+        pytest.skip(f"{gpu.device().arch} has no wgmma")
+    return gpu.device()
+
+
+# Several tiles a block (more tiles than 2 x 132 SMs), ragged in M, N and K; N not a multiple of 8 (B
+# copied into padded rows, C stored element by element); the wgmma test sizes (M = 1 among them).
+MANY = ({"M": 3001, "N": 2056, "K": 200}, {"M": 2900, "N": 2050, "K": 136}, {"M": 4100, "N": 1032, "K": 72})
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("knobs", VARIANTS, ids=lambda k: f"{k['persistent']}{k['bm']}x{k['bn']}{k['epilogue']}")
+def test_persistent_blocks_on_the_gpu(knobs):
+    _hopper()
+    sched = op.schedule_from_knobs(**knobs)
+    for sizes in MANY + op.test_problems_for(sched):
+        for dtype, out in (("float16", None), ("bfloat16", None)):
+            v = validate(op, sched, op.problem(sizes, dtype=dtype, out_dtype=out), backend="gpu")
+            assert v.ok, (sizes, dtype, v.summary())
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("layout", ["NT", "TN", "TT"])
+def test_persistent_blocks_in_every_layout_with_fp32_c_on_the_gpu(layout):
+    _hopper()
+    for knobs in (PINGPONG, dict(COOP, epilogue="direct")):
+        for sizes in MANY[:2]:
+            p = op.problem(sizes, dtype="bfloat16", out_dtype="float32", layout=layout)
+            v = validate(op, op.schedule_from_knobs(**knobs), p, backend="gpu")
+            assert v.ok, (knobs["persistent"], sizes, v.summary())
+
+
+@pytest.mark.gpu
+def test_persistent_blocks_with_a_fused_epilogue_on_the_gpu():
+    _hopper()
+    for ep in ("gelu(acc + bias) + res", "relu(acc) * 2"):
+        for sizes in ({"M": 33, "N": 17, "K": 40},) + MANY[:2]:
+            p = op.problem(sizes, epilogue=ep, layout="NT")
+            for knobs in (PINGPONG, COOP192):
+                v = validate(op.for_problem(p), op.schedule_from_knobs(**knobs), p, backend="gpu")
+                assert v.ok, (ep, sizes, knobs["persistent"], v.summary())
