@@ -15,11 +15,12 @@ from kernelgen.validate import validate
 op = get_op("gemm")
 H100 = target("sm_90a")
 F16 = op.types("float16")
-COOP = dict(WGMMA_HEURISTIC, stages=3, persistent="coop")
+COOP = dict(WGMMA_HEURISTIC, persistent="coop")                  # 4 stages: C staged 32 rows at a time
+COOP3 = dict(COOP, stages=3)                                       # 3 stages: 64 rows at a time
 COOP192 = dict(WGMMA_HEURISTIC, bn=192, wn=192, persistent="coop", epilogue="direct")
 PINGPONG = dict(WGMMA_HEURISTIC, bm=128, wm=128, bn=128, wn=128, persistent="pingpong")
 PINGPONG64 = dict(WGMMA_HEURISTIC, bm=64, wm=64, bn=256, wn=256, stages=3, persistent="pingpong", epilogue="direct")
-VARIANTS = (COOP, COOP192, PINGPONG, PINGPONG64)
+VARIANTS = (COOP, COOP3, COOP192, PINGPONG, PINGPONG64)
 
 
 def kernel(knobs, types=F16, layout="NN"):
@@ -32,20 +33,24 @@ def kernel(knobs, types=F16, layout="NN"):
     (dict(COOP, cluster=2), r"persistent blocks need annotate\(cluster, 1\)"),
     (dict(PINGPONG, wm=64), "ping-pong gives each consumer warpgroup a whole tile: wm == bm"),
     (dict(PINGPONG, bn=256, wn=256), "a 128x256 tile holds ~296 registers a thread > 232"),
-    (dict(COOP, stages=4), r"265280 bytes of shared memory > 232448 on sm_90a"),   # 4 stages + 2 staging areas
+    (dict(COOP, bm=256, wm=128), r"297024 bytes of shared memory > 232448 on sm_90a"),   # 4 stages of 256x256, 2 areas
 ])
 def test_persistent_schedules_that_cannot_run_say_why(change, message):
     with pytest.raises(ScheduleError, match=message):
         kernel(change)
 
 
-def test_the_staging_areas_are_sized_in_cs_type():
-    """fp16 C stages in 2-byte values; fp32 C (or a fused epilogue's accumulators) in 4-byte ones, which
-    may no longer fit beside the stages: the error names the staged size."""
-    kernel(COOP)
+def test_the_staging_areas_are_sized_in_cs_type_and_fit_beside_the_stages():
+    """fp16 C stages in 2-byte values; fp32 C (or a fused epilogue's accumulators) in 4-byte ones. Each
+    consumer warpgroup stages 64 rows at a time, or 32 where 64 would not fit beside the stages; where
+    neither fits the error names the staged size."""
+    rows = lambda knobs, types=F16: dict(kernel(knobs, types).params)["pass_rows"]
+    assert (rows(COOP), rows(COOP3), rows(PINGPONG)) == (32, 64, 64)
+    assert kernel(COOP).static_smem == 4 * 2 * (128 + 256) * 64 + 2 * 32 * (2 * 256 + 16) + 1024 + 4 * 16
+    assert rows(COOP3, op.types("float16", "float32")) == 32
     with pytest.raises(ScheduleError, match=r"with C staged as 4-byte values > 232448"):
         kernel(COOP, op.types("float16", "float32"))
-    kernel(PINGPONG, op.types("float16", "float32"))              # 4 stages of 32 KB and two 33 KB areas
+    assert rows(PINGPONG, op.types("float16", "float32")) == 64    # 4 stages of 32 KB and two 33 KB areas
 
 
 def test_persistent_kernels_are_named_by_the_knob_and_the_others_are_not():
@@ -82,8 +87,8 @@ def test_schedule_for_takes_a_persistent_kernel_only_with_k_whole():
                                                 ("float16", None, "gelu(acc + bias)")])
 def test_persistent_kernels_compile_without_spills(knobs, dtype, out, epilogue):
     from kernelgen.inspect import inspect_kernel
-    if (out == "float32" or epilogue) and knobs is COOP:    # 4-byte staging areas do not fit beside 3 stages
-        knobs = dict(COOP, epilogue="direct")
+    if (out == "float32" or epilogue) and knobs is COOP:    # 4-byte staging areas do not fit beside 4 stages
+        knobs = COOP3
     p = op.problem({"M": 256, "N": 256, "K": 64}, dtype=dtype, out_dtype=out, epilogue=epilogue)
     o = op.for_problem(p)
     k = o.kernel(o.schedule_from_knobs(**knobs), H100, p.types)
@@ -124,7 +129,7 @@ def test_persistent_blocks_on_the_gpu(knobs):
 @pytest.mark.parametrize("layout", ["NT", "TN", "TT"])
 def test_persistent_blocks_in_every_layout_with_fp32_c_on_the_gpu(layout):
     _hopper()
-    for knobs in (PINGPONG, dict(COOP, epilogue="direct")):
+    for knobs in (PINGPONG, COOP3):
         for sizes in MANY[:2]:
             p = op.problem(sizes, dtype="bfloat16", out_dtype="float32", layout=layout)
             v = validate(op, op.schedule_from_knobs(**knobs), p, backend="gpu")
@@ -137,6 +142,6 @@ def test_persistent_blocks_with_a_fused_epilogue_on_the_gpu():
     for ep in ("gelu(acc + bias) + res", "relu(acc) * 2"):
         for sizes in ({"M": 33, "N": 17, "K": 40},) + MANY[:2]:
             p = op.problem(sizes, epilogue=ep, layout="NT")
-            for knobs in (PINGPONG, COOP192):
+            for knobs in (PINGPONG, COOP192, COOP3):
                 v = validate(op.for_problem(p), op.schedule_from_knobs(**knobs), p, backend="gpu")
                 assert v.ok, (ep, sizes, knobs["persistent"], v.summary())

@@ -92,7 +92,8 @@ FAMILIES = (
     # Persistent blocks (one an SM walking the tiles; K whole), fitted to bench_results/2026-11-24-s6/
     # gemm_persistent_probe.md (7 shapes): coop 128x192 ran 0.93-1.0x cuBLAS at GPT-2's GEMMs and 8192^3;
     # ping-pong's main loops take turns, and one warpgroup's MMAs alone do not fill the tensor cores.
-    ("wgmma 128x256 coop", dict(_WG, bm=128, bn=256, wn=256, stages=3, persistent="coop"), 0.83),
+    ("wgmma 128x256 coop", dict(_WG, bm=128, bn=256, wn=256, persistent="coop"), 0.83),
+    ("wgmma 128x256 coop 3 stages", dict(_WG, bm=128, bn=256, wn=256, stages=3, persistent="coop"), 0.80),
     ("wgmma 128x192 coop", dict(_WG, bm=128, bn=192, wn=192, persistent="coop"), 0.82),
     ("wgmma 128x128 pingpong", dict(_WG, bm=128, wm=128, bn=128, wn=128, persistent="pingpong"), 0.72),
     ("wgmma 64x256 pingpong", dict(_WG, bm=64, wm=64, bn=256, wn=256, stages=3, persistent="pingpong"), 0.55),
