@@ -77,6 +77,7 @@ SPLIT_J = Prim("split", "j", args="unroll*lanes*vec, lanes*vec, vec")
 class Gemv(Op):
     name = "gemv"
     summary = "y[M] = A[M,N] @ x[N], A row-major; float32, float16 or bfloat16 (y in their type or float32), fp32 sums"
+    error_measure = "||y - ref|| / max(||ref||, ||a * x||: the L2 size of the rows' products)"
     dtypes = ("float32", "float16", "bfloat16")
     dims = (Dim("M", 8192, 133, maximum=INT_MAX - 1024, why="the int row index runs up to a block of rows (1024) past M"),
             Dim("N", 8192, 1001, maximum=INT_MAX - 16 * 1024 * 4,
@@ -274,16 +275,19 @@ class Gemv(Op):
         return "max |y - ref| / (|ref| + the row's fp32 sum error / y's unit roundoff), per element"
 
     def error(self, name, out, ref, inputs, problem) -> float:
-        """float32 y: the relative L2 error. 16-bit y: the worst element's relative error, with the size
-        below which the fp32 sum's own error (sum_error x the row's ||a * x||) outweighs y's rounding
-        added to |ref| (a row whose products cancel is only as exact as its sum)."""
-        if not self.half_output(problem):
-            return super().error(name, out, ref, inputs, problem)
+        """float32 y: the L2 error relative to ||ref||, or to the rows' products' size ||a * x|| where the
+        products cancel (M = 1 with a small sum: its fp32 error is the products' size's, not the sum's).
+        16-bit y: the worst element's relative error, with the size below which the fp32 sum's own error
+        (sum_error x the row's ||a * x||) outweighs y's rounding added to |ref| (a row whose products
+        cancel is only as exact as its sum)."""
         out = np.asarray(out, dtype=np.float64)
         if not np.all(np.isfinite(out)):
             return float("inf")
         d = problem.dtype("A")
         size = np.sqrt(((d.decode(inputs["A"]) * d.decode(inputs["x"])) ** 2).sum(axis=1))
+        if not self.half_output(problem):
+            scale = max(float(np.linalg.norm(ref)), float(np.linalg.norm(size)))
+            return float(np.linalg.norm(out - ref)) / scale if scale > 0 else float(np.abs(out).max(initial=0.0))
         scale = self.sum_error(problem["N"]) / problem.dtype("y").unit_roundoff * size
         return float(np.max(np.abs(out - ref) / (np.abs(ref) + scale)))
 

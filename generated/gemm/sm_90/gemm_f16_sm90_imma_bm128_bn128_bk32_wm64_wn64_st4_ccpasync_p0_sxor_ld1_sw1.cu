@@ -2,7 +2,7 @@
 // op: gemm   kernel: gemm_f16_sm90_imma_bm128_bn128_bk32_wm64_wn64_st4_ccpasync_p0_sxor_ld1_sw1
 // target: sm_90   types: inputs float16, outputs float16, accumulate in float32
 // problem: sizes are runtime arguments; any size is handled (tails are guarded)
-// knobs: instr=mma, bm=128, bn=128, bk=32, wm=64, wn=64, stages=4, copy=cp_async, pad=0, smem=xor, ldmatrix=True, frag_buffers=1, min_blocks=1, ws=False, epilogue=direct, cluster=1, swizzle=1, split_k=1
+// knobs: instr=mma, bm=128, bn=128, bk=32, wm=64, wn=64, stages=4, copy=cp_async, pad=0, smem=xor, ldmatrix=True, frag_buffers=1, min_blocks=1, ws=False, epilogue=direct, cluster=1, persistent=off, swizzle=1, split_k=1
 // schedule:
 //   schedule("gemm").split("i", 128, 64).bind("i.0", "blockIdx.y").bind("i.1", "warp").split("j",
 //       128, 64).bind("j.0", "blockIdx.x").bind("j.1", "warp").split("k", 32).tensorize("k.1",

@@ -2,7 +2,7 @@
 // op: gemm   kernel: gemm_f16_sm90_iwmma_bm64_bn64_bk32_wm32_wn32_st1_csync_p8_spad_ld0_sw1
 // target: sm_90   types: inputs float16, outputs float16, accumulate in float32
 // problem: sizes are runtime arguments; any size is handled (tails are guarded)
-// knobs: instr=wmma, bm=64, bn=64, bk=32, wm=32, wn=32, stages=1, copy=sync, pad=8, smem=pad, ldmatrix=False, frag_buffers=1, min_blocks=1, ws=False, epilogue=direct, cluster=1, swizzle=1, split_k=1
+// knobs: instr=wmma, bm=64, bn=64, bk=32, wm=32, wn=32, stages=1, copy=sync, pad=8, smem=pad, ldmatrix=False, frag_buffers=1, min_blocks=1, ws=False, epilogue=direct, cluster=1, persistent=off, swizzle=1, split_k=1
 // schedule:
 //   schedule("gemm").split("i", 64, 32).bind("i.0", "blockIdx.y").bind("i.1", "warp").split("j", 64,
 //       32).bind("j.0", "blockIdx.x").bind("j.1", "warp").split("k", 32).tensorize("k.1",

@@ -2,7 +2,7 @@
 // op: gemm   kernel: gemm_f16_sm90a_iwgmma_bm128_bn256_bk64_wm64_wn256_st4_ctma_ws0_edirect_cl1_sw8
 // target: sm_90a   types: inputs float16, outputs float16, accumulate in float32
 // problem: sizes are runtime arguments; any size is handled (tails are guarded)
-// knobs: instr=wgmma, bm=128, bn=256, bk=64, wm=64, wn=256, stages=4, copy=tma, pad=0, smem=xor, ldmatrix=False, frag_buffers=1, min_blocks=1, ws=False, epilogue=direct, cluster=1, swizzle=8, split_k=1
+// knobs: instr=wgmma, bm=128, bn=256, bk=64, wm=64, wn=256, stages=4, copy=tma, pad=0, smem=xor, ldmatrix=False, frag_buffers=1, min_blocks=1, ws=False, epilogue=direct, cluster=1, persistent=off, swizzle=8, split_k=1
 // schedule:
 //   schedule("gemm").split("i", 128, 64).bind("i.0", "blockIdx.y").bind("i.1",
 //       "warpgroup").split("j", 256, 256).bind("j.0", "blockIdx.x").bind("j.1",
@@ -253,14 +253,13 @@ gemm_f16_sm90a_iwgmma_bm128_bn256_bk64_wm64_wn256_st4_ctma_ws0_edirect_cl1_sw8(c
   const int tid = threadIdx.x, lane = tid & 31;
   int bx, by;
   {
-    const int per_group = 8 * gridDim.x;
-    const int lin = blockIdx.y * gridDim.x + blockIdx.x;
-    const int first_row = lin / per_group * 8;
-    const int rows = gridDim.y - first_row < 8 ? gridDim.y - first_row : 8;
-    const int in_group = lin % per_group;
-    by = first_row + in_group % rows;
-    bx = in_group / rows;
-  }
+  const int per_group = 8 * (gridDim.x);
+  const int lin_ = blockIdx.y * gridDim.x + blockIdx.x, first_row = lin_ / per_group * 8;
+  const int rows = (gridDim.y) - first_row < 8 ? (gridDim.y) - first_row : 8;
+  const int in_group = lin_ % per_group;
+  by = first_row + in_group % rows;
+  bx = in_group / rows;
+}
   const int m0 = by * 128, n0 = bx * 256;
   const int ktiles = (K + 63) / 64;
   if (tid == 0) {
@@ -292,8 +291,8 @@ gemm_f16_sm90a_iwgmma_bm128_bn256_bk64_wm64_wn256_st4_ctma_ws0_edirect_cl1_sw8(c
     for (int j = 0; j < 32; ++j) acc[i][j][0] = acc[i][j][1] = acc[i][j][2] = acc[i][j][3] = 0.0f;
   }
   for (int kt = 0; kt < ktiles; ++kt) {
-    const int s = kt % 4;
-    kg_mbar_wait(&full[s], (kt / 4) & 1);
+    const int it = 0 + kt, s = it % 4;
+    kg_mbar_wait(&full[s], (it / 4) & 1);
     const unsigned char* const a = tiles + s * 49152 + wg * 8192;   // rows of 128 bytes
     const unsigned char* const b = tiles + s * 49152 + 16384;
     kg_wgmma_fence();
@@ -356,7 +355,7 @@ gemm_f16_sm90a_iwgmma_bm128_bn256_bk64_wm64_wn256_st4_ctma_ws0_edirect_cl1_sw8(c
     // One group stays in flight: tile kt's MMAs run while tile kt - 1's stage is handed back.
     kg_wgmma_wait<1>();
     if (kt > 0) {
-      const int done = (kt - 1) % 4;
+      const int done = (it - 1) % 4;
       kg_mbar_arrive(&empty[done]);
       if (tid == 0 && kt - 1 + 4 < ktiles) {
         kg_mbar_wait(&empty[done], ((kt - 1) / 4) & 1);

@@ -2,7 +2,7 @@
 // op: gemm   kernel: gemm_f16_sm90a_iwgmma_bm128_bn256_bk64_wm64_wn256_st4_ctma_ws1_esmem_cl2_sw8
 // target: sm_90a   types: inputs float16, outputs float16, accumulate in float32
 // problem: sizes are runtime arguments; any size is handled (tails are guarded)
-// knobs: instr=wgmma, bm=128, bn=256, bk=64, wm=64, wn=256, stages=4, copy=tma, pad=0, smem=xor, ldmatrix=False, frag_buffers=1, min_blocks=1, ws=True, epilogue=smem, cluster=2, swizzle=8, split_k=1
+// knobs: instr=wgmma, bm=128, bn=256, bk=64, wm=64, wn=256, stages=4, copy=tma, pad=0, smem=xor, ldmatrix=False, frag_buffers=1, min_blocks=1, ws=True, epilogue=smem, cluster=2, persistent=off, swizzle=8, split_k=1
 // schedule:
 //   schedule("gemm").split("i", 128, 64).bind("i.0", "blockIdx.y").bind("i.1",
 //       "warpgroup").split("j", 256, 256).bind("j.0", "blockIdx.x").bind("j.1",
@@ -228,37 +228,41 @@ template <bool CHECK, bool ALIGNED>
 __device__ __forceinline__ void gemm_f16_sm90a_iwgmma_bm128_bn256_bk64_wm64_wn256_st4_ctma_ws1_esmem_cl2_sw8_store_staged(float (&acc)[1][32][4], __half* __restrict__ C,
                                                       unsigned char* stage, int M, int N, int m0, int n0, int wg) {
   const int t = threadIdx.x % 128, lane = t & 31, wrow = t / 32 * 16;
-  #pragma unroll
-  for (int i = 0; i < 1; ++i) {
-    #pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      __half* const row = reinterpret_cast<__half*>(stage + (i * 64 + wrow + h * 8 + (lane >> 2)) * 528);
-      #pragma unroll
-      for (int j = 0; j < 32; ++j)
-        *reinterpret_cast<__half2*>(row + j * 8 + (lane & 3) * 2) = __floats2half2_rn(acc[i][j][2 * h], acc[i][j][2 * h + 1]);
-    }
-  }
-  asm volatile("bar.sync %0, 128;\n" :: "r"(2 + wg) : "memory");   // this warpgroup's tile is staged
-  if (!ALIGNED) {   // a warp's 32 stores are 32 adjacent elements of a row
-    #pragma unroll 4
-    for (int e = t; e < 16384; e += 128) {
-      const int r = e / 256, col = e % 256;
-      const int m = m0 + r, n = n0 + col;
-      if (m < M && n < N) {
-        const __half v = reinterpret_cast<const __half*>(stage + r * 528)[col];
-        C[(size_t)m * N + n] = v;
-      }
-    }
-    return;
-  }
   constexpr int CHUNKS = 32;   // 16-byte chunks in a row of C's tile
   constexpr int PER = 8;      // elements of C in a chunk
-  #pragma unroll 4
-  for (int c = t; c < 64 * CHUNKS; c += 128) {
-    const int r = c / CHUNKS, col = c % CHUNKS * PER;
-    const int m = m0 + r, n = n0 + col;
-    if (!CHECK || (m < M && n < N)) {
-      *reinterpret_cast<uint4*>(C + (size_t)m * N + n) = *reinterpret_cast<const uint4*>(stage + r * 528 + col * 2);
+  #pragma unroll
+  for (int p = 0; p < 1; ++p) {
+    #pragma unroll
+    for (int i = 0; i < 1; ++i) {
+      #pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        __half* const row = reinterpret_cast<__half*>(stage + (i * 64 + wrow + h * 8 + (lane >> 2)) * 528);
+        #pragma unroll
+        for (int j = 0; j < 32; ++j)
+          *reinterpret_cast<__half2*>(row + j * 8 + (lane & 3) * 2) = __floats2half2_rn(acc[p * 1 + i][j][2 * h], acc[p * 1 + i][j][2 * h + 1]);
+      }
+    }
+    asm volatile("bar.sync %0, 128;\n" :: "r"(2 + wg) : "memory");   // this warpgroup's rows are staged
+    const int mp = m0 + p * 64;   // the pass's first row of C
+    if (!ALIGNED) {   // a warp's 32 stores are 32 adjacent elements of a row
+      #pragma unroll 4
+      for (int e = t; e < 16384; e += 128) {
+        const int r = e / 256, col = e % 256;
+        const int m = mp + r, n = n0 + col;
+        if (m < M && n < N) {
+          const __half v = reinterpret_cast<const __half*>(stage + r * 528)[col];
+          C[(size_t)m * N + n] = v;
+        }
+      }
+    } else {
+      #pragma unroll 4
+      for (int c = t; c < 64 * CHUNKS; c += 128) {
+        const int r = c / CHUNKS, col = c % CHUNKS * PER;
+        const int m = mp + r, n = n0 + col;
+        if (!CHECK || (m < M && n < N)) {
+          *reinterpret_cast<uint4*>(C + (size_t)m * N + n) = *reinterpret_cast<const uint4*>(stage + r * 528 + col * 2);
+        }
+      }
     }
   }
 }
@@ -325,8 +329,8 @@ gemm_f16_sm90a_iwgmma_bm128_bn256_bk64_wm64_wn256_st4_ctma_ws1_esmem_cl2_sw8(con
     for (int j = 0; j < 32; ++j) acc[i][j][0] = acc[i][j][1] = acc[i][j][2] = acc[i][j][3] = 0.0f;
   }
   for (int kt = 0; kt < ktiles; ++kt) {
-    const int s = kt % 4;
-    kg_mbar_wait(&full[s], (kt / 4) & 1);
+    const int it = 0 + kt, s = it % 4;
+    kg_mbar_wait(&full[s], (it / 4) & 1);
     const unsigned char* const a = tiles + s * 49152 + wg * 8192;   // rows of 128 bytes
     const unsigned char* const b = tiles + s * 49152 + 16384;
     kg_wgmma_fence();
@@ -389,20 +393,19 @@ gemm_f16_sm90a_iwgmma_bm128_bn256_bk64_wm64_wn256_st4_ctma_ws1_esmem_cl2_sw8(con
     // One group stays in flight: tile kt's MMAs run while tile kt - 1's stage is handed back.
     kg_wgmma_wait<1>();
     if (kt > 0) {
-      const int done = (kt - 1) % 4;
+      const int done = (it - 1) % 4;
       kg_mbar_arrive_cluster(&empty[done], tid % 2);
     }
   }
   kg_wgmma_wait<0>();
   // Every consumer is done reading the stages (and every TMA copy has landed): they become staging areas.
   asm volatile("bar.sync 1, 256;\n" ::: "memory");
-  unsigned char* const staged = tiles + wg * 33792;
   if (N % 8 != 0)
-    gemm_f16_sm90a_iwgmma_bm128_bn256_bk64_wm64_wn256_st4_ctma_ws1_esmem_cl2_sw8_store_staged<true, false>(acc, C, staged, M, N, m0 + wg * 64, n0, wg);
+    gemm_f16_sm90a_iwgmma_bm128_bn256_bk64_wm64_wn256_st4_ctma_ws1_esmem_cl2_sw8_store_staged<true, false>(acc, C, tiles + wg * 33792, M, N, m0 + wg * 64, n0, wg);
   else if (m0 + 128 <= M && n0 + 256 <= N)
-    gemm_f16_sm90a_iwgmma_bm128_bn256_bk64_wm64_wn256_st4_ctma_ws1_esmem_cl2_sw8_store_staged<false, true>(acc, C, staged, M, N, m0 + wg * 64, n0, wg);
+    gemm_f16_sm90a_iwgmma_bm128_bn256_bk64_wm64_wn256_st4_ctma_ws1_esmem_cl2_sw8_store_staged<false, true>(acc, C, tiles + wg * 33792, M, N, m0 + wg * 64, n0, wg);
   else
-    gemm_f16_sm90a_iwgmma_bm128_bn256_bk64_wm64_wn256_st4_ctma_ws1_esmem_cl2_sw8_store_staged<true, true>(acc, C, staged, M, N, m0 + wg * 64, n0, wg);
+    gemm_f16_sm90a_iwgmma_bm128_bn256_bk64_wm64_wn256_st4_ctma_ws1_esmem_cl2_sw8_store_staged<true, true>(acc, C, tiles + wg * 33792, M, N, m0 + wg * 64, n0, wg);
   kg_cluster_sync();   // a peer's last arrivals on this block's barriers land before the block exits
 }
 

@@ -323,14 +323,13 @@ sgemm_f32_sm90_s1_bm256_bn128_tm16_tn8_lwarp_wm64_wn64_bk8_akm_pa4_pb0_va4_vb4_v
   extern __shared__ float smem[];
   int bx, by;
   {
-    const int per_group = 8 * gridDim.x;
-    const int lin = blockIdx.y * gridDim.x + blockIdx.x;
-    const int first_row = lin / per_group * 8;
-    const int rows = gridDim.y - first_row < 8 ? gridDim.y - first_row : 8;
-    const int in_group = lin % per_group;
-    by = first_row + in_group % rows;
-    bx = in_group / rows;
-  }
+  const int per_group = 8 * (gridDim.x);
+  const int lin_ = blockIdx.y * gridDim.x + blockIdx.x, first_row = lin_ / per_group * 8;
+  const int rows = (gridDim.y) - first_row < 8 ? (gridDim.y) - first_row : 8;
+  const int in_group = lin_ % per_group;
+  by = first_row + in_group % rows;
+  bx = in_group / rows;
+}
   const int m0 = by * 256, n0 = bx * 128;
   const int kbeg = 0, klen = K;
   const bool inside = m0 + 256 <= M && n0 + 128 <= N;
@@ -346,14 +345,13 @@ sgemm_f32_sm90_s1_bm256_bn128_tm16_tn8_lwarp_wm64_wn64_bk8_akm_pa4_pb0_va4_vb4_v
   extern __shared__ float smem[];
   int bx, by;
   {
-    const int per_group = 8 * gridDim.x;
-    const int lin = blockIdx.y * gridDim.x + blockIdx.x;
-    const int first_row = lin / per_group * 8;
-    const int rows = gridDim.y - first_row < 8 ? gridDim.y - first_row : 8;
-    const int in_group = lin % per_group;
-    by = first_row + in_group % rows;
-    bx = in_group / rows;
-  }
+  const int per_group = 8 * (gridDim.x);
+  const int lin_ = blockIdx.y * gridDim.x + blockIdx.x, first_row = lin_ / per_group * 8;
+  const int rows = (gridDim.y) - first_row < 8 ? (gridDim.y) - first_row : 8;
+  const int in_group = lin_ % per_group;
+  by = first_row + in_group % rows;
+  bx = in_group / rows;
+}
   const int m0 = by * 256, n0 = bx * 128;
   const int kbeg = 0, klen = K;
   const bool inside = m0 + 256 <= M && n0 + 128 <= N;
