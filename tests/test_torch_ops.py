@@ -85,6 +85,22 @@ def test_linear_matches_torch_on_the_gpu(dtype):
 
 
 @pytest.mark.gpu
+@pytest.mark.parametrize("M,N,K", [(4096, 1536, 384), (2048, 1024, 512), (1024, 1024, 256)])
+def test_linear_with_misaligned_bias_and_residual_views_on_the_gpu(M, N, K):
+    """The staged epilogue reads bias and residual runs as aligned vectors where their pointers allow it
+    (here 2 bytes past: element by element instead), at sizes whose picks are the persistent cooperative,
+    ping-pong and one-tile kernels on the H100."""
+    x, w = _cuda((M, K), (N, K), dtype=torch.float16)
+    bias_store, res_store = _cuda((N + 1,), (M * N + 1,), dtype=torch.float16)
+    for shift in (0, 1):
+        bias, res = bias_store[shift:shift + N], res_store[shift:shift + M * N].view(M, N)
+        y = kgt.linear(x, w, bias, epilogue="gelu(acc + bias) + res", residual=res)
+        ref = torch.nn.functional.gelu(torch.nn.functional.linear(x.double(), w.double(), bias.double()),
+                                       approximate="tanh") + res.double()
+        torch.testing.assert_close(y.double(), ref, rtol=2e-2, atol=2e-2)
+
+
+@pytest.mark.gpu
 def test_cuda_graph_capture_replays_on_torchs_stream():
     a, b, bias = _cuda((33, 5), (5, 17), (17,))
     kgt.run("sgemm", SGEMM, [a, b, bias])            # build, compile and load outside the capture

@@ -87,14 +87,15 @@ class Epilogue:
     def flops(self) -> int:
         return sum(ew.FUNCS[o.value][3] if o.kind == "call" else 1 for o in ew.ops(self.tree))
 
-    def template(self, ctype: str, to_float: str) -> dict:
+    def template(self, ctype: str, to_float: str, itemsize: int = 4) -> dict:
         """What lib/epilogue.j2's ep_fn and ep_value take: the C body over acc, bias[col], res[at], the
-        pointer parameters and the call's arguments, for inputs of C type `ctype`."""
+        pointer parameters and the call's arguments, for inputs of C type `ctype` (`itemsize` bytes); the
+        input names and type, for a template that loads a run of them at once."""
         loads = {"acc": "acc", "bias": to_float % "bias[col]", "res": to_float % "res[at]"}
         body = ew.to_c(self.tree, lambda x: loads[x.value] if x.kind == "in" else None)
         return dict(expr=self.expr, body=body, helpers=self.helpers,
                     params="".join(f", const {ctype}* __restrict__ {b}" for b in self.inputs),
-                    args="".join(f", {b}" for b in self.inputs))
+                    args="".join(f", {b}" for b in self.inputs), inputs=self.inputs, ctype=ctype, itemsize=itemsize)
 
     def apply(self, acc, env: dict):
         """float64 numpy evaluation: `acc` the product, env the decoded bias (broadcastable) and res."""
@@ -192,7 +193,7 @@ class Fusing:
         ep = None
         if self.epilogue:
             d = types[self.epilogue.inputs[0]] if self.epilogue.inputs else types.input
-            ep = self.epilogue.template(d.ctype, d.to_float)
+            ep = self.epilogue.template(d.ctype, d.to_float, d.itemsize)
         return dict(ep=ep, batched=self.batched)
 
     def fusion_recipe(self, recipe):

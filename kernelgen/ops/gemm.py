@@ -64,6 +64,7 @@ SHAPES = {"mma": (16, 8, 16), "wmma": (16, 16, 16), "wgmma": (64, 64, 16)}   # (
 # columns, hence 64 here.) wgmma reads K in steps of 64: one 128-byte swizzle atom of 16-bit values.
 WGMMA_BK = 64
 PRODUCER_REGS, CONSUMER_REGS = 40, 232   # setmaxnreg: 128 * 40 + 256 * 232 <= 65536 registers per SM
+STORER_REGS = 72                         # the async epilogue's: 128 * 72 + 256 * 216 <= 65536
 # The sm_90a tile: 128x256 blocks, two consumer warpgroups of 64x256, K by 64 in 4 TMA stages.
 WGMMA_KNOBS = dict(instr="wgmma", bm=128, bn=256, bk=64, wm=64, wn=256, stages=4, copy="tma", pad=0, smem="xor",
                    ldmatrix=False, swizzle=8, ws=False, epilogue="direct", cluster=1, persistent="off")
@@ -145,9 +146,11 @@ class Gemm(Fusing, Op):
         Knob("ws", False, (False, True), "warp specialisation: a producer warpgroup issues the TMA copies", "ws",
              Prim("annotate", "warp_specialize", absent=False, values=((True, 1), (False, 0))),
              when=("instr", ("wgmma",)), unused=False),
-        Knob("epilogue", "direct", ("direct", "smem"), "C stored from the accumulators, or staged through shared "
-             "memory and stored in 16-byte row chunks", "e",
-             Prim("cache_write", "C", absent="direct", values=(("smem", "shared"),)),
+        Knob("epilogue", "direct", ("direct", "smem", "async"), "C stored from the accumulators, or staged through "
+             "shared memory and stored in 16-byte row chunks; async (persistent coop wgmma): the whole tile staged, "
+             "then stored (the fused epilogue applied) by the producer warpgroup's three spare warps while the "
+             "consumers compute the next tile", "e",
+             Prim("cache_write", "C", absent="direct", values=(("smem", "shared"), ("async", "shared_async"))),
              when=("instr", ("mma", "wgmma")), unused="direct"),
         Knob("cluster", 1, (1, 2), "blocks per thread-block cluster along i, sharing B's tiles by TMA multicast", "cl",
              Prim("annotate", "cluster", absent=1), when=("instr", ("wgmma",)), unused=1),
@@ -195,6 +198,9 @@ class Gemm(Fusing, Op):
               limit="a batched product runs its products on blockIdx.z, where the slices of K would go")
         instr, (sm, sn, sk) = k["instr"], SHAPES[k["instr"]]
         intrinsic = INTRINSICS[instr]
+        check(k["epilogue"] != "async" or (instr == "wgmma" and k["persistent"] == "coop"), "cache_write", "C",
+              "shared_async", allowed="shared", limit="the producer warpgroup's spare warps store the tiles of a "
+              "persistent block's consumers: wgmma with annotate(persistent, coop) only")
         if instr == "wgmma":
             return self._check_wgmma(k, target, layout)
         check(k["copy"] != "tma", "annotate", "copy", "tma", limit=f"TMA copies feed wgmma; {intrinsic} takes "
@@ -308,8 +314,10 @@ class Gemm(Fusing, Op):
     @classmethod
     def _staging_bytes(cls, k: dict, itemsize: int) -> int:
         """A persistent block's staging areas of C beside the stages: _pass_rows rows a consumer warpgroup."""
-        if k["persistent"] == "off" or k["epilogue"] != "smem":
+        if k["persistent"] == "off" or k["epilogue"] == "direct":
             return 0
+        if k["epilogue"] == "async":   # the whole tile: the consumers go on while it is stored
+            return k["bm"] * cls._c_ld(k, itemsize)
         return cls._consumers(k) * cls._pass_rows(k, itemsize) * cls._c_ld(k, itemsize)
 
     @classmethod
@@ -325,7 +333,7 @@ class Gemm(Fusing, Op):
     @staticmethod
     def _c_align(k: dict, itemsize: int) -> int:
         """Bytes C must be aligned to: the staged epilogue stores 16-byte chunks, the direct one pairs."""
-        return 16 if k["epilogue"] == "smem" else 2 * itemsize
+        return 2 * itemsize if k["epilogue"] == "direct" else 16
 
     # -- derived sizes -----------------------------------------------------------------------------
     @staticmethod
@@ -354,7 +362,8 @@ class Gemm(Fusing, Op):
     def shared_bytes(self, k: dict, layout: str = "NN", out_itemsize: int = 2) -> int:
         if k["instr"] == "wgmma":   # the stages, 1024 bytes to align them, a full and an empty barrier each
             return (k["stages"] * self._wgmma_stage_bytes(k) + 1024 + 16 * k["stages"]
-                    + self._staging_bytes(k, self._staged_size(out_itemsize)) + 16 * (k["persistent"] == "pingpong"))
+                    + self._staging_bytes(k, self._staged_size(out_itemsize))
+                    + 16 * (k["persistent"] == "pingpong" or k["epilogue"] == "async"))   # order, or staged/drained
         ta, tb = self._tiles(k, layout)
         pipeline = 2 * k["stages"] * (ta["rows"] * ta["ld"] + tb["rows"] * tb["ld"])
         if k["instr"] == "mma" and k["epilogue"] == "smem":   # the stages become the warps' staging areas
@@ -509,7 +518,7 @@ class Gemm(Fusing, Op):
                     persistent=k["persistent"], staging_bytes=self._staging_bytes(k, staged_size),
                     pass_rows=self._pass_rows(k, staged_size),
                     stage_bytes=self._wgmma_stage_bytes(k), a_bytes=2 * k["bm"] * k["bk"], b_box_bytes=2 * 64 * k["bk"],
-                    producer_regs=PRODUCER_REGS, consumer_regs=CONSUMER_REGS, ab=d.short,
+                    **self._setmaxnreg(k), ab=d.short,
                     epilogue=k["epilogue"], c_ld=self._c_ld(k, staged_size), cluster=k["cluster"],
                     c_vec=self._c_vec(k, o.itemsize),
                     staged_type=staged_type,
@@ -575,10 +584,18 @@ class Gemm(Fusing, Op):
         return (*pads, main), tuple(workspaces), tuple(maps)
 
     @staticmethod
+    def _setmaxnreg(k: dict) -> dict:
+        """Registers a thread of the producer and of the consumer warpgroups keep (setmaxnreg): with the async
+        epilogue the producer's spare warps store C (and apply the fused epilogue), which 40 do not hold."""
+        if k["epilogue"] == "async":
+            return dict(producer_regs=STORER_REGS, consumer_regs=CONSUMER_REGS - 16)
+        return dict(producer_regs=PRODUCER_REGS, consumer_regs=CONSUMER_REGS)
+
+    @staticmethod
     def _c_vec(k: dict, itemsize: int) -> int:
         """Elements of C the wgmma epilogue stores at once where N is a multiple of it: a 16-byte chunk
         (staged), a pair (direct); elsewhere one by one."""
-        return 16 // itemsize if k["epilogue"] == "smem" else 2
+        return 2 if k["epilogue"] == "direct" else 16 // itemsize
 
     @classmethod
     def _maps(cls, k: dict, o: Operands) -> list[tuple[str, str, str, str, tuple[int, int]]]:

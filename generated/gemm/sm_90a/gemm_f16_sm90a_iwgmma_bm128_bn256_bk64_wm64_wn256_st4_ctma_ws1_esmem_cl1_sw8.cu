@@ -219,13 +219,40 @@ __device__ __forceinline__ void kg_setmaxnreg_inc() { asm volatile("setmaxnreg.i
 // The staged epilogue: a warpgroup's 64x256 tile goes to shared memory as __half (rows padded by 16
 // bytes, so the 8 rows a warp writes at once fall in different banks), then out in 16-byte row chunks of C:
 // each store instruction of a warp covers whole 512-byte runs of a row of C instead of 8 rows' pieces.
-// ALIGNED: N % 8 == 0, so C's rows start 16-byte aligned; otherwise C is stored element by element.
+// ALIGNED: N % 8 == 0, so C's rows start 16-byte aligned;
+// otherwise C is stored element by element.
+// `rows` staged rows of C's tile (first row m0) out of shared memory by threads t = 0..nt-1: in 16-byte row
+// chunks where ALIGNED, else element by element (a warp's 32 stores then 32 adjacent elements of a row).
+template <bool CHECK, bool ALIGNED>
+__device__ __forceinline__ void gemm_f16_sm90a_iwgmma_bm128_bn256_bk64_wm64_wn256_st4_ctma_ws1_esmem_cl1_sw8_drain(const unsigned char* stage, __half* __restrict__ C, int M, int N,
+                                               int m0, int n0, int rows, int t, int nt) {
+  constexpr int CHUNKS = 32;   // 16-byte chunks in a row of C's tile
+  constexpr int PER = 8;      // elements of C in a chunk
+  if (!ALIGNED) {
+    #pragma unroll 4
+    for (int e = t; e < rows * 256; e += nt) {
+      const int r = e / 256, col = e % 256;
+      const int m = m0 + r, n = n0 + col;
+      if (m < M && n < N) {
+        const __half v = reinterpret_cast<const __half*>(stage + r * 528)[col];
+        C[(size_t)m * N + n] = v;
+      }
+    }
+  } else {
+    #pragma unroll 4
+    for (int c = t; c < rows * CHUNKS; c += nt) {
+      const int r = c / CHUNKS, col = c % CHUNKS * PER;
+      const int m = m0 + r, n = n0 + col;
+      if (!CHECK || (m < M && n < N)) {
+        *reinterpret_cast<uint4*>(C + (size_t)m * N + n) = *reinterpret_cast<const uint4*>(stage + r * 528 + col * 2);
+      }
+    }
+  }
+}
 template <bool CHECK, bool ALIGNED>
 __device__ __forceinline__ void gemm_f16_sm90a_iwgmma_bm128_bn256_bk64_wm64_wn256_st4_ctma_ws1_esmem_cl1_sw8_store_staged(float (&acc)[1][32][4], __half* __restrict__ C,
                                                       unsigned char* stage, int M, int N, int m0, int n0, int wg) {
   const int t = threadIdx.x % 128, lane = t & 31, wrow = t / 32 * 16;
-  constexpr int CHUNKS = 32;   // 16-byte chunks in a row of C's tile
-  constexpr int PER = 8;      // elements of C in a chunk
   #pragma unroll
   for (int p = 0; p < 1; ++p) {
     #pragma unroll
@@ -239,27 +266,7 @@ __device__ __forceinline__ void gemm_f16_sm90a_iwgmma_bm128_bn256_bk64_wm64_wn25
       }
     }
     asm volatile("bar.sync %0, 128;\n" :: "r"(2 + wg) : "memory");   // this warpgroup's rows are staged
-    const int mp = m0 + p * 64;   // the pass's first row of C
-    if (!ALIGNED) {   // a warp's 32 stores are 32 adjacent elements of a row
-      #pragma unroll 4
-      for (int e = t; e < 16384; e += 128) {
-        const int r = e / 256, col = e % 256;
-        const int m = mp + r, n = n0 + col;
-        if (m < M && n < N) {
-          const __half v = reinterpret_cast<const __half*>(stage + r * 528)[col];
-          C[(size_t)m * N + n] = v;
-        }
-      }
-    } else {
-      #pragma unroll 4
-      for (int c = t; c < 64 * CHUNKS; c += 128) {
-        const int r = c / CHUNKS, col = c % CHUNKS * PER;
-        const int m = mp + r, n = n0 + col;
-        if (!CHECK || (m < M && n < N)) {
-          *reinterpret_cast<uint4*>(C + (size_t)m * N + n) = *reinterpret_cast<const uint4*>(stage + r * 528 + col * 2);
-        }
-      }
-    }
+    gemm_f16_sm90a_iwgmma_bm128_bn256_bk64_wm64_wn256_st4_ctma_ws1_esmem_cl1_sw8_drain<CHECK, ALIGNED>(stage, C, M, N, m0 + p * 64, n0, 64, t, 128);
   }
 }
 
@@ -393,7 +400,7 @@ gemm_f16_sm90a_iwgmma_bm128_bn256_bk64_wm64_wn256_st4_ctma_ws1_esmem_cl1_sw8(con
   kg_wgmma_wait<0>();
   // Every consumer is done reading the stages (and every TMA copy has landed): they become staging areas.
   asm volatile("bar.sync 1, 256;\n" ::: "memory");
-  if (N % 8 != 0)
+  if (!(N % 8 == 0))
     gemm_f16_sm90a_iwgmma_bm128_bn256_bk64_wm64_wn256_st4_ctma_ws1_esmem_cl1_sw8_store_staged<true, false>(acc, C, tiles + wg * 33792, M, N, m0 + wg * 64, n0, wg);
   else if (m0 + 128 <= M && n0 + 256 <= N)
     gemm_f16_sm90a_iwgmma_bm128_bn256_bk64_wm64_wn256_st4_ctma_ws1_esmem_cl1_sw8_store_staged<false, true>(acc, C, tiles + wg * 33792, M, N, m0 + wg * 64, n0, wg);
