@@ -76,7 +76,7 @@ def test_the_cost_model_slices_k_where_few_tiles_stream_a_long_k():
     skinny = gemm_cost.choose(op, op.problem({"M": 16, "N": 1760, "K": 1760}), H100)
     assert skinny.family.startswith("wgmma 64x") and skinny.split_k > 1
     big = gemm_cost.choose(op, op.problem({"M": 8192, "N": 8192, "K": 8192}), H100)
-    assert big.family.endswith("coop") and big.split_k == 1        # persistent: 0.98-0.99x cuBLAS, one-tile 0.90x
+    assert " coop" in big.family and big.split_k == 1             # persistent: 0.98-1.02x cuBLAS, one-tile 0.90x
     gpt2 = gemm_cost.choose(op, op.problem({"M": 8192, "N": 768, "K": 768}, layout="NT"), H100)
     assert gpt2.family.startswith("wgmma 128x192 coop")             # 256 tiles fill 132 SMs twice (128x256: 1.45x)
     ragged = gemm_cost.choose(op, op.problem({"M": 9124, "N": 5124, "K": 1760}), H100)

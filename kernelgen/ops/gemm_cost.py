@@ -8,7 +8,7 @@
 >>> best.family.startswith("wgmma"), best.split_k >= 16        # 4 column tiles: K in many slices
 (True, True)
 >>> choose(op, op.problem({"M": 8192, "N": 8192, "K": 8192}, dtype="float16"), target("sm_90a")).family
-'wgmma 128x192 coop'
+'wgmma 128x192 coop async'
 
 Each candidate is a tile family (a row of FAMILIES: wgmma where the target has it and the product is
 not batched, else mma.sync) with K cut into `split_k` slices (gridDim.z) whose fp32 partial tiles a
