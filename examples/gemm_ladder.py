@@ -61,7 +61,8 @@ LADDER = {
     "8 C staged through shared memory (sm_90a)": hopper(WGMMA).annotate("warp_specialize", 1).cache_write("C", "shared"),
     "9 clusters of 2, B multicast (sm_90a)": hopper(WGMMA).annotate("warp_specialize", 1).cache_write("C", "shared")
                                               .annotate("cluster", 2),
-    "10 persistent blocks (sm_90a)": hopper(WGMMA).annotate("warp_specialize", 1).annotate("persistent", "coop"),
+    "10 persistent blocks (sm_90a)": hopper(WGMMA, 3).annotate("warp_specialize", 1).cache_write("C", "shared")
+                                     .annotate("persistent", "coop"),
     "11 ping-pong consumers, 128x128 a warpgroup (sm_90a)": hopper(PINGPONG).annotate("warp_specialize", 1)
                                                              .cache_write("C", "shared").annotate("persistent", "pingpong"),
 }

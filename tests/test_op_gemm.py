@@ -64,7 +64,7 @@ def test_ladder_climbs_from_wmma_to_the_default():
     assert [(x["instr"], x["copy"], x["ws"], x["epilogue"], x["cluster"], x["persistent"]) for x in h] == [
         ("wgmma", "tma", False, "direct", 1, "off"), ("wgmma", "tma", True, "direct", 1, "off"),
         ("wgmma", "tma", True, "smem", 1, "off"), ("wgmma", "tma", True, "smem", 2, "off"),
-        ("wgmma", "tma", True, "direct", 1, "coop"), ("wgmma", "tma", True, "smem", 1, "pingpong")]
+        ("wgmma", "tma", True, "smem", 1, "coop"), ("wgmma", "tma", True, "smem", 1, "pingpong")]
     d = op.default_knobs()
     assert (d["instr"], d["copy"], d["smem"], d["ldmatrix"], d["wm"], d["wn"]) == ("mma", "cp_async", "xor", True, 64, 64)
     assert d["stages"] in (3, 4) and op.threads(d) == 128

@@ -785,9 +785,9 @@ class Gemm(Fusing, Op):
              "a third less L2-to-SM traffic, but a stage is free only when both blocks' consumers released it: "
              "the blocks wait on each other (0.56x cuBLAS against step 8's 0.96x on the H100)"),
             ("persistent blocks: one an SM walks the tiles, the producer loading the next tile during the epilogue "
-             "(C stored from the accumulators: staging areas beside 4 stages would not fit)",
-             dict(WGMMA_HEURISTIC, epilogue="direct", persistent="coop"),
-             "annotate(persistent, coop): the pipeline fills once a block, not once a tile"),
+             "(3 stages beside the staging areas of C)", dict(WGMMA_HEURISTIC, stages=3, persistent="coop"),
+             "annotate(persistent, coop): the pipeline fills once a block, not once a tile; C staged 64 rows (fp32: "
+             "32) at a time in an area of each warpgroup's own"),
             ("ping-pong consumers: each warpgroup a 128x128 tile of its own, main loops in turn",
              dict(WGMMA_HEURISTIC, bm=128, wm=128, bn=128, wn=128, persistent="pingpong"),
              "annotate(persistent, pingpong): one warpgroup's epilogue runs under the other's MMAs"),

@@ -248,7 +248,8 @@ __device__ __forceinline__ void gemm_f16_sm90a_iwgmma_bm128_bn128_bk64_wm128_wn1
       const int r = c / CHUNKS, col = c % CHUNKS * PER;
       const int m = m0 + r, n = n0 + col;
       if (!CHECK || (m < M && n < N)) {
-        *reinterpret_cast<uint4*>(C + (size_t)m * N + n) = *reinterpret_cast<const uint4*>(stage + r * 272 + col * 2);
+        const size_t at = (size_t)m * N + n;
+        *reinterpret_cast<uint4*>(C + at) = *reinterpret_cast<const uint4*>((stage + r * 272) + col * 2);
       }
     }
   }
