@@ -121,6 +121,13 @@ class Recipe:
     def uses_sms(self) -> bool:
         return any(re.search(r"\bsms\b", e) for e in self.expressions())
 
+    @property
+    def checks_use_sms(self) -> bool:
+        """Whether a let, a requirement or a workspace needs the multiprocessor count (else only grids do,
+        and the launcher asks the device for it after every check of the input)."""
+        exprs = [e for _, _, e in self.lets] + [c for c, _ in self.requires] + [w[2] for w in self.workspaces]
+        return any(re.search(r"\bsms\b", e) for e in exprs)
+
 
 # -- Python evaluation ---------------------------------------------------------------------------
 
@@ -351,13 +358,16 @@ def launcher_source(recipe: Recipe, name: str) -> str:
     if recipe.tensor_maps:
         out.append(TMA_HELPERS.rstrip())
 
+    def ask_sms(no_device: str) -> list[str]:
+        return ["  int sms = 0, device = 0;",
+                "  if (cudaGetDevice(&device) != cudaSuccess || cudaDeviceGetAttribute(&sms, "
+                f"cudaDevAttrMultiProcessorCount, device) != cudaSuccess || sms <= 0) return {no_device};"]
+
     def prologue(fail: str, no_device: str) -> list[str]:
         body = [f"  if ({s} < {lo}{f' || {s} > {hi}' if hi < 2**31 - 1 else ''}) return {fail};"
                 for s, lo, hi in recipe.limits()]
-        if recipe.uses_sms:
-            body += ["  int sms = 0, device = 0;",
-                     "  if (cudaGetDevice(&device) != cudaSuccess || cudaDeviceGetAttribute(&sms, "
-                     f"cudaDevAttrMultiProcessorCount, device) != cudaSuccess || sms <= 0) return {no_device};"]
+        if recipe.checks_use_sms:
+            body += ask_sms(no_device)
         for kind, item in recipe.order():
             if kind == "let":
                 n, t, e = item
@@ -395,6 +405,8 @@ def launcher_source(recipe: Recipe, name: str) -> str:
                            "if (e != cudaSuccess) return e; }")
     else:
         out.append("  (void)workspace; (void)workspace_bytes;")
+    if recipe.uses_sms and not recipe.checks_use_sms:   # only grids need it: asked once the input passed
+        out += ask_sms("cudaErrorInvalidDevice")
     out += _encode(recipe)
     seen = set()
     for s in recipe.steps:

@@ -204,10 +204,11 @@ def test_device_only_compile_is_unchanged_by_the_launcher():
 
 
 # -- the sm_90a wgmma files: the launcher encodes the TMA descriptors itself -----------------------
-def _wgmma(layout="NN", dtype="float16"):
+def _wgmma(layout="NN", dtype="float16", persistent="off"):
     from kernelgen.ops.gemm import WGMMA_HEURISTIC
     gemm = OPS["gemm"]
-    return gemm.kernel(gemm.schedule_from_knobs(**WGMMA_HEURISTIC), target("sm_90a"), gemm.types(dtype), layout)
+    knobs = dict(WGMMA_HEURISTIC, persistent=persistent)
+    return gemm.kernel(gemm.schedule_from_knobs(**knobs), target("sm_90a"), gemm.types(dtype), layout)
 
 
 @pytest.mark.parametrize("layout,maps", [
@@ -276,14 +277,14 @@ int main() {
 
 
 @pytest.mark.nvcc
-@pytest.mark.parametrize("layout", ["NN", "TN"])
-def test_wgmma_launcher_builds_for_sm_90a_and_refuses_bad_input(tmp_path, layout):
+@pytest.mark.parametrize("layout,persistent", [("NN", "off"), ("TN", "coop")])
+def test_wgmma_launcher_builds_for_sm_90a_and_refuses_bad_input(tmp_path, layout, persistent):
     """The launcher builds with nvcc for sm_90a (no host warnings, no -lcuda) and refuses bad input with
     cudaErrorInvalidValue before touching a device: the program makes only refused calls, with or
-    without a GPU."""
+    without a GPU. (A persistent kernel's grid asks the device for its multiprocessor count.)"""
     from kernelgen.ops.base import TMA_DATA_TYPES, TMA_L2_PROMOTION, TMA_SWIZZLE
     from kernelgen.render import declarations, render
-    kernel = _wgmma(layout)
+    kernel = _wgmma(layout, persistent=persistent)
     lead = {"NN": "KN", "TN": "MN"}[layout]      # the sizes that are the stored rows' lengths
     cu, h = tmp_path / f"{kernel.name}.cu", tmp_path / f"{kernel.name}.h"
     cu.write_text(render(kernel))
