@@ -211,7 +211,9 @@ __device__ __forceinline__ void kg_setmaxnreg_inc() { asm volatile("setmaxnreg.i
 
 #endif  // KERNELGEN_WGMMA
 // C = A @ B on Hopper's warpgroup MMA (wgmma.m64n128k16, __half inputs, fp32 accumulators, __half output).
-// A block computes a 128x128 tile of C: 2 consumer warpgroup(s) of 128 rows each, 2 m64 tile(s) a warpgroup.
+// Each of a block's 2 consumer warpgroups computes 128x128 tiles of C of its own, 2 m64 tile(s) a warpgroup.
+// Persistent: gridDim.x blocks (one an SM) walk the tiles in the grouped order, tile blockIdx.x + i * gridDim.x;
+// the producer's K-tile count runs on across them, so the next tile's stages fill while this one is stored.
 // A (128x64) and B (64x128) reach shared memory by TMA, 128-byte swizzled, through 4 stages:
 // a stage's `full` barrier completes when its bytes have landed, its `empty` barrier when every
 // consumer thread is done reading it. A producer warpgroup (setmaxnreg 40) issues the copies while the consumers (setmaxnreg 232) compute.
@@ -497,8 +499,6 @@ extern "C" size_t kg_workspace_bytes_gemm_f16_sm90a_iwgmma_bm128_bn128_bk64_wm12
   if (M < 1 || M > 16776960) return 0;
   if (N < 1 || N > 2147483391) return 0;
   if (K < 1 || K > 2147483391) return 0;
-  int sms = 0, device = 0;
-  if (cudaGetDevice(&device) != cudaSuccess || cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) != cudaSuccess || sms <= 0) return 0;
   if (!(kg_cdiv(M, 128) <= 65535)) return 0;  // gridDim.y holds 65535 block rows of 128
   if (!(kg_ll(kg_cdiv(M, 128)) * kg_cdiv(N, 128) <= 2147483647)) return 0;  // with swizzle the blocks' linear number is an int
   const size_t kg_ws_A_pitched = (0 + 255) / 256 * 256;
@@ -513,8 +513,6 @@ extern "C" cudaError_t kg_launch_gemm_f16_sm90a_iwgmma_bm128_bn128_bk64_wm128_wn
   if (M < 1 || M > 16776960) return cudaErrorInvalidValue;
   if (N < 1 || N > 2147483391) return cudaErrorInvalidValue;
   if (K < 1 || K > 2147483391) return cudaErrorInvalidValue;
-  int sms = 0, device = 0;
-  if (cudaGetDevice(&device) != cudaSuccess || cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) != cudaSuccess || sms <= 0) return cudaErrorInvalidDevice;
   if (!(kg_cdiv(M, 128) <= 65535)) return cudaErrorInvalidValue;  // gridDim.y holds 65535 block rows of 128
   if (!(kg_ll(kg_cdiv(M, 128)) * kg_cdiv(N, 128) <= 2147483647)) return cudaErrorInvalidValue;  // with swizzle the blocks' linear number is an int
   if ((K % 8 == 0) && kg_misaligned(A, 16)) return cudaErrorInvalidValue;
@@ -526,6 +524,8 @@ extern "C" cudaError_t kg_launch_gemm_f16_sm90a_iwgmma_bm128_bn128_bk64_wm128_wn
   if (kg_ws_end > 0 && (workspace == nullptr || workspace_bytes < kg_ws_end || kg_misaligned(workspace, 256))) return cudaErrorInvalidValue;
   __half* A_pitched = reinterpret_cast<__half*>(static_cast<char*>(workspace) + kg_ws_A_pitched);
   __half* B_pitched = reinterpret_cast<__half*>(static_cast<char*>(workspace) + kg_ws_B_pitched);
+  int sms = 0, device = 0;
+  if (cudaGetDevice(&device) != cudaSuccess || cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) != cudaSuccess || sms <= 0) return cudaErrorInvalidDevice;
   kg_tensor_map tmA, tmB;
   if (K % 8 == 0) { cudaError_t e = kg_encode_tensor_map(&tmA, CU_TENSOR_MAP_DATA_TYPE_FLOAT16, A, (unsigned long long)(M), (unsigned long long)(K), (unsigned long long)(K), sizeof(__half), 128, 64); if (e != cudaSuccess) return e; }
   if (K % 8 != 0) { cudaError_t e = kg_encode_tensor_map(&tmA, CU_TENSOR_MAP_DATA_TYPE_FLOAT16, A_pitched, (unsigned long long)(M), (unsigned long long)(K), (unsigned long long)(kg_cdiv(K, 8) * 8), sizeof(__half), 128, 64); if (e != cudaSuccess) return e; }
