@@ -835,10 +835,11 @@ class Gemm(Fusing, Op):
                         for swizzle in (1, 8, 16):
                             for ws in (False, True):
                                 yield dict(WGMMA_KNOBS, bm=bm, wm=wm, bn=bn, wn=bn, stages=stages, swizzle=swizzle, ws=ws)
-            for persistent, bm, wm, bn, stages in (("coop", 128, 64, 256, 3), ("coop", 128, 64, 192, 4),
-                                                   ("pingpong", 128, 128, 128, 4), ("pingpong", 64, 64, 256, 3)):
+            for persistent, bm, wm, bn, stages in (("coop", 128, 64, 256, 3), ("coop", 128, 64, 256, 4),
+                                                   ("coop", 128, 64, 192, 4), ("pingpong", 128, 128, 128, 4),
+                                                   ("pingpong", 64, 64, 256, 3)):
                 for swizzle in (1, 8, 16):
-                    for epilogue in ("direct", "smem"):
+                    for epilogue in ("direct", "smem") + (("async",) if persistent == "coop" else ()):
                         yield dict(WGMMA_HEURISTIC, bm=bm, wm=wm, bn=bn, wn=bn, stages=stages, swizzle=swizzle,
                                    epilogue=epilogue, persistent=persistent)
             for bm, wm, bn in ((128, 64, 256), (128, 64, 128), (256, 128, 128)):   # epilogues and clusters
