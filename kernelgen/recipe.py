@@ -119,14 +119,17 @@ class Recipe:
 
     @property
     def uses_sms(self) -> bool:
-        return any(re.search(r"\bsms\b", e) for e in self.expressions())
+        return _names_sms(self.expressions())
 
     @property
     def checks_use_sms(self) -> bool:
         """Whether a let, a requirement or a workspace needs the multiprocessor count (else only grids do,
         and the launcher asks the device for it after every check of the input)."""
-        exprs = [e for _, _, e in self.lets] + [c for c, _ in self.requires] + [w[2] for w in self.workspaces]
-        return any(re.search(r"\bsms\b", e) for e in exprs)
+        return _names_sms([e for _, _, e in self.lets] + [c for c, _ in self.requires] + [w[2] for w in self.workspaces])
+
+
+def _names_sms(exprs) -> bool:
+    return any(re.search(r"\bsms\b", e) for e in exprs)
 
 
 # -- Python evaluation ---------------------------------------------------------------------------

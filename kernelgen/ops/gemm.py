@@ -48,7 +48,7 @@ import numpy as np
 from ..dtypes import FLOAT32, Types, dtype
 from ..errors import check
 from ..schedule import Schedule, ScheduleReader, schedule
-from ..target import Target, default_target
+from ..target import Target, default_target, target
 from .base import INT_MAX, LAYOUTS, Dim, Kernel, Knob, LadderStep, Launch, Op, Plan, Problem, Scalar, TensorMap, cdiv
 from .knobs import Prim, Range
 from .io import torch_tensor
@@ -77,7 +77,6 @@ PERSISTENT = ("off", "coop", "pingpong")
 # in sm_90a's shared memory (128x256 tiles in 4 stages: 4 stages ran 1.2x faster than 3 where A streams
 # from DRAM).
 PASS_ROWS = (64, 32)
-SM90A_SMEM = 232448
 # mma.sync's staged epilogue: each warp stages 16 rows of its tile at a time (one row of m16 tiles), so the
 # staging areas fit in the stages of any tile (fp32 accumulators included) and hold few registers.
 STAGED_ROWS = 16
@@ -326,8 +325,8 @@ class Gemm(Fusing, Op):
         first of PASS_ROWS whose areas fit beside the stages."""
         if k["persistent"] == "off":
             return k["wm"]
-        fixed = k["stages"] * (cls._wgmma_stage_bytes(k) + 16) + 1024 + 16
-        fits = [r for r in PASS_ROWS if fixed + cls._consumers(k) * r * cls._c_ld(k, itemsize) <= SM90A_SMEM]
+        room = target("sm_90a").max_smem - cls._wgmma_fixed_bytes(k)    # wgmma runs on sm_90a only
+        fits = [r for r in PASS_ROWS if cls._consumers(k) * r * cls._c_ld(k, itemsize) <= room]
         return fits[0] if fits else PASS_ROWS[-1]
 
     @staticmethod
@@ -339,13 +338,20 @@ class Gemm(Fusing, Op):
     @staticmethod
     def _consumers(k: dict) -> int:
         """wgmma's consumer warpgroups: bm / wm sharing each tile, or two ping-pong ones, a tile each."""
-        return 2 if k.get("persistent") == "pingpong" else k["bm"] // max(k["wm"], 1)
+        return 2 if k["persistent"] == "pingpong" else k["bm"] // max(k["wm"], 1)
 
     @classmethod
     def threads(cls, k: dict) -> int:
         if k["instr"] == "wgmma":
             return 128 * cls._consumers(k) + (128 if k["ws"] else 0)
         return 32 * (k["bm"] // max(k["wm"], 1)) * (k["bn"] // max(k["wn"], 1))
+
+    @classmethod
+    def _wgmma_fixed_bytes(cls, k: dict) -> int:
+        """wgmma's shared memory but C's staging areas: the stages, 1024 bytes to align them, a full and an
+        empty barrier a stage, and two more barriers (ping-pong's order, or the async store's staged/drained)."""
+        return (k["stages"] * cls._wgmma_stage_bytes(k) + 1024 + 16 * k["stages"]
+                + 16 * (k["persistent"] == "pingpong" or k["epilogue"] == "async"))
 
     @staticmethod
     def _wgmma_stage_bytes(k: dict) -> int:
@@ -360,10 +366,8 @@ class Gemm(Fusing, Op):
         return smem_tile(*a, k["pad"], xor, nt), smem_tile(*b, k["pad"], xor, nt)
 
     def shared_bytes(self, k: dict, layout: str = "NN", out_itemsize: int = 2) -> int:
-        if k["instr"] == "wgmma":   # the stages, 1024 bytes to align them, a full and an empty barrier each
-            return (k["stages"] * self._wgmma_stage_bytes(k) + 1024 + 16 * k["stages"]
-                    + self._staging_bytes(k, self._staged_size(out_itemsize))
-                    + 16 * (k["persistent"] == "pingpong" or k["epilogue"] == "async"))   # order, or staged/drained
+        if k["instr"] == "wgmma":
+            return self._wgmma_fixed_bytes(k) + self._staging_bytes(k, self._staged_size(out_itemsize))
         ta, tb = self._tiles(k, layout)
         pipeline = 2 * k["stages"] * (ta["rows"] * ta["ld"] + tb["rows"] * tb["ld"])
         if k["instr"] == "mma" and k["epilogue"] == "smem":   # the stages become the warps' staging areas
@@ -536,7 +540,7 @@ class Gemm(Fusing, Op):
         split = k["split_k"] > 1
         grid = (cdiv(N, k["bn"]), self._block_rows(M, k), problem.batch.count if problem.batch else k["split_k"])
         check_grid(self.name, problem, grid, k["bm"], k["swizzle"])
-        if k.get("persistent", "off") != "off":      # one block an SM (or a tile), walking the tiles
+        if k["persistent"] != "off":      # one block an SM (or a tile), walking the tiles
             grid = (min(grid[0] * grid[1], (target or default_target()).sms), 1, 1)
         # Rows start 16-byte aligned only when the stored rows' lengths (K and N for NN) are multiples of 8
         # halves; otherwise the kernel with element-wise global accesses (mma, wmma), or (wgmma: TMA cannot
