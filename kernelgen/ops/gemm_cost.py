@@ -95,8 +95,9 @@ FAMILIES = (
     ("wgmma 128x256 coop", dict(_WG, bm=128, bn=256, wn=256, persistent="coop"), 0.83),
     ("wgmma 128x256 coop 3 stages", dict(_WG, bm=128, bn=256, wn=256, stages=3, persistent="coop"), 0.80),
     ("wgmma 128x192 coop", dict(_WG, bm=128, bn=192, wn=192, persistent="coop"), 0.82),
-    # C stored by the producer's spare warps while the consumers go on: in 3 stages no faster than coop in 3
-    # (gemm_async_probe.md), and 128x192 is the tile whose whole staged 16-bit C fits beside 4 (a guess)
+    # C stored by the producer's spare warps while the consumers go on: 128x192 is the tile whose whole staged
+    # 16-bit C fits beside 4 stages (0.93-1.06x cuBLAS at GPT-2's GEMMs, 1.02x at 8192^3: gemm_async4_probe.md;
+    # in 3 stages no faster than coop in 3, gemm_async_probe.md). A fused epilogue's fp32 tile does not fit.
     ("wgmma 128x192 coop async", dict(_WG, bm=128, bn=192, wn=192, epilogue="async", persistent="coop"), 0.83),
     ("wgmma 128x128 pingpong", dict(_WG, bm=128, wm=128, bn=128, wn=128, persistent="pingpong"), 0.72),
     ("wgmma 64x256 pingpong", dict(_WG, bm=64, wm=64, bn=256, wn=256, stages=3, persistent="pingpong"), 0.55),
