@@ -1,7 +1,7 @@
 """Where a fused GEMM epilogue's time goes on the tensor-core gemm: one size, a few epilogues (none, a
 scale, a bias, bias + GELU, bias + GELU + residual) under a few schedules (the persistent cooperative
 block staging C in passes, the asynchronous epilogue whose spare warps store C, the one-tile block
-staging C in its stages), each validated then timed with kernelgen.timing (events, L2 flushed).
+staging C in its stages, and schedule_for's pick), each validated then timed with kernelgen.timing (events, L2 flushed).
 
     PYTHONPATH=. python3 bench/epilogue_variants_probe.py [M,N,K] [reps]    # writes $OUT/epilogue_variants.md
 """
@@ -11,6 +11,7 @@ import sys
 from kernelgen import gpu
 from kernelgen.ops import get_op
 from kernelgen.ops.gemm import WGMMA_HEURISTIC
+from kernelgen.target import target
 from kernelgen.timing import measure
 from kernelgen.validate import validate
 
@@ -31,12 +32,12 @@ def main():
     op = get_op("gemm")
     lines = [f"fused GEMM epilogues by schedule, {size} fp16, {gpu.device().gpu}; ratio = time / the schedule's plain time", "",
              "| schedule | epilogue | time_us | ratio | valid |", "|---|---|---|---|---|"]
-    for label, knobs in SCHEDULES.items():
+    for label, knobs in dict(SCHEDULES, **{"schedule_for's pick for each epilogue": None}).items():
         plain = None
         for ep in EPILOGUES:
             p = op.problem(sizes, dtype="float16", epilogue=ep)
             o = op.for_problem(p)
-            sched = o.schedule_from_knobs(**knobs)
+            sched = o.schedule_for(p, target("sm_90a")) if knobs is None else o.schedule_from_knobs(**knobs)
             try:
                 v = validate(o, sched, p, backend="gpu")
                 t = measure(o, sched, p, reps=reps).time_us

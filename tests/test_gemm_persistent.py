@@ -59,6 +59,25 @@ def test_the_staging_areas_are_sized_in_cs_type_and_fit_beside_the_stages():
     assert rows(PINGPONG, op.types("float16", "float32")) == 64    # 4 stages of 32 KB and two 33 KB areas
 
 
+def test_an_epilogue_without_a_residual_runs_on_the_fragments_and_stages_cs_own_type():
+    """bias and gelu need a fragment's columns only: the tile is staged as C's values (the 4-stage block
+    fits), the epilogue's code is emitted once for the tile; a residual is read on the way out, from
+    fp32 accumulators (the 4-stage block then does not fit)."""
+    def compiled(epilogue, knobs=COOP):
+        p = op.problem({"M": 256, "N": 256, "K": 64}, dtype="float16", epilogue=epilogue)
+        o = op.for_problem(p)
+        k = o.kernel(o.schedule_from_knobs(**knobs), H100, p.types)
+        return k, render(k)
+    k, src = compiled("gelu(acc + bias)")
+    assert dict(k.params)["ep_regs"] and dict(k.params)["staged_type"] == "__half"
+    assert src.count("_ep(acc[i][j][r]") == 1 and "tanh.approx.f32" in src     # gelu last, into fp16
+    k, src = compiled("gelu(acc + bias) + res", COOP3)
+    assert not dict(k.params)["ep_regs"] and dict(k.params)["staged_type"] == "float"
+    assert "tanh.approx" not in src                                           # gelu is not the last step
+    with pytest.raises(ScheduleError, match=r"bytes of shared memory > 232448"):
+        compiled("gelu(acc + bias) + res")
+
+
 def test_persistent_kernels_are_named_by_the_knob_and_the_others_are_not():
     assert kernel(COOP).name.endswith("_esmem_cl1_pscoop_sw8")
     assert kernel(PINGPONG).name.endswith("_pspingpong_sw8")
@@ -149,9 +168,9 @@ def test_persistent_blocks_in_every_layout_with_fp32_c_on_the_gpu(layout):
 @pytest.mark.gpu
 def test_persistent_blocks_with_a_fused_epilogue_on_the_gpu():
     _hopper()
-    for ep in ("gelu(acc + bias) + res", "relu(acc) * 2"):
+    for ep, dt in (("gelu(acc + bias) + res", "float16"), ("relu(acc) * 2", "float16"), ("gelu(acc + bias)", "bfloat16")):
         for sizes in ({"M": 33, "N": 17, "K": 40},) + MANY[:2]:
-            p = op.problem(sizes, epilogue=ep, layout="NT")
-            for knobs in (PINGPONG, COOP192, COOP3, ASYNC192F):
+            p = op.problem(sizes, dtype=dt, epilogue=ep, layout="NT")
+            for knobs in (PINGPONG, COOP192, COOP3, ASYNC192F) + ((COOP, WGMMA_HEURISTIC) if "res" not in ep else ()):
                 v = validate(op.for_problem(p), op.schedule_from_knobs(**knobs), p, backend="gpu")
                 assert v.ok, (ep, sizes, knobs["persistent"], v.summary())

@@ -131,3 +131,15 @@ def test_expressions_are_correct_on_the_emulator(expr):
         for sizes in o.test_problems():
             v = validate(o, step.schedule, o.problem(sizes), backend="emulate")
             assert v.ok, (expr, step.title, sizes, v.summary())
+
+
+def test_gelu_takes_its_16_bit_form_only_as_the_last_step():
+    """tanh.approx's error is fine in a value rounded to 16 bits, not in one later steps combine."""
+    from kernelgen.ops.elementwise import gelu_last, parse
+    assert gelu_last(parse("gelu(x + bias * 2)"))
+    assert not gelu_last(parse("gelu(x) - x")) and not gelu_last(parse("gelu(gelu(x))"))
+    assert not gelu_last(parse("gelu_erf(x)")) and not gelu_last(parse("x"))
+    op = get_op("elementwise").with_expr("gelu(x + bias)")
+    for dt, fast in (("float16", True), ("bfloat16", True), ("float32", False)):
+        src = render(op.kernel(op.default_schedule(), types=op.types(dt)))
+        assert ("tanh.approx.f32" in src) == fast, dt

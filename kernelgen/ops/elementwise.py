@@ -89,6 +89,14 @@ def _fail(expr, why: str, allowed: str = ""):
     raise ScheduleError("annotate", "expr", expr, limit=why, allowed=allowed)
 
 
+def gelu_last(root: Node) -> bool:
+    """Whether the expression's one gelu is its last step, its result the value rounded into the output: a
+    16-bit output may then take lib/ew_funcs.j2's cheaper gelu (whose error, in a value that later steps
+    combined, could cancel into a large one)."""
+    return root.kind == "call" and root.value == "gelu" and sum(o.kind == "call" and o.value == "gelu"
+                                                                for o in ops(root)) == 1
+
+
 def parse(expr) -> Node:
     """Parse `expr` into Nodes, or raise a ScheduleError that names what is not allowed."""
     if not isinstance(expr, str) or not expr.strip():
@@ -364,6 +372,7 @@ class Elementwise(Op):
         prefetch.check_legal(k, target, matrices[0], k["threads"], widest, 0)
         smem = prefetch.shared_bytes(k, k["threads"], widest)
         params = dict(k, kernels=kernels, chunk=k["items"] * k["threads"], helpers=sorted({o.value for o in order if o.kind == "call"}),
+                      gelu16=d.itemsize == 2 and k["fusion"] == "full" and gelu_last(root),
                       io=element_io(d, k["vec"]), prefetch_slot=pf.get("prefetch_slot", 0),
                       min_blocks=pf["min_blocks"])      # alike for every kernel of the chain
         widest = max(len(kk["full"]) for kk in kernels)

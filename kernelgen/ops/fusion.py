@@ -87,15 +87,17 @@ class Epilogue:
     def flops(self) -> int:
         return sum(ew.FUNCS[o.value][3] if o.kind == "call" else 1 for o in ew.ops(self.tree))
 
-    def template(self, ctype: str, to_float: str, itemsize: int = 4) -> dict:
+    def template(self, ctype: str, to_float: str, itemsize: int = 4, out16: bool = False) -> dict:
         """What lib/epilogue.j2's ep_fn and ep_value take: the C body over acc, bias[col], res[at], the
         pointer parameters and the call's arguments, for inputs of C type `ctype` (`itemsize` bytes); the
-        input names and type, for a template that loads a run of them at once."""
+        input names and type, for a template that loads a run of them at once; `out16`: C is a 16-bit type
+        (gelu16: lib/ew_funcs.j2's cheaper gelu where it is the last step)."""
         loads = {"acc": "acc", "bias": to_float % "bias[col]", "res": to_float % "res[at]"}
         body = ew.to_c(self.tree, lambda x: loads[x.value] if x.kind == "in" else None)
         return dict(expr=self.expr, body=body, helpers=self.helpers,
                     params="".join(f", const {ctype}* __restrict__ {b}" for b in self.inputs),
-                    args="".join(f", {b}" for b in self.inputs), inputs=self.inputs, ctype=ctype, itemsize=itemsize)
+                    args="".join(f", {b}" for b in self.inputs), inputs=self.inputs, ctype=ctype, itemsize=itemsize,
+                    gelu16=out16 and ew.gelu_last(self.tree))
 
     def apply(self, acc, env: dict):
         """float64 numpy evaluation: `acc` the product, env the decoded bias (broadcastable) and res."""
@@ -193,7 +195,7 @@ class Fusing:
         ep = None
         if self.epilogue:
             d = types[self.epilogue.inputs[0]] if self.epilogue.inputs else types.input
-            ep = self.epilogue.template(d.ctype, d.to_float, d.itemsize)
+            ep = self.epilogue.template(d.ctype, d.to_float, d.itemsize, out16=types.output.itemsize == 2)
         return dict(ep=ep, batched=self.batched)
 
     def fusion_recipe(self, recipe):

@@ -305,10 +305,19 @@ class Gemm(Fusing, Op):
         put the 8 rows a warp writes in other banks."""
         return (k["bn"] if k["instr"] == "wgmma" else k["wn"]) * itemsize + 16
 
-    def _staged_size(self, out_itemsize: int = 2) -> int:
-        """Bytes of a staged element of C: the fp32 accumulators where an epilogue is fused, else C's (16-bit
-        where the types are not known yet: the schedule's check; _wgmma_params checks the real size)."""
-        return 4 if self.epilogue else out_itemsize
+    def _ep_in_registers(self, k: dict) -> bool:
+        """Whether wgmma's staged epilogue runs the fused epilogue on the accumulators before staging them: it
+        reads no residual (bias[col] is a fragment's column), so C is staged in its own type and drained as the
+        plain GEMM's (staged as fp32 and run on the way out, even acc * 2 cost 1.027x the plain GEMM at 4096^3
+        fp16 on the H100). The asynchronous store keeps it on the way out, in the storer warps."""
+        return (k["instr"] == "wgmma" and k["epilogue"] == "smem" and self.epilogue is not None
+                and "res" not in self.epilogue.inputs)
+
+    def _staged_size(self, k: dict, out_itemsize: int = 2) -> int:
+        """Bytes of a staged element of C: the fp32 accumulators where a fused epilogue runs on the way out,
+        else C's (16-bit where the types are not known yet: the schedule's check; _wgmma_params checks the
+        real size)."""
+        return 4 if self.epilogue and not self._ep_in_registers(k) else out_itemsize
 
     @classmethod
     def _staging_bytes(cls, k: dict, itemsize: int) -> int:
@@ -367,7 +376,7 @@ class Gemm(Fusing, Op):
 
     def shared_bytes(self, k: dict, layout: str = "NN", out_itemsize: int = 2) -> int:
         if k["instr"] == "wgmma":
-            return self._wgmma_fixed_bytes(k) + self._staging_bytes(k, self._staged_size(out_itemsize))
+            return self._wgmma_fixed_bytes(k) + self._staging_bytes(k, self._staged_size(k, out_itemsize))
         ta, tb = self._tiles(k, layout)
         pipeline = 2 * k["stages"] * (ta["rows"] * ta["ld"] + tb["rows"] * tb["ld"])
         if k["instr"] == "mma" and k["epilogue"] == "smem":   # the stages become the warps' staging areas
@@ -430,7 +439,7 @@ class Gemm(Fusing, Op):
         if k["instr"] == "wgmma":
             smem = self.shared_bytes(k, layout, o.itemsize)
             check(smem <= target.max_smem, "cache_write", "C", "shared",
-                  limit=f"{smem} bytes of shared memory with C staged as {self._staged_size(o.itemsize)}-byte values > "
+                  limit=f"{smem} bytes of shared memory with C staged as {self._staged_size(k, o.itemsize)}-byte values > "
                         f"{target.max_smem} on {target.arch}")
             return self._wgmma_params(k, types, layout), smem, self.registers(k)
         ta, tb = self._tiles(k, layout)
@@ -511,8 +520,8 @@ class Gemm(Fusing, Op):
         # With a fused epilogue the tile is staged as the fp32 accumulators, and the epilogue runs on the
         # way out, where a warp's bias and residual reads are whole rows of C (in the fragment layout
         # they are 8 rows' 4-byte pieces: 1.10-1.31x the plain GEMM's time at 4096^3 on the H100).
-        staged_type = "float" if self.epilogue else o.ctype
-        staged_size = self._staged_size(o.itemsize)
+        staged_size = self._staged_size(k, o.itemsize)
+        staged_type = "float" if staged_size == 4 else o.ctype
         if k["epilogue"] == "smem" and k["persistent"] == "off":
             staged, stages = k["bm"] * self._c_ld(k, staged_size), k["stages"] * self._wgmma_stage_bytes(k)
             check(staged <= stages, "cache_write", "C", "shared",
@@ -525,7 +534,7 @@ class Gemm(Fusing, Op):
                     **self._setmaxnreg(k), ab=d.short,
                     epilogue=k["epilogue"], c_ld=self._c_ld(k, staged_size), cluster=k["cluster"],
                     c_vec=self._c_vec(k, o.itemsize),
-                    staged_type=staged_type,
+                    staged_type=staged_type, ep_regs=self._ep_in_registers(k),
                     in_ctype=d.ctype, in_header=d.header, out_header=o.header, out=o,
                     a_boxes=tma["A"]["boxes"], b_boxes=tma["B"]["boxes"], **self._wgmma_operands(k, lay),
                     aligned_note=lay.condition((8, 8, 8), ", "), layout_note="" if layout == "NN" else lay.describe(),
