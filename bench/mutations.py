@@ -19,7 +19,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from kernelgen import get_op  # noqa: E402
-from kernelgen.errors import CompileError, LaunchError  # noqa: E402
+from kernelgen.errors import CompileError, LaunchError, ScheduleError, UsageError  # noqa: E402
 from kernelgen.mutate import Mutation, render_mutant  # noqa: E402
 from kernelgen.prepared import prepare  # noqa: E402
 from kernelgen.validate import target_for, validate  # noqa: E402
@@ -27,7 +27,9 @@ from kernelgen.validate import target_for, validate  # noqa: E402
 M = Mutation
 MMA = dict(algo="flash_mma", dtype="float16")   # the tensor-core attention (fp16 or bf16 only)
 # (name, op, knobs, mutation): sizes are the op's test_problems (awkward: 1, odd, not tile multiples)
-# unless the knobs carry sizes=[...]; the op's default dtype unless they carry dtype=...
+# unless the knobs carry sizes=[...]; the op's default dtype unless they carry dtype=...; a plain problem
+# unless they carry problem=dict(...) (op.problem's epilogue=, batch=, stride_a=, stride_b=, residual=);
+# elementwise computes its default expression unless they carry expr=...
 MUTATIONS = [
     ("reduce: strided step one level too far (reads one past the end)", "reduce_sum",
      dict(strategy="strided", threads=128),
@@ -155,6 +157,138 @@ MUTATIONS = [
     ("rows: prefetched pass's edge vectors taken by the wrong thread", "softmax",
      dict(algo="online", items=1, prefetch=2),
      M("lib/rows.j2", "pf_c % {{ T }} == t)", "pf_c % {{ T }} == 0)")),
+    # -- 2026-11-24, seventh session: a first-try round over the parts the list above covered least (sgemm's
+    # edges, epilogue, batch and split-K workspace, conv2d's index math, the row ops' multi-chunk and split
+    # paths, gemv's heads, transpose's edges, elementwise's bias and tail, fp32 attention, the mma.sync gemm)
+    ("copy: element-wise load's column test < turned into <=", "sgemm", {},
+     M("lib/copy.j2", "    if (!CHECK || c + {{ l }} < cols) x.{{ lanes[l] }} = q[{{ l }}];",
+       "    if (!CHECK || c + {{ l }} <= cols) x.{{ lanes[l] }} = q[{{ l }}];")),
+    ("copy: vector load's row test < turned into <=", "sgemm", {},
+     M("lib/copy.j2", "if (ALIGNED && (!CHECK || (r < rows && c + {{ v - 1 }} < cols)))",
+       "if (ALIGNED && (!CHECK || (r <= rows && c + {{ v - 1 }} < cols)))")),
+    ("epilogue: edge block's row test >= turned into >", "sgemm", {},
+     M("lib/epilogue.j2", "if (CHECK && m >= M) continue;", "if (CHECK && m > M) continue;")),
+    ("epilogue: scalar store's column test < turned into <=", "sgemm", {},
+     M("lib/epilogue.j2", "if (!CHECK || n + u < N) {{", "if (!CHECK || n + u <= N) {{")),
+    # (a residual epilogue: since 782edf5 one without a residual runs in place before the plain store)
+    ("epilogue: vector store's lanes all take the first lane's bias column", "sgemm",
+     dict(problem=dict(epilogue="gelu(acc + bias) + res")),
+     M("lib/epilogue.j2", "\"n + %d\" % l, \"(size_t)m * N + n + %d\" % l", "\"n + %d\" % 0, \"(size_t)m * N + n + %d\" % l")),
+    ("epilogue: batched B offset by A's stride", "sgemm", dict(problem=dict(batch=3)),
+     M("lib/epilogue.j2", "B += blockIdx.z * stride_b;", "B += blockIdx.z * stride_a;")),
+    ("epilogue: batched residual offset by M instead of M * N", "sgemm",
+     dict(problem=dict(batch=3, epilogue="relu(acc + bias) + res")),
+     M("lib/epilogue.j2", "res += (size_t)blockIdx.z * M * N;", "res += (size_t)blockIdx.z * M;")),
+    ("splitk: empty slice's return test <= turned into <", "sgemm", dict(split_k=3, reduce_k="workspace"),
+     M("lib/splitk.j2", "if (klen <= 0) return;", "if (klen < 0) return;")),
+    ("splitk: reduction's vector epilogue reads every lane's bias at the first lane's column", "sgemm",
+     dict(split_k=3, reduce_k="workspace", problem=dict(epilogue="acc + bias")),
+     M("lib/splitk.j2", "\"(int)((i + %d) %% N)\" % loop.index0", "\"(int)((i + %d) %% N)\" % 0")),
+    ("sgemm: one-stage loop without the barrier before the tile is overwritten", "sgemm", dict(stages=1),
+     M("lib/gemm_mainloop.j2", "  {{ compute(\"0\") | indent(2) | trim }}\n  __syncthreads();\n",
+       "  {{ compute(\"0\") | indent(2) | trim }}\n")),
+    ("swizzle: the last group's rows not cut at the grid's edge", "sgemm", {},
+     M("lib/swizzle.j2", "const int rows = ({{ tiles_y }}) - first_row < {{ swizzle }} ? ({{ tiles_y }}) - first_row : {{ swizzle }};",
+       "const int rows = {{ swizzle }};")),
+    ("conv2d direct: padding row test >= H turned into > H", "conv2d", dict(algo="direct"),
+     M("conv2d_direct.cu.j2", "if (h < 0 || h >= H) continue;", "if (h < 0 || h > H) continue;")),
+    ("conv2d direct: column taps dilated by dil_h", "conv2d", dict(algo="direct"),
+     M("conv2d_direct.cu.j2", "const int ww = w0 + s * dil_w;", "const int ww = w0 + s * dil_h;")),
+    ("conv2d implicit: pixel column strided by stride_h", "conv2d", {},
+     M("conv2d_gemm.cu.j2", "pix_w[j] = q * stride_w - pad_w;", "pix_w[j] = q * stride_h - pad_w;")),
+    ("conv2d implicit: filter tap's row offset dilated by dil_w", "conv2d", {},
+     M("conv2d_gemm.cu.j2", "const int rd = r * dil_h, sd = s * dil_w;", "const int rd = r * dil_w, sd = s * dil_w;")),
+    ("conv2d im2col: right padding test < W turned into <= W", "conv2d", dict(algo="im2col"),
+     M("conv2d_gemm.cu.j2", "(unsigned)ww < (unsigned)W) ? __ldg(xn", "(unsigned)ww <= (unsigned)W) ? __ldg(xn")),
+    ("conv2d gemm: filter row test < K turned into <= K", "conv2d", {},
+     M("conv2d_gemm.cu.j2", "const bool row_ok = kch < K", "const bool row_ok = kch <= K")),
+    ("conv2d gemm: float4 filter load's crs test < turned into <=", "conv2d", {},
+     M("conv2d_gemm.cu.j2", "if (row_ok && crs < CRS) {", "if (row_ok && crs <= CRS) {")),
+    ("conv2d gemm: float4 output path taken where P*Q is only even", "conv2d", {},
+     M("conv2d_gemm.cu.j2", "const bool y_vec = ((P * Q) & 3) == 0;", "const bool y_vec = ((P * Q) & 1) == 0;")),
+    ("conv2d split-K: a slice's partial last tile dropped", "conv2d", dict(split_k=2),
+     M("conv2d_gemm.cu.j2", "const int ktiles = (klen + {{ bk }} - 1) / {{ bk }};", "const int ktiles = klen / {{ bk }};")),
+    ("layernorm: registers' past-the-end test < turned into <= (adds mean^2)", "layernorm", {},
+     M("layernorm.cu.j2", "const bool ok = i * {{ T }} + t < nv;    // columns past the end must not add mean^2",
+       "const bool ok = i * {{ T }} + t <= nv;    // columns past the end must not add mean^2")),
+    ("layernorm split: the write kernel's merge skips the last chunk", "layernorm", dict(algo="split"),
+     M("layernorm.cu.j2", "  for (int k = t; k < chunks; k += {{ T }}) {", "  for (int k = t; k < chunks - 1; k += {{ T }}) {")),
+    ("layernorm split: any twin's chunk counts taken without the row's offset", "layernorm", dict(algo="split"),
+     M("layernorm.cu.j2", "{% set elems = \"max(0, min(cols, %s * %d - off + %d) - max(0, %s * %d - off))\" %}",
+       "{% set elems = \"max(0, min(cols, %s * %d + %d) - max(0, %s * %d))\" %}")),
+    ("rows: any twin's edge lanes add the residual one element on", "layernorm", dict(problem=dict(residual="add")),
+     M("lib/rows.j2", "        v[i][l] += {{ io.to_float | format(add ~ \"r[e]\") }};",
+       "        v[i][l] += {{ io.to_float | format(add ~ \"r[e + 1]\") }};")),
+    ("softmax online: a new max does not rescale the running sum", "softmax", dict(algo="online"),
+     M("softmax.cu.j2", "s = s * __expf(m - mc) + acc;", "s = s + acc;")),
+    ("softmax split: the write kernel's merge starts at the second chunk", "softmax", dict(algo="split"),
+     M("softmax_split.cu.j2", "for (int k = threadIdx.x; k < chunks; k += {{ threads }})",
+       "for (int k = threadIdx.x + 1; k < chunks; k += {{ threads }})")),
+    ("softmax three_pass: the last pass leaves the row's last vector undivided", "softmax", dict(algo="three_pass"),
+     M("softmax.cu.j2", "        if (c < nv) {\n{% if W == 4 %}", "        if (c < nv - 1) {\n{% if W == 4 %}")),
+    ("rows: any twin's edge store bound < turned into <=", "softmax", {},
+     M("lib/rows.j2", "        if ((unsigned)e < (unsigned){{ n }}) yr[e] = {{ io.from_float | format(expr) }};",
+       "        if ((unsigned)e <= (unsigned){{ n }}) yr[e] = {{ io.from_float | format(expr) }};")),
+    ("gemv: unaligned row's scalar head not cut at N", "gemv", {},
+     M("gemv.cu.j2", "const int head = min((int)((-(long long)row * N) & {{ V - 1 }}), N);",
+       "const int head = (int)((-(long long)row * N) & {{ V - 1 }});")),
+    ("gemv: unrolled loop's bound < turned into <=", "gemv", {},
+     M("gemv.cu.j2", "for (; v + {{ (unroll - 1) * lanes }} < nv; v += {{ unroll * lanes }}) {",
+       "for (; v + {{ (unroll - 1) * lanes }} <= nv; v += {{ unroll * lanes }}) {")),
+    ("reduce: block sum's first warp reads one word past the row's warps", "gemv", dict(threads=256, lanes=64),
+     M("lib/reduce.j2", "\"%s < %d ? %s[%s%s] : 0.0f\" % (lane, warps, buf, base, lane)",
+       "\"%s <= %d ? %s[%s%s] : 0.0f\" % (lane, warps, buf, base, lane)")),
+    ("transpose: vector load path taken by edge tiles too", "transpose", {},
+     M("transpose.cu.j2", "  if (full && N % {{ V }} == 0) {", "  if (N % {{ V }} == 0) {")),
+    ("transpose: guarded flat load's column test < turned into <=", "transpose", {},
+     M("transpose.cu.j2", "{{ \"if (i0 + fr + r < M && j0 + fc + c < N) \" if guard }}",
+       "{{ \"if (i0 + fr + r < M && j0 + fc + c <= N) \" if guard }}")),
+    ("transpose naive: row test < M turned into <= M", "transpose", dict(staged=False, vec=1),
+     M("transpose.cu.j2", "if (i < M && j < N) out[(long long)j * M + i] = x[(long long)i * N + j];",
+       "if (i <= M && j < N) out[(long long)j * M + i] = x[(long long)i * N + j];")),
+    ("tiles: diagonal walk's column not wrapped at the tile columns", "transpose", dict(order="diagonal"),
+     M("lib/tiles.j2", "const int bx = (t / tiles_i + by) % tiles_j;", "const int bx = t / tiles_i + by;")),
+    ("elementwise: a vector's bias column wraps one cols too few", "elementwise", dict(expr="relu(bias) * a"),
+     M("elementwise.cu.j2", "c{{ ci }}_ - cols < cols ? c{{ ci }}_ - cols : c{{ ci }}_ % cols;",
+       "c{{ ci }}_ - cols <= cols ? c{{ ci }}_ - cols : c{{ ci }}_ % cols;")),
+    ("elementwise: scalar tail's bias column taken as the row", "elementwise", dict(expr="relu(bias) * a"),
+     M("elementwise.cu.j2", "(\"p_\" ~ b ~ \"[e % cols]\")", "(\"p_\" ~ b ~ \"[e / cols]\")")),
+    ("elementwise: a chunk one vector short taken as full", "elementwise", {},
+     M("elementwise.cu.j2", "    if (base + {{ chunk }} <= nvec) {", "    if (base + {{ chunk }} <= nvec + 1) {")),
+    ("elementwise: scalar tail bound < turned into <=", "elementwise", {},
+     M("elementwise.cu.j2", "if (blockIdx.x == 0 && tid < n - nvec * {{ V }}) {",
+       "if (blockIdx.x == 0 && tid <= n - nvec * {{ V }}) {")),
+    ("attention flash: the diagonal tile left unmasked", "attention", {},
+     M("lib/attention.j2", "(causal && {{ k0 }} + {{ bk - 1 }} > {{ q0 }})", "(causal && {{ k0 }} > {{ q0 }})")),
+    ("attention flash: O row test >= seq_q turned into >", "attention", {},
+     M("lib/attention.j2", "if (row >= seq_q) continue;", "if (row > seq_q) continue;")),
+    ("attention flash: seq_k mask bound >= turned into >", "attention", {},
+     M("lib/attention.j2", "if (edge && (key >= seq_k ||", "if (edge && (key > seq_k ||")),
+    ("attention unfused: the causal mask takes the diagonal", "attention", dict(algo="unfused"),
+     M("attention_unfused.cu.j2", "causal && j > i ? KG_NEG_INF", "causal && j >= i ? KG_NEG_INF")),
+    ("attention unfused: P V's tile loop without its trailing barrier", "attention", dict(algo="unfused"),
+     M("attention_unfused.cu.j2", "acc = fmaf(ps[ty][j], vs[j][tx], acc);\n    __syncthreads();\n",
+       "acc = fmaf(ps[ty][j], vs[j][tx], acc);\n")),
+    ("attention unfused: softmax's row guard >= turned into >", "attention", dict(algo="unfused"),
+     M("attention_unfused.cu.j2", "if (row >= rows) return;", "if (row > rows) return;")),
+    ("tc_copy: element-wise load's odd-column test < turned into <=", "gemm", {},
+     M("lib/tc_copy.j2", "row_ok && c + 2 * u + 1 < cols)) ? p[2 * u + 1] : 0u;", "row_ok && c + 2 * u + 1 <= cols)) ? p[2 * u + 1] : 0u;")),
+    ("tc_epilogue: element-wise store's odd-column test < turned into <=", "gemm", {},
+     M("lib/tc_epilogue.j2", "if (!CHECK || n + 1 < {{ N }}) crow[n + 1]", "if (!CHECK || n + 1 <= {{ N }}) crow[n + 1]")),
+    ("gemm: register double buffer stores the next tile into the stage being read", "gemm", dict(copy="sync", stages=2),
+     M("gemm.cu.j2", "{{ copy_tile(\"put\", \"(kt + 1) & 1\", \"k1\") | indent(6) | trim }}",
+       "{{ copy_tile(\"put\", \"kt & 1\", \"k1\") | indent(6) | trim }}")),
+    # written after 782edf5 (the in-place epilogue, the new ew_funcs.j2), run once the sizes above were added
+    ("epilogue: in-place epilogue reads a run's first column's bias for the whole run", "sgemm",
+     dict(problem=dict(epilogue="gelu(acc + bias)")),
+     M("lib/epilogue.j2", "const int n = min(n0 + tn0 + rj * {{ run_stride_n }} + qj, N - 1);",
+       "const int n = min(n0 + tn0 + rj * {{ run_stride_n }}, N - 1);")),
+    ("ew_funcs: gelu's cubic coefficient mistyped", "elementwise", dict(expr="gelu(x + bias) * 2.0"),
+     M("lib/ew_funcs.j2", "-1.5957691216057308f * (x + 0.044715f * x * x * x)", "-1.5957691216057308f * (x + 0.04715f * x * x * x)")),
+    ("ew_funcs: silu's exponent without its sign", "elementwise", dict(expr="silu(-a) / 3 + exp(tanh(b)) * abs(a)"),
+     M("lib/ew_funcs.j2", "return __fdividef(x, 1.0f + __expf(-x));", "return __fdividef(x, 1.0f + __expf(x));")),
+    ("ew_funcs: 16-bit gelu adds x instead of x / 2", "elementwise", dict(expr="gelu(a)", dtype="float16"),
+     M("lib/ew_funcs.j2", "return fmaf(h, t, h);", "return fmaf(h, t, x);")),
 ]
 
 
@@ -164,11 +298,18 @@ def verdict(opname: str, knobs: dict, mutation: Mutation, sizes: list[dict]) -> 
     knobs = dict(knobs)
     sizes = knobs.pop("sizes", sizes)
     dtype = knobs.pop("dtype", None)
+    fused = knobs.pop("problem", {})     # what the problem adds: epilogue=, batch=, stride_a=, residual=, ...
+    if "expr" in knobs:                  # elementwise: the op instance of that expression
+        op = op.with_expr(knobs["expr"])
     sched = op.schedule(**knobs)
     for s in sizes:
-        p = op.problem(s, dtype=dtype)
+        p = op.problem(s, dtype=dtype, **fused)
         try:
-            mutant = render_mutant(prepare(op, sched, p, target_for("emulate", None)).kernel, mutation)
+            prep = prepare(op, sched, p, target_for("emulate", None))
+        except (ScheduleError, UsageError):
+            continue     # a size the schedule refuses by name (a register row longer than its registers hold)
+        try:
+            mutant = render_mutant(prep.kernel, mutation)
             v = validate(op, sched, p, backend="emulate", check=True, order="reverse", seed=1,
                          mutate=lambda _: mutant)
         except CompileError as e:

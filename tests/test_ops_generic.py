@@ -23,6 +23,13 @@ def ladder_id(case):
     return f"{case[0]}-step{case[1] + 1}"
 
 
+def takes(op, sched, sizes) -> bool:
+    """Whether `sched` runs `sizes`: a row held in registers (softmax, layer norm) is at most max_cols long
+    and longer rows are refused by name (tested in the ops' own files); every other size must run."""
+    k = op.knobs_from_schedule(sched)
+    return k.get("algo") != "registers" or sizes["cols"] <= op.max_cols(k)
+
+
 @pytest.mark.parametrize("name", OP_NAMES)
 def test_op_declares_what_it_computes(name):
     op = OPS[name]
@@ -119,7 +126,7 @@ def test_every_ladder_step_is_correct_on_the_emulator(case):
 @pytest.mark.parametrize("name", OP_NAMES)
 def test_default_schedule_is_correct_on_the_emulator_at_awkward_sizes(name):
     op = OPS[name]
-    for sizes in op.test_problems():
+    for sizes in (s for s in op.test_problems() if takes(op, op.default_schedule(), s)):
         v = validate(op, op.default_schedule(), op.problem(sizes), backend="emulate", order="reverse")
         assert v.ok, (sizes, v.summary())
 
@@ -159,6 +166,6 @@ def test_every_ladder_step_is_correct_on_the_gpu(case):
 @pytest.mark.parametrize("name", OP_NAMES)
 def test_default_schedule_is_correct_on_the_gpu_at_awkward_sizes(name):
     op = OPS[name]
-    for sizes in op.test_problems():
+    for sizes in (s for s in op.test_problems() if takes(op, op.default_schedule(), s)):
         v = validate(op, op.default_schedule(), op.problem(sizes), backend="gpu")
         assert v.ok, (sizes, v.summary())

@@ -219,11 +219,13 @@ class Attention(Op):
         return layout_strides(problem.layout, *(problem[n] for n in ("batch", "heads", "seq_q", "seq_k", "head_dim")))
 
     def test_problems(self) -> tuple[dict, ...]:
-        # seq 1; seq 37 causal; d 64 with seq_q != seq_k, neither a tile multiple; d 24 (the unaligned twin)
+        # seq 1; seq 37 causal; d 64 with seq_q != seq_k, neither a tile multiple; d 24 (the unaligned twin);
+        # seq 97 causal: past one 64-key tile, so a block's diagonal tile is not also its last (seq_k's edge)
         return ({"batch": 1, "heads": 3, "seq": 37, "head_dim": 64, "causal": 1},
                 {"batch": 1, "heads": 1, "seq": 1, "head_dim": 64, "causal": 0},
                 {"batch": 3, "heads": 1, "seq_q": 70, "seq_k": 45, "head_dim": 64, "causal": 1},
-                {"batch": 1, "heads": 2, "seq_q": 19, "seq_k": 83, "head_dim": 24, "causal": 0})
+                {"batch": 1, "heads": 2, "seq_q": 19, "seq_k": 83, "head_dim": 24, "causal": 0},
+                {"batch": 1, "heads": 1, "seq": 97, "head_dim": 64, "causal": 1})
 
     # -- schedule <-> knobs ------------------------------------------------------------------------
     def build(self, k: dict) -> Schedule:

@@ -327,6 +327,9 @@ class Conv2d(Fusing, Op):
             dict(N=1, C=2, H=3, W=3, K=2, R=3, S=3, stride=1, pad_h=3, pad_w=1, dil_h=2),
             # a 1x1 output from a dilated, strided filter that covers the input (DeepBench-like tall filter)
             dict(N=1, C=1, H=9, W=4, K=3, R=3, S=2, stride_h=5, stride_w=7, pad=0, dil_h=4, dil_w=3),
+            # C*R*S = 20: float4 filter rows whose last K tile is partial (for bk 8, 12 and 16); P*Q = 20: float4
+            # stores
+            dict(N=2, C=5, H=5, W=6, K=9, R=2, S=2, stride=1, pad=0),
         )
 
     def make_inputs(self, problem: Problem, rng: np.random.Generator) -> dict[str, np.ndarray]:

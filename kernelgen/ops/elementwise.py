@@ -440,8 +440,10 @@ class Elementwise(Op):
 
     # -- numbers -----------------------------------------------------------------------------------
     def test_problems(self) -> tuple[dict, ...]:
-        # odd n (a scalar tail); one element; fewer columns than a float4 (bias wraps); whole chunks
-        return ({"M": 37, "N": 1001}, {"M": 1, "N": 1}, {"M": 9, "N": 2}, {"M": 64, "N": 64})
+        # odd n (a scalar tail); one element; fewer columns than a float4 (bias wraps); whole chunks; a column
+        # of one (a vector's bias wraps more than once) of 1023 elements: one float4 short of a whole chunk of
+        # the default 256 threads, and a tail of 3
+        return ({"M": 37, "N": 1001}, {"M": 1, "N": 1}, {"M": 9, "N": 2}, {"M": 64, "N": 64}, {"M": 1023, "N": 1})
 
     def input_shapes(self, problem: Problem) -> dict[str, tuple[int, ...]]:
         m, n = problem["M"], problem["N"]
