@@ -2,7 +2,7 @@
 the fused one costs <= 1.05x the plain one), on the GPU: sgemm fp32 and the tensor-core gemm in fp16
 and bf16 (wgmma on sm_90a), each validated first, then timed with the suite's method.
 
-    PYTHONPATH=. python3 bench/epilogue_probe.py [M,N,K] [reps]
+    PYTHONPATH=. python3 bench/epilogue_probe.py [M,N,K[:LAYOUT]] [reps] [OPS]   # OPS: sgemm,gemm (default both)
 
 Writes a markdown table to stdout and to $OUT/epilogue_probe.md (when OUT is set).
 """
@@ -18,10 +18,10 @@ CASES = (("sgemm", None), ("gemm", "float16"), ("gemm", "bfloat16"))
 EPILOGUES = ("gelu(acc + bias)", "gelu_erf(acc + bias) + res")
 
 
-def row(name, dtype, sizes, epilogue, reps):
+def row(name, dtype, sizes, epilogue, reps, layout="NN"):
     op = get_op(name)
-    plain = op.problem(sizes, dtype=dtype)
-    fused = op.problem(sizes, dtype=dtype, epilogue=epilogue)
+    plain = op.problem(sizes, dtype=dtype, layout=layout)
+    fused = op.problem(sizes, dtype=dtype, epilogue=epilogue, layout=layout)
     # The fused problem's pick runs the plain one too (the other way round it may not: a fused epilogue
     # stages C as fp32, which a persistent block's 4 stages leave no room for).
     sched = op.for_problem(fused).schedule_for(fused, gpu.device())
@@ -38,15 +38,16 @@ def row(name, dtype, sizes, epilogue, reps):
 
 def main():
     gpu.require()
-    size = sys.argv[1] if len(sys.argv) > 1 else "4096,4096,4096"
+    size, _, layout = (sys.argv[1] if len(sys.argv) > 1 else "4096,4096,4096").partition(":")
     reps = int(sys.argv[2]) if len(sys.argv) > 2 else 30
+    ops = sys.argv[3].split(",") if len(sys.argv) > 3 else ("sgemm", "gemm")
     sizes = dict(zip("MNK", map(int, size.split(","))))
-    lines = [f"GEMM + fused epilogue vs plain GEMM, same schedule (schedule_for of the fused problem), {size}, {gpu.device().gpu}", "",
+    lines = [f"GEMM + fused epilogue vs plain GEMM, same schedule (schedule_for of the fused problem), {size} {layout or 'NN'}, {gpu.device().gpu}", "",
              "| op | dtype | epilogue | plain us | fused us | fused/plain | <= 1.05 | fused kernel |",
              "|---|---|---|---|---|---|---|---|"]
-    for name, dtype in CASES:
+    for name, dtype in (c for c in CASES if c[0] in ops):
         for ep in EPILOGUES:
-            lines.append(row(name, dtype, sizes, ep, reps))
+            lines.append(row(name, dtype, sizes, ep, reps, layout or "NN"))
             print(lines[-1], flush=True)
     text = "\n".join(lines) + "\n"
     print("\n" + text)

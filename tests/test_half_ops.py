@@ -388,3 +388,27 @@ def test_validates_on_the_gpu_at_benchmark_sizes(name, dt):
     for sched in (op.default_schedule(), op.schedule_for(p), op.schedule(vec=8, items=2)):
         v = validate(op, sched, p, backend="gpu")
         assert v.ok, v.summary()
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dt", HALF)
+def test_gelu_as_the_last_step_stays_within_the_tolerance_on_the_gpu(dt):
+    """A 16-bit result's gelu takes tanh.approx (lib/ew_funcs.j2): fresh random inputs through validate,
+    and every representable x in [-8, 8) the type holds against float64 in the op's own error measure."""
+    import cupy as cp
+    from kernelgen import launch
+    op = ew("gelu(x + bias)")
+    d = op.types(dt).input
+    xs = np.unique(d.decode(d.encode(np.linspace(-8, 8, 1 << 17, endpoint=False, dtype=np.float32))))
+    p = op.problem({"M": 1, "N": len(xs)}, dtype=dt)
+    for sched in (op.default_schedule(), op.schedule(vec=8, items=2)):
+        assert "tanh.approx.f32" in render(op.kernel(sched, types=op.types(dt)))
+        v = validate(op, sched, op.problem({"M": 333, "N": 1001}, dtype=dt), backend="gpu")
+        assert v.ok, v.summary()
+        x = cp.asarray(d.encode(xs.astype(np.float32)).reshape(1, -1))
+        bias, out = cp.zeros_like(x[0]), cp.zeros_like(x)
+        launch(op, sched, p, x=x, bias=bias, out=out)
+        got = d.decode(cp.asnumpy(out)).astype(np.float64).ravel()
+        ref = 0.5 * xs * (1 + np.tanh(np.sqrt(2 / np.pi) * (xs + 0.044715 * xs ** 3)))
+        err = np.abs(got - ref) / (np.abs(ref) + 1)
+        assert err.max() <= op.tolerance(p), (float(xs[err.argmax()]), err.max())
