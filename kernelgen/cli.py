@@ -536,10 +536,13 @@ from .tune import STRATEGIES  # noqa: E402  (here, beside the one command that r
                    "seconds and record it as 'timeout'.")
 @click.option("--json", "json_file", metavar="FILE", help="Also write the measured schedules and best-so-far as JSON "
               "(kernelgen-results/1) for `kernelgen plot` and `kernelgen report`.")
+@click.option("--gpus", default="1", show_default=True, metavar="N|LIST|all",
+              help="GPUs of this host that measure candidates at once, one runner each, fed by one builder pool: "
+                   "a count (the first N), indices such as 0,2, or all. They must be alike.")
 @timing_option
 @dtype_options
 def tune(op_name, size, strategy, budget, seed, db, resume, jobs, batch, transfer, replay_file, compare, seeds, reps,
-         max_ms, limit_s, json_file, timing, dtype, out_dtype, layout):
+         max_ms, limit_s, json_file, gpus, timing, dtype, out_dtype, layout):
     """Search the op's schedule space on the GPU; every measurement goes to the tuning database."""
     op = get_op(op_name)
     if json_file:
@@ -563,8 +566,12 @@ def tune(op_name, size, strategy, budget, seed, db, resume, jobs, batch, transfe
         model.require()                           # the missing extra is said now, not after the GPU started
     from . import gpu
     gpu.require()
+    from .tune.pool import RunnerPool, gpu_indices, pinned, visible_gpus
+    indices = gpu_indices(gpus, visible_gpus())
     jobs = default_jobs() if jobs is None else jobs
-    with ProcessRunner(functools.partial(GpuRunner, reps, max_ms, timing), limit_s) as runner, \
+    make = functools.partial(GpuRunner, reps, max_ms, timing)
+    with (ProcessRunner(make, limit_s) if indices == [0] else
+          RunnerPool([ProcessRunner(pinned(i, make), limit_s) for i in indices])) as runner, \
             Builders(jobs) as builders:
         result = run_tune(op, problem, runner=runner, strategy=strategy, budget=budget, seed=seed, db=database,
                           resume=resume, batch=batch or max(4, jobs), builders=builders if jobs else None,

@@ -29,6 +29,7 @@ compile error is recorded without the runner being asked. Strategies that learn 
 from __future__ import annotations
 
 import concurrent.futures
+import contextlib
 import inspect
 from collections import deque
 from dataclasses import dataclass, field
@@ -111,12 +112,12 @@ def tune(op: Op, problem: Problem, *, runner: Runner, strategy: str = "exhaustiv
                 bar.built = builders.built
                 bar.show()
 
-    def measure(cand: Candidate, job: Job | None) -> Outcome:
-        built = wait(job) if job is not None else None
+    def run(cand: Candidate, built: Built | None) -> Outcome:
         if built is not None and built.status != "ok":
-            out = Outcome(built.status, None, built.detail)   # the runner is not asked
-        else:
-            out = runner(op, cand.schedule, problem)
+            return Outcome(built.status, None, built.detail)   # the runner is not asked
+        return runner(op, cand.schedule, problem)
+
+    def record(cand: Candidate, built: Built | None, out: Outcome) -> Outcome:
         feats = dict(cand.features or features(cand.kernel, runner.limits, plan=cand.plan))
         if built is not None:
             feats.update(built.features)   # ptxas' registers and spills, what a model of this GPU learns from
@@ -156,21 +157,30 @@ def tune(op: Op, problem: Problem, *, runner: Runner, strategy: str = "exhaustiv
                 group.append((cand, None, job))
             groups.append(group)
 
-    while True:
-        ask_ahead()
-        if not groups:
-            break
-        told = []
-        for cand, old, job in groups.popleft():
-            if old is not None:
-                result.skipped += 1
-                bar.skipped = result.skipped
-                told.append((cand, old))
-            else:
-                told.append((cand, measure(cand, job)))
-        search.tell(told)
-        if stop is not None and stop(result):
-            break
+    width = getattr(runner, "width", 1)     # a pool.RunnerPool measures that many candidates at once
+    with (concurrent.futures.ThreadPoolExecutor(width, thread_name_prefix="kernelgen-run") if width > 1
+          else contextlib.nullcontext()) as threads:
+        while True:
+            ask_ahead()
+            if not groups:
+                break
+            group = groups.popleft()
+            # builds waited for here (the progress line is drawn by this thread only), runs from `width` threads
+            # at once where the runner is a pool of GPUs; outcomes recorded in the order asked
+            built = [wait(job) if old is None and job is not None else None for _, old, job in group]
+            runs = [threads.submit(run, cand, b) if threads and old is None else None
+                    for (cand, old, _), b in zip(group, built)]
+            told = []
+            for (cand, old, _), b, future in zip(group, built, runs):
+                if old is not None:
+                    result.skipped += 1
+                    bar.skipped = result.skipped
+                    told.append((cand, old))
+                else:   # one runner: each recorded as soon as it is measured
+                    told.append((cand, record(cand, b, future.result() if future else run(cand, b))))
+            search.tell(told)
+            if stop is not None and stop(result):
+                break
     bar.show(final=True)
     if resume:  # the best may have been measured by an earlier run
         best = db.best(op.name, str(problem), runner.arch, runner.gpu)
