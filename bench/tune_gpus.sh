@@ -13,7 +13,7 @@ while [ $# -ge 3 ]; do
     export KERNELGEN_CACHE_DIR=$(mktemp -d)
     t0=$(date +%s.%N)
     python3 -m kernelgen.cli tune "$1" --size "$2" --strategy random --seed 1 --budget "$3" --gpus $g \
-      --db "$W/tune_$1_$g.jsonl" 2>"$W/tune_$1_$g.err" | tail -3 > "$W/tune_$1_$g.txt"
+      --db "$W/tune_$1_$g.jsonl" 2>"$W/tune_$1_$g.err" | tail -5 > "$W/tune_$1_$g.txt"
     t1=$(date +%s.%N)
     n=$(grep -o "measured [0-9]*" "$W/tune_$1_$g.txt" | grep -o "[0-9]*")
     { echo "## $1 $2 --gpus $g"; tail -c 600 "$W/tune_$1_$g.err"; echo; cat "$W/tune_$1_$g.txt"; } >> "$OUT/tune_gpus.log"

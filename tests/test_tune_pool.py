@@ -96,3 +96,18 @@ def test_gpus_is_a_count_a_list_or_all():
             gpu_indices(bad, 4)
     with pytest.raises(UsageError, match="no GPU is visible"):
         gpu_indices("all", 0)
+
+
+@pytest.mark.gpu
+def test_a_pool_of_pinned_gpu_workers_tunes_on_the_gpu(tmp_path):
+    """Two workers pinned to GPU 0 (the one every GPU machine has) through the pool, as `--gpus` makes
+    them: every candidate validated and timed, recorded once."""
+    from kernelgen.tune import GpuRunner
+    make = functools.partial(GpuRunner, 5, 1000.0, "auto")
+    runners = [ProcessRunner(pinned(0, make), limit_s=120) for _ in range(2)]
+    db = TuningDB(str(tmp_path / "t.jsonl"))
+    with RunnerPool(runners) as pool:
+        result = tune(op, op.problem({"n": 1 << 20}), runner=pool, strategy="random", budget=8, seed=1, db=db,
+                      batch=4, progress=False)
+    assert result.measured == 8 and not result.failures, result.failures
+    assert len({r.kernel for r in db.records()}) == 8
