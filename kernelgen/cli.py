@@ -539,10 +539,13 @@ from .tune import STRATEGIES  # noqa: E402  (here, beside the one command that r
 @click.option("--gpus", default="1", show_default=True, metavar="N|LIST|all",
               help="GPUs of this host that measure candidates at once, one runner each, fed by one builder pool: "
                    "a count (the first N), indices such as 0,2, or all. They must be alike.")
+@click.option("--ray", "ray_address", metavar="ADDRESS", help="Measure on the GPUs of a Ray cluster instead, one actor "
+              "each (auto, ray://HOST:PORT, or local; needs the ray extra); the actors compile what they run unless "
+              "--jobs is given.")
 @timing_option
 @dtype_options
 def tune(op_name, size, strategy, budget, seed, db, resume, jobs, batch, transfer, replay_file, compare, seeds, reps,
-         max_ms, limit_s, json_file, gpus, timing, dtype, out_dtype, layout):
+         max_ms, limit_s, json_file, gpus, ray_address, timing, dtype, out_dtype, layout):
     """Search the op's schedule space on the GPU; every measurement goes to the tuning database."""
     op = get_op(op_name)
     if json_file:
@@ -564,21 +567,31 @@ def tune(op_name, size, strategy, budget, seed, db, resume, jobs, batch, transfe
     if strategy == "model":
         from .tune import model
         model.require()                           # the missing extra is said now, not after the GPU started
-    from . import gpu
-    gpu.require()
-    from .tune.pool import RunnerPool, gpu_indices, pinned, visible_gpus
-    indices = gpu_indices(gpus, visible_gpus())
-    jobs = default_jobs() if jobs is None else jobs
+    from .tune.pool import RunnerPool
     make = functools.partial(GpuRunner, reps, max_ms, timing)
-    with (ProcessRunner(make, limit_s) if indices == [0] else
-          RunnerPool([ProcessRunner(pinned(i, make), limit_s) for i in indices])) as runner, \
-            Builders(jobs) as builders:
+    if ray_address:
+        if gpus != "1":
+            raise UsageError("--gpus picks GPUs of this host; with --ray the cluster's GPUs measure (give one of the two)")
+        from .tune import ray_pool
+        cluster = ray_pool.connect(ray_address)
+        runners = RunnerPool([ray_pool.RayRunner(make, limit_s) for _ in range(ray_pool.cluster_gpus(cluster))])
+        jobs = jobs or 0
+    else:
+        from . import gpu
+        from .tune.pool import gpu_indices, pinned, visible_gpus
+        gpu.require()
+        indices = gpu_indices(gpus, visible_gpus())
+        runners = (ProcessRunner(make, limit_s) if indices == [0] else
+                   RunnerPool([ProcessRunner(pinned(i, make), limit_s) for i in indices]))
+        jobs = default_jobs() if jobs is None else jobs
+    with runners as runner, Builders(jobs) as builders:
         result = run_tune(op, problem, runner=runner, strategy=strategy, budget=budget, seed=seed, db=database,
-                          resume=resume, batch=batch or max(4, jobs), builders=builders if jobs else None,
+                          resume=resume, batch=batch or max(4, jobs, getattr(runner, "width", 1)),
+                          builders=builders if jobs else None,
                           history=None if transfer else [])
     if json_file:
         from . import results
-        dev = gpu.device()
+        dev = runner.limits            # the runners' GPU (with --ray, maybe none on this host)
         run = results.tune_run(op, problem, dev, result.records, strategy)
         results.write(results.document("tune", device=results.device_dict(dev), runs=[run]), json_file)
         click.echo(f"wrote {json_file}")

@@ -111,3 +111,11 @@ def test_a_pool_of_pinned_gpu_workers_tunes_on_the_gpu(tmp_path):
                       batch=4, progress=False)
     assert result.measured == 8 and not result.failures, result.failures
     assert len({r.kernel for r in db.records()}) == 8
+
+
+def test_the_cli_takes_gpus_of_this_host_or_a_ray_cluster_not_both(tmp_path):
+    from click.testing import CliRunner
+    from kernelgen.cli import main
+    r = CliRunner().invoke(main, ["tune", "reduce_sum", "--size", "n=4096", "--db", str(tmp_path / "t.jsonl"),
+                                  "--gpus", "2", "--ray", "auto"])
+    assert r.exit_code == 2 and "give one of the two" in r.output and "Traceback" not in r.output, r.output
