@@ -29,7 +29,7 @@ extern "C" __global__ void copy4(const float4* s, float4* d) { copy<4>(s, d); }
 mod = cupy.RawModule(code=src, options=("-std=c++17",))
 empty = mod.get_function("empty")
 rows = [("empty kernel, 256 blocks x 256 threads", 0, [lambda: empty((256,), (256,), ())], MIN_LAUNCHES)]
-for mib in (4, 64):  # 4 MiB each way = the softmax 8192x128 traffic; 64 MiB each way for the bandwidth
+for mib in (4, 32, 64):  # 4 MiB each way = the softmax 8192x128 traffic; 32 = fp16 softmax 4096^2; 64 for the bandwidth
     nbytes = mib << 20
     sets, launches = rotation(2 * nbytes, dev.l2_bytes)
     pairs = [(cupy.random.random(nbytes // 4, dtype=cupy.float32), cupy.empty(nbytes // 4, cupy.float32))
