@@ -189,3 +189,32 @@ def test_the_progress_line_redraws_in_place_on_a_terminal():
     p.show(final=True)
     assert len(out) == 5 and all(s.startswith("\r\x1b[K") for s in out) and out[-1].endswith("\n")
     assert "4/4 measured" in out[-1] and "no best yet" in out[-1]
+
+
+class Confirming(ReplayRunner):
+    """Replays times; its winner's check (confirm) fails on the schedules in `fails`."""
+
+    def __init__(self, times, fails=()):
+        super().__init__(times)
+        self.fails, self.asked = set(fails), []
+
+    def confirm(self, op, sched, problem):
+        self.asked.append(sched.to_json())
+        return Outcome("wrong_answer", None, "the other twin") if sched.to_json() in self.fails else Outcome("ok")
+
+
+def test_a_winner_that_fails_the_final_check_passes_the_crown_on(tmp_path):
+    """The search validates at the sizes that take the timed kernel; the winner, at the rest: one that fails
+    there is recorded again as wrong_answer (its latest record counts) and the next fastest is asked."""
+    from kernelgen.tune import legal_space
+    from kernelgen.tune.db import TuningDB
+    op = get_op("reduce_sum")
+    problem = op.problem({"n": 4096})
+    space = legal_space(op, problem, ReplayRunner({}).limits)[0][:6]
+    runner = Confirming({c.schedule.to_json(): Outcome("ok", 10.0 + i) for i, c in enumerate(space)},
+                        fails={space[0].schedule.to_json()})
+    db = TuningDB(str(tmp_path / "t.jsonl"))
+    result = tune(op, problem, runner=runner, strategy="exhaustive", db=db, progress=False, space=space)
+    assert result.best.time_us == 11.0 and runner.asked == [space[0].schedule.to_json(), space[1].schedule.to_json()]
+    assert db.best(op.name).time_us == 11.0 and result.failures == {"wrong_answer": 1}
+    assert [r.status for r in db.records() if r.kernel == space[0].name] == ["ok", "wrong_answer"]

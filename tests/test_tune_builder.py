@@ -80,18 +80,23 @@ def test_a_build_in_the_pool_leaves_the_cubin_the_runners_prepare_finds(cache):
 
 
 @pytest.mark.nvrtc
-def test_a_build_compiles_the_twin_the_runners_validation_sizes_take(cache):
+def test_a_build_compiles_the_one_twin_the_search_validates(cache):
     # a source holds only the entries its plan launches: a tuned size whose rows are vector-aligned takes
-    # sgemm's aligned kernel, the awkward validation sizes its _unaligned twin; the runner finds both
+    # sgemm's aligned kernel; the search validates at the sizes that take it too, so the build compiles
+    # that twin only; the sizes that take the _unaligned twin are the winner's check (runner.confirm)
     from kernelgen.prepared import prepare
     from kernelgen.tune.runners import validation_problems
     op = get_op("sgemm")
     problem, sched = op.problem({"M": 256, "N": 256, "K": 64}), op.default_schedule()
     with Builders(jobs=1) as pool:                                 # in another process, as in a tune
         assert pool.submit(op, sched, problem, target()).result(timeout=300).status == "ok"
-    preps = [prepare(op, sched, p, target()) for p in [problem] + validation_problems(op, sched, problem, target())]
-    assert len({p.source for p in preps}) == 2
-    assert all(p.binary.cached for p in preps)
+    timed = validation_problems(op, sched, problem, target(), "timed")
+    other = validation_problems(op, sched, problem, target(), "other")
+    assert timed and other and sorted(map(str, timed + other)) == sorted(map(str, validation_problems(op, sched, problem, target())))
+    preps = [prepare(op, sched, p, target()) for p in [problem] + timed]
+    assert len({p.source for p in preps}) == 1 and all(p.binary.cached for p in preps)
+    twin = prepare(op, sched, other[0], target())
+    assert twin.source != preps[0].source and not twin.binary.cached
 
 
 class CompilingReplay(ReplayRunner):

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import contextlib
+import dataclasses
 import inspect
 from collections import deque
 from dataclasses import dataclass, field
@@ -182,11 +183,30 @@ def tune(op: Op, problem: Problem, *, runner: Runner, strategy: str = "exhaustiv
             if stop is not None and stop(result):
                 break
     bar.show(final=True)
+    if getattr(runner, "confirm", None) is not None:
+        _confirm_best(op, problem, runner, db, result)
     if resume:  # the best may have been measured by an earlier run
         best = db.best(op.name, str(problem), runner.arch, runner.gpu)
         if best and (result.best is None or best.time_us < result.best.time_us):
             result.best = best
     return result
+
+
+def _confirm_best(op: Op, problem: Problem, runner: Runner, db: TuningDB, result: TuneResult) -> None:
+    """The search validated each candidate at the test sizes that launch the timed kernel only; the winner is
+    validated at the rest (runner.confirm: the other kernel twin) before it is the best. One that fails there
+    is recorded again with that outcome (a schedule's latest record is the one that counts: TuningDB.best)
+    and the next fastest is asked, until one passes."""
+    for rec in sorted((r for r in result.records if r.status == "ok"), key=lambda r: r.time_us):
+        out = runner.confirm(op, Schedule.from_dict(rec.schedule), problem)
+        if out.status == "ok":
+            result.best = rec
+            return
+        failed = dataclasses.replace(rec, status=out.status, time_us=None, detail=f"the winner's check: {out.detail}")
+        db.append(failed)
+        result.records.append(failed)
+        result.failures[out.status] = result.failures.get(out.status, 0) + 1
+    result.best = None
 
 
 def _failed(result: TuneResult) -> int:

@@ -53,32 +53,19 @@ class Built:
 
 
 def build(op: Op, sched: Schedule, problem: Problem, target: Target) -> Built:
-    """Render and compile one candidate exactly as the runner will (through `prepare`): for the tuned
-    problem and for each problem the runner validates on first, since a source holds only the entries
-    its plan launches (awkward validation sizes may take the `_unaligned` twin where the tuned size does
-    not); a size whose plan launches entries already built (the same kernel: same types and layout) is
-    neither rendered nor compiled again."""
+    """Render and compile one candidate exactly as the runner will (through `prepare`): the tuned problem's
+    source, which holds only the entries its plan launches; the runner validates during the search only
+    on sizes that launch the same ones (runners.validation_problems, "timed"), and the winner's other twin
+    is compiled when the tune confirms it."""
     from ..prepared import prepare
-    from .runners import validation_problems
     t0 = time.perf_counter()
     prep = prepare(op, sched, problem, target)
     try:
         compiled = prep.binary
-        built = {_entries(prep)}
-        for p in validation_problems(op, sched, problem, target):
-            other = prepare(op, sched, p, target)
-            if _entries(other) not in built:
-                built.add(_entries(other))
-                other.binary
     except CompileError as e:
         return Built(prep.kernel.name, "compile_error", str(e), time.perf_counter() - t0)
     return Built(prep.kernel.name, "ok", "", time.perf_counter() - t0, compiled.cached,
                  ptxas_features(compiled.log, main_launch(prep.plan).symbol))
-
-
-def _entries(prep) -> tuple[str, ...]:
-    """The entry points a prepared plan launches: with its kernel, what its source holds."""
-    return tuple(sorted({launch.symbol for launch in prep.plan.launches}))
 
 
 def default_jobs() -> int:

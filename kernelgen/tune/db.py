@@ -160,7 +160,10 @@ class TuningDB:
         return {r.key() for r in self.records()}
 
     def best(self, op: str, problem: str | None = None, arch: str | None = None, gpu: str | None = None) -> Record | None:
-        ok = [r for r in self.records() if r.op == op and r.status == "ok" and r.time_us is not None
+        """The fastest schedule whose latest record is "ok" (a winner that failed its final check is
+        recorded again with that outcome)."""
+        latest = {r.key(): r for r in self.records()}
+        ok = [r for r in latest.values() if r.op == op and r.status == "ok" and r.time_us is not None
               and (problem is None or r.problem == problem) and (arch is None or r.arch == arch)
               and (gpu is None or r.gpu == gpu)]
         return min(ok, key=lambda r: r.time_us) if ok else None

@@ -49,9 +49,16 @@ class RunnerPool:
             self._idle.put(r)
 
     def __call__(self, op: Op, sched: Schedule, problem: Problem) -> Outcome:
+        return self._on_idle(lambda r: r(op, sched, problem))
+
+    def confirm(self, op: Op, sched: Schedule, problem: Problem) -> Outcome:
+        """The runners' check of a winner, where they have one."""
+        return self._on_idle(lambda r: r.confirm(op, sched, problem) if hasattr(r, "confirm") else Outcome("ok"))
+
+    def _on_idle(self, work):
         runner = self._idle.get()
         try:
-            return runner(op, sched, problem)
+            return work(runner)
         finally:
             self._idle.put(runner)
 

@@ -41,9 +41,11 @@ class Runner(Protocol):
 
 
 class GpuRunner:
-    """Validate on fresh inputs at the op's awkward test sizes (tails, single elements), then time at
-    the tuning size as `kernelgen bench` does (`timing`: events, graph or auto); failures become
-    Outcomes. `kernelgen bench` validates the winner again at the full size."""
+    """Validate on fresh inputs at the op's awkward test sizes (tails, single elements) that launch the
+    kernels the tuning size does, then time at the tuning size as `kernelgen bench` does (`timing`:
+    events, graph or auto); failures become Outcomes. `confirm` validates the rest (sizes that take the
+    other twin, `_unaligned`): tune asks it of the winner only, so a candidate compiles one twin, not two.
+    `kernelgen bench` validates the winner again at the full size."""
 
     def __init__(self, reps: int = 20, max_ms: float = 1000.0, timing: str = "auto"):
         from .. import gpu
@@ -53,12 +55,10 @@ class GpuRunner:
 
     def __call__(self, op: Op, sched: Schedule, problem: Problem) -> Outcome:
         from ..timing import measure, prepared, time_callable
-        from ..validate import validate
         try:
-            for check_problem in validation_problems(op, sched, problem, self.limits):
-                v = validate(op, sched, check_problem, backend="gpu")
-                if not v.ok:
-                    return Outcome("wrong_answer", None, f"{check_problem}: {v.summary()}")
+            bad = self._validate(op, sched, validation_problems(op, sched, problem, self.limits, "timed"))
+            if bad is not None:
+                return bad
             _, launch, _ = prepared(op, sched, problem)
             once = time_callable(launch, warmup=1, reps=1, flush_l2=False).median_us
             if once > self.max_ms * 1e3:  # far off the pace: not worth its repetitions
@@ -70,22 +70,50 @@ class GpuRunner:
         except LaunchError as e:
             return Outcome("launch_error", None, str(e))
 
+    def confirm(self, op: Op, sched: Schedule, problem: Problem) -> Outcome:
+        """The winner's check: the test sizes __call__ left out (those that launch another kernel twin)."""
+        try:
+            return self._validate(op, sched, validation_problems(op, sched, problem, self.limits, "other")) \
+                or Outcome("ok")
+        except CompileError as e:
+            return Outcome("compile_error", None, str(e))
+        except LaunchError as e:
+            return Outcome("launch_error", None, str(e))
 
-def validation_problems(op: Op, sched: Schedule, problem: Problem, limits: Target) -> list[Problem]:
+    @staticmethod
+    def _validate(op: Op, sched: Schedule, problems: list[Problem]) -> Outcome | None:
+        from ..validate import validate
+        for p in problems:
+            v = validate(op, sched, p, backend="gpu")
+            if not v.ok:
+                return Outcome("wrong_answer", None, f"{p}: {v.summary()}")
+        return None
+
+
+def validation_problems(op: Op, sched: Schedule, problem: Problem, limits: Target,
+                        entries: str = "all") -> list[Problem]:
     """The op's awkward test sizes this schedule can run (a schedule specialised for long rows may
     refuse short ones), in the tuned problem's element types (an fp16 tune validates fp16 kernels),
-    or the tuning problem itself when it can run none of them."""
+    or the tuning problem itself when it can run none of them. entries="timed": only the sizes whose
+    plan launches the kernels the tuned problem's does (the search's check: a size that takes the
+    `_unaligned` twin would compile it too); "other": the rest (the winner's check, runners' confirm)."""
     kernel = op.for_problem(problem).kernel(sched, limits, problem.types, problem.layout)
     types = problem.types or op.types()
+    timed = _symbols(op.plan(kernel, problem, limits)) if entries != "all" else None
     out = []
     for sizes in op.test_problems_for(sched):
         try:
             p = op.problem(sizes, dtype=types.input.name, out_dtype=types.output.name, layout=problem.layout)
-            op.plan(kernel, p, limits)
-            out.append(p)
+            plan = op.plan(kernel, p, limits)
         except (ScheduleError, UsageError):   # sizes this variant cannot take, refused by name
             continue
-    return out or [problem]
+        if timed is None or (_symbols(plan) == timed) == (entries == "timed"):
+            out.append(p)
+    return out or ([problem] if entries != "other" else [])
+
+
+def _symbols(plan) -> frozenset:
+    return frozenset(launch.symbol for launch in plan.launches)
 
 
 class ReplayRunner:

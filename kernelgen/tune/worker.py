@@ -49,9 +49,16 @@ class ProcessRunner:
         self._start()             # now: pruning needs the worker's arch and limits before any candidate
 
     def __call__(self, op: Op, sched: Schedule, problem: Problem) -> Outcome:
+        return self._ask("__call__", op, sched, problem)
+
+    def confirm(self, op: Op, sched: Schedule, problem: Problem) -> Outcome:
+        """The runner's check of a winner (its `confirm`; "ok" where the runner has nothing more to check)."""
+        return self._ask("confirm", op, sched, problem)
+
+    def _ask(self, method: str, op: Op, sched: Schedule, problem: Problem) -> Outcome:
         if self.process is None:
             self._start()
-        self.conn.send((op, sched, problem))
+        self.conn.send((method, op, sched, problem))
         if not self.conn.poll(self.limit_s):
             self._stop()
             return Outcome("timeout", None, f"stopped at the time limit of {self.limit_s:g} s (worker killed)")
@@ -137,6 +144,8 @@ def _serve(conn, make_runner: Callable[[], Runner]) -> None:
         if job is None:
             return
         try:
-            conn.send(("done", runner(*job)))
+            method, *args = job
+            fn = getattr(runner, method, None)
+            conn.send(("done", fn(*args) if fn is not None else Outcome("ok")))
         except BaseException:
             conn.send(("error", traceback.format_exc()))
