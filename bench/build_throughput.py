@@ -34,8 +34,9 @@ def rate(op, problem, cands, jobs: int) -> tuple[float, float, int, float]:
         warm_op = get_op("reduce_sum")
         t0 = time.perf_counter()
         with Builders(jobs) as pool:
-            warmups = [pool.submit(warm_op, warm_op.schedule(threads=32 << i), warm_op.problem({"n": 4096}), target())
-                       for i in range(jobs)]
+            small = warm_op.problem({"n": 4096})
+            kinds = [c.schedule for c in legal_space(warm_op, small, target())[0]]   # a small kernel a job
+            warmups = [pool.submit(warm_op, kinds[i % len(kinds)], small, target()) for i in range(jobs)]
             for f in warmups:
                 f.result()
             t1 = time.perf_counter()

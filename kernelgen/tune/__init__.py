@@ -166,19 +166,26 @@ def tune(op: Op, problem: Problem, *, runner: Runner, strategy: str = "exhaustiv
             if not groups:
                 break
             group = groups.popleft()
-            # builds waited for here (the progress line is drawn by this thread only), runs from `width` threads
-            # at once where the runner is a pool of GPUs; outcomes recorded in the order asked
-            built = [wait(job) if old is None and job is not None else None for _, old, job in group]
-            runs = [threads.submit(run, cand, b) if threads and old is None else None
-                    for (cand, old, _), b in zip(group, built)]
+            # Builds are waited for by this thread (it alone draws the progress line); outcomes are recorded
+            # in the order asked.
+            if threads:   # each run handed to a pool thread as soon as its build is done
+                handed = {}
+                for i, (cand, old, job) in enumerate(group):
+                    if old is None:
+                        built = wait(job) if job is not None else None
+                        handed[i] = (built, threads.submit(run, cand, built))
             told = []
-            for (cand, old, _), b, future in zip(group, built, runs):
+            for i, (cand, old, job) in enumerate(group):
                 if old is not None:
                     result.skipped += 1
                     bar.skipped = result.skipped
                     told.append((cand, old))
-                else:   # one runner: each recorded as soon as it is measured
-                    told.append((cand, record(cand, b, future.result() if future else run(cand, b))))
+                elif threads:
+                    built, future = handed[i]
+                    told.append((cand, record(cand, built, future.result())))
+                else:     # one runner: built, run and recorded one at a time
+                    built = wait(job) if job is not None else None
+                    told.append((cand, record(cand, built, run(cand, built))))
             search.tell(told)
             if stop is not None and stop(result):
                 break
