@@ -37,6 +37,7 @@ from .target import Target
 METHODS = ("events", "graph", "auto")
 GRAPH_BELOW_BYTES = 64 << 20   # auto: graph timing below this many bytes moved, where launch overhead is a large share
 MIN_LAUNCHES = 32              # launches per graph replay, at least (a whole number of rotations)
+REPLAY_US = 2000.0             # a replay this long amortises its own launch: long kernels need fewer launches
 MAX_SETS = 256                 # input/output sets rotated at most (tiny problems would need thousands)
 
 
@@ -86,6 +87,12 @@ def rotation(set_bytes: int, l2_bytes: int) -> tuple[int, int]:
     single set already does; at most MAX_SETS), and at least MIN_LAUNCHES launches, whole rotations."""
     sets = max(1, min(MAX_SETS, -(-2 * l2_bytes // max(1, set_bytes))))
     return sets, sets * -(-MIN_LAUNCHES // sets)
+
+
+def replay_launches(sets: int, launches: int, once_us: float) -> int:
+    """Launches per graph replay for a kernel that runs `once_us`: whole rotations of `sets` covering
+    REPLAY_US, at most `launches` (rotation's)."""
+    return min(launches, sets * -(-max(1, int(-(-REPLAY_US // once_us))) // sets))
 
 
 def set_bytes(op: Op, problem: Problem) -> int:
@@ -228,10 +235,15 @@ def prepared(op: Op, sched: Schedule, problem: Problem, seed: int = 0):
 
 # -- measuring -----------------------------------------------------------------------------------
 def measure(op: Op, sched: Schedule, problem: Problem, *, reps: int = 30, warmup: int = 5,
-            timing: str = "events") -> Measurement:
+            timing: str = "events", once_us: float | None = None) -> Measurement:
+    """`once_us`: a run's time where the caller knows it (a tuning runner times one run first): a graph
+    replay then holds whole rotations of at least REPLAY_US, not MIN_LAUNCHES launches of a long kernel
+    (a 400 us SGEMM spent 0.3 s a candidate in 800 launches)."""
     method = choose_method(timing, op.bytes_moved(problem))
     if method == "graph":
         sets, launches = rotation(set_bytes(op.instance(sched, problem), problem), gpu.device().l2_bytes)
+        if once_us:
+            launches = replay_launches(sets, launches, once_us)
         kernel, calls = launchers(op, sched, problem, sets)
         t = time_graph(calls, launches, warmup=warmup, reps=reps)
     else:

@@ -52,3 +52,10 @@ def test_set_bytes_counts_every_input_and_output():
     assert set_bytes(softmax, softmax.problem({"rows": 8192, "cols": 128})) == 8 * MiB
     sgemm = kg.get_op("sgemm")
     assert set_bytes(sgemm, sgemm.problem({"M": 256, "N": 128, "K": 64})) == 4 * (256 * 64 + 64 * 128 + 256 * 128)
+
+
+def test_a_long_kernel_fills_a_graph_replay_with_fewer_launches():
+    """Whole rotations covering REPLAY_US (2 ms), never more launches than rotation's."""
+    from kernelgen.timing import replay_launches
+    assert replay_launches(2, 32, 1.0) == 32 and replay_launches(2, 32, 400.0) == 6
+    assert replay_launches(3, 33, 100.0) == 21 and replay_launches(2, 32, 5000.0) == 2

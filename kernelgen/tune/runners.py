@@ -63,7 +63,7 @@ class GpuRunner:
             once = time_callable(launch, warmup=1, reps=1, flush_l2=False).median_us
             if once > self.max_ms * 1e3:  # far off the pace: not worth its repetitions
                 return Outcome("timeout", None, f"one run took {once / 1e3:.1f} ms > --max-ms {self.max_ms:g}")
-            m = measure(op, sched, problem, reps=self.reps, timing=self.timing)
+            m = measure(op, sched, problem, reps=self.reps, timing=self.timing, once_us=once)
             return Outcome("ok", m.time_us, f"{m.gbps:.0f} GB/s {m.tflops:.2f} TFLOP/s, {m.method} timing")
         except CompileError as e:
             return Outcome("compile_error", None, str(e))
