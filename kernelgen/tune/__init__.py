@@ -74,7 +74,8 @@ def tune(op: Op, problem: Problem, *, runner: Runner, strategy: str = "exhaustiv
     strategy for `batch` at a time; what `resume` finds in the database does not count.
 
     builders: compile ahead of the runner in this pool (None: the runner compiles as it goes).
-    ahead:    batches asked before the oldest is told (default 2 with builders, else 1).
+    ahead:    batches asked before the oldest is told (default 3 with builders: while one is measured the
+              builders hold two, so none idles at a batch's ragged end; else 1).
     space:    the candidates (default: the op's legal space for `problem` on the runner's limits).
     history:  observations of other problems for a strategy that learns (default: from `db`).
     progress: True for a progress line on stderr, False for none, or a stream to write it to.
@@ -95,7 +96,7 @@ def tune(op: Op, problem: Problem, *, runner: Runner, strategy: str = "exhaustiv
     search: Strategy = module.Search(space, seed, **extra)
     prior = {r.key(): r for r in db.records()} if resume else {}
     result = TuneResult(best=None, pruned=pruned)
-    ahead = ahead or (2 if builders else 1)
+    ahead = ahead or (3 if builders else 1)
 
     def record_of(cand: Candidate, out: Outcome, feats: dict | None = None) -> Record:
         return Record.make(op.name, str(problem), runner.arch, runner.gpu, cand.schedule.to_dict(), cand.knobs,
