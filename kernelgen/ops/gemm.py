@@ -517,9 +517,10 @@ class Gemm(Fusing, Op):
         d, o = types.input, types.output
         lay = Operands(layout)
         tma = self._tma(k, lay)
-        # With a fused epilogue the tile is staged as the fp32 accumulators, and the epilogue runs on the
-        # way out, where a warp's bias and residual reads are whole rows of C (in the fragment layout
-        # they are 8 rows' 4-byte pieces: 1.10-1.31x the plain GEMM's time at 4096^3 on the H100).
+        # With a fused epilogue that reads a residual the tile is staged as the fp32 accumulators, and the
+        # epilogue runs on the way out, where a warp's residual reads are whole rows of C (in the fragment
+        # layout they are 8 rows' 4-byte pieces: 1.10-1.31x the plain GEMM's time at 4096^3 on the H100);
+        # without one it runs on the fragments before staging (_ep_in_registers).
         staged_size = self._staged_size(k, o.itemsize)
         staged_type = "float" if staged_size == 4 else o.ctype
         if k["epilogue"] == "smem" and k["persistent"] == "off":
