@@ -6,12 +6,13 @@ caught and a score. Runs on the CPU (g++), no GPU:
     PYTHONPATH=. python3 bench/mutations.py -k reduce  # those whose name contains "reduce"
 
 A mutation is caught when a validation fails (wrong answer, unwritten output), the emulator reports
-a race, an out-of-bounds access or a fault, or the mutant no longer compiles. Exit status 1 when one
-escapes, so the script can gate a change.
+a race, an out-of-bounds access or a fault, the mutant no longer compiles, or it crashes the process
+(each mutation runs in a forked child). Exit status 1 when one escapes, so the script can gate a change.
 """
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 from pathlib import Path
@@ -289,6 +290,229 @@ MUTATIONS = [
      M("lib/ew_funcs.j2", "return __fdividef(x, 1.0f + __expf(-x));", "return __fdividef(x, 1.0f + __expf(x));")),
     ("ew_funcs: 16-bit gelu adds x instead of x / 2", "elementwise", dict(expr="gelu(a)", dtype="float16"),
      M("lib/ew_funcs.j2", "return fmaf(h, t, h);", "return fmaf(h, t, x);")),
+    # -- 2026-11-24, second blind round: 78 more (the lines the lists above touch least: pipeline stages and
+    # prologues, strides and leading dimensions, swapped indices, shift constants, reduction combines,
+    # dropped __syncthreads / __syncwarp, tail guards), written and run before any test or size changed:
+    # 73 caught at first, the 5 escapes marked below
+    # ---- sgemm: gemm_mainloop.j2, copy.j2, sgemm.cu.j2, swizzle.j2, splitk.j2, epilogue.j2
+    ("mainloop: cp.async prologue one tile short", "sgemm", dict(copy="cp_async", stages=3, vec_a=1),
+     M("lib/gemm_mainloop.j2", "for (int s = {{ 1 if copy_first else 0 }}; s < {{ stages - 1 }}; ++s) {",
+       "for (int s = {{ 1 if copy_first else 0 }}; s < {{ stages - 2 }}; ++s) {")),
+    ("mainloop: cp.async read stage wraps one stage early", "sgemm", dict(copy="cp_async", stages=3, vec_a=1),
+     M("lib/gemm_mainloop.j2", "  read = read == {{ stages - 1 }} ? 0 : read + 1;",
+       "  read = read == {{ stages - 2 }} ? 0 : read + 1;")),
+    ("mainloop: peeled double buffer stores the next tile into the stage being read", "sgemm", {},
+     M("lib/gemm_mainloop.j2", "  if (more) {{ store(\"(kt + 1) & 1\") | indent(2) | trim }}\n  if (!({{ top }}) && kt + 2",
+       "  if (more) {{ store(\"kt & 1\") | indent(2) | trim }}\n  if (!({{ top }}) && kt + 2")),
+    ("mainloop: one-stage loop without the barrier between the store and the math", "sgemm", dict(stages=1),
+     M("lib/gemm_mainloop.j2", "  {{ store(\"0\") | indent(2) | trim }}\n  __syncthreads();\n  {{ compute(\"0\")",
+       "  {{ store(\"0\") | indent(2) | trim }}\n  {{ compute(\"0\")")),
+    ("mainloop: peeled loop's end-of-iteration fetch takes tile kt + 1 again, not kt + 2", "sgemm", {},
+     M("lib/gemm_mainloop.j2", "{{ fetch(\"(kt + 2) * %d\" % bk) | indent(4) | trim }}",
+       "{{ fetch(\"(kt + 1) * %d\" % bk) | indent(4) | trim }}")),
+    ("mainloop: unpeeled double buffer without the barrier after tile 0's store", "conv2d", {},
+     M("lib/gemm_mainloop.j2", "{{ store(\"0\") | trim }}\n__syncthreads();\nfor (int kt",
+       "{{ store(\"0\") | trim }}\nfor (int kt")),
+    ("copy: scalar load's column test < turned into <=", "sgemm", dict(vec_a=1, vec_b=1),
+     M("lib/copy.j2", "  return (!CHECK || (r < rows && c < cols)) ? p[(size_t)r * ld + c] : 0.0f;",
+       "  return (!CHECK || (r < rows && c <= cols)) ? p[(size_t)r * ld + c] : 0.0f;")),
+    ("sgemm: contiguous layout's thread index built with the block's height for its width", "sgemm",
+     dict(layout="contiguous", wm=0, wn=0, bm=64, bn=64, bk=8, tm=8, tn=1, a_layout="mk", pad_a=0, vec_a=1,
+          vec_b=1, vec_c=1, stages=1, swizzle=1, min_blocks=1),
+     M("sgemm.cu.j2", "  const int tid = threadIdx.y * {{ block[0] }} + threadIdx.x;",
+       "  const int tid = threadIdx.y * {{ block[1] }} + threadIdx.x;")),
+    ("sgemm: mk tile's fragment read with row stride bk (the padding ignored)", "sgemm", dict(a_layout="mk", pad_a=4),
+     M("sgemm.cu.j2", "{{ \"kk * %d + %s\" % (lda, x) if km else \"(%s) * %d + kk\" % (x, lda) }}",
+       "{{ \"kk * %d + %s\" % (lda, x) if km else \"(%s) * %d + kk\" % (x, bk) }}")),
+    ("sgemm: tile 0's length taken as K % bk (none where K is a multiple)", "sgemm", {},
+     M("sgemm.cu.j2", "  const int kfirst = K - (ktiles - 1) * {{ bk }};", "  const int kfirst = K % {{ bk }};")),
+    ("sgemm: warp tile's column origin from the lane's row", "sgemm", {},
+     M("sgemm.cu.j2", "lane % {{ lanes_n }} * {{ step_n }};", "lane / {{ lanes_n }} * {{ step_n }};")),
+    ("swizzle: a group's column divided by the group size, not its rows", "sgemm", {},
+     M("lib/swizzle.j2", "  bx = in_group / rows;", "  bx = in_group / {{ swizzle }};")),
+    ("splitk: reduction's slice count rounds down (a partial last slice left out)", "sgemm",
+     dict(split_k=3, reduce_k="workspace"),
+     M("lib/splitk.j2", "  const int slices = (K + kchunk - 1) / kchunk;", "  const int slices = K / kchunk;")),
+    ("splitk: reduction's slab stride not rounded up to 4 floats", "gemm", dict(split_k=3),
+     M("lib/splitk.j2", "  const long long MNp = (MN + 3) / 4 * 4;", "  const long long MNp = MN;")),
+    ("epilogue: a thread's row runs stored run_m apart instead of run_stride_m", "sgemm", {},
+     M("lib/epilogue.j2", "    const int m = m0 + tm0 + ri * {{ run_stride_m }} + qi;",
+       "    const int m = m0 + tm0 + ri * {{ run_m }} + qi;")),
+    ("epilogue: split-K's atomic adds take every lane of a vector from its first column", "sgemm", dict(split_k=3),
+     M("lib/epilogue.j2", "\"atomicAdd(crow + n + u, acc[i][j + u])\"", "\"atomicAdd(crow + n + u, acc[i][j])\"")),
+    ("epilogue: batched C offset by M * K", "sgemm", dict(problem=dict(batch=3)),
+     M("lib/epilogue.j2", "C += (size_t)blockIdx.z * M * N;", "C += (size_t)blockIdx.z * M * K;")),
+    # ---- the tensor-core gemm (mma.sync, WMMA): gemm.cu.j2, tc_copy.j2, tc_fragment.j2, tc_epilogue.j2
+    ("gemm: pipeline prologue skips its last tile in range", "gemm", {},
+     M("gemm.cu.j2", "  for (int s = 0; s < {{ stages - 1 }}; ++s) {\n    if (s < ktiles) {",
+       "  for (int s = 0; s < {{ stages - 1 }}; ++s) {\n    if (s + 1 < ktiles) {")),
+    ("gemm: K tiles counted rounding down (a partial last tile dropped)", "gemm", {},
+     M("gemm.cu.j2", "  const int ktiles = (K + {{ bk - 1 }}) / {{ bk }};", "  const int ktiles = K / {{ bk }};")),
+    # escaped at first: no test size had a block inside C in M and N with K no whole number of tiles (+ 130x136x40)
+    ("gemm: a block inside C takes K's partial last tile unchecked", "gemm", {},
+     M("gemm.cu.j2", "  const bool inside = m0 + {{ bm }} <= M && n0 + {{ bn }} <= N && K % {{ bk }} == 0;",
+       "  const bool inside = m0 + {{ bm }} <= M && n0 + {{ bn }} <= N;")),
+    ("gemm: register double buffer fetches tile kt again instead of kt + 1", "gemm", dict(copy="sync", stages=2),
+     M("gemm.cu.j2", "    const int k1 = (kt + 1) * {{ bk }};", "    const int k1 = kt * {{ bk }};")),
+    ("gemm: double-buffered fragments never load the next tile's first step", "gemm",
+     dict(copy="cp_async", stages=3, bk=32, frag_buffers=2),
+     M("gemm.cu.j2", "      if (ks < {{ bk // 16 - 1 }} || kt + 1 < ktiles) {", "      if (ks < {{ bk // 16 - 1 }}) {")),
+    ("gemm: double-buffered fragments' next step not wrapped at the tile's end", "gemm",
+     dict(copy="cp_async", stages=3, bk=32, frag_buffers=2),
+     M("gemm.cu.j2", "\"((ks + 1) %% %d * 16)\" % (bk // 16)", "\"((ks + 1) * 16)\"")),
+    ("tc_copy: XOR swizzle's chunk index taken with shift 4 (two chunks share a slot)", "gemm", {},
+     M("lib/tc_copy.j2", "(((({{ c }}) >> 3) ^ ((({{ r }}) / {{ xor_div }}) % {{ xor_mod }})) << 3)",
+       "(((({{ c }}) >> 4) ^ ((({{ r }}) / {{ xor_div }}) % {{ xor_mod }})) << 3)")),
+    ("tc_copy: whole-row copy's rows advance by per_row instead of row_step", "gemm", {},
+     M("lib/tc_copy.j2", "  const int r = tid / {{ t.per_row }} + it * {{ t.row_step }}, c",
+       "  const int r = tid / {{ t.per_row }} + it * {{ t.per_row }}, c")),
+    ("tc_copy: 16-byte load's column test < turned into <=", "gemm", dict(copy="sync", stages=2),
+     M("lib/tc_copy.j2", "    if (!CHECK || (row_ok && c < cols)) return *reinterpret_cast<const uint4*>(p);",
+       "    if (!CHECK || (row_ok && c <= cols)) return *reinterpret_cast<const uint4*>(p);")),
+    ("tc_copy: cp.async's row test dropped (rows past the matrix read)", "gemm", {},
+     M("lib/tc_copy.j2", "  else if (!CHECK || (row_ok && c < cols)) kg_cp_async16(s, p);",
+       "  else if (!CHECK || c < cols) kg_cp_async16(s, p);")),
+    ("tc_fragment: direct A fragment's row and k halves swapped", "gemm", dict(ldmatrix=False),
+     M("lib/tc_fragment.j2", "smem_offset(\"%s + i * 16 + g + (q & 1) * 8\" % row0, \"%s + t2 + (q >> 1) * 8\" % k0",
+       "smem_offset(\"%s + i * 16 + g + (q >> 1) * 8\" % row0, \"%s + t2 + (q & 1) * 8\" % k0")),
+    ("tc_fragment: WMMA B fragments 8 columns apart instead of 16", "gemm", dict(instr="wmma", smem="pad", pad=8, ldmatrix=False),
+     M("lib/tc_fragment.j2", "({{ k0 }}) * {{ ldb }} + {{ col0 }} + j * 16), {{ ldb }});",
+       "({{ k0 }}) * {{ ldb }} + {{ col0 }} + j * 8), {{ ldb }});")),
+    ("tc_epilogue: staged store without the __syncwarp before the next row of tiles", "gemm", dict(epilogue="smem"),
+     M("lib/tc_epilogue.j2", "  __syncwarp();   // the warp's reads are done before the next row of tiles is staged",
+       "  // the warp's reads are done before the next row of tiles is staged")),
+    # escaped at first: the emulator's accumulator layout gave lane l the elements l, l + 32, ... that the staged
+    # walk reads, so no lane read another's; its accumulators now sit elsewhere (kernelgen/emulate/wmma.h)
+    ("tc_epilogue: WMMA staging area refilled without its trailing __syncwarp", "gemm",
+     dict(instr="wmma", smem="pad", pad=8, ldmatrix=False),
+     M("lib/tc_epilogue.j2", "    }\n    __syncwarp();\n  }\n}", "    }\n  }\n}")),
+    ("tc_epilogue: WMMA staged element's row and column swapped", "gemm", dict(instr="wmma", smem="pad", pad=8, ldmatrix=False),
+     M("lib/tc_epilogue.j2", "const int m = {{ row0 }} + i * 16 + e / 16, n = {{ col0 }} + j * 16 + e % 16;",
+       "const int m = {{ row0 }} + i * 16 + e % 16, n = {{ col0 }} + j * 16 + e / 16;")),
+    # ---- conv2d: direct, im2col, implicit
+    ("conv2d direct: output row divided by P instead of Q", "conv2d", dict(algo="direct"),
+     M("conv2d_direct.cu.j2", "const int q = idx % Q, p = idx / Q % P,", "const int q = idx % Q, p = idx / P % P,")),
+    ("conv2d direct: filter taps indexed [c][s][r]", "conv2d", dict(algo="direct"),
+     M("conv2d_direct.cu.j2", "__ldg(wk + (c * R + r) * S + s)", "__ldg(wk + (c * S + r) * R + s)")),
+    ("conv2d im2col: col stored pixel-major, read crs-major", "conv2d", dict(algo="im2col"),
+     M("conv2d_gemm.cu.j2", "col[(long long)crs * NPQ + gp] =", "col[(long long)gp * CRS + crs] =")),
+    ("conv2d implicit: the past-C*R*S row test < turned into <= (reads x past its end)", "conv2d", {},
+     M("conv2d_gemm.cu.j2", "const int rr = crs < CRS ? rd : -(1 << 29);", "const int rr = crs <= CRS ? rd : -(1 << 29);")),
+    ("conv2d gemm: scalar filter load's last lane test < turned into <=", "conv2d", {},
+     M("conv2d_gemm.cu.j2", "a_reg[i].w = row_ok && crs + 3 < CRS ? __ldg(wr + 3) : 0.0f;",
+       "a_reg[i].w = row_ok && crs + 3 <= CRS ? __ldg(wr + 3) : 0.0f;")),
+    ("conv2d gemm: scalar output store laid out [k][n] instead of [n][k]", "conv2d", {},
+     M("conv2d_gemm.cu.j2", "if (kch < K) y[(n * K + kch) * P * Q + pq] =", "if (kch < K) y[(kch * N + n) * P * Q + pq] =")),
+    ("conv2d implicit: a pixel's image strided by H*W instead of C*H*W", "conv2d", {},
+     M("conv2d_gemm.cu.j2", "pix_base[j] = gp < NPQ ? n * C * HW + pix_h[j] * W", "pix_base[j] = gp < NPQ ? n * HW + pix_h[j] * W")),
+    # ---- reduce_sum, lib/reduce.j2
+    ("reduce: divergent step's active test tid % s (odd multiples add too)", "reduce_sum",
+     dict(strategy="divergent", threads=128),
+     M("reduce_sum.cu.j2", "if (tid % (2 * s) == 0) sdata[tid] += sdata[tid + s];", "if (tid % s == 0) sdata[tid] += sdata[tid + s];")),
+    ("reduce: a block's chunks advance by one chunk, not the grid's", "reduce_sum", {},
+     M("reduce_sum.cu.j2", "base += (long long)gridDim.x * chunk) {", "base += chunk) {")),
+    ("reduce: the elements past the last vector added by every block", "reduce_sum", {},
+     M("reduce_sum.cu.j2", "if (blockIdx.x == 0 && tid < n - nvec * {{ vec }}) acc +=", "if (tid < n - nvec * {{ vec }}) acc +=")),
+    ("reduce: shared tree's bound st > last turned into >= (one level too many)", "reduce_sum",
+     dict(strategy="last_warp", threads=256),
+     M("lib/reduce.j2", "for (int st = {{ threads // 2 }}; st > {{ last }}; st >>= 1) {",
+       "for (int st = {{ threads // 2 }}; st >= {{ last }}; st >>= 1) {")),
+    ("reduce: shared all-reduce returns the thread's own word, not its row's first", "softmax", dict(reduction="shared"),
+     M("lib/reduce.j2", "  {{ v }} = {{ word(\"red\", loop.index0, words, \"tid - threadIdx.x\") }};",
+       "  {{ v }} = {{ word(\"red\", loop.index0, words, \"tid\") }};")),
+    ("reduce: shuffle all-reduce's second fold reads word (lane & warps)", "softmax", {},
+     M("lib/reduce.j2", "\"(threadIdx.x & %d)\" % (warps - 1)", "\"(threadIdx.x & %d)\" % warps")),
+    ("reduce: max-sum merge rescales the second sum by exp(mn - m2)", "softmax", dict(algo="online"),
+     M("lib/reduce.j2", "s2 * (m2 == mn ? 1.0f : __expf(m2 - mn));", "s2 * (m2 == mn ? 1.0f : __expf(mn - m2));")),
+    ("reduce: Welford merge weights d^2 by nb instead of n", "layernorm", dict(algo="welford"),
+     M("lib/reduce.j2", "m2 += m2b + d * d * n * f;", "m2 += m2b + d * d * nb * f;")),
+    ("reduce: block sum's warp word written by lane 1 (shfl down leaves the sum in lane 0)", "reduce_sum", {},
+     M("lib/reduce.j2", "if ({{ lane }} == 0) {{ buf }}[{{ base }}{{ warp_id }}] = {{ v }};",
+       "if ({{ lane }} == 1) {{ buf }}[{{ base }}{{ warp_id }}] = {{ v }};")),
+    # ---- softmax, layernorm, lib/rows.j2
+    ("softmax registers: vectors past the row filled with 0, not -inf", "softmax", {},
+     M("softmax.cu.j2", "\"i * %d + t\" % T, \"KG_NEG_INF\", io, any=any, wrap=N * T * W)",
+       "\"i * %d + t\" % T, \"0.0f\", io, any=any, wrap=N * T * W)")),
+    ("softmax online: a thread that saw no column not skipped (exp(-inf + inf) = NaN)", "softmax", dict(algo="online"),
+     M("softmax.cu.j2", "      if (mc != KG_NEG_INF) {", "      if (true) {")),
+    ("softmax three_pass: the in-place last pass steps by T vectors, not N*T", "softmax", dict(algo="three_pass"),
+     M("softmax.cu.j2", "    for (int base = 0; base < nv; base += {{ N * T }}) {",
+       "    for (int base = 0; base < nv; base += {{ T }}) {")),
+    # escaped at first (and the two layer norm ones below): no aligned size (cols % 4 == 0) had two default chunks,
+    # nor left a thread N - 1 vectors of its last one (+ 2x8188); layer norm's split count also needed rows whose
+    # chunks differ in mean (make_inputs' drift along the row)
+    ("softmax split: an aligned chunk starts T vectors on, not N*T", "softmax", dict(algo="split"),
+     M("softmax_split.cu.j2", "    const int nv = cols / {{ W }};\n    const int c0 = blockIdx.y * {{ N * threads }};",
+       "    const int nv = cols / {{ W }};\n    const int c0 = blockIdx.y * {{ threads }};")),
+    ("rows: any twin's vector count rounds down (the last partial vector dropped)", "softmax", dict(algo="three_pass"),
+     M("lib/rows.j2", "const int nv = (off + {{ n }} + {{ W - 1 }}) / {{ W }}, lo",
+       "const int nv = (off + {{ n }}) / {{ W }}, lo")),
+    ("rows: a wrapped element's test e < 0 turned into e <= 0", "softmax", {},
+     M("lib/rows.j2", "{% if wrap %} if (e < 0) e += {{ wrap }};{% endif %}",
+       "{% if wrap %} if (e <= 0) e += {{ wrap }};{% endif %}")),
+    ("rows: prefetched pass's last edge vector taken one vector early", "softmax",
+     dict(algo="online", items=1, prefetch=2),
+     M("lib/rows.j2", "  const int pf_c = pf_e ? hi : 0;", "  const int pf_c = pf_e ? hi - 1 : 0;")),
+    ("rows: prefetched pass takes a row's one partial vector twice (hi >= lo dropped)", "softmax",
+     dict(algo="online", items=1, prefetch=2),
+     M("lib/rows.j2", "(pf_e ? hi < nv && hi >= lo : lo == 1)", "(pf_e ? hi < nv : lo == 1)")),
+    ("rows: aligned chunk's load test c < nv turned into <=", "softmax", dict(algo="online"),
+     M("lib/rows.j2", "  if (c < nv) {\n{% if W > 1 %}", "  if (c <= nv) {\n{% if W > 1 %}")),
+    ("rows: shifted vector's word index s >> 1 instead of s >> 2", "layernorm", {},
+     M("lib/rows.j2", "const unsigned sh = 8 * (s & 3), q = s >> 2;", "const unsigned sh = 8 * (s & 3), q = s >> 1;")),
+    ("layernorm welford: a thread's full-chunk threshold one vector low", "layernorm", dict(algo="welford"),
+     M("layernorm.cu.j2", "left >= {{ (N - 1) * T + 1 }} ? {{ N }}", "left >= {{ (N - 1) * T }} ? {{ N }}")),
+    ("layernorm split: the aligned write kernel's merge counts every chunk as full", "layernorm", dict(algo="split"),
+     M("layernorm.cu.j2", "    {{ name }}_merge(cnt, mean, m2, (float)(left < {{ chunk_cols }} ? left : {{ chunk_cols }}),",
+       "    {{ name }}_merge(cnt, mean, m2, (float){{ chunk_cols }},")),
+    ("layernorm any twin: gamma and beta shifted by off instead of W - off", "layernorm", {},
+     M("layernorm.cu.j2", "const int s = lo ? ({{ W }} - off) * {{ access_bytes // W }} : 0;",
+       "const int s = lo ? off * {{ access_bytes // W }} : 0;")),
+    # ---- transpose, lib/tiles.j2
+    ("transpose: vector gather takes every lane from the vector's first tile row", "transpose", {},
+     M("transpose.cu.j2", "      w.{{ c }} = tile[{{ V }} * tx + {{ loop.index0 }}][jj];", "      w.{{ c }} = tile[{{ V }} * tx][jj];")),
+    ("transpose: scalar paths' start row and column swapped", "transpose", {},
+     M("transpose.cu.j2", "fr = f / {{ T }}, fc = f % {{ T }};", "fr = f % {{ T }}, fc = f / {{ T }};")),
+    ("transpose: vector load strided by M (x's rows are N long)", "transpose", {},
+     M("transpose.cu.j2", "x + (long long)(i0 + ty + it * {{ rows }}) * N + j0", "x + (long long)(i0 + ty + it * {{ rows }}) * M + j0")),
+    ("transpose: vector store strided by N (out's rows are M long)", "transpose", {},
+     M("transpose.cu.j2", "out + (long long)(j0 + jj) * M + i0", "out + (long long)(j0 + jj) * N + i0")),
+    ("tiles: row-order walk's column taken modulo the tile rows", "transpose", dict(grid_stride=1),
+     M("lib/tiles.j2", "  const int bx = t % tiles_j;", "  const int bx = t % tiles_i;")),
+    # ---- gemv
+    ("gemv: a warp's rows and the block's warps swapped in the row index", "gemv", dict(threads=128, lanes=4),
+     M("gemv.cu.j2", "  const int row = (blockIdx.x * {{ warps }} + (threadIdx.x >> 5)) * {{ rows_per_warp }} + lane / {{ lanes }};",
+       "  const int row = (blockIdx.x * {{ rows_per_warp }} + (threadIdx.x >> 5)) * {{ warps }} + lane / {{ lanes }};")),
+    ("gemv: unrolled loop's tail steps by unroll * lanes (skips vectors)", "gemv", dict(threads=256, lanes=32, unroll=4),
+     M("gemv.cu.j2", "  for (; v < nv; v += {{ lanes }}) {", "  for (; v < nv; v += {{ unroll * lanes }}) {")),
+    ("gemv: block rows' shared words without the row's base", "gemv", dict(threads=256, lanes=64),
+     M("gemv.cu.j2", "\"threadIdx.y * %d + \" % warps_per_row", "\"\"")),
+    ("gemv: unaligned head's scalar loop bound < turned into <=", "gemv", {},
+     M("gemv.cu.j2", "for (int j = sub; j < head; j += {{ lanes }}) acc =", "for (int j = sub; j <= head; j += {{ lanes }}) acc =")),
+    ("gemv: prefetched unaligned row's length not cut by its head", "gemv", dict(unroll=1, prefetch=2),
+     M("gemv.cu.j2", "acc += {{ name }}_dot<false>(a + head, x + head, N - head, sub);\n{% else %}",
+       "acc += {{ name }}_dot<false>(a + head, x + head, N, sub);\n{% else %}")),
+    # ---- elementwise, lib/ew_funcs.j2, staged_load, lib/prefetch.j2
+    ("elementwise: a full chunk's loads strided by items instead of threads", "elementwise", dict(items=4),
+     M("elementwise.cu.j2", "[base + it * {{ threads }} + tid];", "[base + it * {{ items }} + tid];")),
+    ("ew_funcs: gelu_erf's argument scaled by sqrt(2), not 1/sqrt(2)", "elementwise", dict(expr="gelu_erf(a) + b"),
+     M("lib/ew_funcs.j2", "erff(x * 0.7071067811865476f)", "erff(x * 1.4142135623730951f)")),
+    ("staged_load: vector scatter's last lane into the third row", "staged_load", {},
+     M("staged_load.cu.j2", "    dst[{{ 3 * S }}] = v.w;", "    dst[{{ 2 * S }}] = v.w;")),
+    ("staged_load: fused write-back reads the tile with row stride C instead of S", "staged_load", {},
+     M("staged_load.cu.j2", "j += {{ threads }})\n      out[i * n + row0 + j] = tile[i * {{ S }} + j];",
+       "j += {{ threads }})\n      out[i * n + row0 + j] = tile[i * {{ C }} + j];")),
+    ("prefetch: batch loop advances one stride, not D (vectors used D times)", "reduce_sum",
+     dict(items=1, grid_stride=1, prefetch=3, threads=64),
+     M("lib/prefetch.j2", "pf_j += {{ D }} * {{ stride }}) {\n{% if scope == \"registers\" %}\n{% for b in bufs %}\n  {{ b.vtype }}",
+       "pf_j += {{ stride }}) {\n{% if scope == \"registers\" %}\n{% for b in bufs %}\n  {{ b.vtype }}")),
+    ("prefetch: rolling ring's first fill steps one vector, not the stride", "elementwise",
+     dict(items=1, grid_stride=1, prefetch=3, prefetch_mode="rolling", threads=64),
+     M("lib/prefetch.j2", "  const long long pf_js = {{ first }} + pf_s * {{ stride }};",
+       "  const long long pf_js = {{ first }} + pf_s;")),
+    ("prefetch: thread-owned shared slots not spaced by the slot count", "elementwise",
+     dict(items=1, grid_stride=1, prefetch=4, prefetch_scope="shared", prefetch_slots="thread"),
+     M("lib/prefetch.j2", "+ {{ tid }}{{ \" * %d\" % b.lane if b.lane != 1 }};", "+ {{ tid }};")),
 ]
 
 
@@ -322,6 +546,32 @@ def verdict(opname: str, knobs: dict, mutation: Mutation, sizes: list[dict]) -> 
     return ""
 
 
+def isolated(fn, *args) -> str:
+    """fn(*args) -> str in a forked child: a mutant's wild store can land past the emulator's arena, where
+    no bounds check looks (the red zones are 256 bytes), and corrupt this process's heap after its verdict
+    was given ("transpose: vector store strided by N" aborted the next mutation's malloc). A child that
+    dies before answering is reported as such (a crash the suite would see too)."""
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:                                    # the child: answer, then leave without any cleanup
+        os.close(r)
+        try:
+            out = "=" + fn(*args)
+        except BaseException as e:                  # noqa: BLE001 (raised again in the parent)
+            out = f"!{type(e).__name__}: {e}"
+        os.write(w, out.encode())
+        os._exit(0)
+    os.close(w)
+    with os.fdopen(r, "rb") as f:
+        out = f.read().decode()
+    _, status = os.waitpid(pid, 0)
+    if out.startswith("="):
+        return out[1:]
+    if out.startswith("!"):
+        raise RuntimeError(f"the mutation's check failed: {out[1:]}")
+    return f"crashed the emulator's process ({'signal %d' % os.WTERMSIG(status) if os.WIFSIGNALED(status) else status})"
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("-k", default="", help="run the mutations whose name contains this")
@@ -331,7 +581,7 @@ def main(argv=None) -> int:
     for name, opname, knobs, mutation in chosen:
         t0 = time.perf_counter()
         sizes = list(get_op(opname).test_problems())
-        how = verdict(opname, knobs, mutation, sizes)
+        how = isolated(verdict, opname, knobs, mutation, sizes)
         caught += bool(how)
         print(f"{'caught ' if how else 'ESCAPED'}  {name}: {how or 'every validation passed'} "
               f"({time.perf_counter() - t0:.1f} s)", flush=True)

@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from kernelgen.emulate import execute
+from kernelgen.emulate import EmulationError, execute
 from kernelgen.errors import CompileError
 from kernelgen.ops.base import Kernel, Launch, Plan, Problem
 from kernelgen.schedule import Schedule
@@ -194,6 +194,43 @@ def test_wmma_16x16x16_matches_numpy(kernel, mode):
     run(kernel, ("a", "b", "c", "d"), {**bufs, "c": c.ravel(), "d": d}, WMMA, **mode)
     expect = a.astype(np.float64) @ b.astype(np.float64) + 2 * c.T
     assert (d.reshape(16, 16) == expect).all()
+
+
+# A warp stores two accumulators in turn through one staging area and reads each back lane by lane
+# (e = lane, lane + 32, ...). The accumulator's layout is opaque: on the GPU those are other lanes' elements,
+# so the store of the second may overwrite words another lane has yet to read unless a __syncwarp comes
+# between. The emulator's accumulator layout is not that walk's either, so the checker sees the race.
+WMMA_STAGE = r"""
+#include <mma.h>
+using namespace nvcuda;
+template <bool kFence>
+__device__ void stage_twice(const float* c, float* d) {
+  __shared__ __align__(32) float st[256];
+  for (int j = 0; j < 2; ++j) {
+    wmma::fragment<wmma::accumulator, 16, 16, 16, float> f;
+    wmma::load_matrix_sync(f, c + 256 * j, 16, wmma::mem_row_major);
+    wmma::store_matrix_sync(st, f, 16, wmma::mem_row_major);
+    __syncwarp();
+    for (int e = threadIdx.x; e < 256; e += 32) d[256 * j + e] = st[e];
+    if (kFence) __syncwarp();
+  }
+}
+extern "C" __global__ void stage_fenced(const float* c, float* d) { stage_twice<true>(c, d); }
+extern "C" __global__ void stage_unfenced(const float* c, float* d) { stage_twice<false>(c, d); }
+"""
+
+
+@pytest.mark.emulate
+@pytest.mark.parametrize("mode", MODES, ids=lambda m: f"{m['order']}{'-check' if m['check'] else ''}")
+def test_a_wmma_staging_area_reused_without_syncwarp_is_a_race(mode):
+    c = np.arange(512, dtype=np.float32)
+    d = np.full(512, np.nan, np.float32)
+    run("stage_fenced", ("c", "d"), {"c": c, "d": d}, WMMA_STAGE, **mode)
+    assert (d == c).all()
+    if mode["check"]:
+        with pytest.raises(EmulationError) as e:
+            run("stage_unfenced", ("c", "d"), {"c": c, "d": d}, WMMA_STAGE, **mode)
+        assert e.value.kind == "race"
 
 
 # ---- the same kernels on the GPU path: NVRTC emits HMMA and LDSM ------------------------------------

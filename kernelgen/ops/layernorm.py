@@ -223,9 +223,12 @@ class LayerNorm(HalfRowNumbers, RowSchedule, Op):
         # Odd column counts take the any-alignment twin; 4096 columns is the ladder's register-row limit.
         # 9001 columns is over twice the default chunk (4 items x 256 threads x float4): the loops over
         # chunks (online and Welford statistics, split's several blocks a row) come round at the default
-        # knobs, on rows at three offsets; register rows refuse it by name (max_cols).
+        # knobs, on rows at three offsets; register rows refuse it by name (max_cols). 8188 columns, one
+        # vector short of two default chunks, are 9001's case for the aligned kernels (split's aligned
+        # chunks and their counts; a thread's last chunk holding anything from N - 1 to N vectors).
         return ({"rows": 37, "cols": 1000}, {"rows": 3, "cols": 7}, {"rows": 130, "cols": 1},
-                {"rows": 2, "cols": 4093}, {"rows": 1, "cols": 4096}, {"rows": 3, "cols": 9001})
+                {"rows": 2, "cols": 4093}, {"rows": 1, "cols": 4096}, {"rows": 3, "cols": 9001},
+                {"rows": 2, "cols": 8188})
 
     def check_problem(self, problem: Problem) -> None:
         for d in ("rows", "cols"):
@@ -235,9 +238,12 @@ class LayerNorm(HalfRowNumbers, RowSchedule, Op):
 
     def make_inputs(self, problem: Problem, rng: np.random.Generator) -> dict[str, np.ndarray]:
         rows, cols = problem["rows"], problem["cols"]
-        # A per-row offset much larger than the spread: E[x^2] - E[x]^2 in float32 would lose it.
+        # A per-row offset much larger than the spread: E[x^2] - E[x]^2 in float32 would lose it. A drift
+        # along the row (up to +-3 end to end): the parts of a row (split's chunks, a thread's chunks) differ
+        # in mean, so a merge of their statistics that weighs one wrong shows (identically distributed
+        # parts hid a chunk's count off by 4 columns).
         x = rng.standard_normal((rows, cols)) * rng.uniform(0.5, 3.0, size=(rows, 1))
-        x += rng.uniform(-30.0, 30.0, size=(rows, 1))
+        x += rng.uniform(-30.0, 30.0, size=(rows, 1)) + rng.uniform(-3.0, 3.0, size=(rows, 1)) * np.linspace(-1.0, 1.0, cols)
         res = {"res": rng.standard_normal((rows, cols)) * 2.0} if self.residual else {}
         return self.encoded(problem, {"x": x, **res, "gamma": rng.uniform(0.5, 1.5, size=cols),
                                       "beta": rng.standard_normal(cols)})

@@ -166,9 +166,12 @@ class Softmax(HalfRowNumbers, RowSchedule, Op):
         # Odd column counts take the any-alignment twin; 4096 columns is the ladder's register-row limit.
         # 9001 columns is over twice the default chunk (4 items x 256 threads x float4): the loops over
         # chunks (online and Welford statistics, split's several blocks a row) come round at the default
-        # knobs, on rows at three offsets; register rows refuse it by name (max_cols).
+        # knobs, on rows at three offsets; register rows refuse it by name (max_cols). 8188 columns, one
+        # vector short of two default chunks, are 9001's case for the aligned kernels (split's aligned
+        # chunks and their counts; a thread's last chunk holding anything from N - 1 to N vectors).
         return ({"rows": 37, "cols": 1000}, {"rows": 3, "cols": 7}, {"rows": 130, "cols": 1},
-                {"rows": 2, "cols": 4093}, {"rows": 1, "cols": 4096}, {"rows": 3, "cols": 9001})
+                {"rows": 2, "cols": 4093}, {"rows": 1, "cols": 4096}, {"rows": 3, "cols": 9001},
+                {"rows": 2, "cols": 8188})
 
     def check_problem(self, problem: Problem) -> None:
         for d in ("rows", "cols"):
