@@ -14,7 +14,6 @@
 //   sizes: batch in 1..2147483647, heads in 1..2147483647, seq_q in 1..1048560, seq_k in 1..2147483391, head_dim in 1..128, causal in 0..1
 //   requires batch * heads <= 65535  (a grid dimension holds 65535 (batch, head) pairs)
 //   requires head_dim <= 64  (head_dim <= DMAX = 64 (the tiles' width))
-//   requires kg_ll(kg_cdiv(seq_q, 128)) * batch * heads <= 4294967295  (the blocks' launch order is a 32-bit index: ceil(seq_q / 128) * batch * heads <= 4294967295)
 //   float scale = 1.0 / sqrt(1.0 * head_dim)
 //   long long q_sb = kg_ll(heads) * seq_q * head_dim
 //   long long q_sh = kg_ll(seq_q) * head_dim
@@ -718,7 +717,6 @@ extern "C" cudaError_t kg_launch_attention_f16_sm90_aflashmma_bq128_wq32_bk64_d6
   if (causal < 0 || causal > 1) return cudaErrorInvalidValue;
   if (!(batch * heads <= 65535)) return cudaErrorInvalidValue;  // a grid dimension holds 65535 (batch, head) pairs
   if (!(head_dim <= 64)) return cudaErrorInvalidValue;  // head_dim <= DMAX = 64 (the tiles' width)
-  if (!(kg_ll(kg_cdiv(seq_q, 128)) * batch * heads <= 4294967295)) return cudaErrorInvalidValue;  // the blocks' launch order is a 32-bit index: ceil(seq_q / 128) * batch * heads <= 4294967295
   const float scale = (float)(1.0 / sqrt(1.0 * head_dim)); (void)scale;
   const long long q_sb = (long long)(kg_ll(heads) * seq_q * head_dim); (void)q_sb;
   const long long q_sh = (long long)(kg_ll(seq_q) * head_dim); (void)q_sh;
