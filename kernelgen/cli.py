@@ -567,6 +567,7 @@ def tune(op_name, size, strategy, budget, seed, db, resume, jobs, batch, transfe
     if strategy == "model":
         from .tune import model
         model.require()                           # the missing extra is said now, not after the GPU started
+    from . import gpu
     from .tune.pool import RunnerPool
     make = functools.partial(GpuRunner, reps, max_ms, timing)
     if ray_address:
@@ -577,10 +578,9 @@ def tune(op_name, size, strategy, budget, seed, db, resume, jobs, batch, transfe
         runners = RunnerPool([ray_pool.RayRunner(make, limit_s) for _ in range(ray_pool.cluster_gpus(cluster))])
         jobs = jobs or 0
     else:
-        from . import gpu
         from .tune.pool import gpu_indices, pinned, visible_gpus
         gpu.require()
-        indices = gpu_indices(gpus, visible_gpus())
+        indices = [0] if gpus == "1" else gpu_indices(gpus, visible_gpus())   # one GPU: the one gpu.require found
         runners = (ProcessRunner(make, limit_s) if indices == [0] else
                    RunnerPool([ProcessRunner(pinned(i, make), limit_s) for i in indices]))
         jobs = default_jobs() if jobs is None else jobs
@@ -591,7 +591,7 @@ def tune(op_name, size, strategy, budget, seed, db, resume, jobs, batch, transfe
                           history=None if transfer else [])
     if json_file:
         from . import results
-        dev = runner.limits            # the runners' GPU (with --ray, maybe none on this host)
+        dev = runner.limits if ray_address else gpu.device()   # with --ray the actors' GPU (maybe none here)
         run = results.tune_run(op, problem, dev, result.records, strategy)
         results.write(results.document("tune", device=results.device_dict(dev), runs=[run]), json_file)
         click.echo(f"wrote {json_file}")
