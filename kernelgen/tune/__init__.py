@@ -106,7 +106,9 @@ def tune(op: Op, problem: Problem, *, runner: Runner, strategy: str = "exhaustiv
     bar = Progress(to_measure if budget is None else min(budget, to_measure), f"tuning {op.name} {problem}",
                    stream_of(progress))
 
-    def wait(job: Job) -> Built:
+    def wait(job: Job | None) -> Built | None:
+        if job is None:    # no builders: the runner compiles
+            return None
         while True:   # redraw the line while a build is still running
             try:
                 return job.result(timeout=0.5)
@@ -173,7 +175,7 @@ def tune(op: Op, problem: Problem, *, runner: Runner, strategy: str = "exhaustiv
                 handed = {}
                 for i, (cand, old, job) in enumerate(group):
                     if old is None:
-                        built = wait(job) if job is not None else None
+                        built = wait(job)
                         handed[i] = (built, threads.submit(run, cand, built))
             told = []
             for i, (cand, old, job) in enumerate(group):
@@ -185,7 +187,7 @@ def tune(op: Op, problem: Problem, *, runner: Runner, strategy: str = "exhaustiv
                     built, future = handed[i]
                     told.append((cand, record(cand, built, future.result())))
                 else:     # one runner: built, run and recorded one at a time
-                    built = wait(job) if job is not None else None
+                    built = wait(job)
                     told.append((cand, record(cand, built, run(cand, built))))
             search.tell(told)
             if stop is not None and stop(result):

@@ -27,7 +27,7 @@ from typing import Callable, Sequence
 from ..errors import UsageError
 from ..ops.base import Op, Problem
 from ..schedule import Schedule
-from .runners import Outcome, Runner
+from .runners import Outcome, Runner, ask
 
 
 class RunnerPool:
@@ -53,7 +53,7 @@ class RunnerPool:
 
     def confirm(self, op: Op, sched: Schedule, problem: Problem) -> Outcome:
         """The runners' check of a winner, where they have one."""
-        return self._on_idle(lambda r: r.confirm(op, sched, problem) if hasattr(r, "confirm") else Outcome("ok"))
+        return self._on_idle(lambda r: ask(r, "confirm", op, sched, problem))
 
     def _on_idle(self, work):
         runner = self._idle.get()

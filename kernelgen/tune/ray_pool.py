@@ -19,7 +19,7 @@ from typing import Callable
 from ..errors import UsageError
 from ..ops.base import Op, Problem
 from ..schedule import Schedule
-from .runners import Outcome, Runner
+from .runners import Outcome, Runner, ask
 
 
 def require():
@@ -40,8 +40,7 @@ class _Actor:
         return self.runner.arch, self.runner.gpu, self.runner.limits
 
     def run(self, method: str, op: Op, sched: Schedule, problem: Problem) -> Outcome:
-        fn = getattr(self.runner, method, None)
-        return fn(op, sched, problem) if fn is not None else Outcome("ok")
+        return ask(self.runner, method, op, sched, problem)
 
 
 class RayRunner:

@@ -40,6 +40,13 @@ class Runner(Protocol):
     def __call__(self, op: Op, sched: Schedule, problem: Problem) -> Outcome: ...
 
 
+def ask(runner: Runner, method: str, op: Op, sched: Schedule, problem: Problem) -> Outcome:
+    """`runner.method(op, sched, problem)`, for the workers, pools and actors that forward by name: a runner
+    without `confirm` (a replay) has nothing more to check of a winner, so that is "ok"."""
+    fn = getattr(runner, method, None)
+    return fn(op, sched, problem) if fn is not None else Outcome("ok")
+
+
 class GpuRunner:
     """Validate on fresh inputs at the op's awkward test sizes (tails, single elements) that launch the
     kernels the tuning size does, then time at the tuning size as `kernelgen bench` does (`timing`:

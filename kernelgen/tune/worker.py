@@ -31,7 +31,7 @@ from typing import Callable
 from ..errors import UsageError
 from ..ops.base import Op, Problem
 from ..schedule import Schedule
-from .runners import Outcome, Runner
+from .runners import Outcome, Runner, ask
 
 START_LIMIT_S = 300.0    # importing, starting CUDA and loading the runner, once per worker
 
@@ -144,8 +144,6 @@ def _serve(conn, make_runner: Callable[[], Runner]) -> None:
         if job is None:
             return
         try:
-            method, *args = job
-            fn = getattr(runner, method, None)
-            conn.send(("done", fn(*args) if fn is not None else Outcome("ok")))
+            conn.send(("done", ask(runner, *job)))
         except BaseException:
             conn.send(("error", traceback.format_exc()))
