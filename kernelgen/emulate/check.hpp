@@ -5,6 +5,13 @@
 // memory access calls one of the __tsan_* hooks at the end of runner.cpp, which land in
 // check_access() here.
 //
+// Bounds: an access in shared memory must fall in a slot (or the dynamic shared memory); one in the
+// guard bands around the shared arena is a shared access out of bounds. Any other access must fall in
+// a buffer of the launch, the thread's own stack or the library's static data; anything else (a red
+// zone, the heap, another library, an unmapped address) is a global access out of bounds, reported
+// against the nearest buffer before it happens. Which buffer a pointer came from is not tracked: an
+// index that lands inside another buffer of the arena goes unreported.
+//
 // Races: a shadow record per 2-byte shared unit (KG_SHADOW_GRAIN) keeps the last write (or the atomics) and up to two
 // readers (plus a summary of the rest) of the current barrier phase. An access by another thread
 // conflicts unless a warp-wide synchronisation (a shuffle, vote or __syncwarp of every live lane of
@@ -28,14 +35,16 @@ inline bool unordered(int tid, uint32_t e) {
   return tid != cur->linear && !(tid / 32 == cur->warp && my_epoch() > e);
 }
 
-// Name the shared array holding byte `off`: the nearest slot at or below it, else dynamic shared memory.
+// Name the shared array holding byte `off` (negative: below the arena, in its guard band): the nearest
+// slot at or below it, else dynamic shared memory.
 void shared_name(size_t off, KgError* err) {
   const Slot* best = nullptr;
-  if (off >= L->shared_bytes)
+  if ((int64_t)off >= 0 && off >= L->shared_bytes) {   // below 0 (a guard band): the dynamic shared memory
     for (const Slot& s : slots)
       if (s.lo <= off && (!best || s.lo > best->lo)) best = &s;
     for (int i = 0; i < nfile_slots && i < MAX_FILE_SLOTS; ++i)
       if (file_slots[i].lo <= off && (!best || file_slots[i].lo > best->lo)) best = &file_slots[i];
+  }
   snprintf(err->name, sizeof err->name, "%s", best ? best->name : "extern __shared__");
   err->offset = (int64_t)(off - (best ? best->lo : 0));
   err->elem = best ? (int32_t)best->elem : 1;
@@ -128,36 +137,94 @@ void shared_access(size_t off, unsigned size, int access) {
   for (size_t w = off / KG_SHADOW_GRAIN; w <= (off + size - 1) / KG_SHADOW_GRAIN; ++w) shared_word(w, access);
 }
 
-void global_access(uintptr_t a, unsigned size, int access) {
+// ---- global accesses ------------------------------------------------------------------------------
+// Where an instrumented access may land outside shared memory and the launch's buffers: the running
+// fiber's own stack (the thread's locals), and this library's own static data (__device__ and
+// __constant__ variables, threadIdx & co.). The library's loaded segments, except its code, are
+// found once (dl_iterate_phdr); every other address is an out-of-bounds global access, reported
+// before it happens, however far from the buffers it lands (the heap, another library, unmapped).
+constexpr int MAX_IMAGE_SEGS = 16;
+struct Seg { uintptr_t lo, hi; };
+Seg image_segs[MAX_IMAGE_SEGS];
+int nimage_segs = -1;                 // -1: not looked up yet
+
+int image_segments(struct dl_phdr_info* info, size_t, void*) {
+  const uintptr_t me = (uintptr_t)&kg_threadIdx;
+  bool mine = false;
+  for (int k = 0; k < info->dlpi_phnum && !mine; ++k) {
+    const ElfW(Phdr)& ph = info->dlpi_phdr[k];
+    const uintptr_t lo = info->dlpi_addr + ph.p_vaddr;
+    mine = ph.p_type == PT_LOAD && me - lo < ph.p_memsz;
+  }
+  if (!mine) return 0;
+  nimage_segs = 0;
+  for (int k = 0; k < info->dlpi_phnum; ++k) {
+    const ElfW(Phdr)& ph = info->dlpi_phdr[k];
+    if (ph.p_type != PT_LOAD || (ph.p_flags & PF_X) || nimage_segs == MAX_IMAGE_SEGS) continue;
+    const uintptr_t lo = info->dlpi_addr + ph.p_vaddr;
+    image_segs[nimage_segs++] = Seg{lo, lo + ph.p_memsz};
+  }
+  return 1;
+}
+
+void find_image() {
+  nimage_segs = 0;
+  dl_iterate_phdr(image_segments, nullptr);
+}
+
+// Report a global access of [a, a + size) that no buffer of the launch holds, against the nearest buffer.
+[[noreturn]] void oob_global(uintptr_t a, unsigned size, int access) {
   const KgRegion* r = L->regions;
   const int64_t n = L->nregions;
-  // the last region that starts at or below a
-  int64_t lo = 0, hi = n;
+  int64_t lo = 0, hi = n;             // the last region that starts at or below a
   while (lo < hi) {
     int64_t mid = (lo + hi) / 2;
     if (r[mid].lo <= a) lo = mid + 1; else hi = mid;
   }
-  int64_t i = lo - 1;
-  if (i >= 0 && a + size <= r[i].hi) return;
-  // out of bounds: name the nearer of the region before and the region after
-  int64_t pick = (i < 0) ? 0 : (i + 1 < n && r[i + 1].lo - (a + size) < a - r[i].hi) ? i + 1 : i;
+  const int64_t i = lo - 1;
+  int64_t pick = i < 0 ? 0 : i;
+  if (i >= 0 && i + 1 < n && a >= r[i].hi) {   // between two buffers: the nearer one
+    const uint64_t after = a + size <= r[i + 1].lo ? r[i + 1].lo - (a + size) : 0;
+    if (after < a - r[i].hi) pick = i + 1;
+  }
   KgError* err = record(E_GLOBAL_OOB, cur->linear);
   if (err) {
     err->access = access;
     err->size = (int32_t)size;
     err->addr = a;
-    err->region = (int32_t)pick;
-    err->offset = (int64_t)a - (int64_t)r[pick].lo;
+    err->region = n > 0 ? (int32_t)pick : -1;
+    err->offset = n > 0 ? (int64_t)(a - r[pick].lo) : 0;
   }
   fiber_fail();
+}
+
+inline void global_access(uintptr_t a, unsigned size, int access) {
+  const KgRegion* r = L->regions;
+  int64_t lo = 0, hi = L->nregions;   // the last region that starts at or below a
+  while (lo < hi) {
+    int64_t mid = (lo + hi) / 2;
+    if (r[mid].lo <= a) lo = mid + 1; else hi = mid;
+  }
+  if (lo > 0 && a + size <= r[lo - 1].hi) return;
+  oob_global(a, size, access);
+}
+
+// Neither shared memory, the arena, nor the thread's stack: the library's static data, or out of bounds.
+__attribute__((noinline)) void stray_access(uintptr_t a, unsigned size, int access) {
+  if (a - ((uintptr_t)smem - SMEM_GUARD) < SMEM_ARENA + 2 * SMEM_GUARD)
+    oob_shared((size_t)(a - (uintptr_t)smem), size, access);     // in a guard band around shared memory
+  for (int k = 0; k < nimage_segs; ++k)
+    if (a - image_segs[k].lo < image_segs[k].hi - image_segs[k].lo && a + size <= image_segs[k].hi) return;
+  oob_global(a, size, access);
 }
 
 inline void check_access(const void* p, unsigned size, int access, bool aligned) {
   if (!L || !cur) return;
   uintptr_t a = (uintptr_t)p;
+  if (a - cur_stack_lo < stacks_size) return;         // the thread's own locals: the most frequent case
   bool in_smem = a - (uintptr_t)smem < SMEM_ARENA;
   bool in_arena = a - L->arena < L->arena_size;
-  if (!in_smem && !in_arena) return;                  // the fiber's stack, the library's own data
+  if (!in_smem && !in_arena) return stray_access(a, size, access);
   if (aligned && size >= 8 && (a & (size - 1))) {     // the GPU faults on misaligned 8/16-byte accesses
     KgError* err = record(E_MISALIGNED, cur->linear);
     if (err) {
@@ -171,4 +238,3 @@ inline void check_access(const void* p, unsigned size, int access, bool aligned)
   if (in_smem) shared_access(a - (uintptr_t)smem, size, access);
   else global_access(a, size, access);
 }
-

@@ -12,8 +12,11 @@
 
 Every buffer and workspace is copied into one arena, each 256-byte aligned (as cudaMalloc) with a
 red zone on either side filled with a NaN canary. Check builds bounds-check every access against
-that layout; every build compares the red zones after each launch, so a write past the end never
-goes unnoticed. Buffers are copied back only after every launch succeeded.
+that layout before it happens: an address in no buffer (a red zone, or anywhere outside the arena,
+however far: the heap, another library) is reported against the nearest buffer, unless it is the
+thread's own stack or the kernel library's static data. Every build compares the red zones after
+each launch, so a write just past the end never goes unnoticed. Buffers are copied back only after
+every launch succeeded.
 """
 from __future__ import annotations
 
@@ -195,7 +198,10 @@ def launch_error(symbol: str, err: _Error, arena: Arena, shared_bytes: int = 0) 
     text, name = err.text.decode(errors="replace"), err.name.decode(errors="replace")
     acc, verb, _ = ACCESS.get(err.access, ACCESS[0])
     buffer, index = None, None
-    if err.kind == 1:                                         # global out of bounds
+    if err.kind == 1 and err.region < 0:                      # global out of bounds, the launch has no buffer
+        msg = f"out-of-bounds {acc} of {err.size} bytes at address 0x{err.addr:x} (the launch passes no buffer) " \
+              f"by {_where(t, b)}"
+    elif err.kind == 1:                                       # global out of bounds: named after the nearest buffer
         slot = arena.slots[err.region]
         what, index = _describe(arena, slot, err.offset)
         buffer = slot.name

@@ -10,7 +10,8 @@
 // Check builds compile the kernel with g++ -fsanitize=thread but link no TSan runtime: the
 // compiler's __tsan_readN/__tsan_writeN calls land in the hooks at the end of this file, which
 // (check.hpp) bounds-check global buffers (the Python side packs them into one arena with red
-// zones) and shared slots, and keep a shadow record per 2 bytes of shared memory to find accesses by two
+// zones; an address outside every buffer, however far, is reported before it happens) and shared
+// slots, and keep a shadow record per 2 bytes of shared memory to find accesses by two
 // threads in the same barrier phase that no warp-wide synchronisation orders. When Python asks
 // (kg_banks_enable), banks.hpp also groups the accesses into warp requests and counts shared-memory
 // wavefronts (bank conflicts) and global sectors per request.
@@ -35,6 +36,7 @@
 #define KG_X86_SWITCH 0
 #endif
 
+#include <link.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <sys/mman.h>
@@ -107,6 +109,7 @@ char* stacks = nullptr;
 size_t stacks_count = 0, stacks_size = 0;
 void* sched_sp = nullptr;
 Fiber* cur = nullptr;
+uintptr_t cur_stack_lo = 0;         // the running fiber's stack: [cur_stack_lo, cur_stack_lo + stacks_size)
 uint32_t phase = 1;                 // bumped at every block start and every block barrier
 uint64_t rng_state = 1;
 #if !KG_X86_SWITCH
@@ -183,6 +186,7 @@ void fiber_init(Fiber& f, char* lo, char* hi) {
 
 inline void run_fiber(Fiber& f) {
   cur = &f;
+  cur_stack_lo = (uintptr_t)stacks + (size_t)f.linear * stacks_size;
   kg_threadIdx = f.tid;
 #if KG_X86_SWITCH
   kg_ctx_switch(&sched_sp, f.sp);
@@ -259,7 +263,23 @@ KgError* record(int kind, int who, const char* fmt = nullptr, ...) {
 constexpr size_t SMEM_ARENA = 512 * 1024;
 constexpr size_t SMEM_LIMIT = 227 * 1024;      // sm_90's per-block maximum with the dynamic opt-in
 constexpr size_t REDZONE = 64;                 // between shared slots in check builds
-alignas(4096) char smem[SMEM_ARENA];
+// The arena is mapped (map_smem) between two guard bands without access: a stray shared index (below 0
+// of the dynamic shared memory, far past a slot) faults instead of landing in the runner's state, and
+// check builds report an access there as a shared one out of bounds, before it happens.
+constexpr size_t SMEM_GUARD = 1024 * 1024;
+char* smem = nullptr;
+
+char* map_smem() {
+  if (smem) return smem;
+  char* p = (char*)mmap(nullptr, SMEM_ARENA + 2 * SMEM_GUARD, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+                        -1, 0);
+  if (p == MAP_FAILED) return nullptr;
+  if (mprotect(p + SMEM_GUARD, SMEM_ARENA, PROT_READ | PROT_WRITE)) {
+    munmap(p, SMEM_ARENA + 2 * SMEM_GUARD);
+    return nullptr;
+  }
+  return smem = p + SMEM_GUARD;
+}
 struct Slot { void* key; size_t lo, hi, elem; const char* name; };
 std::vector<Slot> slots;                       // this launch's, in address order
 // File-scope __shared__ variables, allocated while the library loads: plain arrays, because the
@@ -548,6 +568,8 @@ void on_fault(int sig, siginfo_t* si, void*) {
   if (cur && sig == SIGSEGV && stacks && a - (uintptr_t)stacks < stacks_count * stacks_size &&
       (a - (uintptr_t)stacks) % stacks_size < 4096)
     what = "stack overflow (a fiber's stack is too small for this thread's locals)";
+  else if (sig == SIGSEGV && smem && a - ((uintptr_t)smem - SMEM_GUARD) < SMEM_ARENA + 2 * SMEM_GUARD)
+    what = "illegal memory access (shared memory, out of bounds)";
   KgError* err = record(E_FAULT, who, "%s (signal %d at address 0x%lx)", what, sig, (unsigned long)a);
   if (err) err->addr = a;
   siglongjmp(fault_jmp, 1);
@@ -607,10 +629,14 @@ extern "C" unsigned long long kg_warp_op(int kind, unsigned mask, unsigned long 
 
 extern "C" unsigned kg_activemask(void) { return warp_live[cur->warp]; }
 
-extern "C" void* kg_dynamic_shared(void) { return smem; }
+extern "C" void* kg_dynamic_shared(void) { return map_smem(); }   // also at load: file-scope extern __shared__
 
 extern "C" void* kg_shared_slot(void* key, size_t bytes, size_t align, size_t elem, const char* name) {
   align = std::max<size_t>(align, 16);
+  if (!map_smem()) {
+    fprintf(stderr, "kernelgen emulator: cannot map %zu bytes of shared memory\n", SMEM_ARENA);
+    abort();
+  }
   if (!key || !L) {  // a file-scope __shared__ variable, allocated once at load from the arena's top
     smem_top = (smem_top - bytes) / align * align;
     if (nfile_slots < MAX_FILE_SLOTS) file_slots[nfile_slots] = Slot{nullptr, smem_top, smem_top + bytes, elem, name};
@@ -746,6 +772,10 @@ KG_API int kg_launch(const KgLaunch* launch, KgError* err) {
     record(E_RESOURCES, -1, "no fiber stacks for %d threads", nthreads);
     return err->kind;
   }
+  if (!map_smem()) {
+    record(E_RESOURCES, -1, "cannot map %zu bytes of shared memory", SMEM_ARENA);
+    return err->kind;
+  }
   if (nfile_slots > MAX_FILE_SLOTS) {
     record(E_RESOURCES, -1, "more than %d file-scope __shared__ variables", MAX_FILE_SLOTS);
     return err->kind;
@@ -757,6 +787,7 @@ KG_API int kg_launch(const KgLaunch* launch, KgError* err) {
   }
   if (launch->check && !shadow) shadow = (Shadow*)calloc(SMEM_ARENA / KG_SHADOW_GRAIN, sizeof(Shadow));
   if (launch->check && !async_owner) async_owner = (uint16_t*)calloc(SMEM_ARENA / KG_SHADOW_GRAIN, sizeof(uint16_t));
+  if (launch->check && nimage_segs < 0) find_image();
 
   const uint64_t nblocks = (uint64_t)launch->grid[0] * launch->grid[1] * launch->grid[2];
   std::vector<uint64_t> block_order;
