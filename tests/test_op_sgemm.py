@@ -294,7 +294,7 @@ def test_workspace_sums_the_slices_in_a_fixed_order():
     outs = []
     for seed in (1, 2, 3):
         c = np.full((33, 17), np.nan, np.float32)
-        emulate.execute(prep.plan, prep.source, {"A": a, "B": b, "C": c}, order="random", seed=seed)
+        emulate.execute(prep.plan, prep.source, {"A": a, "B": b, "C": c}, check=True, order="random", seed=seed)
         outs.append(c)
     assert all(np.array_equal(o, outs[0]) for o in outs)
     ref = a.astype(np.float64) @ b.astype(np.float64)
