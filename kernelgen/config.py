@@ -45,8 +45,8 @@ def ncu() -> str:
 
 
 def emulate_check() -> bool:
-    """Validations on the emulator run with the checker (races, out-of-bounds, partial barriers) unless
-    told otherwise (KERNELGEN_EMULATE_CHECK=1; the test suite sets it)."""
+    """Whether validations on the emulator run with the checker (races, out-of-bounds, partial barriers)
+    when the caller does not say: KERNELGEN_EMULATE_CHECK set and not 0 (the test suite sets it to 1)."""
     return os.environ.get("KERNELGEN_EMULATE_CHECK", "") not in ("", "0")
 
 
