@@ -504,6 +504,7 @@ def profile(op_name, knobs, schedule_file, step, best, db, size, ladder, json_fi
 
 # -- tune ----------------------------------------------------------------------------------------
 from .tune import STRATEGIES  # noqa: E402  (here, beside the one command that reads it)
+from .tune.space import SPACES, wide_ops  # noqa: E402
 
 
 @main.command()
@@ -542,10 +543,13 @@ from .tune import STRATEGIES  # noqa: E402  (here, beside the one command that r
 @click.option("--ray", "ray_address", metavar="ADDRESS", help="Measure on the GPUs of a Ray cluster instead, one actor "
               "each (auto, ray://HOST:PORT, or local; needs the ray extra); the actors compile what they run unless "
               "--jobs is given.")
+@click.option("--space", "space_name", type=click.Choice(SPACES), default="default", show_default=True,
+              help="The op's curated space, or wide: knobs crossed onto each of its points for a sweep "
+                   "(sgemm, conv2d, softmax, layernorm; thousands of candidates).")
 @timing_option
 @dtype_options
 def tune(op_name, size, strategy, budget, seed, db, resume, jobs, batch, transfer, replay_file, compare, seeds, reps,
-         max_ms, limit_s, json_file, gpus, ray_address, timing, dtype, out_dtype, layout):
+         max_ms, limit_s, json_file, gpus, ray_address, space_name, timing, dtype, out_dtype, layout):
     """Search the op's schedule space on the GPU; every measurement goes to the tuning database."""
     op = get_op(op_name)
     if json_file:
@@ -555,10 +559,14 @@ def tune(op_name, size, strategy, budget, seed, db, resume, jobs, batch, transfe
     if replay_file:
         if resume:
             raise UsageError("--resume resumes a GPU tune; a --replay records nothing")
+        if space_name != "default":
+            raise UsageError("--space picks what a GPU tune measures; a --replay's space is the sweep it replays")
         return _replay(op, replay_file, size and str(parse_size(op, size, False, dtype, out_dtype, layout)), strategy,
                        compare, seeds, seed, budget, batch or 4, transfer, db)
     if compare:
         raise UsageError("--compare compares strategies on a recorded sweep: give it with --replay FILE")
+    if space_name == "wide" and type(op).wide_axes is Op.wide_axes:
+        raise UsageError(f"--space wide: {op.name} has no wide space (ops with one: {', '.join(wide_ops())})")
     from .tune import GpuRunner, tune as run_tune
     from .tune.builder import Builders, default_jobs
     from .tune.worker import ProcessRunner
@@ -588,7 +596,7 @@ def tune(op_name, size, strategy, budget, seed, db, resume, jobs, batch, transfe
         result = run_tune(op, problem, runner=runner, strategy=strategy, budget=budget, seed=seed, db=database,
                           resume=resume, batch=batch or max(4, jobs, getattr(runner, "width", 1)),
                           builders=builders if jobs else None,
-                          history=None if transfer else [])
+                          history=None if transfer else [], space=space_name)
     if json_file:
         from . import results
         dev = runner.limits if ray_address else gpu.device()   # with --ray the actors' GPU (maybe none here)

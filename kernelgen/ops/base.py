@@ -661,6 +661,12 @@ class Op:
         """Knobs whose tuning values depend on the problem (e.g. 16-byte accesses: vec from the type)."""
         return {}
 
+    def wide_axes(self, problem: Problem, target: Target) -> dict[str, tuple]:
+        """The wide space (`kernelgen tune --space wide`): knobs whose values are crossed onto every
+        point of `space`, for sweeps that record what the curated space leaves out (a model's training
+        data, a check of the heuristics). {}: the op has no wider space than its own."""
+        return {}
+
 
 def _plain(step) -> str:
     """A step as `kernelgen list` shows it: bind(i.0, blockIdx.x), unroll(i.1), fuse(n, p, q)."""

@@ -416,6 +416,11 @@ class Conv2d(Fusing, Op):
             k = dict(k, split_k=1)
         return self.schedule_from_knobs(**k)
 
+    def wide_axes(self, problem: Problem, target: Target) -> dict[str, tuple]:
+        """Every depth, buffering, padding, filter-load width and register promise crossed onto each
+        implicit-GEMM tiling of the space."""
+        return dict(bk=(8, 12, 16), stages=(1, 2), pad=(0, 4), vec=(1, 4), min_blocks=(0, 2))
+
     def space(self, problem: Problem, target: Target):
         """Implicit-GEMM tilings; 24-channel and 12-deep tiles only where they waste less than powers of
         two; slices of c*r*s (two steps each at least) only for tiles whose grid leaves SMs idle."""

@@ -52,7 +52,7 @@ from .io import torch_tensor
 from .knobs import Prim
 from . import prefetch
 from .rows import (ANY_SUFFIX, L2_BATCH, MAX_CHUNK, ROW_KNOBS, ROW_PREFETCH, HalfRowNumbers, RowRules, RowSchedule,
-                   row_heuristic, row_space)
+                   row_heuristic, row_space, row_wide_axes)
 
 PASSES = ("two_pass", "welford")                 # the algorithms annotate(layernorm, ...) names
 ALGOS = PASSES + ("registers", "split")
@@ -357,6 +357,9 @@ class LayerNorm(HalfRowNumbers, RowSchedule, Op):
         target = target or default_target()
         k = row_heuristic(problem["rows"], problem["cols"], problem.dtype("x").itemsize, target, RULES, "welford")
         return self.schedule_from_knobs(**dict(dict(l2_batch_mb=16), **k))
+
+    def wide_axes(self, problem: Problem, target: Target) -> dict[str, tuple]:
+        return row_wide_axes(problem.dtype("x").itemsize, ("two_pass", "welford", "registers", "split"))
 
     def space(self, problem: Problem, target: Target):
         return row_space(problem["cols"], problem.dtype("x").itemsize, target, "welford",

@@ -564,6 +564,11 @@ class Sgemm(Fusing, Op):
         ]
         return tuple(LadderStep(t, self.schedule_from_knobs(**k), n) for t, k, n in steps)
 
+    def wide_axes(self, problem: Problem, target: Target) -> dict[str, tuple]:
+        """The block walk's group, the K loop's unrolling and two blocks an SM under a register budget,
+        crossed onto every tiling of the space."""
+        return dict(swizzle=(1, 8, 16), unroll_k=(0, 2), min_blocks=(1, 2))
+
     def space(self, problem: Problem, target: Target):
         base = self.default_knobs()
         o = Operands(problem.layout or "NN")

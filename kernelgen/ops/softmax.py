@@ -42,7 +42,7 @@ from .io import torch_tensor
 from .knobs import Prim
 from . import prefetch
 from .rows import (ANY_SUFFIX, L2_BATCH, MAX_CHUNK, ROW_KNOBS, ROW_PREFETCH, HalfRowNumbers, RowRules, RowSchedule,
-                   row_heuristic, row_space)
+                   row_heuristic, row_space, row_wide_axes)
 
 PASSES = ("three_pass", "online")                 # the algorithms annotate(softmax, ...) names
 ALGOS = PASSES + ("registers", "split")
@@ -262,6 +262,9 @@ class Softmax(HalfRowNumbers, RowSchedule, Op):
         target = target or default_target()
         k = row_heuristic(problem["rows"], problem["cols"], problem.dtype("x").itemsize, target, RULES, "online")
         return self.schedule_from_knobs(**dict(dict(l2_batch_mb=16), **k))
+
+    def wide_axes(self, problem: Problem, target: Target) -> dict[str, tuple]:
+        return row_wide_axes(problem.dtype("x").itemsize, ("three_pass", "online", "registers", "split"))
 
     def space(self, problem: Problem, target: Target):
         return row_space(problem["cols"], problem.dtype("x").itemsize, target, "online", static_words=2)

@@ -67,7 +67,7 @@ class TuneResult:
 
 def tune(op: Op, problem: Problem, *, runner: Runner, strategy: str = "exhaustive", budget: int | None = None,
          seed: int = 0, db: TuningDB | None = None, resume: bool = False, progress=True, batch: int = 4,
-         builders: Builders | None = None, ahead: int | None = None, space: list[Candidate] | None = None,
+         builders: Builders | None = None, ahead: int | None = None, space: list[Candidate] | str = "default",
          history: list[Observation] | None = None,
          stop: Callable[[TuneResult], bool] | None = None) -> TuneResult:
     """Measure at most `budget` schedules (None: until the strategy has nothing more), asking the
@@ -76,7 +76,8 @@ def tune(op: Op, problem: Problem, *, runner: Runner, strategy: str = "exhaustiv
     builders: compile ahead of the runner in this pool (None: the runner compiles as it goes).
     ahead:    batches asked before the oldest is told (default 3 with builders: while one is measured the
               builders hold two, so none idles at a batch's ragged end; else 1).
-    space:    the candidates (default: the op's legal space for `problem` on the runner's limits).
+    space:    the candidates, or which of the op's legal spaces for `problem` on the runner's limits:
+              "default" (its curated space) or "wide" (tune.space.points).
     history:  observations of other problems for a strategy that learns (default: from `db`).
     progress: True for a progress line on stderr, False for none, or a stream to write it to.
     stop:     asked after each told batch; True ends the search (a replay stops at its goal)."""
@@ -84,8 +85,8 @@ def tune(op: Op, problem: Problem, *, runner: Runner, strategy: str = "exhaustiv
         raise UsageError(f"strategy {strategy!r} is unknown; choose one of {', '.join(STRATEGIES)}")
     db = db or TuningDB()
     pruned = 0
-    if space is None:
-        space, pruned = legal_space(op, problem, runner.limits)
+    if isinstance(space, str):
+        space, pruned = legal_space(op, problem, runner.limits, space)
     module = STRATEGIES[strategy]
     extra = {}
     if "history" in inspect.signature(module.Search).parameters:

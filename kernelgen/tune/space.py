@@ -31,10 +31,12 @@ anything (the model strategy does; the others take no such keyword and are not g
 """
 from __future__ import annotations
 
+import itertools
+import json
 from dataclasses import dataclass
 from typing import Any, NamedTuple, Protocol
 
-from ..errors import ScheduleError
+from ..errors import ScheduleError, UsageError
 from ..features import features
 from ..ops.base import Kernel, Op, Plan, Problem
 from ..schedule import Schedule
@@ -68,11 +70,36 @@ class Strategy(Protocol):
     def tell(self, results: list[tuple[Candidate, Outcome]]) -> None: ...
 
 
-def legal_space(op: Op, problem: Problem, limits: Target) -> tuple[list[Candidate], int]:
+SPACES = ("default", "wide")
+
+
+def points(op: Op, problem: Problem, limits: Target, space: str = "default"):
+    """The op's points: its own space, or (wide) each of them crossed with op.wide_axes, each point once."""
+    if space not in SPACES:
+        raise UsageError(f"space {space!r} is unknown; choose one of {', '.join(SPACES)}")
+    axes = op.wide_axes(problem, limits) if space == "wide" else {}
+    if space == "wide" and not axes:
+        raise UsageError(f"{op.name} has no wide space (ops with one: {', '.join(wide_ops())})")
+    seen = set()
+    for knobs in op.space(problem, limits):
+        for combo in itertools.product(*axes.values()):
+            point = dict(knobs, **dict(zip(axes, combo)))
+            key = json.dumps(point, sort_keys=True, default=str)
+            if key not in seen:
+                seen.add(key)
+                yield point
+
+
+def wide_ops() -> list[str]:
+    from ..ops import OPS
+    return [name for name, op in OPS.items() if type(op).wide_axes is not Op.wide_axes]
+
+
+def legal_space(op: Op, problem: Problem, limits: Target, space: str = "default") -> tuple[list[Candidate], int]:
     """(the op's points that are legal for `problem` on `limits`, how many were pruned). Pruning
     happens here, before anything is compiled: each illegal point raises ScheduleError."""
     legal, pruned = [], 0
-    for knobs in op.space(problem, limits):
+    for knobs in points(op, problem, limits, space):
         try:
             sched = op.schedule_from_knobs(**knobs)
             kernel = op.for_problem(problem).kernel(sched, limits, problem.types, problem.layout)
