@@ -191,8 +191,9 @@ class LayerNorm(HalfRowNumbers, RowSchedule, Op):
             check(cols <= self.max_cols(k), "cache_read", "x", f"cols={cols}",
                   limit=f"the row must fit in registers: cols <= items*threads*vec = {self.max_cols(k)}")
         # Vector kernels need vec*itemsize-aligned buffers; when cols % vec != 0 rows start anywhere in a vector
-        # and the plan takes the any-alignment twin (the row buffers still vec*itemsize-aligned).
-        align, twin = self.row_alignment(k, problem, self.inputs + self.outputs, columns=("gamma", "beta"))
+        # and the plan takes the any-alignment twin (the row buffers still vec*itemsize-aligned, and gamma and
+        # beta too: the twin reads them as aligned vectors, funnel-shifted by the row's offset).
+        align, twin = self.row_alignment(k, problem, self.inputs + self.outputs)
         if k["algo"] == "split":
             launches, workspaces, scalars = self.split_launches(
                 kernel, k, problem, ANY_SUFFIX if twin else "", *self.split_args(), 2)
@@ -205,7 +206,7 @@ class LayerNorm(HalfRowNumbers, RowSchedule, Op):
     def launch_recipe(self, kernel: Kernel):
         from ..recipe import Recipe, Step
         k = dict(kernel.knobs)
-        twins, align = self.row_recipe_twins(kernel, k, self.inputs + self.outputs, columns=("gamma", "beta"))
+        twins, align = self.row_recipe_twins(kernel, k, self.inputs + self.outputs)
         requires = ((f"cols <= {self.max_cols(k)}", "the row must fit in registers: cols <= items*threads*vec"),) \
             if k["algo"] == "registers" else ()
         common = dict(lets=(("eps", "float", repr(EPS)),), alignment=align)

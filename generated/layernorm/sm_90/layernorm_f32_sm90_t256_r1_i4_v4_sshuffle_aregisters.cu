@@ -18,8 +18,8 @@
 //   beta must be 16-byte aligned when cols % 4 == 0
 //   y must be 16-byte aligned when cols % 4 == 0
 //   x must be 16-byte aligned when cols % 4 != 0
-//   gamma must be 4-byte aligned when cols % 4 != 0
-//   beta must be 4-byte aligned when cols % 4 != 0
+//   gamma must be 16-byte aligned when cols % 4 != 0
+//   beta must be 16-byte aligned when cols % 4 != 0
 //   y must be 16-byte aligned when cols % 4 != 0
 //   workspace: none
 //   kernels, in order on one stream:
@@ -356,8 +356,8 @@ extern "C" cudaError_t kg_launch_layernorm_f32_sm90_t256_r1_i4_v4_sshuffle_aregi
   if ((cols % 4 == 0) && kg_misaligned(beta, 16)) return cudaErrorInvalidValue;
   if ((cols % 4 == 0) && kg_misaligned(y, 16)) return cudaErrorInvalidValue;
   if ((cols % 4 != 0) && kg_misaligned(x, 16)) return cudaErrorInvalidValue;
-  if ((cols % 4 != 0) && kg_misaligned(gamma, 4)) return cudaErrorInvalidValue;
-  if ((cols % 4 != 0) && kg_misaligned(beta, 4)) return cudaErrorInvalidValue;
+  if ((cols % 4 != 0) && kg_misaligned(gamma, 16)) return cudaErrorInvalidValue;
+  if ((cols % 4 != 0) && kg_misaligned(beta, 16)) return cudaErrorInvalidValue;
   if ((cols % 4 != 0) && kg_misaligned(y, 16)) return cudaErrorInvalidValue;
   (void)workspace; (void)workspace_bytes;
   if (cols % 4 == 0) {
