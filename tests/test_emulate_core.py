@@ -21,9 +21,9 @@ PRELUDE = (Path(__file__).resolve().parent.parent / "templates" / "common" / "pr
 FULL = "0xffffffffu"
 
 
-def plan(*launches, workspaces=(), scalars=(), name="emu_test") -> Plan:
+def plan(*launches, workspaces=(), scalars=(), name="emu_test", alignment=()) -> Plan:
     kern = Kernel("test", name, Schedule("test"), (), "", ())
-    return Plan(kern, Problem((("n", 1),)), tuple(launches), tuple(workspaces), tuple(scalars))
+    return Plan(kern, Problem((("n", 1),)), tuple(launches), tuple(workspaces), tuple(scalars), tuple(alignment))
 
 
 def launch(sym, grid, block, *args, smem=0) -> Launch:
@@ -214,12 +214,20 @@ extern "C" __global__ void shared_atomics(int* out) {
   __syncthreads();
   if (t < 4) out[t] = hist[t];
 }
+
+// Where the emulator placed the buffers: their addresses modulo 1024 bytes.
+extern "C" __global__ void placement(const float* x, const __half* h, unsigned* out) {
+  out[0] = (unsigned)(reinterpret_cast<unsigned long long>(x) % 1024);
+  out[1] = (unsigned)(reinterpret_cast<unsigned long long>(h) % 1024);
+  out[2] = (unsigned)(reinterpret_cast<unsigned long long>(out) % 1024);
+}
 """.replace("FULL", FULL)
 
 
-def run(sym, grid, block, args, buffers, *, smem=0, scalars=(), check=False, order="forward", source=SEMANTICS):
-    execute(plan(launch(sym, grid, block, *args, smem=smem), scalars=scalars), source, buffers, check=check,
-            order=order)
+def run(sym, grid, block, args, buffers, *, smem=0, scalars=(), check=False, order="forward", source=SEMANTICS,
+        alignment=()):
+    execute(plan(launch(sym, grid, block, *args, smem=smem), scalars=scalars, alignment=alignment), source, buffers,
+            check=check, order=order)
     return buffers
 
 
@@ -326,10 +334,27 @@ def test_atomics(mode):
     assert (scounts == 64).all()
 
 
+def test_buffers_sit_at_the_weakest_alignment_the_plan_declares():
+    # a declared a bytes: a past a multiple of 2a; undeclared: one element past a multiple of two (a PyTorch view
+    # can start at any element), so code assuming more than its plan declares misaligns or misreads here
+    out = np.zeros(3, np.uint32)
+    args = {"x": np.zeros(4, np.float32), "h": np.zeros(4, np.float16), "out": out}
+    run("placement", 1, 1, ["x", "h", "out"], args, alignment=(("x", 16),))
+    assert out[0] % 32 == 16 and out[1] % 4 == 2 and out[2] % 8 == 4
+    run("placement", 1, 1, ["x", "h", "out"], args, alignment=(("x", 4), ("h", 8), ("out", 256)))
+    assert out[0] % 8 == 4 and out[1] % 16 == 8 and out[2] % 512 == 256
+    x, y, yi = np.arange(128, dtype=np.float32), np.zeros(128 + 32, np.float32), np.zeros(128, np.int32)
+    with pytest.raises(EmulationError, match=r"vectors: misaligned 16-byte read at x\[0\]"):
+        run("vectors", 1, 32, ["x", "y", "yi"], {"x": x, "y": y, "yi": yi}, check=True)   # float4s, 4 bytes declared
+
+
 def test_vectors_and_alignment(mode):
     x = np.arange(128, dtype=np.float32)
     y, yi = np.zeros(128 + 32, np.float32), np.zeros(128, np.int32)
-    run("vectors", 1, 32, ["x", "y", "yi"], {"x": x, "y": y, "yi": yi}, **mode)
+    # float4 accesses: the plan declares 16 bytes (the emulator places a buffer at the weakest alignment the
+    # plan accepts, an element for one it does not name)
+    run("vectors", 1, 32, ["x", "y", "yi"], {"x": x, "y": y, "yi": yi}, alignment=(("x", 16), ("y", 16), ("yi", 16)),
+        **mode)
     v = x.reshape(32, 4)
     w = x.reshape(64, 2)
     expect = np.stack([v[:, 3], v[:, 2], v[:, 1], v[:, 0] + w[:32, 1]], axis=1)[::-1]
@@ -555,7 +580,7 @@ def test_out_of_bounds_shared_and_misaligned():
         run("shared_past_end", 1, 32, ["y"], {"y": y}, check=True, source=BUGS)
     with pytest.raises(EmulationError, match=r"misaligned: misaligned 16-byte read at x\[1\] .*thread \(0,0,0\)"):
         run("misaligned", 1, 4, ["x", "y"], {"x": np.zeros(8, np.float32), "y": np.zeros(16, np.float32)},
-            check=True, source=BUGS)
+            check=True, source=BUGS, alignment=(("x", 16), ("y", 16)))
 
 
 def test_faults_traps_and_deadlocks_raise_instead_of_crashing():
@@ -734,7 +759,8 @@ def test_sgemm_256_timing(check, record_property, capsys):
     b = rng.standard_normal((k, n)).astype(np.float32)
     c = np.zeros((m, n), np.float32)
     p = plan(launch("sgemm_tiled", (n // 128, m // 128), 256, "A", "B", "C", "M", "N", "K"),
-             scalars=(Scalar("M", "int", m), Scalar("N", "int", n), Scalar("K", "int", k)))
+             scalars=(Scalar("M", "int", m), Scalar("N", "int", n), Scalar("K", "int", k)),
+             alignment=(("A", 16), ("B", 16), ("C", 16)))                  # its float4 loads and stores
     build(PRELUDE + SGEMM, ["sgemm_tiled"], check=check, name="emu_test")     # compile outside the timing
     t0 = time.perf_counter()
     execute(p, PRELUDE + SGEMM, {"A": a, "B": b, "C": c}, check=check)

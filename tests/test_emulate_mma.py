@@ -21,7 +21,10 @@ MODES = [dict(check=True, order="forward"), dict(check=True, order="random", see
 
 def run(symbol: str, args: tuple[str, ...], buffers: dict, source: str, *, threads: int = 32, **mode) -> None:
     kern = Kernel("test", symbol, Schedule("test"), (), "", ())
-    plan = Plan(kern, Problem((("n", 1),)), (Launch(symbol, (1, 1, 1), (threads, 1, 1), args),))
+    # the kernels read the 16-bit buffers as 32-bit words: the plan declares it (the emulator places a buffer
+    # at the weakest alignment its plan accepts)
+    plan = Plan(kern, Problem((("n", 1),)), (Launch(symbol, (1, 1, 1), (threads, 1, 1), args),),
+                alignment=tuple((a, 16) for a in args if a in buffers))
     execute(plan, source, buffers, **mode)
 
 

@@ -16,7 +16,8 @@
 >>> bool((y == 2 * x).all())
 True
 
-`execute` compiles the very `.cu` text kernelgen emits with the host C++ compiler (build.py, cached
+Each buffer starts at the weakest alignment the plan accepts (Plan.alignment, else one element), not
+at cudaMalloc's 256 bytes. `execute` compiles the very `.cu` text kernelgen emits with the host C++ compiler (build.py, cached
 on disk), then runs each launch: every CUDA thread is a fiber, blocks run one after another, and
 threads switch only at barriers and warp exchanges (runner.cpp). `order` runs the threads of a
 phase (and the blocks) forward, reversed or in a seeded random order, so a missing barrier reads a
@@ -47,4 +48,10 @@ def execute(plan: Plan, source: str, buffers: dict[str, np.ndarray], *, check: b
     """
     symbols = [launch.symbol for launch in plan.launches]
     lib = _build.build(source, symbols, check=check, name=plan.kernel.name or (symbols[0] if symbols else None))
-    run_launches(lib, plan.launches, buffers, plan.workspaces, plan.scalars, check=check, order=order, seed=seed)
+    # each buffer at the weakest alignment the plan accepts (its declared bytes, else an element;
+    # a TMA descriptor's buffer 16 bytes), as the GPU path can be handed it
+    align = {m.buffer: 16 for m in plan.tensor_maps}
+    for name, a in plan.alignment:
+        align[name] = max(align.get(name, 1), int(a))
+    run_launches(lib, plan.launches, buffers, plan.workspaces, plan.scalars, check=check, order=order, seed=seed,
+                 alignment=align)

@@ -225,7 +225,7 @@ inline void check_access(const void* p, unsigned size, int access, bool aligned)
   bool in_smem = a - (uintptr_t)smem < SMEM_ARENA;
   bool in_arena = a - L->arena < L->arena_size;
   if (!in_smem && !in_arena) return stray_access(a, size, access);
-  if (aligned && size >= 8 && (a & (size - 1))) {     // the GPU faults on misaligned 8/16-byte accesses
+  if (aligned && size >= 4 && (a & (size - 1))) {     // the GPU faults on misaligned 4/8/16-byte accesses
     KgError* err = record(E_MISALIGNED, cur->linear);
     if (err) {
       err->access = access;

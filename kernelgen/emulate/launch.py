@@ -10,8 +10,12 @@
 >>> x.tolist()
 [0.0, 2.0, 4.0, 6.0]
 
-Every buffer and workspace is copied into one arena, each 256-byte aligned (as cudaMalloc) with a
-red zone on either side filled with a NaN canary. Check builds bounds-check every access against
+Every buffer and workspace is copied into one arena with a red zone on either side filled with a NaN
+canary. A buffer sits at the weakest alignment the launch accepts: `alignment` (a plan's declared
+alignment, an element for the buffers it does not name: a PyTorch view can start at any element) gives
+its bytes a, and the buffer starts a bytes past a multiple of 2a, so a kernel that assumes more than its
+plan declares reads or writes misaligned vectors (the checker reports 4-, 8- and 16-byte ones) or the
+wrong elements. Without `alignment`, and for workspaces, each buffer is 256-byte aligned (as cudaMalloc). Check builds bounds-check every access against
 that layout before it happens: an address in no buffer (a red zone, or anywhere outside the arena,
 however far: the heap, another library) is reported against the nearest buffer, unless it is the
 thread's own stack or the kernel library's static data. Every build compares the red zones after
@@ -101,19 +105,25 @@ class _Slot:
 class Arena:
     """The buffers and workspaces of one execution, laid out with red zones in one byte array."""
 
-    def __init__(self, arrays: dict[str, np.ndarray], workspaces: tuple[Workspace, ...]):
+    def __init__(self, arrays: dict[str, np.ndarray], workspaces: tuple[Workspace, ...],
+                 alignment: dict[str, int] | None = None):
         self.slots: list[_Slot] = []
         off = RED
         items = [(n, a, a.dtype, a.size) for n, a in arrays.items()]
         items += [(w.name, None, np.dtype(w.dtype), int(w.count)) for w in workspaces]
-        for name, arr, dtype, count in items:
-            lo = -(-off // ALIGN) * ALIGN
+        for i, (name, arr, dtype, count) in enumerate(items):
+            if alignment is None or i >= len(arrays):
+                lo = -(-off // ALIGN) * ALIGN
+            else:                        # the weakest the plan accepts: a past a multiple of 2a
+                a = max(int(alignment.get(name, 1)), dtype.itemsize)
+                lo = -(-(off - a) // (2 * a)) * (2 * a) + a
             nbytes = count * dtype.itemsize
             self.slots.append(_Slot(name, arr, dtype, count, lo, nbytes))
             off = lo + nbytes + RED
         total = -(-off // ALIGN) * ALIGN
-        self.raw = np.empty(total + ALIGN, np.uint8)
-        start = (-self.raw.ctypes.data) % ALIGN
+        big = max([ALIGN] + [2 * a for a in (alignment or {}).values()])
+        self.raw = np.empty(total + big, np.uint8)
+        start = (-self.raw.ctypes.data) % big
         self.bytes = self.raw[start:start + total]
         self.bytes.view(np.uint32)[:] = CANARY
         self.base = self.bytes.ctypes.data
@@ -302,8 +312,12 @@ def _stack_pool(lib) -> int:
 
 
 def run_launches(lib, launches, buffers: dict[str, np.ndarray], workspaces: tuple[Workspace, ...],
-                 scalars: tuple[Scalar, ...], *, check: bool = False, order: str = "forward", seed: int = 0) -> None:
-    """Run `launches` in order on `lib`; `buffers` are updated in place once all of them succeeded."""
+                 scalars: tuple[Scalar, ...], *, check: bool = False, order: str = "forward", seed: int = 0,
+                 alignment: dict[str, int] | None = None) -> None:
+    """Run `launches` in order on `lib`; `buffers` are updated in place once all of them succeeded.
+
+    `alignment` (buffer -> bytes, as Plan.alignment) places each buffer at the weakest alignment the
+    launches accept (an element for a buffer it does not name); None: every buffer 256-byte aligned."""
     if order not in ORDERS:
         raise UsageError(f"emulator order {order!r} is unknown; choose one of {', '.join(ORDERS)}")
     used = {a for l in launches for a in l.args}
@@ -314,7 +328,7 @@ def run_launches(lib, launches, buffers: dict[str, np.ndarray], workspaces: tupl
         if not isinstance(arr, np.ndarray) or not arr.flags.c_contiguous:
             raise UsageError(f"buffer {name!r} must be a C-contiguous numpy array")
         arrays[name] = arr
-    arena = Arena(arrays, tuple(workspaces))
+    arena = Arena(arrays, tuple(workspaces), alignment)
     scal = {s.name: s for s in scalars}
 
     def work() -> None:
