@@ -179,6 +179,7 @@ extern "C" __global__ void shfl_handoff(float* out) {
   __shared__ float s[32];
   const int t = threadIdx.x;
   s[t] = (float)t;
+  __syncwarp();                                   // orders the lanes' stores before their neighbours' loads
   const int token = __shfl_xor_sync(FULL, t, 1);
   out[t] = s[token] + s[(t + 1) % 32];
 }
@@ -433,6 +434,16 @@ extern "C" __global__ void no_syncwarp(const float* x, float* out) {
   if (t == 0) out[0] = vs[0];
 }
 
+// A shuffle or a vote synchronises the lanes' execution, not their memory: only __syncwarp orders
+// one lane's shared store before another lane's load (CUDA programming guide, warp sync functions).
+extern "C" __global__ void shfl_handoff_unordered(float* out, int vote) {
+  __shared__ float s[32];
+  const int t = threadIdx.x;
+  s[t] = (float)t;
+  const int token = vote ? __all_sync(FULL, t >= 0) * (t ^ 1) : __shfl_xor_sync(FULL, t, 1);
+  out[t] = s[token] + s[(t + 1) % 32];
+}
+
 extern "C" __global__ void read_past_end(const float* x, float* y, int n) {
   const int i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i < n) y[i] = x[i] + x[i + 1];
@@ -543,6 +554,20 @@ def test_warp_synchronous_code_without_syncwarp_is_a_race():
     run("no_syncwarp", 1, 32, ["x", "out"], {"x": x, "out": out}, source=BUGS)   # "works" in plain mode
     with pytest.raises(EmulationError, match=r"no_syncwarp: shared-memory race on s\[\d+\]"):
         run("no_syncwarp", 1, 32, ["x", "out"], {"x": x, "out": out}, check=True, source=BUGS)
+
+
+def test_a_shuffle_or_vote_does_not_order_shared_memory():
+    # the same hand-off with __syncwarp (shfl_handoff) passes the checker: test_warp_synchronous_code_is_not_a_race
+    for vote in (0, 1):
+        out = np.zeros(32, np.float32)
+        run("shfl_handoff_unordered", 1, 32, ["out", "vote"], {"out": out}, source=BUGS,
+            scalars=(Scalar("vote", "int", vote),))                           # "works" in plain mode
+        t = np.arange(32)
+        assert (out == (t ^ 1) + (t + 1) % 32).all()
+        with pytest.raises(EmulationError, match=r"shfl_handoff_unordered: shared-memory race on s\[\d+\] .*: thread "
+                                                 r"\(\d+,0,0\) reads it after thread \(\d+,0,0\) wrote it"):
+            run("shfl_handoff_unordered", 1, 32, ["out", "vote"], {"out": out}, check=True, source=BUGS,
+                scalars=(Scalar("vote", "int", vote),))
 
 
 def _n(n):

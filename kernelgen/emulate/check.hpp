@@ -14,8 +14,12 @@
 //
 // Races: a shadow record per 2-byte shared unit (KG_SHADOW_GRAIN) keeps the last write (or the atomics) and up to two
 // readers (plus a summary of the rest) of the current barrier phase. An access by another thread
-// conflicts unless a warp-wide synchronisation (a shuffle, vote or __syncwarp of every live lane of
-// the warp) happened in between, i.e. both threads are in one warp and the warp's epoch moved on.
+// conflicts unless a __syncwarp of every live lane of the warp happened in between, i.e. both threads
+// are in one warp and the warp's epoch moved on. Shuffles and votes do not count: the CUDA programming
+// guide orders memory among the lanes of a warp only at __syncwarp (and block barriers); a shuffle
+// synchronises execution, not memory. An ldmatrix row read (mma.cuh's emulated ldmatrix, through
+// kg_emu_ldmatrix_read) counts as a read by the lane that supplied the row's address, not by the lane
+// that receives the value: on the GPU the warp fetches the rows its lanes address.
 // Atomics never conflict with atomics. Bytes that a cp.async copy has yet to land in are marked with
 // their issuing thread (async_owner); any access to them is reported. The grain is 2 bytes, not 4, because neighbouring threads
 // storing neighbouring __half values is common and no race; single bytes are still tracked per pair.
@@ -29,10 +33,12 @@ struct Shadow {
 };
 Shadow* shadow = nullptr;
 
+int as_thread = -1;                   // >= 0: the thread the current access counts as (an ldmatrix row's lane)
+inline int me_linear() { return as_thread >= 0 ? as_thread : cur->linear; }
 inline uint32_t my_epoch() { return warp_epoch[cur->warp]; }
 // Is the recorded access by `tid` at warp epoch `e` unordered with the current thread's access?
 inline bool unordered(int tid, uint32_t e) {
-  return tid != cur->linear && !(tid / 32 == cur->warp && my_epoch() > e);
+  return tid != me_linear() && !(tid / 32 == cur->warp && my_epoch() > e);
 }
 
 // Name the shared array holding byte `off` (negative: below the arena, in its guard band): the nearest
@@ -52,7 +58,7 @@ void shared_name(size_t off, KgError* err) {
 }
 
 [[noreturn]] void race(size_t word, int access, int other, int other_access) {
-  KgError* err = record(E_RACE, cur->linear);
+  KgError* err = record(E_RACE, me_linear());
   if (err) {
     err->access = access;
     err->other_access = other_access;
@@ -66,7 +72,7 @@ void shared_name(size_t off, KgError* err) {
 
 void shared_word(size_t w, int access) {
   Shadow& s = shadow[w];
-  const int me = cur->linear;
+  const int me = me_linear();
   const uint32_t e = my_epoch();
   // against the last write (or the atomics) of this phase
   if (s.wphase == phase && !(access == A_ATOMIC && s.watomic)) {

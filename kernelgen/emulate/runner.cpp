@@ -12,7 +12,7 @@
 // (check.hpp) bounds-check global buffers (the Python side packs them into one arena with red
 // zones; an address outside every buffer, however far, is reported before it happens) and shared
 // slots, and keep a shadow record per 2 bytes of shared memory to find accesses by two
-// threads in the same barrier phase that no warp-wide synchronisation orders. When Python asks
+// threads in the same barrier phase that no __syncwarp orders. When Python asks
 // (kg_banks_enable), banks.hpp also groups the accesses into warp requests and counts shared-memory
 // wavefronts (bank conflicts) and global sectors per request.
 //
@@ -439,8 +439,10 @@ bool try_complete(int w) {
       }
       g.state = READY;
     }
-    // Only a synchronisation of every live lane orders shared-memory accesses for the race check.
-    if (part == live) ++warp_epoch[w];
+    // Only a __syncwarp of every live lane orders shared-memory accesses for the race check: shuffles
+    // and votes synchronise execution, not memory (the CUDA programming guide's memory ordering among
+    // lanes is __syncwarp's alone).
+    if (part == live && f.kind == KG_W_SYNC) ++warp_epoch[w];
   }
   return true;
 }
@@ -629,6 +631,7 @@ extern "C" unsigned long long kg_warp_op(int kind, unsigned mask, unsigned long 
 
 extern "C" unsigned kg_activemask(void) { return warp_live[cur->warp]; }
 
+
 extern "C" void* kg_dynamic_shared(void) { return map_smem(); }   // also at load: file-scope extern __shared__
 
 extern "C" void* kg_shared_slot(void* key, size_t bytes, size_t align, size_t elem, const char* name) {
@@ -798,6 +801,7 @@ KG_API int kg_launch(const KgLaunch* launch, KgError* err) {
   }
   install_handlers();
   in_launch = 1;
+  as_thread = -1;
   if (sigsetjmp(fault_jmp, 1) == 0) {
     for (uint64_t k = 0; k < nblocks && !failed; ++k) {
       uint64_t b = launch->order == 1 ? nblocks - 1 - k : launch->order == 2 ? block_order[k] : k;
@@ -820,6 +824,21 @@ KG_API int kg_launch(const KgLaunch* launch, KgError* err) {
 KG_API int kg_abi_version(void) { return 1; }
 
 #include "banks.hpp"
+
+// One row read of an emulated ldmatrix (templates/common/mma.cuh): `bytes` at `p`, counted by the race
+// check as a read by lane `src_lane` of the warp, the lane that supplied the row's address (on the GPU
+// the warp fetches the rows its lanes address; the receiving lane's program order does not cover it).
+extern "C" unsigned kg_emu_ldmatrix_read(const void* p, int bytes, int src_lane) {
+  bank_access(p, (unsigned)bytes, A_READ, __builtin_return_address(0), true);
+  if (L && L->check && cur) {
+    as_thread = cur->warp * 32 + (src_lane & 31);
+    check_access(p, (unsigned)bytes, A_READ, true);
+    as_thread = -1;
+  }
+  unsigned v = 0;
+  memcpy(&v, p, (size_t)bytes);
+  return v;
+}
 
 // ---- the check-mode hooks that g++ -fsanitize=thread calls ---------------------------------------
 // KG_SITE: the access's instruction (the hook's return address), which banks.hpp groups lanes by.

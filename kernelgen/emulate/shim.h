@@ -88,6 +88,8 @@ KG_HIDDEN void* kg_dynamic_shared(void);
 KG_HIDDEN void kg_atomic_hook(const void* p, int size);
 KG_HIDDEN __attribute__((noreturn)) void kg_trap(const char* what);
 KG_HIDDEN long long kg_clock(void);
+// one row read of an emulated ldmatrix (templates/common/mma.cuh), race-checked as lane src_lane's read
+KG_HIDDEN unsigned kg_emu_ldmatrix_read(const void* p, int bytes, int src_lane);
 // cp.async (templates/common/prelude.cuh): a copy lands when its group is waited for
 KG_HIDDEN void kg_emu_cp_async(void* smem, const void* gmem, int bytes);
 KG_HIDDEN void kg_emu_cp_async_zfill(void* smem, const void* gmem, int bytes, int src_bytes);

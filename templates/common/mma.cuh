@@ -57,19 +57,23 @@ __device__ __forceinline__ void kg_mma_m16n8k16_emulated(float (&d)[4], const un
 
 // ldmatrix: lane l's register i comes from matrix i's row l/4 (the row address of lane 8i + l/4);
 // .trans: from rows 2(l%4) and 2(l%4)+1 (lanes 8i + 2(l%4) and 8i + 2(l%4) + 1), column l/4.
+// The race check counts each row read as a read by the lane that supplied the row's address
+// (kg_emu_ldmatrix_read): the receiving lane's program order does not order it with that lane's writes.
 template <int N, bool kTrans>
 __device__ __forceinline__ void kg_ldmatrix_emulated(unsigned (&r)[N], const void* row) {
   const int lane = kg_mma_lane();
   const unsigned long long mine = reinterpret_cast<unsigned long long>(row);
   for (int i = 0; i < N; ++i) {
     if (!kTrans) {
-      const unsigned long long p = __shfl_sync(0xffffffffu, mine, 8 * i + lane / 4);
-      r[i] = reinterpret_cast<const unsigned*>(p)[lane % 4];
+      const int src = 8 * i + lane / 4;
+      const unsigned long long p = __shfl_sync(0xffffffffu, mine, src);
+      r[i] = kg_emu_ldmatrix_read(reinterpret_cast<const unsigned*>(p) + lane % 4, 4, src);
     } else {
-      const unsigned long long p0 = __shfl_sync(0xffffffffu, mine, 8 * i + 2 * (lane % 4));
-      const unsigned long long p1 = __shfl_sync(0xffffffffu, mine, 8 * i + 2 * (lane % 4) + 1);
-      const unsigned lo = reinterpret_cast<const unsigned short*>(p0)[lane / 4];
-      const unsigned hi = reinterpret_cast<const unsigned short*>(p1)[lane / 4];
+      const int s0 = 8 * i + 2 * (lane % 4), s1 = s0 + 1;
+      const unsigned long long p0 = __shfl_sync(0xffffffffu, mine, s0);
+      const unsigned long long p1 = __shfl_sync(0xffffffffu, mine, s1);
+      const unsigned lo = kg_emu_ldmatrix_read(reinterpret_cast<const unsigned short*>(p0) + lane / 4, 2, s0);
+      const unsigned hi = kg_emu_ldmatrix_read(reinterpret_cast<const unsigned short*>(p1) + lane / 4, 2, s1);
       r[i] = lo | hi << 16;
     }
   }
