@@ -181,7 +181,7 @@ def row_wide_axes(itemsize: int, algos: tuple[str, ...]) -> dict[str, tuple]:
     """The wide space of a row op: each form (`algos`) at every group size, rows a block, count of
     vectors a thread holds, access width and reduction, crossed onto each point of row_space (its
     prefetch forms); legality prunes what cannot run, e.g. register rows that do not hold the row."""
-    return dict(algo=algos, threads=(32, 64, 128, 256, 512, 1024), rows_per_block=(1, 2), items=(1, 2, 4, 8, 16),
+    return dict(algo=algos, threads=(32, 64, 128, 256, 512, 1024), rows_per_block=(1, 2, 4), items=(1, 2, 3, 4, 6, 8, 12, 16),
                 vec=tuple(v for v in (1, 2, 4, 8) if v * itemsize <= 16), reduction=("shared", "shuffle"))
 
 

@@ -18,6 +18,7 @@ holds records in a list instead (a replay records nothing on disk).
 """
 from __future__ import annotations
 
+import gzip
 import json
 import os
 import time
@@ -111,6 +112,9 @@ class TuningDB:
                 raise UsageError(f"tuning database {self.path}: its folder {parent} {what}")
 
     def append(self, rec: Record) -> None:
+        if self.path.suffix == ".gz":
+            raise UsageError(f"tuning database {self.path} is compressed (read-only: shipped sweeps); "
+                             "record into a .jsonl file")
         self.path.parent.mkdir(parents=True, exist_ok=True)
         line = json.dumps(asdict(rec), sort_keys=True) + "\n"   # ASCII: a torn line is never half a character
         try:
@@ -132,8 +136,10 @@ class TuningDB:
             raise UsageError(f"tuning database {self.path} is a directory; --db takes a .jsonl file")
         try:
             data = self.path.read_bytes()
+            if data[:2] == b"\x1f\x8b":       # gzip: a shipped sweep, read as its JSON lines
+                data = gzip.decompress(data)
         except OSError as e:
-            raise UsageError(f"tuning database {self.path} cannot be read: {e.strerror}") from None
+            raise UsageError(f"tuning database {self.path} cannot be read: {e.strerror or e}") from None
         lines = data.split(b"\n")
         last = max((i for i, ln in enumerate(lines) if ln.strip()), default=-1)
         out = []

@@ -97,11 +97,15 @@ def wide_ops() -> list[str]:
 
 def legal_space(op: Op, problem: Problem, limits: Target, space: str = "default") -> tuple[list[Candidate], int]:
     """(the op's points that are legal for `problem` on `limits`, how many were pruned). Pruning
-    happens here, before anything is compiled: each illegal point raises ScheduleError."""
-    legal, pruned = [], 0
+    happens here, before anything is compiled: each illegal point raises ScheduleError. Points that
+    make the same schedule (knobs that do not apply to it) are one candidate."""
+    legal, pruned, seen = [], 0, set()
     for knobs in points(op, problem, limits, space):
         try:
             sched = op.schedule_from_knobs(**knobs)
+            if sched.to_json() in seen:
+                continue
+            seen.add(sched.to_json())
             kernel = op.for_problem(problem).kernel(sched, limits, problem.types, problem.layout)
             plan = op.plan(kernel, problem, limits)  # legal for this size too
         except ScheduleError:
