@@ -218,3 +218,47 @@ def test_a_winner_that_fails_the_final_check_passes_the_crown_on(tmp_path):
     assert result.best.time_us == 11.0 and runner.asked == [space[0].schedule.to_json(), space[1].schedule.to_json()]
     assert db.best(op.name).time_us == 11.0 and result.failures == {"wrong_answer": 1}
     assert [r.status for r in db.records() if r.kernel == space[0].name] == ["ok", "wrong_answer"]
+
+
+# -- the wide space (`tune --space wide`) and shipped, compressed databases -------------------------------
+def test_the_wide_space_crosses_knobs_onto_each_point_one_candidate_a_schedule():
+    from kernelgen.tune.space import legal_space, points
+    op = get_op("sgemm")
+    problem = op.problem({"M": 2047, "N": 2049, "K": 1023})
+    default, _ = legal_space(op, problem, target("sm_90"))
+    wide, pruned = legal_space(op, problem, target("sm_90"), "wide")
+    assert len(default) == 392 and len(wide) == 2064 and pruned == 336
+    assert len({c.schedule.to_json() for c in wide}) == len(wide)
+    assert {c.knobs["unroll_k"] for c in wide} == {0, 2} and {c.knobs["swizzle"] for c in wide} == {1, 8, 16}
+    assert {c.schedule.to_json() for c in default} - {c.schedule.to_json() for c in wide} == {
+        c.schedule.to_json() for c in default if c.knobs.get("split_k", 1) > 1 and c.knobs["swizzle"] != 8}
+    with pytest.raises(UsageError, match="gemv has no wide space"):
+        list(points(get_op("gemv"), get_op("gemv").problem(), target("sm_90"), "wide"))
+
+
+def test_a_row_ops_wide_space_holds_each_schedule_once():
+    from kernelgen.tune.space import legal_space
+    op = get_op("softmax")
+    wide, _ = legal_space(op, op.problem({"rows": 4096, "cols": 32000}), target("sm_90"), "wide")
+    assert len(wide) == 2308 == len({c.schedule.to_json() for c in wide})   # l2_batch_mb off the split form: one
+
+
+def test_tune_space_option_refuses_an_op_without_one_and_a_replay():
+    from click.testing import CliRunner
+    from kernelgen.cli import main
+    for args, message in [(["tune", "gemv", "--space", "wide"], "gemv has no wide space (ops with one: sgemm"),
+                          (["tune", "sgemm", "--space", "wide", "--replay", "x.jsonl"], "a --replay's space is the sweep")]:
+        res = CliRunner().invoke(main, args)
+        assert res.exit_code == 2 and message in res.output and "Traceback" not in res.output, res.output
+
+
+def test_a_compressed_database_is_read_and_never_appended(tmp_path):
+    import gzip
+    rec = Record.make("reduce_sum", "n=8", "sm_90", "H100", {"op": "reduce_sum", "steps": []}, {}, "ok", 1.5)
+    plain = TuningDB(tmp_path / "t.jsonl")
+    plain.append(rec)
+    packed = tmp_path / "t.jsonl.gz"
+    packed.write_bytes(gzip.compress((tmp_path / "t.jsonl").read_bytes()))
+    assert [r.time_us for r in TuningDB(packed).records()] == [1.5]
+    with pytest.raises(UsageError, match="compressed .read-only"):
+        TuningDB(packed).append(rec)
