@@ -15,10 +15,11 @@ canary. A buffer sits at the weakest alignment the launch accepts: `alignment` (
 alignment, an element for the buffers it does not name: a PyTorch view can start at any element) gives
 its bytes a, and the buffer starts a bytes past a multiple of 2a, so a kernel that assumes more than its
 plan declares reads or writes misaligned vectors (the checker reports 4-, 8- and 16-byte ones) or the
-wrong elements. Without `alignment`, and for workspaces, each buffer is 256-byte aligned (as cudaMalloc). Check builds bounds-check every access against
-that layout before it happens: an address in no buffer (a red zone, or anywhere outside the arena,
-however far: the heap, another library) is reported against the nearest buffer, unless it is the
-thread's own stack or the kernel library's static data. Every build compares the red zones after
+wrong elements. Without `alignment`, and for workspaces, each buffer is 256-byte aligned (as
+cudaMalloc). Check builds bounds-check every access against that layout before it happens: an address
+in no buffer (a red zone, or anywhere outside the arena, however far: the heap, another library) is
+reported against the nearest buffer, unless it is the thread's own stack or the kernel library's
+static data. Every build compares the red zones after
 each launch, so a write just past the end never goes unnoticed. Buffers are copied back only after
 every launch succeeded.
 """
