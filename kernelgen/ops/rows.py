@@ -189,16 +189,16 @@ class RowSchedule:
     """Schedule <-> knobs for the row ops (softmax, layernorm): a group of `threads` threads per row,
     `rows_per_block` rows per block, `items` vectors of `vec` floats per thread per chunk."""
 
-    def row_alignment(self, k: dict, problem, buffers, columns=()) -> tuple[tuple[tuple[str, int], ...], bool]:
+    def row_alignment(self, k: dict, problem, buffers) -> tuple[tuple[tuple[str, int], ...], bool]:
         """(buffer alignment in bytes, any-alignment twin?): every buffer vec*itemsize-aligned. When
         cols % vec != 0 the plan takes the twin, which finds each row's offset in its vector from x's
-        base, so the row buffers stay vec*itemsize-aligned (their rows then start at the same offsets)
-        and `columns` (layer norm's gamma and beta, read as shifted vectors there) need only itemsize."""
+        base, so the row buffers stay vec*itemsize-aligned (their rows then start at the same offsets);
+        layer norm's gamma and beta too (the twin reads them as aligned vectors, funnel-shifted)."""
         size = problem.dtype("x").itemsize
         twin = k["vec"] > 1 and problem["cols"] % k["vec"] != 0
-        return tuple((b, size if twin and b in columns else size * k["vec"]) for b in buffers), twin
+        return tuple((b, size * k["vec"]) for b in buffers), twin
 
-    def row_recipe_twins(self, kernel, k: dict, buffers, columns=()) -> tuple[tuple[tuple[str, str], ...], tuple]:
+    def row_recipe_twins(self, kernel, k: dict, buffers) -> tuple[tuple[tuple[str, str], ...], tuple]:
         """row_alignment as a recipe: ((symbol suffix, when), ...) for the vector kernel and its
         any-alignment twin, and the alignment each needs."""
         size = (kernel.types or self.types())["x"].itemsize
@@ -207,7 +207,7 @@ class RowSchedule:
         vector, twin = f"cols % {k['vec']} == 0", f"cols % {k['vec']} != 0"
         return ((("", vector), (ANY_SUFFIX, twin)),
                 tuple((b, size * k["vec"], vector) for b in buffers) +
-                tuple((b, size if b in columns else size * k["vec"], twin) for b in buffers))
+                tuple((b, size * k["vec"], twin) for b in buffers))
 
     def row_reach(self, k: dict, cols: int) -> int:
         """Columns a row's vectors span in the split form: cols, and vec - 1 more for the any-alignment
