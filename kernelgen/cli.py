@@ -504,7 +504,7 @@ def profile(op_name, knobs, schedule_file, step, best, db, size, ladder, json_fi
 
 # -- tune ----------------------------------------------------------------------------------------
 from .tune import STRATEGIES  # noqa: E402  (here, beside the one command that reads it)
-from .tune.space import SPACES, wide_ops  # noqa: E402
+from .tune.space import SPACES, check_space  # noqa: E402
 
 
 @main.command()
@@ -565,8 +565,7 @@ def tune(op_name, size, strategy, budget, seed, db, resume, jobs, batch, transfe
                        compare, seeds, seed, budget, batch or 4, transfer, db)
     if compare:
         raise UsageError("--compare compares strategies on a recorded sweep: give it with --replay FILE")
-    if space_name == "wide" and type(op).wide_axes is Op.wide_axes:
-        raise UsageError(f"--space wide: {op.name} has no wide space (ops with one: {', '.join(wide_ops())})")
+    check_space(op, space_name)                  # before the GPU starts, not after
     from .tune import GpuRunner, tune as run_tune
     from .tune.builder import Builders, default_jobs
     from .tune.worker import ProcessRunner

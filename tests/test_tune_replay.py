@@ -6,6 +6,7 @@ spaces of real ops (sgemm 392 points, conv2d 222, gemm 319 on sm_90), and over a
 space of 8342 points built here. They test the search logic, not a claim about real kernels; the
 H100 records in bench_results/ are replayed too, where a sweep has enough records.
 """
+import functools
 import itertools
 import json
 import math
@@ -214,9 +215,16 @@ WIDE = {"sgemm": "M=2047,N=2049,K=1023", "conv2d": "N=16,C=128,H=28,W=28,K=128,R
         "softmax": "rows=4096,cols=32000"}
 
 
+@functools.lru_cache(maxsize=None)
 def wide_sweep(op_name):
     op = get_op(op_name)
     return load_sweep(op, read_records(SWEEPS / f"sweep_{op_name}.jsonl.gz"), WIDE[op_name])
+
+
+@functools.lru_cache(maxsize=None)
+def cold_runs(op_name):
+    """The model's replays of a recorded sweep without other sizes' records, seeds 0..4 (two tests read them)."""
+    return [replay(wide_sweep(op_name), "model", s, transfer=False) for s in range(5)]
 
 
 @pytest.mark.parametrize("op_name", sorted(WIDE))
@@ -233,9 +241,8 @@ def test_a_recorded_wide_sweep_holds_over_2000_schedules_all_measured(op_name):
 def test_the_model_alone_needs_under_a_tenth_of_a_recorded_sweep(op_name):
     """Cold (no other sizes): median over 5 seeds, sgemm 144 of 2064, conv2d 235 of 2400, softmax 35 of 2308."""
     needs_model()
-    sweep = wide_sweep(op_name)
-    runs = [replay(sweep, "model", s, transfer=False) for s in range(5)]
-    assert median_evaluations(runs) <= 0.10 * len(sweep.space), [r.evaluations for r in runs]
+    runs = cold_runs(op_name)
+    assert median_evaluations(runs) <= 0.10 * len(wide_sweep(op_name).space), [r.evaluations for r in runs]
 
 
 @pytest.mark.parametrize("op_name", ["conv2d", "softmax"])
@@ -246,7 +253,7 @@ def test_other_sizes_records_halve_what_the_model_needs_on_a_recorded_sweep(op_n
     needs_model()
     sweep = wide_sweep(op_name)
     history = read_records(SWEEPS / f"history_{op_name}.jsonl.gz")
-    cold = median_evaluations([replay(sweep, "model", s, transfer=False) for s in range(5)])
+    cold = median_evaluations(cold_runs(op_name))
     warm = median_evaluations([replay(sweep, "model", s, extra_history=history) for s in range(5)])
     assert warm <= cold / 2, (warm, cold)
 

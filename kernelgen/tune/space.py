@@ -32,7 +32,6 @@ anything (the model strategy does; the others take no such keyword and are not g
 from __future__ import annotations
 
 import itertools
-import json
 from dataclasses import dataclass
 from typing import Any, NamedTuple, Protocol
 
@@ -73,26 +72,31 @@ class Strategy(Protocol):
 SPACES = ("default", "wide")
 
 
-def points(op: Op, problem: Problem, limits: Target, space: str = "default"):
-    """The op's points: its own space, or (wide) each of them crossed with op.wide_axes, each point once."""
+def check_space(op: Op, space: str) -> None:
+    """A UsageError unless `space` is one of SPACES that `op` has (said before anything starts)."""
     if space not in SPACES:
         raise UsageError(f"space {space!r} is unknown; choose one of {', '.join(SPACES)}")
-    axes = op.wide_axes(problem, limits) if space == "wide" else {}
-    if space == "wide" and not axes:
+    if space == "wide" and not has_wide(op):
         raise UsageError(f"{op.name} has no wide space (ops with one: {', '.join(wide_ops())})")
-    seen = set()
-    for knobs in op.space(problem, limits):
-        for combo in itertools.product(*axes.values()):
-            point = dict(knobs, **dict(zip(axes, combo)))
-            key = json.dumps(point, sort_keys=True, default=str)
-            if key not in seen:
-                seen.add(key)
-                yield point
+
+
+def has_wide(op: Op) -> bool:
+    return type(op).wide_axes is not Op.wide_axes
 
 
 def wide_ops() -> list[str]:
     from ..ops import OPS
-    return [name for name, op in OPS.items() if type(op).wide_axes is not Op.wide_axes]
+    return [name for name, op in OPS.items() if has_wide(op)]
+
+
+def points(op: Op, problem: Problem, limits: Target, space: str = "default"):
+    """The op's points: its own space, or (wide) each of them crossed with op.wide_axes. A point may
+    repeat (a crossed knob the point already set): legal_space keeps one candidate a schedule."""
+    check_space(op, space)
+    axes = op.wide_axes(problem, limits) if space == "wide" else {}
+    for knobs in op.space(problem, limits):
+        for combo in itertools.product(*axes.values()):
+            yield dict(knobs, **dict(zip(axes, combo)))
 
 
 def legal_space(op: Op, problem: Problem, limits: Target, space: str = "default") -> tuple[list[Candidate], int]:
@@ -103,9 +107,10 @@ def legal_space(op: Op, problem: Problem, limits: Target, space: str = "default"
     for knobs in points(op, problem, limits, space):
         try:
             sched = op.schedule_from_knobs(**knobs)
-            if sched.to_json() in seen:
+            key = sched.to_json()
+            if key in seen:
                 continue
-            seen.add(sched.to_json())
+            seen.add(key)
             kernel = op.for_problem(problem).kernel(sched, limits, problem.types, problem.layout)
             plan = op.plan(kernel, problem, limits)  # legal for this size too
         except ScheduleError:
