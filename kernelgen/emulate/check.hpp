@@ -178,16 +178,22 @@ void find_image() {
   dl_iterate_phdr(image_segments, nullptr);
 }
 
-// Report a global access of [a, a + size) that no buffer of the launch holds, against the nearest buffer.
-[[noreturn]] void oob_global(uintptr_t a, unsigned size, int access) {
+// The index of the last buffer of the launch that starts at or below a (-1: none does).
+inline int64_t region_below(uintptr_t a) {
   const KgRegion* r = L->regions;
-  const int64_t n = L->nregions;
-  int64_t lo = 0, hi = n;             // the last region that starts at or below a
+  int64_t lo = 0, hi = L->nregions;
   while (lo < hi) {
     int64_t mid = (lo + hi) / 2;
     if (r[mid].lo <= a) lo = mid + 1; else hi = mid;
   }
-  const int64_t i = lo - 1;
+  return lo - 1;
+}
+
+// Report a global access of [a, a + size) that no buffer of the launch holds, against the nearest buffer.
+[[noreturn]] void oob_global(uintptr_t a, unsigned size, int access) {
+  const KgRegion* r = L->regions;
+  const int64_t n = L->nregions;
+  const int64_t i = region_below(a);
   int64_t pick = i < 0 ? 0 : i;
   if (i >= 0 && i + 1 < n && a >= r[i].hi) {   // between two buffers: the nearer one
     const uint64_t after = a + size <= r[i + 1].lo ? r[i + 1].lo - (a + size) : 0;
@@ -205,13 +211,8 @@ void find_image() {
 }
 
 inline void global_access(uintptr_t a, unsigned size, int access) {
-  const KgRegion* r = L->regions;
-  int64_t lo = 0, hi = L->nregions;   // the last region that starts at or below a
-  while (lo < hi) {
-    int64_t mid = (lo + hi) / 2;
-    if (r[mid].lo <= a) lo = mid + 1; else hi = mid;
-  }
-  if (lo > 0 && a + size <= r[lo - 1].hi) return;
+  const int64_t i = region_below(a);
+  if (i >= 0 && a + size <= L->regions[i].hi) return;
   oob_global(a, size, access);
 }
 
