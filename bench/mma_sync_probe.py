@@ -60,6 +60,13 @@ VARIANTS = (
     ("256x128 bk64, 4 stages, fb2, staged C, sw8", dict(bm=256, bk=64, stages=4, swizzle=8, frag_buffers=2,
                                                          epilogue="smem")),
     ("256x128 bk32, 4 stages, fb2, staged C, sw8", dict(bm=256, swizzle=8, frag_buffers=2, epilogue="smem")),
+    ("bk64, 3 stages, staged C", dict(bk=64, stages=3, epilogue="smem")),
+    ("bk64, 4 stages, staged C", dict(bk=64, stages=4, epilogue="smem")),
+    ("128x256, 4 stages, staged C, sw8", dict(bn=256, swizzle=8, epilogue="smem")),
+    ("128x256 bk64, 3 stages, staged C, sw8", dict(bn=256, bk=64, stages=3, swizzle=8, epilogue="smem")),
+    ("256x128 bk64, 3 stages, staged C, sw8", dict(bm=256, bk=64, stages=3, swizzle=8, epilogue="smem")),
+    ("4 stages, staged C, sw8", dict(swizzle=8, epilogue="smem")),
+    ("3 stages, staged C", dict(stages=3, epilogue="smem")),
 )
 
 
@@ -225,5 +232,9 @@ if __name__ == "__main__":
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 4, help="parallel NVRTC compiles")
     ap.add_argument("--deadline", type=float, default=200.0, help="seconds after which no new size starts")
     ap.add_argument("--list", action="store_true", help="print the variants as compiled, no GPU")
+    ap.add_argument("--only", type=lambda s: [int(i) for i in s.split(",")],
+                    help="the variants to run, by their 0-based index in VARIANTS (e.g. 3,4,16)")
     a = ap.parse_args()
+    if a.only:
+        VARIANTS = tuple(VARIANTS[i] for i in a.only)
     sys.exit(listing(a) if a.list else run(a))

@@ -59,7 +59,8 @@ def test_ladder_climbs_from_wmma_to_the_default():
     assert [x["instr"] for x in k] == ["wmma", "mma", "mma", "mma", "mma"]
     assert (k[0]["copy"], k[0]["smem"], k[1]["ldmatrix"], k[1]["smem"], k[2]["smem"]) == ("sync", "pad", True, "pad", "xor")
     assert k[3]["copy"] == "cp_async" and k[3]["stages"] >= 3
-    assert STEPS[-1].schedule == op.default_schedule() and list(LADDER[:len(STEPS)]) == STEPS
+    assert STEPS[-1].schedule == op.schedule(**dict(op.default_knobs(), epilogue="smem"))
+    assert list(LADDER[:len(STEPS)]) == STEPS
     h = [knobs_of(s) for s in HOPPER]
     assert [(x["instr"], x["copy"], x["ws"], x["epilogue"], x["cluster"], x["persistent"]) for x in h] == [
         ("wgmma", "tma", False, "direct", 1, "off"), ("wgmma", "tma", True, "direct", 1, "off"),
@@ -381,8 +382,9 @@ MMA_VARIANTS = (dict(frag_buffers=2), dict(epilogue="smem"), dict(frag_buffers=2
 @pytest.mark.parametrize("knobs", MMA_VARIANTS, ids=lambda k: "_".join(f"{n}{v}" for n, v in k.items()))
 def test_fragments_across_tiles_and_the_staged_epilogue_sass(knobs, dtype, out):
     """The aligned kernel's interior loop (the shorter of the two: the edge blocks' copies test bounds)
-    keeps every register: no local memory; each loop loads bk/16 steps of mi + ni/2 ldmatrix.x4 (fb2: the next tile's first
-    among them); the staged epilogue stores 16-byte chunks of C in the aligned kernel only."""
+    keeps every register: no local memory; each tile of the loop (the pipeline's stages unrolled: `stages` tiles a
+    loop) loads bk/16 steps of mi + ni/2 ldmatrix.x4 (fb2: the next tile's first among them); the staged epilogue
+    stores 16-byte chunks of C in the aligned kernel only."""
     from kernelgen.inspect import hot_loops
     kernel = op.kernel(op.schedule(**knobs), target("sm_90"), op.types(dtype, out))
     k = op.knobs_from_schedule(kernel.schedule)
@@ -394,8 +396,10 @@ def test_fragments_across_tiles_and_the_staged_epilogue_sass(knobs, dtype, out):
         inner = min(loops, key=len)
         if not sym.endswith("_unaligned"):   # (the element-wise fallback may reload a register there)
             assert not [o for o in inner if o.startswith(("LDL", "STL"))], sym
+        tiles, rest = divmod(sum(o.startswith("HMMA") for o in inner), per_tile)
+        assert rest == 0 and tiles in (1, k["stages"]), (sym, tiles, rest)
         ldsm = sum(o.startswith("LDSM") for o in inner)
-        assert ldsm == k["bk"] // 16 * (k["wm"] // 16 + k["wn"] // 16), (sym, ldsm)
+        assert ldsm == tiles * k["bk"] // 16 * (k["wm"] // 16 + k["wn"] // 16), (sym, ldsm)
         assert facts[sym].registers <= 65536 // (op.threads(k) * k["min_blocks"]) and facts[sym].registers <= 255
         assert (facts[sym].stg128 > 0) == (k["epilogue"] == "smem" and not sym.endswith("_unaligned")), sym
 
