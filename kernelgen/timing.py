@@ -6,15 +6,20 @@
   among enough sets that together they exceed twice the L2, so no launch finds its inputs in the
   cache), the graph replayed several times; the time per launch is the replay's median / R. The
   launch gaps shrink to what back-to-back kernels cost, so small problems measure the kernel.
-- "auto": graph below GRAPH_BELOW_BYTES moved, events above.
+- "auto": graph below EVENTS_FROM_L2 times the L2's bytes moved, events from there on. Events around one
+  launch charge the kernel with up to an L2 of DRAM traffic that is not its own and spare it up to an L2
+  of its own: the flush leaves the L2 full of dirty lines the timed kernel writes back, and the kernel's
+  last writes are still in the L2 when the stop event fires (bench/flush_probe.py on the H100: a 64 MiB
+  device copy, 2.49 TB/s after the flush, 2.81 in graph replays, 3.22 after a flush that leaves clean
+  lines). From 8 L2s moved that is at most an eighth either way.
 
 >>> from kernelgen.timing import Timing, rotation, choose_method
 >>> Timing((3.0, 1.0, 2.0)).median_us
 2.0
 >>> rotation(set_bytes=8 << 20, l2_bytes=50 << 20)      # softmax 8192x128 on an H100: (sets, launches)
 (13, 39)
->>> choose_method("auto", bytes_moved=8 << 20), choose_method("auto", bytes_moved=128 << 20)
-('graph', 'events')
+>>> [choose_method("auto", bytes_moved=n << 20, l2_bytes=50 << 20) for n in (8, 128, 400)]   # an H100's L2
+['graph', 'graph', 'events']
 
 `measure()` times one schedule and places it on the roofline of the device; `measure_vendor()`
 times the vendor library on the very same input sets, for the ratio.
@@ -35,7 +40,7 @@ from .schedule import Schedule
 from .target import Target
 
 METHODS = ("events", "graph", "auto")
-GRAPH_BELOW_BYTES = 64 << 20   # auto: graph timing below this many bytes moved, where launch overhead is a large share
+EVENTS_FROM_L2 = 8             # auto: events around one launch from this many L2s moved (graph timing below)
 MIN_LAUNCHES = 32              # launches per graph replay, at least (a whole number of rotations)
 REPLAY_US = 2000.0             # a replay this long amortises its own launch: long kernels need fewer launches
 MAX_SETS = 256                 # input/output sets rotated at most (tiny problems would need thousands)
@@ -75,10 +80,12 @@ def parse_method(text: str) -> str:
     return text
 
 
-def choose_method(method: str, bytes_moved: int) -> str:
-    """`events` or `graph`: `auto` takes graph below GRAPH_BELOW_BYTES moved."""
+def choose_method(method: str, bytes_moved: int, l2_bytes: int | None = None) -> str:
+    """`events` or `graph`: `auto` takes graph below EVENTS_FROM_L2 L2s moved (`l2_bytes`: the L2's size,
+    by default the current GPU's)."""
     if parse_method(method) == "auto":
-        return "graph" if bytes_moved < GRAPH_BELOW_BYTES else "events"
+        l2 = gpu.device().l2_bytes if l2_bytes is None else l2_bytes
+        return "graph" if bytes_moved < EVENTS_FROM_L2 * l2 else "events"
     return method
 
 

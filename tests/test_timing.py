@@ -3,7 +3,7 @@ import pytest
 
 import kernelgen as kg
 from kernelgen.errors import UsageError
-from kernelgen.timing import GRAPH_BELOW_BYTES, MAX_SETS, MIN_LAUNCHES, choose_method, parse_method, rotation, set_bytes
+from kernelgen.timing import EVENTS_FROM_L2, MAX_SETS, MIN_LAUNCHES, choose_method, parse_method, rotation, set_bytes
 
 MiB = 1 << 20
 
@@ -19,11 +19,14 @@ def test_a_bad_method_names_the_choices(text):
         parse_method(text)
 
 
-def test_auto_takes_graph_for_small_problems_only():
-    assert choose_method("auto", 8 * MiB) == "graph"                    # softmax 8192x128
-    assert choose_method("auto", GRAPH_BELOW_BYTES - 1) == "graph"
-    assert choose_method("auto", GRAPH_BELOW_BYTES) == "events"
-    assert choose_method("auto", 128 * MiB) == "events"                 # softmax 4096x4096
+def test_auto_takes_events_only_where_an_l2_of_traffic_is_a_small_share():
+    h100 = 50 * MiB
+    assert choose_method("auto", 8 * MiB, h100) == "graph"                    # softmax 8192x128
+    assert choose_method("auto", 64 * MiB, h100) == "graph"                   # fp16 softmax 4096x4096
+    assert choose_method("auto", EVENTS_FROM_L2 * h100 - 1, h100) == "graph"
+    assert choose_method("auto", EVENTS_FROM_L2 * h100, h100) == "events"
+    assert choose_method("auto", 1 << 30, h100) == "events"                  # reduce_sum over 2^28 floats
+    assert choose_method("auto", 400 * MiB, 60 * MiB) == "graph"              # an H200's larger L2
     assert choose_method("events", 1) == "events" and choose_method("graph", 1 << 40) == "graph"
 
 
