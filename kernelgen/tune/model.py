@@ -17,8 +17,8 @@ True
 
 The model is scikit-learn's RandomForestRegressor (`pip install 'kernelgen[model]'`); without it,
 making a Search is a UsageError naming the extra. It learns, over each candidate's feature vector
-(kernelgen.features: knobs, threads, shared bytes, the register estimate, occupancy, waves, sizes,
-the target's figures; the knobs alone for a bare Candidate):
+(kernelgen.features: knobs, threads, shared bytes, the register estimate, occupancy, waves and how full
+the last one is, sizes, the target's figures; the knobs alone for a bare Candidate):
   - what this search was told, and
   - `history`: what the tuning database holds of the same op on other problems and GPUs
     (history.py). That is the transfer: a new size starts from what other sizes taught.
@@ -52,7 +52,8 @@ INIT = 8            # random points before the first fit, when there is no histo
 EXPLORE = 0.1
 KAPPA = 1.0
 TREES = 32
-SAMPLES = 512      # rows each tree is grown on at most (a bootstrap sample): fits stay fast with a big history
+SAMPLES = 4096     # rows each tree is grown on at most (a bootstrap sample); 512 drew too few of the problem's own rows
+                   # among thousands of other sizes' (sgemm's warmed replay: 364 evaluations at 512, 242 at 4096)
 HISTORY_CAP = 3000  # observations of other problems kept (a seeded sample beyond that)
 FAILED = math.log(2.0)
 
@@ -81,13 +82,13 @@ class Search:
         self.space = list(space)
         self.seed, self.rng = seed, random.Random(seed)
         self.where = {id(c): i for i, c in enumerate(self.space)}
-        vectors = [c.features if c.features is not None else knob_vector(c.knobs) for c in self.space]
+        vectors = [with_derived(c.features) if c.features is not None else knob_vector(c.knobs) for c in self.space]
         self.keys = list(dict.fromkeys(k for v in vectors for k in v))
         self.X = _matrix(vectors, self.keys)
         history = list(history)
         if len(history) > HISTORY_CAP:
             history = random.Random(seed).sample(history, HISTORY_CAP)
-        self.hX = _matrix([o.features for o in history], self.keys)
+        self.hX = _matrix([with_derived(o.features) for o in history], self.keys)
         self.hy = _targets([(o.time_us, o.group) for o in history])
         self.init = (0 if history else min(INIT, max(3, len(self.space) // 20))) if init is None else init
         self.explore, self.kappa, self.trees = explore, kappa, trees
@@ -158,6 +159,18 @@ def knob_vector(knobs: dict) -> dict[str, float]:
         else:
             out[f"{k}={v}"] = 1.0
     return out
+
+
+def with_derived(f: dict) -> dict:
+    """The features plus what the forest cannot read off them across sizes: how full the last wave of
+    blocks is (waves / ceil(waves): 1.0 when the blocks fill whole waves, 0.52 for 136 blocks on 132
+    slots). A tile that fills four waves at one size may leave the last nearly empty at the next; the raw
+    wave count splits differently at every size, this figure the same way (computed here, so records
+    written before it existed carry it too)."""
+    waves = f.get("waves")
+    if not waves:
+        return f
+    return dict(f, **{"waves.last_fill": waves / math.ceil(waves), "waves.ceil": float(math.ceil(waves))})
 
 
 def _matrix(vectors: list[dict], keys: list[str]) -> np.ndarray:
