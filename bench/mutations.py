@@ -671,7 +671,10 @@ MUTATIONS = [
     ("r3 gemm: double-buffered fragments' read stage wraps one stage early", "gemm",
      dict(copy="cp_async", stages=3, bk=32, frag_buffers=2),
      M("gemm.cu.j2", "        read = read == {{ stages - 1 }} ? 0 : read + 1;", "        read = read == {{ stages - 2 }} ? 0 : read + 1;")),
-    ("r3 gemm: cp.async loop waits for one group too few", "gemm", {},
+    # (since c36919c the default's aligned kernel runs the unrolled pipeline, and this rolled loop runs only in the
+    # unaligned twin at the default knobs, whose copies are synchronous: the entry now takes plain-load fragments,
+    # whose aligned kernel still runs it)
+    ("r3 gemm: cp.async loop waits for one group too few", "gemm", dict(ldmatrix=False),
      M("gemm.cu.j2", "    kg_cp_async_wait<{{ stages - 2 }}>();\n    __syncthreads();  // tile kt has landed, and every warp",
        "    kg_cp_async_wait<{{ stages - 1 }}>();\n    __syncthreads();  // tile kt has landed, and every warp")),
     ("r3 gemm: staged C's warp areas half as far apart as their rows need", "gemm", dict(epilogue="smem"),
@@ -690,8 +693,8 @@ MUTATIONS = [
      M("lib/tc_fragment.j2", "smem_offset(\"%s + t2 + q * 8 + 1\" % k0, \"%s + j * 8 + g\" % col0",
        "smem_offset(\"%s + t2 + q * 8\" % k0, \"%s + j * 8 + g\" % col0")),
     ("r3 tc_fragment: ldmatrix.x4 B registers 1 and 2 swapped", "gemm", {},
-     M("lib/tc_fragment.j2", "{% endif %}\n  {{ b }}[2 * j][0] = r4[0]; {{ b }}[2 * j][1] = r4[1]; {{ b }}[2 * j + 1][0] = r4[2];",
-       "{% endif %}\n  {{ b }}[2 * j][0] = r4[0]; {{ b }}[2 * j][1] = r4[2]; {{ b }}[2 * j + 1][0] = r4[1];")),
+     M("lib/tc_fragment.j2", "tb.ld, tb.xor_div, tb.xor_mod) }});\n{% endif %}\n  {{ b }}[2 * j][0] = r4[0]; {{ b }}[2 * j][1] = r4[1]; {{ b }}[2 * j + 1][0] = r4[2];",
+       "tb.ld, tb.xor_div, tb.xor_mod) }});\n{% endif %}\n  {{ b }}[2 * j][0] = r4[0]; {{ b }}[2 * j][1] = r4[2]; {{ b }}[2 * j + 1][0] = r4[1];")),
     # ---- conv2d
     ("r3 conv2d direct: column origin padded by pad_h", "conv2d", dict(algo="direct"),
      M("conv2d_direct.cu.j2", "w0 = q * stride_w - pad_w;", "w0 = q * stride_w - pad_h;")),
@@ -741,6 +744,228 @@ MUTATIONS = [
     # longer asks while every row it asks stays under 2^8; the test scores (std ~3) seldom move a row's max by 2^8
     ("r3 attention_mma: lazy rescale decided by the warp's last row only (|= as =)", "attention", dict(MMA, rescale="lazy"),
      M("lib/attention_mma.j2", "grow |= (mt - {{ m }}[i][h]) * sl2 >", "grow = (mt - {{ m }}[i][h]) * sl2 >")),
+    # -- 2026-11-24, ninth session, fourth blind round (the entries named `r4 ...`): lines of the pieces the lists
+    # above touched least (tc_copy, tc_fragment, tc_epilogue, splitk, prefetch, rows, reduce, copy, tiles, swizzle,
+    # attention on tensor cores and in fp32, conv2d's direct kernel, transpose, gemv, reduce_sum, softmax's split
+    # kernels, staged_load, the emulated mma.cuh); written before any of them ran
+    # ---- lib/tc_copy.j2
+    ("r4 tc_copy: a partial round's chunk test e >= chunks as e > chunks", "attention", dict(MMA, dmax=32, bk=16, copy="sync"),
+     M("lib/tc_copy.j2", "  if (e >= {{ t.chunks }}) break;", "  if (e > {{ t.chunks }}) break;")),
+    # escaped at first: no test size had rows that are not 16-byte aligned for the tensor-core kernel (+ d 20)
+    ("r4 tc_copy: the unaligned walk copies one round of rows short", "attention", dict(MMA),
+     M("lib/tc_copy.j2", "    #pragma unroll 1\n    for (int it = 0; it < {{ t.iters }}; ++it)",
+       "    #pragma unroll 1\n    for (int it = 0; it < {{ t.iters - 1 }}; ++it)")),
+    # ---- lib/tc_fragment.j2
+    ("r4 tc_fragment: ldmatrix A's k half from lane bit 3, not bit 4", "gemm", dict(smem="pad", pad=8),
+     M("lib/tc_fragment.j2", "\"%s + i * 16 + (lane & 15)\" % row0, \"%s + (lane >> 4) * 8\" % k0",
+       "\"%s + i * 16 + (lane & 15)\" % row0, \"%s + ((lane >> 3) & 1) * 8\" % k0")),
+    ("r4 tc_fragment: an odd last B fragment (x2.trans) read one n8 tile early", "gemm", dict(smem="pad", pad=8, bn=48, wn=24),
+     M("lib/tc_fragment.j2", "kg_ldmatrix_x2_trans({{ b }}[{{ ni - 1 }}], {{ bs }} + {{ smem_offset(\"%s + (lane & 15)\" % k0, \"%s + %d\" % (col0, (ni - 1) * 8)",
+       "kg_ldmatrix_x2_trans({{ b }}[{{ ni - 1 }}], {{ bs }} + {{ smem_offset(\"%s + (lane & 15)\" % k0, \"%s + %d\" % (col0, (ni - 2) * 8)")),
+    ("r4 tc_fragment: direct transposed-A fragment's high half from the low half's k", "gemm",
+     dict(ldmatrix=False, problem=dict(layout="TN")),
+     M("lib/tc_fragment.j2", "const unsigned hi = {{ as }}[{{ smem_offset(\"%s + t2 + (q >> 1) * 8 + 1\" % k0",
+       "const unsigned hi = {{ as }}[{{ smem_offset(\"%s + t2 + (q >> 1) * 8\" % k0")),
+    ("r4 tc_fragment: direct transposed-B fragment's second k half 4 on, not 8", "gemm",
+     dict(ldmatrix=False, problem=dict(layout="NT")),
+     M("lib/tc_fragment.j2", "smem_offset(\"%s + j * 8 + g\" % col0, \"%s + t2 + q * 8\" % k0",
+       "smem_offset(\"%s + j * 8 + g\" % col0, \"%s + t2 + q * 4\" % k0")),
+    ("r4 tc_fragment: K's x4 B fragments 8 key rows apart, not 16", "attention", dict(MMA),
+     M("lib/tc_fragment.j2", "kg_ldmatrix_x4(r4, {{ bs }} + j * {{ 16 * t.ld }} + (", "kg_ldmatrix_x4(r4, {{ bs }} + j * {{ 8 * t.ld }} + (")),
+    ("r4 tc_fragment: lane_base bt's row from lane & 15, not lane & 7", "attention", dict(MMA),
+     M("lib/tc_fragment.j2", "smem_offset(\"((lane >> 4) << 3) + (lane & 7)\", \"((lane >> 3) & 1) << 3\"",
+       "smem_offset(\"((lane >> 4) << 3) + (lane & 15)\", \"((lane >> 3) & 1) << 3\"")),
+    ("r4 tc_fragment: .trans B column pair added to the swizzled base, not XORed", "attention", dict(MMA),
+     M("lib/tc_fragment.j2", "({{ base }} ^ (j * 16)));", "({{ base }} + j * 16));")),
+    ("r4 tc_fragment: WMMA transposed-A fragments 8 rows apart, not 16", "gemm",
+     dict(instr="wmma", smem="pad", pad=8, ldmatrix=False, problem=dict(layout="TN")),
+     M("lib/tc_fragment.j2", "({{ k0 }}) * {{ lda }} + {{ row0 }} + i * 16), {{ lda }});",
+       "({{ k0 }}) * {{ lda }} + {{ row0 }} + i * 8), {{ lda }});")),
+    # ---- lib/tc_epilogue.j2
+    ("r4 tc_epilogue: C fragment's second row half 4 rows down, not 8", "gemm", {},
+     M("lib/tc_epilogue.j2", "    const int m = {{ row0 }} + i * {{ row_step }} + h * 8 + (lane >> 2);",
+       "    const int m = {{ row0 }} + i * {{ row_step }} + h * 4 + (lane >> 2);")),
+    ("r4 tc_epilogue: fragment store's row test m >= M as m > M", "gemm", {},
+     M("lib/tc_epilogue.j2", "if (CHECK && m >= {{ M }}) continue;", "if (CHECK && m > {{ M }}) continue;")),
+    ("r4 tc_epilogue: aligned pair store's column test n < N as n <= N", "gemm", {},
+     M("lib/tc_epilogue.j2", "if (!CHECK || n < {{ N }}) *reinterpret_cast<{{ out.pair }}*>(crow + n)",
+       "if (!CHECK || n <= {{ N }}) *reinterpret_cast<{{ out.pair }}*>(crow + n)")),
+    ("r4 tc_epilogue: staged chunk's row test m < M as m <= M", "gemm", dict(epilogue="smem"),
+     M("lib/tc_epilogue.j2", "if (!CHECK || (m < {{ M }} && n < {{ N }})) {\n      const size_t at",
+       "if (!CHECK || (m <= {{ M }} && n < {{ N }})) {\n      const size_t at")),
+    ("r4 tc_epilogue: staged row of a lane from lane & 7, not lane >> 2", "gemm", dict(epilogue="smem"),
+     M("lib/tc_epilogue.j2", "({{ stage }} + (h * 8 + (lane >> 2)) * {{ c_ld }});", "({{ stage }} + (h * 8 + (lane & 7)) * {{ c_ld }});")),
+    ("r4 tc_epilogue: a staged fp32 chunk read every other float4", "gemm",
+     dict(epilogue="smem", problem=dict(epilogue="gelu(acc + bias) + res")),
+     M("lib/tc_epilogue.j2", "for (int l = 0; l < PER; l += 4)", "for (int l = 0; l < PER; l += 8)")),
+    ("r4 tc_epilogue: WMMA epilogue's walk two rows short of the tile", "gemm", dict(instr="wmma", smem="pad", pad=8, ldmatrix=False),
+     M("lib/tc_epilogue.j2", "for (int e = lane; e < 256; e += 32) {", "for (int e = lane; e < 224; e += 32) {")),
+    # ---- lib/splitk.j2
+    # escaped at first: no K was a whole number of slices of whole tiles (+ 33x24x192)
+    ("r4 splitk: the main kernel's K chunk rounded without the - 1", "gemm", dict(split_k=3),
+     M("lib/splitk.j2", "\nconst int kchunk = (K + {{ split_k * bk }} - 1)", "\nconst int kchunk = (K + {{ split_k * bk }})")),
+    ("r4 splitk: the reduction's scalar loop reads slab z at z * MN, not z * MNp", "gemm", dict(split_k=3),
+     M("lib/splitk.j2", "for (int z = 1; z < slices; ++z) s += P[z * MNp + i];", "for (int z = 1; z < slices; ++z) s += P[z * MN + i];")),
+    ("r4 splitk: the vector reduction starts from slab 1, not slab 0", "gemm", dict(split_k=3),
+     M("lib/splitk.j2", "s = *reinterpret_cast<const {{ vt[vec] }}*>(P + i);", "s = *reinterpret_cast<const {{ vt[vec] }}*>(P + MNp + i);")),
+    # ---- lib/prefetch.j2
+    # escaped at first: at the default 256 threads no thread had a 4th iteration (+ elementwise 401x1013)
+    ("r4 prefetch: batch fill loop one slot short", "elementwise", dict(items=1, grid_stride=1, prefetch=4),
+     M("lib/prefetch.j2", "for (int pf_s = 0; pf_s < {{ D }}; ++pf_s) {\n    const long long pf_js = pf_j + pf_s * {{ stride }};\n{% for b in bufs %}",
+       "for (int pf_s = 0; pf_s < {{ D - 1 }}; ++pf_s) {\n    const long long pf_js = pf_j + pf_s * {{ stride }};\n{% for b in bufs %}")),
+    ("r4 prefetch: rolling register ring takes the next slot's vector", "elementwise",
+     dict(items=1, grid_stride=1, prefetch=4, prefetch_mode="rolling"),
+     M("lib/prefetch.j2", "= {{ slot_ref(b, scope, \"pf_r\") }};{{ \" \" if not loop.last }}",
+       "= {{ slot_ref(b, scope, \"(pf_r + 1) %% %d\" % D) }};{{ \" \" if not loop.last }}")),
+    ("r4 prefetch: 4-byte cp.async copies leave a vector's last word", "reduce_sum",
+     dict(vec=2, items=1, grid_stride=1, prefetch=2, prefetch_scope="shared"),
+     M("lib/prefetch.j2", "{% for c in range(0, b.vbytes, b.copy_bytes) %}", "{% for c in range(0, b.vbytes - b.copy_bytes, b.copy_bytes) %}")),
+    ("r4 prefetch: shared rolling ring's prologue fills slot 0 every time", "elementwise",
+     dict(items=1, grid_stride=1, prefetch=4, prefetch_mode="rolling", prefetch_scope="shared"),
+     M("lib/prefetch.j2", "  {{ fill(b, slot_ref(b, scope, \"pf_s\"), \"pf_js\", n, scope, async_copy) | indent(2) | trim }}",
+       "  {{ fill(b, slot_ref(b, scope, \"0\"), \"pf_js\", n, scope, async_copy) | indent(2) | trim }}")),
+    # ---- lib/rows.j2
+    ("r4 rows: any twin's whole-vector load test c < hi as c <= hi", "softmax", dict(algo="online"),
+     M("lib/rows.j2", "  if (c >= lo && c < hi) {\n    const", "  if (c >= lo && c <= hi) {\n    const")),
+    ("r4 rows: any twin's whole-vector store test c < hi as c <= hi", "softmax", dict(algo="online"),
+     M("lib/rows.j2", "if ({{ c }} >= lo && {{ c }} < hi) {", "if ({{ c }} >= lo && {{ c }} <= hi) {")),
+    ("r4 rows: aligned store test c < nv as c <= nv", "softmax", dict(algo="online"),
+     M("lib/rows.j2", "if ({{ c }} < {{ nv }}) {", "if ({{ c }} <= {{ nv }}) {")),
+    ("r4 rows: an element chunk writes x, not x + r, to the residual output", "layernorm",
+     dict(algo="two_pass", vec=1, problem=dict(residual="add_store")),
+     M("lib/rows.j2", "    {{ keep }}r[c] = {{ io.from_float | format(\"v[i][0]\") }};", "    {{ keep }}r[c] = {{ io.from_float | format(\"xr[c]\") }};")),
+    # escaped at first: the word differs only for a row 7 elements past a 16-byte boundary (s = 2 bytes) that
+    # holds a whole vector; no test row was (+ 9x1001: rows at every offset)
+    ("r4 rows: shifted vector's high word taken from its low word (16-bit gamma)", "layernorm", dict(dtype="float16"),
+     M("lib/rows.j2", "unsigned lo = {{ w[i] }}, hi = {{ w[i + 1] }};", "unsigned lo = {{ w[i] }}, hi = {{ w[i] }};")),
+    ("r4 rows: a pass's chunks step one vector short of N*T", "softmax", dict(algo="online"),
+     M("lib/rows.j2", "for (int base = 0; base < nv; base += {{ N * T }}) {", "for (int base = 0; base < nv; base += {{ N * T - 1 }}) {")),
+    # ---- lib/reduce.j2
+    ("r4 reduce: shared all-reduce's rows 32 words apart, not threads", "softmax", dict(reduction="shared", rows_per_block=2, threads=16),
+     M("lib/reduce.j2", "const int tid = threadIdx.y * {{ threads }} + threadIdx.x;", "const int tid = threadIdx.y * 32 + threadIdx.x;")),
+    ("r4 reduce: shared all-reduce without the barrier after its words are stored", "softmax", dict(reduction="shared"),
+     M("lib/reduce.j2", "{% endfor %}\n  __syncthreads();\n  {{ tree(", "{% endfor %}\n  {{ tree(")),
+    ("r4 reduce: max-sum merge without the guard on the first pair", "softmax", dict(algo="online"),
+     M("lib/reduce.j2", "s = s * (m == mn ? 1.0f : __expf(m - mn))", "s = s * __expf(m - mn)")),
+    ("r4 reduce: Welford merge without its empty-pair guard (nn >= 0)", "layernorm", dict(algo="welford"),
+     M("lib/reduce.j2", "if (nn > 0.0f) {", "if (nn >= 0.0f) {")),
+    ("r4 reduce: block sum's first warp folds half its width", "reduce_sum", {},
+     M("lib/reduce.j2", "{{ warp([v], \"sum\", width, shfl) | indent(2) | trim }}", "{{ warp([v], \"sum\", width // 2, shfl) | indent(2) | trim }}")),
+    # ---- reduce_sum.cu.j2
+    # escaped at first: no n was one vector short of a whole chunk (+ n = 8191)
+    ("r4 reduce_sum: full-chunk test lets a chunk one vector past the end through", "reduce_sum", {},
+     M("reduce_sum.cu.j2", "if (base + chunk <= nvec) {", "if (base + chunk <= nvec + 1) {")),
+    ("r4 reduce_sum: unrolled levels skip 64", "reduce_sum", dict(strategy="unrolled", threads=256),
+     M("reduce_sum.cu.j2", "{% for s in strides if s > 32 %}", "{% for s in strides if s > 64 %}")),
+    ("r4 reduce_sum: last warp's steps without the __syncwarp after the write", "reduce_sum", dict(strategy="unrolled", threads=256),
+     M("reduce_sum.cu.j2", "      vs[tid] = t;\n      __syncwarp();\n", "      vs[tid] = t;\n")),
+    ("r4 reduce_sum: final pass folds half its warps' words", "reduce_sum", {},
+     M("reduce_sum.cu.j2", "\"sdata\", \"\", final_warps, 32,", "\"sdata\", \"\", final_warps // 2, 32,")),
+    ("r4 reduce_sum: atomic finish adds thread 1's sum", "reduce_sum", dict(finish="atomic"),
+     M("reduce_sum.cu.j2", "if (tid == 0) atomicAdd(out, block_sum);", "if (tid == 1) atomicAdd(out, block_sum);")),
+    ("r4 reduce_sum: shuffle block sum's words folded by half the first warp", "reduce_sum", {},
+     M("reduce_sum.cu.j2", "\"(tid & 31)\", \"(tid >> 5)\", \"tid < 32\")", "\"(tid & 31)\", \"(tid >> 5)\", \"tid < 16\")")),
+    # ---- softmax_split.cu.j2
+    ("r4 softmax_split: stats without the empty-thread guard", "softmax", dict(algo="split"),
+     M("softmax_split.cu.j2", "    if (m != KG_NEG_INF) {", "    if (true) {")),
+    # escaped at first: every test size fits one batch of rows (+ test_op_softmax's 5 x 419431 in 8 MB batches)
+    ("r4 softmax_split: write kernel's rows not offset by the batch's first row", "softmax",
+     dict(algo="split", l2_batch_mb=8, sizes=[{"rows": 5, "cols": 419431}]),
+     M("softmax_split.cu.j2", "__restrict__ y,\n                 int cols, int chunks, int row0) {\n  __shared__ float red[{{ red_floats }}];\n  const long long row = row0 + (long long)blockIdx.x;",
+       "__restrict__ y,\n                 int cols, int chunks, int row0) {\n  __shared__ float red[{{ red_floats }}];\n  const long long row = (long long)blockIdx.x;")),
+    ("r4 softmax_split: write's vector i stored at c0 + i + t*N", "softmax", dict(algo="split"),
+     M("softmax_split.cu.j2", "const int c = c0 + i * {{ threads }} + threadIdx.x;", "const int c = c0 + i + threadIdx.x * {{ N }};")),
+    # ---- staged_load.cu.j2
+    ("r4 staged_load: fused scalar load's bound idx < C * count as <=", "staged_load", dict(vec=1),
+     M("staged_load.cu.j2", "for (int idx = tid; idx < {{ C }} * count; idx += {{ threads }}) {",
+       "for (int idx = tid; idx <= {{ C }} * count; idx += {{ threads }}) {")),
+    ("r4 staged_load: unfused write-back one row of x short", "staged_load", dict(fused=False, vec=1, threads=1),
+     M("staged_load.cu.j2", "    for (int j = 0; j < count; j++)\n      out[", "    for (int j = 0; j < count - 1; j++)\n      out[")),
+    # ---- transpose.cu.j2, lib/tiles.j2
+    ("r4 transpose: guarded flat store's row test < N as <= N", "transpose", {},
+     M("transpose.cu.j2", "\"if (j0 + fr + r < N && i0 + fc + c < M) \"", "\"if (j0 + fr + r <= N && i0 + fc + c < M) \"")),
+    ("r4 transpose: naive kernel skips the tile's last thread row", "transpose", dict(staged=False, vec=1),
+     M("transpose.cu.j2", "  for (int r = 0; r < {{ T }}; r += {{ rows }}) {\n    const int i = i0 + ty + r;\n",
+       "  for (int r = 0; r < {{ T - rows }}; r += {{ rows }}) {\n    const int i = i0 + ty + r;\n")),
+    # escaped at first: no size of the op had more tiles than the 132 blocks (+ 131x901)
+    ("r4 transpose: grid-stride loop without the barrier before the tile is refilled", "transpose", dict(grid_stride=1),
+     M("transpose.cu.j2", "  __syncthreads();  // the tile is refilled by the next iteration\n", "")),
+    ("r4 tiles: diagonal walk's row taken modulo the tile columns", "transpose", dict(order="diagonal"),
+     M("lib/tiles.j2", "  const int by = t % tiles_i;", "  const int by = t % tiles_j;")),
+    # ---- conv2d_direct.cu.j2
+    ("r4 conv2d direct: column tap test ww < W as ww <= W", "conv2d", dict(algo="direct"),
+     M("conv2d_direct.cu.j2", "if (ww >= 0 && ww < W)", "if (ww >= 0 && ww <= W)")),
+    ("r4 conv2d direct: row origin strided by stride_w", "conv2d", dict(algo="direct"),
+     M("conv2d_direct.cu.j2", "const int h0 = p * stride_h - pad_h", "const int h0 = p * stride_w - pad_h")),
+    ("r4 conv2d direct: output guard idx >= N*K*P*Q as >", "conv2d", dict(algo="direct"),
+     M("conv2d_direct.cu.j2", "if (idx >= N * K * P * Q) return;", "if (idx > N * K * P * Q) return;")),
+    # ---- gemv.cu.j2
+    ("r4 gemv: unrolled accumulators' reset misses the last", "gemv", {},
+     M("gemv.cu.j2", "for (int u = 0; u < {{ unroll }}; ++u) acc[u] = 0.0f;", "for (int u = 0; u < {{ unroll }} - 1; ++u) acc[u] = 0.0f;")),
+    # escaped at first: no test had more rows than 132 blocks of 8 rows (+ test_op_gemv's 1100 rows at these knobs)
+    ("r4 gemv: grid-stride row groups step two grids at a time", "gemv",
+     dict(lanes=32, threads=256, grid_stride=1, sizes=[{"M": 1100, "N": 33}]),
+     M("gemv.cu.j2", "group += gridDim.x) {\n  const int row = (group", "group += 2 * gridDim.x) {\n  const int row = (group")),
+    ("r4 gemv: a group's butterfly over half its lanes", "gemv", dict(lanes=8, threads=256),
+     M("gemv.cu.j2", "{{ warp([\"acc\"], \"sum\", lanes) | indent(2) | trim }}", "{{ warp([\"acc\"], \"sum\", lanes // 2) | indent(2) | trim }}")),
+    ("r4 gemv: prefetched unaligned x read at the vector index, not its element", "gemv", dict(unroll=1, prefetch=2),
+     M("gemv.cu.j2", "{{ name }}_x<false>(x, (int){{ j }} * {{ V }});", "{{ name }}_x<false>(x, (int){{ j }});")),
+    # ---- attention_mma.cu.j2
+    ("r4 attention_mma: a warp's live tiles tested against its first row only", "attention", dict(MMA, wq=32, bk=16),
+     M("attention_mma.cu.j2", "<= q0 + wq0 + {{ wq - 1 }}{% endmacro %}", "<= q0 + wq0{% endmacro %}")),
+    ("r4 attention_mma: causal mask only on tiles past the warp's last row", "attention", dict(MMA),
+     M("attention_mma.cu.j2", "{{ bk - 1 }} > q0 + wq0)) {", "{{ bk - 1 }} > q0 + wq0 + {{ wq - 1 }})) {")),
+    # first run at the default bk 64 = bq, where it is equivalent (q0 + wq and q0 + bq round up to the same
+    # tile), so it escaped; at bk 16 the block's last warps lose keys
+    ("r4 attention_mma: causal key end at q0 + wq, not q0 + bq", "attention", dict(MMA, bk=16),
+     M("attention_mma.cu.j2", "min(seq_k, q0 + {{ bq }})", "min(seq_k, q0 + {{ wq }})")),
+    # (l starting at 1, not 0, was dropped as equivalent after its first run: the first live tile's rescale
+    # multiplies l by alpha = 2^-inf = 0, every row's max being -inf until then)
+    # escaped, open: as l, acc is multiplied by alpha = 0 in the first live tile, so an unset element shows only
+    # where its register holds Inf or NaN (possible on the GPU; g++'s locals in the emulator held finite values)
+    ("r4 attention_mma: O accumulator's last element not reset", "attention", dict(MMA),
+     M("attention_mma.cu.j2", "acc[i][j][2] = acc[i][j][3] = 0.0f;", "acc[i][j][2] = 0.0f;")),
+    # ---- lib/attention_mma.j2
+    ("r4 attention_mma: scores' last element not reset between tiles", "attention", dict(MMA),
+     M("lib/attention_mma.j2", "{{ s }}[i][j][2] = {{ s }}[i][j][3] = 0.0f;", "{{ s }}[i][j][2] = 0.0f;")),
+    ("r4 attention_mma: mask's key column from lane >> 2, not lane & 3", "attention", dict(MMA),
+     M("lib/attention_mma.j2", "const int key = {{ k0 }} + j * 8 + (lane & 3) * 2 + c;", "const int key = {{ k0 }} + j * 8 + (lane >> 2) * 2 + c;")),
+    ("r4 attention_mma: split pipe's K wait one group short", "attention", dict(MMA, pipe="split", stages=2),
+     M("lib/attention_mma.j2", "kg_cp_async_wait<{{ 2 * (stages - 1) }}>();\n  __syncthreads();  // K(kt)",
+       "kg_cp_async_wait<{{ 2 * stages - 1 }}>();\n  __syncthreads();  // K(kt)")),
+    ("r4 attention_mma: split pipe copies V into the stage being read", "attention", dict(MMA, pipe="split", stages=2),
+     M("lib/attention_mma.j2", "copy_v(\"st == 0 ? %d : st - 1\" % (stages - 1) if stages > 1 else \"0\"", "copy_v(\"st\" if stages > 1 else \"0\"")),
+    ("r4 attention_mma: split pipe reads Q's fragments one group early", "attention", dict(MMA, pipe="split"),
+     M("lib/attention_mma.j2", "kg_cp_async_wait<{{ 2 * stages - 1 }}>();", "kg_cp_async_wait<{{ 2 * stages }}>();")),
+    # escaped at first: no seq_k had more than 3 tiles of 64 keys, so the 3-stage ring never wrapped (+ seq_k 300)
+    ("r4 attention_mma: joint pipe's write stage set to the read stage", "attention", dict(MMA, stages=3),
+     M("lib/attention_mma.j2", "  write = write == {{ stages - 1 }} ? 0 : write + 1;", "  write = read;")),
+    ("r4 attention_mma: staged O stores half the warp's chunks", "attention", dict(MMA, epilogue="smem"),
+     M("lib/attention_mma.j2", "it < {{ wq * to.per_row // 32 }}; ++it)", "it < {{ wq * to.per_row // 64 }}; ++it)")),
+    ("r4 attention_mma: l keeps only the last tile's sum", "attention", dict(MMA),
+     M("lib/attention_mma.j2", "    {{ l }}[i][h] += sum;", "    {{ l }}[i][h] = sum;")),
+    # ---- lib/attention.j2 (fp32 flash)
+    ("r4 attention flash: scores' last key not reset", "attention", {},
+     M("lib/attention.j2", "for (int c = 0; c < {{ rk }}; ++c) {{ s }}[r][c] = 0.0f;", "for (int c = 0; c < {{ rk - 1 }}; ++c) {{ s }}[r][c] = 0.0f;")),
+    ("r4 attention flash: P V over the tile's keys one float4 short", "attention", {},
+     M("lib/attention.j2", "for (int j = 0; j < {{ bk }}; j += 4) {", "for (int j = 0; j < {{ bk - 4 }}; j += 4) {")),
+    ("r4 attention flash: causal mask from the thread's first row", "attention", {},
+     M("lib/attention.j2", "(causal && key > {{ q0 }} + ty * {{ rq }} + r)", "(causal && key > {{ q0 }} + ty * {{ rq }})")),
+    ("r4 attention flash: P stored at key slot tx * rk + c", "attention", {},
+     M("lib/attention.j2", "* {{ ldp }} + tx + {{ ntx }} * c] = p;", "* {{ ldp }} + tx * {{ rk }} + c] = p;")),
+    # ---- lib/copy.j2, lib/swizzle.j2
+    ("r4 copy: element-wise vector load's row test r < rows as <=", "sgemm", {},
+     M("lib/copy.j2", "  if (!CHECK || r < rows) {\n    const float* q", "  if (!CHECK || r <= rows) {\n    const float* q")),
+    ("r4 copy: tile loop's column drops the vector width", "sgemm", {},
+     M("lib/copy.j2", "c = e % {{ per_row }} * {{ v }};", "c = e % {{ per_row }};")),
+    # escaped at first: no M had more block rows than the swizzle's group of 8 (+ 2100x9x5: 9 rows of 256)
+    ("r4 swizzle: a group's first row not scaled by the group height", "sgemm", {},
+     M("lib/swizzle.j2", "first_row = lin_ / per_group * {{ swizzle }};", "first_row = lin_ / per_group;")),
+    # ---- common/mma.cuh (the emulated instructions the tensor-core kernels run on the CPU)
+    ("r4 mma.cuh: emulated ldmatrix.trans's low half from lane 8i + l%4", "gemm", {},
+     M("common/mma.cuh", "const int s0 = 8 * i + 2 * (lane % 4), s1", "const int s0 = 8 * i + (lane % 4), s1")),
+    ("r4 mma.cuh: emulated mma gathers B from lanes 4(t + c) + j", "gemm", {},
+     M("common/mma.cuh", "b[i], 4 * (2 * t + c) + j);", "b[i], 4 * (t + c) + j);")),
 ]
 
 
@@ -748,6 +973,7 @@ MUTATIONS = [
 # reported as OPEN, not counted in the exit status.
 OPEN = {
     "r3 attention_mma: lazy rescale decided by the warp's last row only (|= as =)",
+    "r4 attention_mma: O accumulator's last element not reset",
 }
 
 

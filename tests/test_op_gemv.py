@@ -163,11 +163,13 @@ def test_other_layouts_are_correct_on_the_emulator(knobs):
 
 
 @pytest.mark.emulate
-def test_grid_stride_blocks_come_round_to_a_second_group_on_the_emulator():
+@pytest.mark.parametrize("knobs, rows", [(dict(threads=256, lanes=64, grid_stride=1), 1000),
+                                         (dict(threads=256, lanes=32, grid_stride=1), 1100)])
+def test_grid_stride_blocks_come_round_to_a_second_group_on_the_emulator(knobs, rows):
     # 1000 rows in groups of 4 over one block per SM: each block reduces a second group through the
-    # same shared words, so a missing barrier between groups is a race the checker sees
-    v = validate(op, op.schedule(threads=256, lanes=64, grid_stride=1), op.problem({"M": 1000, "N": 33}),
-                 backend="emulate", order="reverse")
+    # same shared words, so a missing barrier between groups is a race the checker sees. 1100 rows in
+    # groups of 8 (a warp a row, no shared words): the warps' loop over groups comes round too
+    v = validate(op, op.schedule(**knobs), op.problem({"M": rows, "N": 33}), backend="emulate", order="reverse")
     assert v.ok, v.summary()
 
 

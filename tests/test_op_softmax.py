@@ -98,6 +98,17 @@ def test_split_plan_runs_stats_then_write_per_batch_of_rows():
     assert len(one.launches) == 2 and one.launches[1].grid == (1024, 8, 1)
 
 
+@pytest.mark.emulate
+def test_split_batches_of_rows_are_correct_on_the_emulator():
+    # 5 rows of 419431 floats (1.6 MB each) in 8 MB batches: two stats+write launch pairs, the second
+    # starting at row 4 (row0 > 0), which no other size reaches (every other one fits a batch)
+    k = op.schedule(threads=256, items=4, algo="split", l2_batch_mb=8)
+    p = op.problem({"rows": 5, "cols": 419431})
+    assert len(op.plan(op.kernel(k), p).launches) == 4
+    v = validate(op, k, p, backend="emulate", order="reverse")
+    assert v.ok, v.summary()
+
+
 def test_space_holds_a_register_row_for_each_benchmark_shape():
     for rows, cols in ((4096, 4096), (32768, 1024), (8192, 128), (1024, 32768)):
         p = op.problem({"rows": rows, "cols": cols})

@@ -220,12 +220,17 @@ class Attention(Op):
 
     def test_problems(self) -> tuple[dict, ...]:
         # seq 1; seq 37 causal; d 64 with seq_q != seq_k, neither a tile multiple; d 24 (the unaligned twin);
-        # seq 97 causal: past one 64-key tile, so a block's diagonal tile is not also its last (seq_k's edge)
+        # seq 97 causal: past one 64-key tile, so a block's diagonal tile is not also its last (seq_k's edge);
+        # seq_k 300: 5 tiles of 64 keys (19 of 16), more than any pipeline's stages, so every ring of K/V stages
+        # wraps; d 20: rows not 16-byte aligned (the tensor-core kernel's unaligned twin, its element-wise
+        # copies of K/V tiles over several rounds of rows)
         return ({"batch": 1, "heads": 3, "seq": 37, "head_dim": 64, "causal": 1},
                 {"batch": 1, "heads": 1, "seq": 1, "head_dim": 64, "causal": 0},
                 {"batch": 3, "heads": 1, "seq_q": 70, "seq_k": 45, "head_dim": 64, "causal": 1},
                 {"batch": 1, "heads": 2, "seq_q": 19, "seq_k": 83, "head_dim": 24, "causal": 0},
-                {"batch": 1, "heads": 1, "seq": 97, "head_dim": 64, "causal": 1})
+                {"batch": 1, "heads": 1, "seq": 97, "head_dim": 64, "causal": 1},
+                {"batch": 1, "heads": 1, "seq_q": 17, "seq_k": 300, "head_dim": 64, "causal": 0},
+                {"batch": 1, "heads": 2, "seq_q": 33, "seq_k": 70, "head_dim": 20, "causal": 1})
 
     # -- schedule <-> knobs ------------------------------------------------------------------------
     def build(self, k: dict) -> Schedule:

@@ -442,8 +442,11 @@ class Elementwise(Op):
     def test_problems(self) -> tuple[dict, ...]:
         # odd n (a scalar tail); one element; fewer columns than a float4 (bias wraps); whole chunks; a column
         # of one (a vector's bias wraps more than once) of 1023 elements: one float4 short of a whole chunk of
-        # the default 256 threads, and a tail of 3
-        return ({"M": 37, "N": 1001}, {"M": 1, "N": 1}, {"M": 9, "N": 2}, {"M": 64, "N": 64}, {"M": 1023, "N": 1})
+        # the default 256 threads, and a tail of 3. 401x1013: past 3 grid strides of 132 blocks x 256 threads
+        # x float4, so a thread of the first block takes a 4th iteration (a prefetch batch's 4th slot, a
+        # ring refilled) at the default threads
+        return ({"M": 37, "N": 1001}, {"M": 1, "N": 1}, {"M": 9, "N": 2}, {"M": 64, "N": 64}, {"M": 1023, "N": 1},
+                {"M": 401, "N": 1013})
 
     def input_shapes(self, problem: Problem) -> dict[str, tuple[int, ...]]:
         m, n = problem["M"], problem["N"]

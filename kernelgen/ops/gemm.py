@@ -701,10 +701,11 @@ class Gemm(Fusing, Op):
         # inside C in M and N still tests its loads, K being no whole number of tiles (bk 16, 32 or 64).
         # K = 200: 7 tiles of the default bk 32 (13 of bk 16, 4 of bk 64, the last partial), so the
         # pipeline's stages wrap (no other size has more than 2 tiles of bk 32, fewer than the default 4
-        # stages)
+        # stages). K = 192: a whole number of split-K slices of whole tiles at split 3 (bk 32 or 64; also 2 and
+        # 6 of bk 32), where a slice length rounded up one tile too far shows (no other K is a multiple of 96)
         return ({"M": 1, "N": 1, "K": 1}, {"M": 33, "N": 17, "K": 40}, {"M": 70, "N": 130, "K": 24},
                 {"M": 33, "N": 72, "K": 37}, {"M": 136, "N": 264, "K": 64}, {"M": 130, "N": 136, "K": 40},
-                {"M": 24, "N": 40, "K": 200})
+                {"M": 24, "N": 40, "K": 200}, {"M": 33, "N": 24, "K": 192})
 
     def make_inputs(self, problem: Problem, rng: np.random.Generator) -> dict[str, np.ndarray]:
         # Small integers: exact in fp16 and bf16, and every fp32 partial sum is exact (|sum| <= 9K < 2^24),

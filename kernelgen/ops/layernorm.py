@@ -226,10 +226,12 @@ class LayerNorm(HalfRowNumbers, RowSchedule, Op):
         # chunks (online and Welford statistics, split's several blocks a row) come round at the default
         # knobs, on rows at three offsets; register rows refuse it by name (max_cols). 8188 columns, one
         # vector short of two default chunks, are 9001's case for the aligned kernels (split's aligned
-        # chunks and their counts; a thread's last chunk holding anything from N - 1 to N vectors).
+        # chunks and their counts; a thread's last chunk holding anything from N - 1 to N vectors). 9x1001: rows
+        # at every offset 0..7 from a 16-byte boundary (16-bit elements), each with whole vectors, so the any
+        # twin's gamma and beta are read shifted by every amount, in every word of the vector
         return ({"rows": 37, "cols": 1000}, {"rows": 3, "cols": 7}, {"rows": 130, "cols": 1},
                 {"rows": 2, "cols": 4093}, {"rows": 1, "cols": 4096}, {"rows": 3, "cols": 9001},
-                {"rows": 2, "cols": 8188})
+                {"rows": 2, "cols": 8188}, {"rows": 9, "cols": 1001})
 
     def check_problem(self, problem: Problem) -> None:
         for d in ("rows", "cols"):

@@ -77,8 +77,10 @@ class ReduceSum(Op):
 
     def test_problems(self) -> tuple[dict, ...]:
         # 4400003: more blocks (528 at the default grid_stride 4 on 132 SMs) than half the final pass's
-        # 1024 threads, so its loop over the partials is not a single step for every thread
-        return ({"n": 1}, {"n": 3}, {"n": 4097}, {"n": 1000003}, {"n": 4400003})
+        # 1024 threads, so its loop over the partials is not a single step for every thread. 8191: one vector
+        # short of a whole default chunk (2047 float4s of 2048; 1023 of 1024 8-element vectors), so a full-chunk
+        # test one vector lax takes the last chunk as whole
+        return ({"n": 1}, {"n": 3}, {"n": 4097}, {"n": 1000003}, {"n": 4400003}, {"n": 8191})
 
     def check_knobs(self, k: dict, target: Target) -> None:
         check(k["threads"] <= target.max_threads, "split", "i.2", k["threads"],

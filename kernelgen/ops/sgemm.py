@@ -480,9 +480,12 @@ class Sgemm(Fusing, Op):
         # Odd K and N take the element-wise kernel; (130, 260, 20) the 128-bit one with ragged tiles. The
         # last two have blocks wholly inside C (no bounds tests) beside ragged ones, rows aligned and not.
         # (67, 131, 13): two K tiles of the default bk 8 in the element-wise kernel, whose peeled loop
-        # fetches tile 1 before its first iteration (no other size has exactly two tiles).
+        # fetches tile 1 before its first iteration (no other size has exactly two tiles). (2100, 9, 5): more
+        # block rows (9 of the default 256, 17 of 128) than the default swizzle's group of 8, so the blocks'
+        # walk comes to a second group (a last one shorter than the rest).
         return ({"M": 1, "N": 1, "K": 1}, {"M": 131, "N": 67, "K": 37}, {"M": 130, "N": 260, "K": 20},
-                {"M": 260, "N": 516, "K": 32}, {"M": 260, "N": 515, "K": 32}, {"M": 67, "N": 131, "K": 13})
+                {"M": 260, "N": 516, "K": 32}, {"M": 260, "N": 515, "K": 32}, {"M": 67, "N": 131, "K": 13},
+                {"M": 2100, "N": 9, "K": 5})
 
     def make_inputs(self, problem: Problem, rng: np.random.Generator) -> dict[str, np.ndarray]:
         # Small integers make every product and partial sum exact in float32 (|partial| <= 9K < 2^24),

@@ -207,9 +207,11 @@ class Transpose(Op):
         # one short of a whole tile (M, N % 16, 32 and 64 = T - 1: a last tile row that a test of `full`
         # one off would take as whole); M = 62 (M % 16, 32 and 64 = T - 2): store_align's last row of tiles is
         # needed only by rows of out that start 3 floats past a 16-byte boundary, which an out that starts an
-        # odd number of elements past one has every other row (the emulator places out so)
+        # odd number of elements past one has every other row (the emulator places out so). 131x901: 145
+        # tiles of 32 (513 of 16), more than the 132 blocks of grid_stride 1, so a block comes round to a second
         return ({"M": 67, "N": 1001}, {"M": 1, "N": 1}, {"M": 64, "N": 96}, {"M": 1000, "N": 3},
-                {"M": 96, "N": 67}, {"M": 130, "N": 96}, {"M": 127, "N": 63}, {"M": 62, "N": 40})
+                {"M": 96, "N": 67}, {"M": 130, "N": 96}, {"M": 127, "N": 63}, {"M": 62, "N": 40},
+                {"M": 131, "N": 901})
 
     def input_shapes(self, problem: Problem) -> dict[str, tuple[int, ...]]:
         return {"x": (problem["M"], problem["N"])}
