@@ -15,7 +15,7 @@ from .errors import ScheduleError
 from .ops.base import Op, Problem
 from .prepared import prepare
 from .schedule import Schedule
-from .timing import choose_method, describe, measure, measure_vendor, roofline
+from .timing import describe, measure, measure_vendor, method_for, roofline
 from .validate import validate
 
 COLUMNS = ["step", "time_us", "GB/s", "TFLOP/s", "roofline", "speedup", "vs_vendor", "valid", "kernel"]
@@ -82,7 +82,7 @@ def _fmt(r: dict) -> dict:
 def format_rows(op: Op, problem: Problem, rows: list[dict], markdown: bool, *, timing: str = "auto",
                 reps: int = 30) -> str:
     dev = gpu.device()
-    method = choose_method(timing, op.bytes_moved(problem))
+    method = method_for(timing, op, problem)
     notes = [f"note: {r['step']} timed by {r['timing']}" for r in rows if r.get("timing", method) != method]
     head = ("\n\n" if markdown else "\n").join([
         f"{op.name} {problem} on {dev.gpu} ({dev.arch}), {datetime.date.today()}, kernelgen {config.VERSION}; "
@@ -177,7 +177,7 @@ def suite_document(work: list, rows: list[dict], reps: int, timing: str) -> dict
     for (e, op, problem), r in zip(work, rows):
         if r["time_us"] is None:
             continue
-        how = describe(choose_method(timing, op.bytes_moved(problem)), op, problem, reps).removeprefix("timing: ")
+        how = describe(method_for(timing, op, problem), op, problem, reps).removeprefix("timing: ")
         mine = {"step": "heuristic for this size", "kernel": r["kernel"], "schedule": r["schedule"],
                 "time_us": r["time_us"], "valid": r["valid"], "timing": r.get("timing")}
         pair = [mine] + ([{"step": f"vendor: {r['vendor']}", "kernel": r["vendor"], "time_us": r["vendor_us"],

@@ -161,7 +161,7 @@ def timing_option(fn):
         return parse_method(value)
     return click.option("--timing", default="auto", show_default=True, metavar="events|graph|auto", callback=checked,
                         help="GPU timing: events around one launch (L2 flushed), or CUDA-graph replays over "
-                             "rotating input sets; auto = graph below 8 L2s moved (400 MB on an H100).")(fn)
+                             "rotating input sets; auto = graph below 64 MB moved, or 8 L2s where memory-bound.")(fn)
 
 
 def dtype_options(fn):
@@ -759,9 +759,9 @@ def bench(op_name, size, ladder, knobs, schedule_file, suite, shard, best, db, r
     click.echo(format_rows(op, problem, rows, markdown, timing=timing, reps=reps))
     if json_file or plot_file:
         from . import gpu, results
-        from .timing import choose_method, describe
+        from .timing import describe, method_for
         dev = gpu.device()
-        how = describe(choose_method(timing, op.bytes_moved(problem)), op, problem, reps).removeprefix("timing: ")
+        how = describe(method_for(timing, op, problem), op, problem, reps).removeprefix("timing: ")
         run = results.run_dict(op, problem, dev, results.add_inspect(op, problem, rows, dev), ladder=ladder,
                                timing=how)
         doc = results.document("bench", device=results.device_dict(dev), runs=[run])

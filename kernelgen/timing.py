@@ -6,12 +6,15 @@
   among enough sets that together they exceed twice the L2, so no launch finds its inputs in the
   cache), the graph replayed several times; the time per launch is the replay's median / R. The
   launch gaps shrink to what back-to-back kernels cost, so small problems measure the kernel.
-- "auto": graph below EVENTS_FROM_L2 times the L2's bytes moved, events from there on. Events around one
+- "auto": graph below GRAPH_BELOW_BYTES moved (launch overhead would be a large share), and for a
+  memory-bound problem below EVENTS_FROM_L2 times the L2's bytes; events otherwise. Events around one
   launch charge the kernel with up to an L2 of DRAM traffic that is not its own and spare it up to an L2
   of its own: the flush leaves the L2 full of dirty lines the timed kernel writes back, and the kernel's
   last writes are still in the L2 when the stop event fires (bench/flush_probe.py on the H100: a 64 MiB
   device copy, 2.49 TB/s after the flush, 2.81 in graph replays, 3.22 after a flush that leaves clean
-  lines). From 8 L2s moved that is at most an eighth either way.
+  lines). From 8 L2s moved that is at most an eighth either way; a compute-bound kernel hides it under
+  its math, and keeps events (cuBLAS captured in a graph by torch ran 184 us at fp16 4096^3 against 166
+  us under events: a comparison there would flatter kernelgen).
 
 >>> from kernelgen.timing import Timing, rotation, choose_method
 >>> Timing((3.0, 1.0, 2.0)).median_us
@@ -20,6 +23,8 @@
 (13, 39)
 >>> [choose_method("auto", bytes_moved=n << 20, l2_bytes=50 << 20) for n in (8, 128, 400)]   # an H100's L2
 ['graph', 'graph', 'events']
+>>> choose_method("auto", bytes_moved=96 << 20, l2_bytes=50 << 20, memory_bound=False)      # a 4096^3 GEMM
+'events'
 
 `measure()` times one schedule and places it on the roofline of the device; `measure_vendor()`
 times the vendor library on the very same input sets, for the ratio.
@@ -40,7 +45,8 @@ from .schedule import Schedule
 from .target import Target
 
 METHODS = ("events", "graph", "auto")
-EVENTS_FROM_L2 = 8             # auto: events around one launch from this many L2s moved (graph timing below)
+GRAPH_BELOW_BYTES = 64 << 20   # auto: graph timing below this many bytes moved, where launch overhead is a large share
+EVENTS_FROM_L2 = 8             # auto: a memory-bound problem takes events from this many L2s moved (graph below)
 MIN_LAUNCHES = 32              # launches per graph replay, at least (a whole number of rotations)
 REPLAY_US = 2000.0             # a replay this long amortises its own launch: long kernels need fewer launches
 MAX_SETS = 256                 # input/output sets rotated at most (tiny problems would need thousands)
@@ -80,13 +86,20 @@ def parse_method(text: str) -> str:
     return text
 
 
-def choose_method(method: str, bytes_moved: int, l2_bytes: int | None = None) -> str:
-    """`events` or `graph`: `auto` takes graph below EVENTS_FROM_L2 L2s moved (`l2_bytes`: the L2's size,
-    by default the current GPU's)."""
-    if parse_method(method) == "auto":
-        l2 = gpu.device().l2_bytes if l2_bytes is None else l2_bytes
-        return "graph" if bytes_moved < EVENTS_FROM_L2 * l2 else "events"
-    return method
+def choose_method(method: str, bytes_moved: int, l2_bytes: int | None = None, memory_bound: bool = True) -> str:
+    """`events` or `graph`: `auto` takes graph below GRAPH_BELOW_BYTES moved, and for a memory-bound problem
+    below EVENTS_FROM_L2 L2s moved (`l2_bytes`: the L2's size, by default the current GPU's)."""
+    if parse_method(method) != "auto":
+        return method
+    if bytes_moved < GRAPH_BELOW_BYTES:
+        return "graph"
+    l2 = gpu.device().l2_bytes if l2_bytes is None else l2_bytes
+    return "graph" if memory_bound and bytes_moved < EVENTS_FROM_L2 * l2 else "events"
+
+
+def method_for(method: str, op: Op, problem: Problem) -> str:
+    """choose_method for `problem` on this GPU: its bytes, its L2, whether the memory roof binds."""
+    return choose_method(method, op.bytes_moved(problem), memory_bound=roofline(op, problem, 1.0)[3] == "memory")
 
 
 def rotation(set_bytes: int, l2_bytes: int) -> tuple[int, int]:
@@ -246,7 +259,7 @@ def measure(op: Op, sched: Schedule, problem: Problem, *, reps: int = 30, warmup
     """`once_us`: a run's time where the caller knows it (a tuning runner times one run first): a graph
     replay then holds whole rotations of at least REPLAY_US, not MIN_LAUNCHES launches of a long kernel
     (a 400 us SGEMM spent 0.3 s a candidate in 800 launches)."""
-    method = choose_method(timing, op.bytes_moved(problem))
+    method = method_for(timing, op, problem)
     if method == "graph":
         sets, launches = rotation(set_bytes(op.instance(sched, problem), problem), gpu.device().l2_bytes)
         if once_us:
@@ -264,7 +277,7 @@ def measure_vendor(op: Op, problem: Problem, *, reps: int = 30, warmup: int = 5,
                    timing: str = "events") -> tuple[str, Measurement] | None:
     """The vendor library on the kernels' own input sets (drawn once), timed the same way; where its
     graph capture fails it is timed with events, and the Measurement's method says why."""
-    method = choose_method(timing, op.bytes_moved(problem))
+    method = method_for(timing, op, problem)
     sets, launches = rotation(set_bytes(op, problem), gpu.device().l2_bytes) if method == "graph" else (1, 0)
     names = op.input_shapes(problem)
     found = [op.vendor({k: a[k] for k in names}, problem) for a in device_sets(op, problem, sets)]

@@ -3,7 +3,7 @@ import pytest
 
 import kernelgen as kg
 from kernelgen.errors import UsageError
-from kernelgen.timing import EVENTS_FROM_L2, MAX_SETS, MIN_LAUNCHES, choose_method, parse_method, rotation, set_bytes
+from kernelgen.timing import EVENTS_FROM_L2, GRAPH_BELOW_BYTES, MAX_SETS, MIN_LAUNCHES, choose_method, parse_method, rotation, set_bytes
 
 MiB = 1 << 20
 
@@ -27,6 +27,9 @@ def test_auto_takes_events_only_where_an_l2_of_traffic_is_a_small_share():
     assert choose_method("auto", EVENTS_FROM_L2 * h100, h100) == "events"
     assert choose_method("auto", 1 << 30, h100) == "events"                  # reduce_sum over 2^28 floats
     assert choose_method("auto", 400 * MiB, 60 * MiB) == "graph"              # an H200's larger L2
+    # compute-bound: events from GRAPH_BELOW_BYTES (cuBLAS captured in a graph by torch runs slower)
+    assert choose_method("auto", 96 * MiB, h100, memory_bound=False) == "events"     # fp16 GEMM 4096^3
+    assert choose_method("auto", GRAPH_BELOW_BYTES - 1, h100, memory_bound=False) == "graph"
     assert choose_method("events", 1) == "events" and choose_method("graph", 1 << 40) == "graph"
 
 
