@@ -327,84 +327,181 @@ __device__ __forceinline__ void gemm_f16_sm90_imma_bm128_bn128_bk32_wm64_wn64_st
     for (int j = 0; j < 8; ++j) acc[i][j][0] = acc[i][j][1] = acc[i][j][2] = acc[i][j][3] = 0.0f;
   }
   const int ktiles = (K + 31) / 32;
-  // 4-stage pipeline: tiles kt+1 .. kt+3 are in flight while tile kt is used.
-  #pragma unroll
-  for (int s = 0; s < 3; ++s) {
-    if (s < ktiles) {
+  if (ALIGNED) {
+    // 4-stage pipeline: tiles kt+1 .. kt+3 are in flight while tile kt is used.
+      const int ca_r = tid / 4, ca_c = tid % 4 * 8;
+      const int ca_s = (ca_r) * 32 + ((((ca_c) >> 3) ^ (((ca_r) / 2) % 4)) << 3) + ((ca_c) & 7);
+      const unsigned short* ca_g[4];
       #pragma unroll
-      for (int it = 0; it < 4; ++it) {
-        // 128 threads copy 32 whole rows a round: the column is the thread's own and the row
-        // advances by a constant (so does the swizzle's row term), which leaves the addresses to strength reduction
-        const int r = tid / 4 + it * 32, c = tid % 4 * 8;
-        const unsigned short* const g = A + (size_t)m0 * K + (s * 32) + (size_t)r * K + c;
-        kg_tc_async16<CHECK, ALIGNED>(As + (s) * 4096 + (r) * 32 + ((((c) >> 3) ^ (((r) / 2) % 4)) << 3) + ((c) & 7), g, r < M - m0, c, K - (s * 32));
-      }
-
+      for (int it = 0; it < 4; ++it)
+        ca_g[it] = A + (size_t)m0 * K + (0) + (size_t)(ca_r + it * 32) * K + ca_c;
+      const int cb_r = tid / 16, cb_c = tid % 16 * 8;
+      const int cb_s = (cb_r) * 128 + ((((cb_c) >> 3) ^ (((cb_r) / 1) % 8)) << 3) + ((cb_c) & 7);
+      const unsigned short* cb_g[4];
       #pragma unroll
-      for (int it = 0; it < 4; ++it) {
-        // 128 threads copy 8 whole rows a round: the column is the thread's own and the row
-        // advances by a constant (so does the swizzle's row term), which leaves the addresses to strength reduction
-        const int r = tid / 16 + it * 8, c = tid % 16 * 8;
-        const unsigned short* const g = B + (size_t)(s * 32) * N + n0 + (size_t)r * N + c;
-        kg_tc_async16<CHECK, ALIGNED>(Bs + (s) * 4096 + (r) * 128 + ((((c) >> 3) ^ (((r) / 1) % 8)) << 3) + ((c) & 7), g, r < K - (s * 32), c, N - n0);
-      }
-    }
-    kg_cp_async_commit();
-  }
-  int read = 0, write = 3;
-  for (int kt = 0; kt < ktiles; ++kt) {
-    kg_cp_async_wait<2>();
-    __syncthreads();  // tile kt has landed, and every warp is done with the stage written next
-    {
-      const unsigned short* const as = As + (read) * 4096;
-      const unsigned short* const bs = Bs + (read) * 4096;
+      for (int it = 0; it < 4; ++it)
+        cb_g[it] = B + (size_t)(0) * N + n0 + (size_t)(cb_r + it * 8) * N + cb_c;
       #pragma unroll
-      for (int kk = 0; kk < 32; kk += 16) {
-        unsigned a[4][4], b[8][2];
-        #pragma unroll
-        for (int i = 0; i < 4; ++i)
-          kg_ldmatrix_x4(a[i], as + (wm0 + i * 16 + (lane & 15)) * 32 + ((((kk + (lane >> 4) * 8) >> 3) ^ (((wm0 + i * 16 + (lane & 15)) / 2) % 4)) << 3) + ((kk + (lane >> 4) * 8) & 7));
-        #pragma unroll
-        for (int j = 0; j < 4; ++j) {
-          unsigned r4[4];
-          kg_ldmatrix_x4_trans(r4, bs + (kk + (lane & 15)) * 128 + ((((wn0 + j * 16 + (lane >> 4) * 8) >> 3) ^ (((kk + (lane & 15)) / 1) % 8)) << 3) + ((wn0 + j * 16 + (lane >> 4) * 8) & 7));
-          b[2 * j][0] = r4[0]; b[2 * j][1] = r4[1]; b[2 * j + 1][0] = r4[2]; b[2 * j + 1][1] = r4[3];
-        }
-        if (kk == 0) {
-          if (kt + 3 < ktiles) {
-            const int k1 = (kt + 3) * 32;
-            #pragma unroll
-            for (int it = 0; it < 4; ++it) {
-              // 128 threads copy 32 whole rows a round: the column is the thread's own and the row
-              // advances by a constant (so does the swizzle's row term), which leaves the addresses to strength reduction
-              const int r = tid / 4 + it * 32, c = tid % 4 * 8;
-              const unsigned short* const g = A + (size_t)m0 * K + (k1) + (size_t)r * K + c;
-              kg_tc_async16<CHECK, ALIGNED>(As + (write) * 4096 + (r) * 32 + ((((c) >> 3) ^ (((r) / 2) % 4)) << 3) + ((c) & 7), g, r < M - m0, c, K - (k1));
-            }
-
-            #pragma unroll
-            for (int it = 0; it < 4; ++it) {
-              // 128 threads copy 8 whole rows a round: the column is the thread's own and the row
-              // advances by a constant (so does the swizzle's row term), which leaves the addresses to strength reduction
-              const int r = tid / 16 + it * 8, c = tid % 16 * 8;
-              const unsigned short* const g = B + (size_t)(k1) * N + n0 + (size_t)r * N + c;
-              kg_tc_async16<CHECK, ALIGNED>(Bs + (write) * 4096 + (r) * 128 + ((((c) >> 3) ^ (((r) / 1) % 8)) << 3) + ((c) & 7), g, r < K - (k1), c, N - n0);
-            }
-          }
-          kg_cp_async_commit();
-        }
-        #pragma unroll
-        for (int i = 0; i < 4; ++i) {
+      for (int s = 0; s < 3; ++s) {
+        if (s < ktiles) {
           #pragma unroll
-          for (int jj = 0; jj < 8; ++jj) {
-            const int j = (i & 1) ? 7 - jj : jj;
-            kg_mma_m16n8k16_f16(acc[i][j], a[i], b[j]);
+          for (int it = 0; it < 4; ++it) {
+            if (s > 0) ca_g[it] += ((A + (size_t)m0 * K + (32)) - (A + (size_t)m0 * K + (0)));
+            kg_tc_async16<CHECK, ALIGNED>(As + (s) * 4096 + ca_s + it * 1024, ca_g[it],
+                                          ca_r + it * 32 < M - m0, ca_c, K - (s * 32));
+          }
+
+          #pragma unroll
+          for (int it = 0; it < 4; ++it) {
+            if (s > 0) cb_g[it] += ((B + (size_t)(32) * N + n0) - (B + (size_t)(0) * N + n0));
+            kg_tc_async16<CHECK, ALIGNED>(Bs + (s) * 4096 + cb_s + it * 1024, cb_g[it],
+                                          cb_r + it * 8 < K - (s * 32), cb_c, N - n0);
+          }
+        }
+        kg_cp_async_commit();
+      }
+      int read = 0, write = 3;
+      int fo_a[2];
+      #pragma unroll
+      for (int q = 0; q < 2; ++q)
+        fo_a[q] = (wm0 + (lane & 15)) * 32 + ((((q * 16 + ((lane >> 4) << 3)) >> 3) ^ (((wm0 + (lane & 15)) / 2) % 4)) << 3) + ((q * 16 + ((lane >> 4) << 3)) & 7);
+      int fo_b[4];
+      #pragma unroll
+      for (int j = 0; j < 4; ++j)
+        fo_b[j] = (lane & 15) * 128 + ((((wn0 + j * 16 + ((lane >> 4) << 3)) >> 3) ^ (((lane & 15) / 1) % 8)) << 3) + ((wn0 + j * 16 + ((lane >> 4) << 3)) & 7);
+      for (int kt0 = 0; kt0 < ktiles; kt0 += 4) {
+        #pragma unroll
+        for (int rs = 0; rs < 4; ++rs) {
+          const int kt = kt0 + rs;
+          if (kt >= ktiles) break;
+          kg_cp_async_wait<2>();
+          __syncthreads();  // tile kt has landed, and every warp is done with the stage written next
+          {
+            const unsigned short* const as = As + (rs) * 4096;
+            const unsigned short* const bs = Bs + (rs) * 4096;
+            #pragma unroll
+            for (int kk = 0; kk < 32; kk += 16) {
+              unsigned a[4][4], b[8][2];
+              #pragma unroll
+              for (int i = 0; i < 4; ++i)
+                kg_ldmatrix_x4(a[i], as + fo_a[kk / 16] + i * 512);
+              #pragma unroll
+              for (int j = 0; j < 4; ++j) {
+                unsigned r4[4];
+                kg_ldmatrix_x4_trans(r4, bs + fo_b[j] + (kk / 16) * 2048);
+                b[2 * j][0] = r4[0]; b[2 * j][1] = r4[1]; b[2 * j + 1][0] = r4[2]; b[2 * j + 1][1] = r4[3];
+              }
+              if (kk == 0) {
+                if (kt + 3 < ktiles) {
+                  const int k1 = (kt + 3) * 32;
+                  #pragma unroll
+                  for (int it = 0; it < 4; ++it) {
+                    if (true) ca_g[it] += ((A + (size_t)m0 * K + (32)) - (A + (size_t)m0 * K + (0)));
+                    kg_tc_async16<CHECK, ALIGNED>(As + ((rs + 3) % 4) * 4096 + ca_s + it * 1024, ca_g[it],
+                                                  ca_r + it * 32 < M - m0, ca_c, K - (k1));
+                  }
+
+                  #pragma unroll
+                  for (int it = 0; it < 4; ++it) {
+                    if (true) cb_g[it] += ((B + (size_t)(32) * N + n0) - (B + (size_t)(0) * N + n0));
+                    kg_tc_async16<CHECK, ALIGNED>(Bs + ((rs + 3) % 4) * 4096 + cb_s + it * 1024, cb_g[it],
+                                                  cb_r + it * 8 < K - (k1), cb_c, N - n0);
+                  }
+                }
+                kg_cp_async_commit();
+              }
+              #pragma unroll
+              for (int i = 0; i < 4; ++i) {
+                #pragma unroll
+                for (int jj = 0; jj < 8; ++jj) {
+                  const int j = (i & 1) ? 7 - jj : jj;
+                  kg_mma_m16n8k16_f16(acc[i][j], a[i], b[j]);
+                }
+              }
+            }
           }
         }
       }
-    }
-    read = read == 3 ? 0 : read + 1;
-    write = write == 3 ? 0 : write + 1;
+  } else {   // element-wise copies: the rolled loop (unrolled, their loads spill)
+    // 4-stage pipeline: tiles kt+1 .. kt+3 are in flight while tile kt is used.
+      #pragma unroll
+      for (int s = 0; s < 3; ++s) {
+        if (s < ktiles) {
+          #pragma unroll
+          for (int it = 0; it < 4; ++it) {
+            // 128 threads copy 32 whole rows a round: the column is the thread's own and the row
+            // advances by a constant (so does the swizzle's row term), which leaves the addresses to strength reduction
+            const int r = tid / 4 + it * 32, c = tid % 4 * 8;
+            const unsigned short* const g = A + (size_t)m0 * K + (s * 32) + (size_t)r * K + c;
+            kg_tc_async16<CHECK, ALIGNED>(As + (s) * 4096 + (r) * 32 + ((((c) >> 3) ^ (((r) / 2) % 4)) << 3) + ((c) & 7), g, r < M - m0, c, K - (s * 32));
+          }
+
+          #pragma unroll
+          for (int it = 0; it < 4; ++it) {
+            // 128 threads copy 8 whole rows a round: the column is the thread's own and the row
+            // advances by a constant (so does the swizzle's row term), which leaves the addresses to strength reduction
+            const int r = tid / 16 + it * 8, c = tid % 16 * 8;
+            const unsigned short* const g = B + (size_t)(s * 32) * N + n0 + (size_t)r * N + c;
+            kg_tc_async16<CHECK, ALIGNED>(Bs + (s) * 4096 + (r) * 128 + ((((c) >> 3) ^ (((r) / 1) % 8)) << 3) + ((c) & 7), g, r < K - (s * 32), c, N - n0);
+          }
+        }
+        kg_cp_async_commit();
+      }
+      int read = 0, write = 3;
+      for (int kt = 0; kt < ktiles; ++kt) {
+        kg_cp_async_wait<2>();
+        __syncthreads();  // tile kt has landed, and every warp is done with the stage written next
+        {
+          const unsigned short* const as = As + (read) * 4096;
+          const unsigned short* const bs = Bs + (read) * 4096;
+          #pragma unroll
+          for (int kk = 0; kk < 32; kk += 16) {
+            unsigned a[4][4], b[8][2];
+            #pragma unroll
+            for (int i = 0; i < 4; ++i)
+              kg_ldmatrix_x4(a[i], as + (wm0 + i * 16 + (lane & 15)) * 32 + ((((kk + (lane >> 4) * 8) >> 3) ^ (((wm0 + i * 16 + (lane & 15)) / 2) % 4)) << 3) + ((kk + (lane >> 4) * 8) & 7));
+            #pragma unroll
+            for (int j = 0; j < 4; ++j) {
+              unsigned r4[4];
+              kg_ldmatrix_x4_trans(r4, bs + (kk + (lane & 15)) * 128 + ((((wn0 + j * 16 + (lane >> 4) * 8) >> 3) ^ (((kk + (lane & 15)) / 1) % 8)) << 3) + ((wn0 + j * 16 + (lane >> 4) * 8) & 7));
+              b[2 * j][0] = r4[0]; b[2 * j][1] = r4[1]; b[2 * j + 1][0] = r4[2]; b[2 * j + 1][1] = r4[3];
+            }
+            if (kk == 0) {
+              if (kt + 3 < ktiles) {
+                const int k1 = (kt + 3) * 32;
+                #pragma unroll
+                for (int it = 0; it < 4; ++it) {
+                  // 128 threads copy 32 whole rows a round: the column is the thread's own and the row
+                  // advances by a constant (so does the swizzle's row term), which leaves the addresses to strength reduction
+                  const int r = tid / 4 + it * 32, c = tid % 4 * 8;
+                  const unsigned short* const g = A + (size_t)m0 * K + (k1) + (size_t)r * K + c;
+                  kg_tc_async16<CHECK, ALIGNED>(As + (write) * 4096 + (r) * 32 + ((((c) >> 3) ^ (((r) / 2) % 4)) << 3) + ((c) & 7), g, r < M - m0, c, K - (k1));
+                }
+
+                #pragma unroll
+                for (int it = 0; it < 4; ++it) {
+                  // 128 threads copy 8 whole rows a round: the column is the thread's own and the row
+                  // advances by a constant (so does the swizzle's row term), which leaves the addresses to strength reduction
+                  const int r = tid / 16 + it * 8, c = tid % 16 * 8;
+                  const unsigned short* const g = B + (size_t)(k1) * N + n0 + (size_t)r * N + c;
+                  kg_tc_async16<CHECK, ALIGNED>(Bs + (write) * 4096 + (r) * 128 + ((((c) >> 3) ^ (((r) / 1) % 8)) << 3) + ((c) & 7), g, r < K - (k1), c, N - n0);
+                }
+              }
+              kg_cp_async_commit();
+            }
+            #pragma unroll
+            for (int i = 0; i < 4; ++i) {
+              #pragma unroll
+              for (int jj = 0; jj < 8; ++jj) {
+                const int j = (i & 1) ? 7 - jj : jj;
+                kg_mma_m16n8k16_f16(acc[i][j], a[i], b[j]);
+              }
+            }
+          }
+        }
+        read = read == 3 ? 0 : read + 1;
+        write = write == 3 ? 0 : write + 1;
+      }
   }
   // Epilogue: fp32 -> __half; rows and columns past M and N are not stored.
   #pragma unroll
