@@ -361,7 +361,6 @@ __device__ __forceinline__ void gemm_f16_sm90_imma_bm128_bn128_bk32_wm64_wn64_st
         }
         kg_cp_async_commit();
       }
-      int read = 0, write = 3;
       int fo_a[2];
       #pragma unroll
       for (int q = 0; q < 2; ++q)
