@@ -966,6 +966,18 @@ MUTATIONS = [
      M("common/mma.cuh", "const int s0 = 8 * i + 2 * (lane % 4), s1", "const int s0 = 8 * i + (lane % 4), s1")),
     ("r4 mma.cuh: emulated mma gathers B from lanes 4(t + c) + j", "gemm", {},
      M("common/mma.cuh", "b[i], 4 * (2 * t + c) + j);", "b[i], 4 * (t + c) + j);")),
+    # ---- the mma.sync gemm's unrolled pipeline (ninth session; written with the code, not blind)
+    ("s9 gemm: the unrolled pipeline waits for one group too few", "gemm", {},
+     M("gemm.cu.j2", "      kg_cp_async_wait<{{ stages - 2 }}>();\n      __syncthreads();  // tile kt has landed",
+       "      kg_cp_async_wait<{{ stages - 1 }}>();\n      __syncthreads();  // tile kt has landed")),
+    ("s9 gemm: the unrolled pipeline writes the stage one ahead of the one it frees", "gemm", {},
+     M("gemm.cu.j2", '"(rs + %d) %% %d" % (stages - 1, stages)', '"(rs + %d) %% %d" % (stages - 2, stages)')),
+    ("s9 tc_copy: streamed copies never advance their pointers", "gemm", {},
+     M("lib/tc_copy.j2", "  if ({{ advance }}) {{ pre }}_g[it] += {{ step }};", "  if (false) {{ pre }}_g[it] += {{ step }};")),
+    ("s9 tc_fragment: hoisted A offsets drop the lane's k half", "gemm", {},
+     M("lib/tc_fragment.j2", '"q * 16 + ((lane >> 4) << 3)", ta.ld', '"q * 16", ta.ld')),
+    ("s9 tc_fragment: hoisted B offsets drop the lane's column half", "gemm", {},
+     M("lib/tc_fragment.j2", '"%s + j * 16 + ((lane >> 4) << 3)" % col0, tb.ld', '"%s + j * 16" % col0, tb.ld')),
 ]
 
 
