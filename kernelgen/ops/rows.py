@@ -355,9 +355,9 @@ class HalfRowNumbers:
         """Float arrays rounded to each buffer's type, as its storage."""
         return {b: problem.dtype(b).encode(np.asarray(a, dtype=np.float32)) for b, a in arrays.items()}
 
-    def decoded(self, problem, inputs: dict) -> dict:
-        """The inputs' values as float64."""
-        return {b: problem.dtype(b).decode(a) for b, a in inputs.items()}
+    def decoded(self, problem, inputs: dict, xp=np) -> dict:
+        """The inputs' values as float64 (`xp`: numpy, or cupy for arrays on the GPU)."""
+        return {b: problem.dtype(b).decode(a, xp) for b, a in inputs.items()}
 
     def half_output(self, problem) -> bool:
         return problem.dtype(self.outputs[0]).itemsize == 2
