@@ -973,7 +973,7 @@ MUTATIONS = [
     ("s9 gemm: the unrolled pipeline writes the stage one ahead of the one it frees", "gemm", {},
      M("gemm.cu.j2", '"(rs + %d) %% %d" % (stages - 1, stages)', '"(rs + %d) %% %d" % (stages - 2, stages)')),
     ("s9 tc_copy: streamed copies never advance their pointers", "gemm", {},
-     M("lib/tc_copy.j2", "  if ({{ advance }}) {{ pre }}_g[it] += {{ step }};", "  if (false) {{ pre }}_g[it] += {{ step }};")),
+     M("lib/tc_copy.j2", "  if ({{ advance }}) {{ pre }}_p[it] += {{ step }};", "  if (false) {{ pre }}_p[it] += {{ step }};")),
     ("s9 tc_fragment: hoisted A offsets drop the lane's k half", "gemm", {},
      M("lib/tc_fragment.j2", '"q * 16 + ((lane >> 4) << 3)", ta.ld', '"q * 16", ta.ld')),
     ("s9 tc_fragment: hoisted B offsets drop the lane's column half", "gemm", {},

@@ -331,31 +331,33 @@ __device__ __forceinline__ void gemm_f16_sm90_imma_bm128_bn128_bk32_wm64_wn64_st
   if (ALIGNED) {
     // 4-stage pipeline: tiles kt+1 .. kt+3 are in flight while tile kt is used.
       const int ca_r = tid / 4, ca_c = tid % 4 * 8;
+      const unsigned short* const ca_g = A + (size_t)m0 * K + (0) + (size_t)ca_r * K + ca_c;
       const int ca_s = (ca_r) * 32 + ((((ca_c) >> 3) ^ (((ca_r) / 2) % 4)) << 3) + ((ca_c) & 7);
-      const unsigned short* ca_g[4];
+
+      const unsigned short* ca_p[4];
       #pragma unroll
-      for (int it = 0; it < 4; ++it)
-        ca_g[it] = A + (size_t)m0 * K + (0) + (size_t)(ca_r + it * 32) * K + ca_c;
+      for (int it = 0; it < 4; ++it) ca_p[it] = ca_g + (size_t)(it * 32) * K;
       const int cb_r = tid / 16, cb_c = tid % 16 * 8;
+      const unsigned short* const cb_g = B + (size_t)(0) * N + n0 + (size_t)cb_r * N + cb_c;
       const int cb_s = (cb_r) * 128 + ((((cb_c) >> 3) ^ (((cb_r) / 1) % 8)) << 3) + ((cb_c) & 7);
-      const unsigned short* cb_g[4];
+
+      const unsigned short* cb_p[4];
       #pragma unroll
-      for (int it = 0; it < 4; ++it)
-        cb_g[it] = B + (size_t)(0) * N + n0 + (size_t)(cb_r + it * 8) * N + cb_c;
+      for (int it = 0; it < 4; ++it) cb_p[it] = cb_g + (size_t)(it * 8) * N;
       #pragma unroll
       for (int s = 0; s < 3; ++s) {
         if (s < ktiles) {
           #pragma unroll
           for (int it = 0; it < 4; ++it) {
-            if (s > 0) ca_g[it] += ((A + (size_t)m0 * K + (32)) - (A + (size_t)m0 * K + (0)));
-            kg_tc_async16<CHECK, ALIGNED>(As + (s) * 4096 + ca_s + it * 1024, ca_g[it],
+            if (s > 0) ca_p[it] += ((A + (size_t)m0 * K + (32)) - (A + (size_t)m0 * K + (0)));
+            kg_tc_async16<CHECK, ALIGNED>(As + (s) * 4096 + ca_s + it * 1024, ca_p[it],
                                           ca_r + it * 32 < M - m0, ca_c, K - (s * 32));
           }
 
           #pragma unroll
           for (int it = 0; it < 4; ++it) {
-            if (s > 0) cb_g[it] += ((B + (size_t)(32) * N + n0) - (B + (size_t)(0) * N + n0));
-            kg_tc_async16<CHECK, ALIGNED>(Bs + (s) * 4096 + cb_s + it * 1024, cb_g[it],
+            if (s > 0) cb_p[it] += ((B + (size_t)(32) * N + n0) - (B + (size_t)(0) * N + n0));
+            kg_tc_async16<CHECK, ALIGNED>(Bs + (s) * 4096 + cb_s + it * 1024, cb_p[it],
                                           cb_r + it * 8 < K - (s * 32), cb_c, N - n0);
           }
         }
@@ -396,15 +398,15 @@ __device__ __forceinline__ void gemm_f16_sm90_imma_bm128_bn128_bk32_wm64_wn64_st
                   const int k1 = (kt + 3) * 32;
                   #pragma unroll
                   for (int it = 0; it < 4; ++it) {
-                    if (true) ca_g[it] += ((A + (size_t)m0 * K + (32)) - (A + (size_t)m0 * K + (0)));
-                    kg_tc_async16<CHECK, ALIGNED>(As + ((rs + 3) % 4) * 4096 + ca_s + it * 1024, ca_g[it],
+                    if (true) ca_p[it] += ((A + (size_t)m0 * K + (32)) - (A + (size_t)m0 * K + (0)));
+                    kg_tc_async16<CHECK, ALIGNED>(As + ((rs + 3) % 4) * 4096 + ca_s + it * 1024, ca_p[it],
                                                   ca_r + it * 32 < M - m0, ca_c, K - (k1));
                   }
 
                   #pragma unroll
                   for (int it = 0; it < 4; ++it) {
-                    if (true) cb_g[it] += ((B + (size_t)(32) * N + n0) - (B + (size_t)(0) * N + n0));
-                    kg_tc_async16<CHECK, ALIGNED>(Bs + ((rs + 3) % 4) * 4096 + cb_s + it * 1024, cb_g[it],
+                    if (true) cb_p[it] += ((B + (size_t)(32) * N + n0) - (B + (size_t)(0) * N + n0));
+                    kg_tc_async16<CHECK, ALIGNED>(Bs + ((rs + 3) % 4) * 4096 + cb_s + it * 1024, cb_p[it],
                                                   cb_r + it * 8 < K - (k1), cb_c, N - n0);
                   }
                 }
