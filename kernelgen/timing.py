@@ -99,7 +99,8 @@ def choose_method(method: str, bytes_moved: int, l2_bytes: int | None = None, me
 
 def method_for(method: str, op: Op, problem: Problem) -> str:
     """choose_method for `problem` on this GPU: its bytes, its L2, whether the memory roof binds."""
-    return choose_method(method, op.bytes_moved(problem), memory_bound=roofline(op, problem, 1.0)[3] == "memory")
+    t_mem, t_math = floors(op, problem, gpu.device())
+    return choose_method(method, op.bytes_moved(problem), memory_bound=t_mem >= t_math)
 
 
 def rotation(set_bytes: int, l2_bytes: int) -> tuple[int, int]:
@@ -203,14 +204,17 @@ def roofline(op: Op, problem: Problem, time_us: float, on: Target | None = None)
     """(GB/s, TFLOP/s, fraction of the roof, which roof) on `on` (default: this GPU): the compute roof is
     the op's math path there (fp32 CUDA cores, or the tensor cores' figure for its input type); a
     target without peaks (an arch's reference target) has no roof: fraction 0."""
-    dev = on or gpu.device()
-    nbytes, flops = op.bytes_moved(problem), op.flops(problem)
-    peak_bw, peak_flops = (dev.peaks.bytes_per_s if dev.peaks else 0.0), dev.peak_flops(op.math(problem))
-    t_mem = nbytes / peak_bw if peak_bw else 0.0
-    t_math = flops / peak_flops if peak_flops else 0.0
-    floor = max(t_mem, t_math)
+    t_mem, t_math = floors(op, problem, on or gpu.device())
     secs = time_us * 1e-6
-    return nbytes / secs / 1e9, flops / secs / 1e12, floor / secs, "memory" if t_mem >= t_math else "compute"
+    return (op.bytes_moved(problem) / secs / 1e9, op.flops(problem) / secs / 1e12, max(t_mem, t_math) / secs,
+            "memory" if t_mem >= t_math else "compute")
+
+
+def floors(op: Op, problem: Problem, dev: Target) -> tuple[float, float]:
+    """(seconds at the memory roof, seconds at the compute roof) of `problem` on `dev` (0 where it has no peaks)."""
+    peak_bw, peak_flops = (dev.peaks.bytes_per_s if dev.peaks else 0.0), dev.peak_flops(op.math(problem))
+    return (op.bytes_moved(problem) / peak_bw if peak_bw else 0.0,
+            op.flops(problem) / peak_flops if peak_flops else 0.0)
 
 
 # -- inputs and launchers ------------------------------------------------------------------------
