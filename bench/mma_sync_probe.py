@@ -67,6 +67,14 @@ VARIANTS = (
     ("256x128 bk64, 3 stages, staged C, sw8", dict(bm=256, bk=64, stages=3, swizzle=8, epilogue="smem")),
     ("4 stages, staged C, sw8", dict(swizzle=8, epilogue="smem")),
     ("3 stages, staged C", dict(stages=3, epilogue="smem")),
+    ("persistent, 2 blocks/SM: 4 stages, staged C", dict(epilogue="smem", persistent="coop", min_blocks=2)),
+    ("persistent, 2 blocks/SM: 4 stages, direct C", dict(persistent="coop", min_blocks=2)),
+    ("persistent, 2 blocks/SM: 4 stages, staged C, sw8", dict(epilogue="smem", persistent="coop", min_blocks=2,
+                                                               swizzle=8)),
+    ("persistent, 2 blocks/SM: 4 stages, staged C, sw4", dict(epilogue="smem", persistent="coop", min_blocks=2,
+                                                               swizzle=4)),
+    ("persistent, 2 blocks/SM: 2 stages, staged C", dict(stages=2, epilogue="smem", persistent="coop", min_blocks=2)),
+    ("4 stages, staged C, min_blocks 2 (per-tile launches)", dict(epilogue="smem", min_blocks=2)),
 )
 
 
@@ -125,11 +133,11 @@ def check_output(op, sched, problem, ref) -> tuple[bool, float]:
     return err <= op.tolerance(problem), err
 
 
-def time_size(op, target, dtype, n, variants, errors, args, rows) -> None:
-    """Check and time `variants` (label, knobs) at n^3 in `dtype`, appending a row each."""
+def time_size(op, target, dtype, n, variants, errors, args, rows, k=None) -> None:
+    """Check and time `variants` (label, knobs) at n^3 (n x n x k with `k`) in `dtype`, appending a row each."""
     import cupy
     from kernelgen.timing import device_sets, measure, measure_vendor
-    problem = op.problem({"M": n, "N": n, "K": n}, dtype=dtype)
+    problem = op.problem({"M": n, "N": n, "K": k or n}, dtype=dtype)
     ref = op.reference(device_sets(op, problem, 1)[0], problem, xp=cupy)["C"]
     vendor = measure_vendor(op, problem, reps=args.reps)
     vendor_us = vendor[1].time_us if vendor else None
@@ -137,7 +145,7 @@ def time_size(op, target, dtype, n, variants, errors, args, rows) -> None:
         sched = op.schedule_from_knobs(**knobs)
         name = op.kernel(sched, target, op.types(dtype)).name
         error, regs, spills = errors.get(name, ("", None, None))
-        row = dict(size=f"{n}^3", dtype=dtype, label=label, kernel=name, registers=regs, spill_bytes=spills,
+        row = dict(size=f"{n}x{n}x{k}" if k else f"{n}^3", dtype=dtype, label=label, kernel=name, registers=regs, spill_bytes=spills,
                    blocks_per_sm=blocks_per_sm(op, knobs, regs, target), cublas_us=vendor_us,
                    vendor=vendor[0] if vendor else None, knobs=knobs)
         try:
@@ -184,6 +192,13 @@ def run(args) -> int:
             continue
         time_size(op, target, dtype, 8192, best, errors, args, rows)
         write(out, rows, skipped, target, args)
+    for dtype in args.dtypes:
+        for k in args.k:   # the fixed cost a launch: every variant at 4096 x 4096 x k
+            if time.time() - start > args.deadline:
+                skipped.append(f"{dtype} 4096x4096x{k}")
+                continue
+            time_size(op, target, dtype, 4096, variants, errors, args, rows, k=k)
+            write(out, rows, skipped, target, args)
     write(out, rows, skipped, target, args)
     print(f"done in {time.time() - start:.0f} s; {out}/mma_sync_probe.md", flush=True)
     return 0 if all(r["valid"] for r in rows) else 1
@@ -229,6 +244,8 @@ if __name__ == "__main__":
     ap.add_argument("--dtypes", type=lambda s: s.split(","), default=["float16", "bfloat16"])
     ap.add_argument("--best", type=int, default=3, help="variants per dtype timed again at 8192^3")
     ap.add_argument("--reps", type=int, default=20)
+    ap.add_argument("--k", type=lambda s: [int(i) for i in s.split(",")], default=[],
+                    help="K values timed at M = N = 4096 after the cubes, every variant (e.g. 1024,2048)")
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 4, help="parallel NVRTC compiles")
     ap.add_argument("--deadline", type=float, default=200.0, help="seconds after which no new size starts")
     ap.add_argument("--list", action="store_true", help="print the variants as compiled, no GPU")

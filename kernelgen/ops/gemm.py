@@ -157,11 +157,13 @@ class Gemm(Fusing, Op):
              when=("instr", ("mma", "wgmma")), unused="direct"),
         Knob("cluster", 1, (1, 2), "blocks per thread-block cluster along i, sharing B's tiles by TMA multicast", "cl",
              Prim("annotate", "cluster", absent=1), when=("instr", ("wgmma",)), unused=1),
-        Knob("persistent", "off", PERSISTENT, "persistent blocks (one an SM) walking the tiles of C, the producer "
-             "loading the next tile's K tiles during the epilogue: coop, both consumer warpgroups on each tile; "
+        Knob("persistent", "off", PERSISTENT, "persistent blocks walking the tiles of C. wgmma (one block an SM): the "
+             "producer loads the next tile's K tiles during the epilogue; coop, both consumer warpgroups on each tile; "
              "pingpong, each on a bm x bn tile of its own, their main loops in turn so that one's epilogue runs "
-             "under the other's MMAs (warp-specialised, one slice of K)", "ps",
-             Prim("annotate", "persistent", absent="off"), when=("instr", ("wgmma",)), unused="off"),
+             "under the other's MMAs (warp-specialised, one slice of K). mma.sync (coop, min_blocks an SM): the "
+             "cp.async pipeline runs on across tiles, C staged beside the stages (launched where every tile lies "
+             "inside C and K is a multiple of stages x bk; elsewhere the per-tile kernel)", "ps",
+             Prim("annotate", "persistent", absent="off"), when=("instr", ("wgmma", "mma")), unused="off"),
         Knob("swizzle", 1, (1, 2, 4, 8, 16), "block rows per group when walking the blocks (L2 reuse)", "sw",
              Prim("swizzle", absent=1)),
         Knob("split_k", 1, Range(1, MAX_SPLIT_K), "slices of K, one per blockIdx.z: each slice stores its fp32 partial "
@@ -239,6 +241,8 @@ class Gemm(Fusing, Op):
                         f"{k['stages']} stage(s) copied by {k['copy']}", allowed="1")
             check(k["bk"] % 32 == 0, "annotate", "warp_fragments", 2, allowed="1",
                   limit=f"the two fragment buffers alternate over an even number of k16 steps a tile: bk 32 or 64, not {k['bk']}")
+        if k["persistent"] != "off":
+            self._check_persistent_mma(k, target, layout)
         if k["min_blocks"] > 1:
             threads, cap = self.threads(k), target.regs_per_sm // (k["min_blocks"] * self.threads(k)) // 8 * 8
             check(threads * k["min_blocks"] <= target.max_threads_per_sm and self.registers(k) <= cap,
@@ -302,6 +306,26 @@ class Gemm(Fusing, Op):
                   limit="ping-pong gives each consumer warpgroup a whole tile: wm == bm")
             check(self.registers(k) <= CONSUMER_REGS, "split", "i", (k["bm"], k["wm"]),
                   limit=f"a {k['bm']}x{k['bn']} tile holds ~{self.registers(k)} registers a thread > {CONSUMER_REGS}")
+
+    def _check_persistent_mma(self, k: dict, target: Target, layout: str) -> None:
+        """mma.sync's persistent blocks run the unrolled cp.async pipeline (ldmatrix, one fragment buffer) on
+        across tiles, min_blocks of them an SM: all of those must fit an SM at once, or the grid's later
+        blocks would wait for the first ones' whole walks."""
+        mode = k["persistent"]
+        needs = (("persistent", mode == "coop", "annotate(persistent, coop): ping-pong is wgmma's"),
+                 ("copy", k["copy"] == "cp_async", "annotate(copy, cp_async)"),
+                 ("ldmatrix", k["ldmatrix"], "annotate(ldmatrix, 1)"),
+                 ("warp_fragments", k["frag_buffers"] == 1, "annotate(warp_fragments, 1)"),
+                 ("split_k", k["split_k"] == 1, "annotate(split_k, 1)"),
+                 ("batch", not self.batched, "one product (a batched one runs its products on blockIdx.z)"))
+        for knob, ok, want in needs:
+            check(ok, "annotate", "persistent", mode, allowed="off",
+                  limit=f"mma.sync's persistent blocks need {want} ({knob})")
+        per_block = self.shared_bytes(k, layout) + 1024
+        check(k["min_blocks"] * per_block <= target.smem_per_sm, "annotate", "min_blocks", k["min_blocks"],
+              allowed=str(max(1, target.smem_per_sm // per_block)),
+              limit=f"persistent blocks are launched min_blocks an SM: {k['min_blocks']} x {per_block} bytes of "
+                    f"shared memory > {target.smem_per_sm} on {target.arch}")
 
     @staticmethod
     def _c_ld(k: dict, itemsize: int) -> int:
@@ -383,8 +407,10 @@ class Gemm(Fusing, Op):
             return self._wgmma_fixed_bytes(k) + self._staging_bytes(k, self._staged_size(k, out_itemsize))
         ta, tb = self._tiles(k, layout)
         pipeline = 2 * k["stages"] * (ta["rows"] * ta["ld"] + tb["rows"] * tb["ld"])
-        if k["instr"] == "mma" and k["epilogue"] == "smem":   # the stages become the warps' staging areas
-            return max(pipeline, self.threads(k) // 32 * STAGED_ROWS * self._c_ld(k, 4))
+        if k["instr"] == "mma" and k["epilogue"] == "smem":
+            staging = self.threads(k) // 32 * STAGED_ROWS * self._c_ld(k, 4)
+            # the stages become the warps' staging areas; a persistent block's are beside them (refilled meanwhile)
+            return pipeline + staging if k["persistent"] != "off" else max(pipeline, staging)
         return pipeline + (self.threads(k) // 32 * 16 * 16 * 4 if k["instr"] == "wmma" else 0)
 
     def registers(self, k: dict) -> int:
@@ -412,7 +438,7 @@ class Gemm(Fusing, Op):
         if k["instr"] == "wgmma":
             return {n: v for n, v in k.items() if n not in ("pad", "smem", "ldmatrix", "frag_buffers", "min_blocks")}
         # the knobs added since (fragments, registers, epilogue) only where they differ from the kernel before them
-        return {n: v for n, v in k.items() if n not in ("ws", "cluster", "persistent")
+        return {n: v for n, v in k.items() if n not in ("ws", "cluster")
                 and not (n, v) in (("frag_buffers", 1), ("min_blocks", 1), ("epilogue", "direct"))}
 
     def template_params(self, k: dict, types: Types, target: Target, layout: str = "NN") -> tuple[dict, int, int]:
@@ -453,6 +479,7 @@ class Gemm(Fusing, Op):
         p = dict(instr=k["instr"], bm=k["bm"], bn=k["bn"], bk=k["bk"], wm=k["wm"], wn=k["wn"], stages=k["stages"],
                  copy=k["copy"], ldmatrix=k["ldmatrix"], swizzle=k["swizzle"], threads=self.threads(k),
                  frag_buffers=k["frag_buffers"], min_blocks=k["min_blocks"], epilogue=k["epilogue"],
+                 persistent=k["persistent"],
                  c_ld=self._c_ld(k, staged_size),
                  staged_type=staged_type, staged_rows=STAGED_ROWS,
                  warps_n=k["bn"] // k["wn"], mi=k["wm"] // sm, ni=k["wn"] // sn, ta=ta, tb=tb,
@@ -554,8 +581,9 @@ class Gemm(Fusing, Op):
         split = k["split_k"] > 1
         grid = (cdiv(N, k["bn"]), self._block_rows(M, k), problem.batch.count if problem.batch else k["split_k"])
         check_grid(self.name, problem, grid, k["bm"], k["swizzle"])
-        if k["persistent"] != "off":      # one block an SM (or a tile), walking the tiles
-            grid = (min(grid[0] * grid[1], (target or default_target()).sms), 1, 1)
+        sms = (target or default_target()).sms
+        if k["persistent"] != "off" and k["instr"] == "wgmma":      # one block an SM (or a tile), walking the tiles
+            grid = (min(grid[0] * grid[1], sms), 1, 1)
         # Rows start 16-byte aligned only when the stored rows' lengths (K and N for NN) are multiples of 8
         # halves; otherwise the kernel with element-wise global accesses (mma, wmma), or (wgmma: TMA cannot
         # read such rows) a copy of the operand with padded rows first.
@@ -567,6 +595,8 @@ class Gemm(Fusing, Op):
         out = problem.dtype("C").itemsize
         if k["instr"] != "wgmma":
             symbol = kernel.name if aligned else kernel.name + "_unaligned"
+            if k["persistent"] != "off" and aligned and self.walks(k, M, N, K):   # min_blocks an SM
+                symbol, grid = kernel.name + "_persistent", (min(grid[0] * grid[1], k["min_blocks"] * sms), 1, 1)
             launches = (Launch(symbol, grid, block, ("A", "B") + args, kernel.static_smem),)
             align = (("A", 16), ("B", 16)) + (() if split else (("C", self._c_align(k, out)),)) if aligned else ()
             workspaces, maps = (), ()
@@ -581,6 +611,15 @@ class Gemm(Fusing, Op):
             workspaces += (splitk_workspace(k["split_k"], M, N),)
             align += (("C", REDUCE_VEC * out),)
         return Plan(kernel, problem, launches, workspaces, scalars, align, maps)
+
+    @staticmethod
+    def walks(k: dict, M, N, K):
+        """Where mma.sync's persistent kernel runs (C expressions given strings): every tile inside C and K
+        a whole number of rounds of the pipeline's stages, so that each tile's K tiles start at stage 0."""
+        conds = ((M, k["bm"]), (N, k["bn"]), (K, k["bk"] * k["stages"]))
+        if isinstance(M, str):
+            return " && ".join(f"{d} % {m} == 0" for d, m in conds)
+        return all(d % m == 0 for d, m in conds)
 
     def _wgmma_launches(self, kernel: Kernel, problem: Problem, grid, block, args):
         """The wgmma kernel's launch, after a copy into a padded workspace of each operand whose rows TMA
@@ -640,8 +679,10 @@ class Gemm(Fusing, Op):
         if k["swizzle"] > 1:
             requires.append((f"kg_ll({rows}) * kg_cdiv(N, {k['bn']}) <= {INT_MAX}",
                              "with swizzle the blocks' linear number is an int"))
-        if k["persistent"] != "off":     # as plan: one block an SM, or a tile
-            grid = (f"kg_min({rows} * kg_cdiv(N, {k['bn']}), sms)", "1", "1")
+        per_sm = "sms" if k["instr"] == "wgmma" else f"{k['min_blocks']} * sms"
+        walk_grid = (f"kg_min({rows} * kg_cdiv(N, {k['bn']}), {per_sm})", "1", "1")   # as plan: persistent blocks
+        if k["persistent"] != "off" and k["instr"] == "wgmma":
+            grid = walk_grid
         block = (self.threads(k), 1, 1)
         out = types["C"].itemsize
         common = dict(arch=kernel.arch, sizes=("M", "N", "K"), buffers=self.recipe_buffers(kernel), layout=kernel.layout)
@@ -659,6 +700,11 @@ class Gemm(Fusing, Op):
             steps = (Step(kernel.name, grid, block, ("A", "B") + args, kernel.static_smem, when=aligned),
                      Step(kernel.name + "_unaligned", grid, block, ("A", "B") + args, kernel.static_smem,
                           when=f"!({aligned})"))
+            if k["persistent"] != "off":
+                walk = f"{aligned} && {self.walks(k, 'M', 'N', 'K')}"
+                steps = (Step(kernel.name + "_persistent", walk_grid, block, ("A", "B") + args, kernel.static_smem,
+                              when=walk), Step(kernel.name, grid, block, ("A", "B") + args, kernel.static_smem,
+                                               when=f"{aligned} && !({walk})")) + steps[1:]
             alignment = (("A", 16, aligned), ("B", 16, aligned)) + (() if split else (("C", self._c_align(k, out), aligned),))
         if split:
             step, mn, ws = reduce_recipe(kernel.name + "_reduce", k["split_k"], self.epilogue.inputs if self.epilogue else None)
