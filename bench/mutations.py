@@ -13,6 +13,7 @@ script can gate a change.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import sys
 import time
@@ -24,10 +25,13 @@ from kernelgen import get_op  # noqa: E402
 from kernelgen.errors import CompileError, LaunchError, ScheduleError, UsageError  # noqa: E402
 from kernelgen.mutate import Mutation, render_mutant  # noqa: E402
 from kernelgen.prepared import prepare  # noqa: E402
+from kernelgen import validate as validation  # noqa: E402
 from kernelgen.validate import target_for, validate  # noqa: E402
 
 M = Mutation
-MMA = dict(algo="flash_mma", dtype="float16")   # the tensor-core attention (fp16 or bf16 only)
+MMA = dict(algo="flash_mma", dtype="float16")
+WALK = dict(persistent="coop", min_blocks=2, epilogue="smem", dtype="float16", sms=2,   # the persistent mma.sync walk
+            sizes=[{"M": 512, "N": 384, "K": 128}, {"M": 384, "N": 256, "K": 256}])   # the tensor-core attention (fp16 or bf16 only)
 NAIVE = dict(shared=False, layout="contiguous", wm=0, wn=0, bm=16, bn=16, bk=0, tm=1, tn=1, a_layout="mk", pad_a=0,
              pad_b=0, vec_a=1, vec_b=1, vec_c=1, stages=1, copy="sync", unroll_k=0, min_blocks=1, swizzle=1)   # sgemm's naive step
 BLK1 = dict(NAIVE, shared=True, bm=64, bn=64, bk=8, tm=8)   # sgemm's 1-D block tiling (contiguous layout)
@@ -37,7 +41,8 @@ GEMM_TILE_HEAD = ("  unsigned short* const As = smem;                      // {{
 # (name, op, knobs, mutation): sizes are the op's test_problems (awkward: 1, odd, not tile multiples)
 # unless the knobs carry sizes=[...]; the op's default dtype unless they carry dtype=...; a plain problem
 # unless they carry problem=dict(...) (op.problem's epilogue=, batch=, stride_a=, stride_b=, residual=);
-# elementwise computes its default expression unless they carry expr=...
+# elementwise computes its default expression unless they carry expr=...; the emulator's reference target unless
+# they carry sms=n (that target with n SMs: persistent blocks then walk several tiles of the sizes given)
 MUTATIONS = [
     ("reduce: strided step one level too far (reads one past the end)", "reduce_sum",
      dict(strategy="strided", threads=128),
@@ -351,8 +356,8 @@ MUTATIONS = [
      M("lib/epilogue.j2", "C += (size_t)blockIdx.z * M * N;", "C += (size_t)blockIdx.z * M * K;")),
     # ---- the tensor-core gemm (mma.sync, WMMA): gemm.cu.j2, tc_copy.j2, tc_fragment.j2, tc_epilogue.j2
     ("gemm: pipeline prologue skips its last tile in range", "gemm", {},
-     M("gemm.cu.j2", "  for (int s = 0; s < {{ stages - 1 }}; ++s) {\n    if (s < ktiles) {",
-       "  for (int s = 0; s < {{ stages - 1 }}; ++s) {\n    if (s + 1 < ktiles) {")),
+     M("gemm.cu.j2", "for (int s = 0; s < {{ stages - 1 }}; ++s) {\n  if (s < ktiles) {",
+       "for (int s = 0; s < {{ stages - 1 }}; ++s) {\n  if (s + 1 < ktiles) {")),
     ("gemm: K tiles counted rounding down (a partial last tile dropped)", "gemm", {},
      M("gemm.cu.j2", "  const int ktiles = (K + {{ bk - 1 }}) / {{ bk }};", "  const int ktiles = K / {{ bk }};")),
     # escaped at first: no test size had a block inside C in M and N with K no whole number of tiles (+ 130x136x40)
@@ -684,7 +689,8 @@ MUTATIONS = [
      M("gemm.cu.j2", "    kg_cp_async_wait<{{ stages - 2 }}>();\n    __syncthreads();  // tile kt has landed, and every warp",
        "    kg_cp_async_wait<{{ stages - 1 }}>();\n    __syncthreads();  // tile kt has landed, and every warp")),
     ("r3 gemm: staged C's warp areas half as far apart as their rows need", "gemm", dict(epilogue="smem"),
-     M("gemm.cu.j2", "+ warp * {{ staged_rows * c_ld }};", "+ warp * {{ staged_rows * c_ld // 2 }};")),
+     M("gemm.cu.j2", "reinterpret_cast<unsigned char*>(smem) + warp * {{ staged_rows * c_ld }};",
+       "reinterpret_cast<unsigned char*>(smem) + warp * {{ staged_rows * c_ld // 2 }};")),
     ("r3 tc_copy: ALIGNED cp.async leaves chunks outside the matrix unzeroed", "gemm", {},
      M("lib/tc_copy.j2", "  else *reinterpret_cast<uint4*>(s) = make_uint4(0u, 0u, 0u, 0u);\n", "")),
     ("r3 tc_epilogue: element-wise store's first column test < N turned into <=", "gemm", {},
@@ -977,7 +983,8 @@ MUTATIONS = [
      M("gemm.cu.j2", "      kg_cp_async_wait<{{ stages - 2 }}>();\n      __syncthreads();  // tile kt has landed",
        "      kg_cp_async_wait<{{ stages - 1 }}>();\n      __syncthreads();  // tile kt has landed")),
     ("s9 gemm: the unrolled pipeline writes the stage one ahead of the one it frees", "gemm", {},
-     M("gemm.cu.j2", '"(rs + %d) %% %d" % (stages - 1, stages)', '"(rs + %d) %% %d" % (stages - 2, stages)')),
+     M("gemm.cu.j2", 'copy_tile("async", "(rs + %d) %% %d" % (stages - 1, stages), "k1", stream=stream)',
+       'copy_tile("async", "(rs + %d) %% %d" % (stages - 2, stages), "k1", stream=stream)')),
     ("s9 tc_copy: streamed copies never advance their pointers", "gemm", {},
      M("lib/tc_copy.j2", "  if ({{ advance }}) {{ pre }}_p[it] += {{ step }};", "  if (false) {{ pre }}_p[it] += {{ step }};")),
     ("s9 tc_fragment: hoisted A offsets drop the lane's k half", "gemm", {},
@@ -1168,6 +1175,22 @@ MUTATIONS = [
      M("common/mma.cuh", "const unsigned ar = ra[j][row + 2 * hi], br", "const unsigned ar = ra[j][2 * row + hi], br")),
     ("s10 mma.cuh: emulated ldmatrix's row lanes 4 apart per matrix, not 8", "gemm", {},
      M("common/mma.cuh", "const int src = 8 * i + lane / 4;", "const int src = 4 * i + lane / 4;")),
+    # ---- the persistent mma.sync walk (written with the code, not blind): a target of 2 SMs (sms=2: 4 blocks)
+    # and sizes whose tiles are whole, so that blocks walk three tiles (512x384) and two or one (384x256)
+    ("s10 walk: the pointers not moved to the next tile", "gemm", WALK,
+     M("gemm.cu.j2", "  if (rs == 1) {   // the pointers move to the next tile", "  if (false) {   // the pointers move to the next tile")),
+    ("s10 walk: the next tile's first copy advances its pointers", "gemm", WALK,
+     M("gemm.cu.j2", '"(rs - 1) * %d" % bk, "rs > 1"', '"(rs - 1) * %d" % bk, "rs > 0"')),
+    ("s10 walk: the warps' staging areas half as far apart as their rows need", "gemm", WALK,
+     M("gemm.cu.j2", "+ {{ stages * (a_stage + b_stage) }}) + warp * {{ staged_rows * c_ld }};",
+       "+ {{ stages * (a_stage + b_stage) }}) + warp * {{ staged_rows * c_ld // 2 }};")),
+    ("s10 walk: a block's third tile one too far", "gemm", WALK,
+     M("gemm.cu.j2", "    next += gridDim.x;\n    if (next < ntiles) {\n      {{ tile_coords", "    next += gridDim.x + 1;\n    if (next < ntiles) {\n      {{ tile_coords")),
+    ("s10 walk: the stage written one ahead of the one freed", "gemm", WALK,
+     M("gemm.cu.j2", '{% set stage_w = "(rs + %d) %% %d" % (stages - 1, stages) %}', '{% set stage_w = "(rs + %d) %% %d" % (stages - 2, stages) %}')),
+    ("s10 walk: the last round waits for one group too few", "gemm", WALK,
+     M("gemm.cu.j2", "      kg_cp_async_wait<{{ stages - 2 }}>();\n      __syncthreads();\n      {{ compute(\"rs\", issue_last",
+       "      kg_cp_async_wait<{{ stages - 1 }}>();\n      __syncthreads();\n      {{ compute(\"rs\", issue_last")),
 ]
 
 
@@ -1186,6 +1209,10 @@ def verdict(opname: str, knobs: dict, mutation: Mutation, sizes: list[dict]) -> 
     sizes = knobs.pop("sizes", sizes)
     dtype = knobs.pop("dtype", None)
     fused = knobs.pop("problem", {})     # what the problem adds: epilogue=, batch=, stride_a=, residual=, ...
+    tgt = target_for("emulate", None)
+    if "sms" in knobs:                   # a target of fewer SMs (persistent blocks walking several tiles)
+        tgt = dataclasses.replace(tgt, sms=knobs.pop("sms"))
+        validation.target_for = lambda backend, arch: tgt     # in the forked child only
     if "expr" in knobs:                  # elementwise: the op instance of that expression
         op = op.with_expr(knobs["expr"])
     sched = op.schedule(**knobs)
@@ -1193,7 +1220,7 @@ def verdict(opname: str, knobs: dict, mutation: Mutation, sizes: list[dict]) -> 
     for s in sizes:
         p = op.problem(s, dtype=dtype, **fused)
         try:
-            prep = prepare(op, sched, p, target_for("emulate", None))
+            prep = prepare(op, sched, p, tgt)
         except (ScheduleError, UsageError) as e:
             refused.append(str(e))
             continue     # a size the schedule refuses by name (a register row longer than its registers hold)
