@@ -22,26 +22,34 @@ COLUMNS = ["step", "time_us", "GB/s", "TFLOP/s", "roofline", "speedup", "vs_vend
 
 
 def bench_rows(op: Op, problem: Problem, *, ladder: bool = False, best_db: str | None = None,
-               reps: int = 30, timing: str = "auto", given: Schedule | None = None) -> list[dict]:
-    """The ladder (with `ladder`), the default schedule and the heuristic's pick for `problem` -- or only
-    `given` (a schedule the user named) -- then the tuning database's best (with `best_db`) and the vendor."""
+               reps: int = 30, timing: str = "auto", given: Schedule | None = None, db=None) -> list[dict]:
+    """The ladder (with `ladder`), the default schedule and the one chosen for `problem` (tune.defaults:
+    your tuning database `db`, the GPU's tuned table, else the heuristic; the heuristic's pick too where it
+    differs) -- or only `given` (a schedule the user named) -- then the tuning database's best (with
+    `best_db`) and the vendor. Rows of a chosen schedule say where it came from ("schedule_source")."""
+    from .tune.defaults import HEURISTIC, choose_default
     gpu.require()
-    scheds = [(f"{i}. {s.title}", s.schedule) for i, s in enumerate(op.ladder(), 1)] if ladder else []
+    scheds = [(f"{i}. {s.title}", s.schedule, None) for i, s in enumerate(op.ladder(), 1)] if ladder else []
     if given is not None:
-        scheds.append(("given schedule", given))
+        scheds.append(("given schedule", given, None))
     else:
-        scheds.append(("default schedule", op.default_schedule()))
-        heuristic = op.schedule_for(problem, gpu.device())
-        if heuristic != op.default_schedule():
-            scheds.append(("heuristic for this size", heuristic))
+        default = op.default_schedule()
+        chosen, source = choose_default(op, problem, gpu.device(), db)
+        heuristic = chosen if source == HEURISTIC else op.schedule_for(problem, gpu.device())
+        scheds.append(("default schedule", default, source if chosen == default else None))
+        if chosen != default:
+            label = "heuristic for this size" if source == HEURISTIC else "tuned default for this size"
+            scheds.append((label, chosen, source))
+        if heuristic not in (default, chosen):
+            scheds.append(("heuristic for this size", heuristic, HEURISTIC))
     if best_db:
         from .tune.db import TuningDB
         rec = TuningDB(best_db).best(op.name, str(problem), gpu.device().arch)
         if rec is not None:  # sizes nobody tuned simply have no "tuned" row
-            scheds.append(("tuned (best in db)", Schedule.from_dict(rec.schedule)))
+            scheds.append(("tuned (best in db)", Schedule.from_dict(rec.schedule), None))
     vendor = measure_vendor(op, problem, reps=reps, timing=timing)
     rows, skipped = [], []
-    for label, sched in scheds:
+    for label, sched, source in scheds:
         try:
             prepare(op, sched, problem, gpu.device())
         except ScheduleError as e:  # e.g. the default keeps rows in registers and this row is longer
@@ -51,7 +59,7 @@ def bench_rows(op: Op, problem: Problem, *, ladder: bool = False, best_db: str |
         m = measure(op, sched, problem, reps=reps, timing=timing)
         rows.append({"step": label, "time_us": m.time_us, "GB/s": m.gbps, "TFLOP/s": m.tflops,
                      "roofline": m.roofline, "valid": "ok" if v.ok else "WRONG", "kernel": m.kernel,
-                     "timing": m.method, "schedule": sched.to_dict()})
+                     "timing": m.method, "schedule": sched.to_dict(), "schedule_source": source})
     if vendor:
         label, m = vendor
         rows.append({"step": f"vendor: {label}", "time_us": m.time_us, "GB/s": m.gbps, "TFLOP/s": m.tflops,
@@ -84,6 +92,8 @@ def format_rows(op: Op, problem: Problem, rows: list[dict], markdown: bool, *, t
     dev = gpu.device()
     method = method_for(timing, op, problem)
     notes = [f"note: {r['step']} timed by {r['timing']}" for r in rows if r.get("timing", method) != method]
+    notes += [f"note: {r['step']}: schedule from {r['schedule_source']}" for r in rows
+              if r.get("schedule_source") and r["step"] != "heuristic for this size"]
     head = ("\n\n" if markdown else "\n").join([
         f"{op.name} {problem} on {dev.gpu} ({dev.arch}), {datetime.date.today()}, kernelgen {config.VERSION}; "
         f"speedup vs the first row, vs_vendor = vendor time / this time", describe(method, op, problem, reps), *notes])
@@ -96,19 +106,21 @@ def format_rows(op: Op, problem: Problem, rows: list[dict], markdown: bool, *, t
 
 
 # -- shape suites --------------------------------------------------------------------------------
-SUITE_COLUMNS = ["#", "op", "problem", "time_us", "vendor_us", "vs_vendor", "valid", "kernel"]
+SUITE_COLUMNS = ["#", "op", "problem", "time_us", "vendor_us", "vs_vendor", "valid", "from", "kernel"]
 SLOW_BELOW = 0.8     # a shape under this ratio to the vendor is counted apart (issue 14's floor)
 
 
 def suite_row(op: Op, problem: Problem, line: int, *, reps: int, timing: str) -> dict:
-    """One shape on its heuristic schedule: validated, timed, and the vendor timed the same way. A shape
-    the schedule cannot take, or that cannot be validated here, is a row that says why (the suite goes on)."""
+    """One shape on its default schedule (tune.defaults.choose_default: your tuning database, the GPU's
+    tuned table, else the heuristic): validated, timed, and the vendor timed the same way. A shape the
+    schedule cannot take, or that cannot be validated here, is a row that says why (the suite goes on)."""
     from .errors import KernelgenError
+    from .tune.defaults import choose_default
     row = {"#": line, "op": op.name, "problem": str(problem), "time_us": None, "vendor_us": None,
-           "vs_vendor": None, "valid": "-", "kernel": "-", "note": "", "schedule": None}
+           "vs_vendor": None, "valid": "-", "kernel": "-", "note": "", "schedule": None, "source": "-"}
     try:
-        sched = op.schedule_for(problem, gpu.device())
-        row["schedule"] = sched.to_dict()
+        sched, source = choose_default(op, problem, gpu.device())
+        row.update(schedule=sched.to_dict(), source=source)
         prep = prepare(op, sched, problem, gpu.device())
         row["kernel"] = prep.kernel.name
         v = validate(op, sched, problem, backend="gpu")
@@ -154,9 +166,10 @@ def suite_summary(rows: list[dict]) -> list[str]:
 def format_suite(name: str, rows: list[dict], markdown: bool, *, timing: str, reps: int, shard: str = "") -> str:
     dev = gpu.device()
     head = (f"suite {name}{shard} on {dev.gpu} ({dev.arch}), {datetime.date.today()}, kernelgen {config.VERSION}; "
-            f"each shape on its op's heuristic schedule, vs_vendor = vendor time / kernelgen time; timing {timing}, "
-            f"median of {reps}")
+            f"each shape on its default schedule (from: your tuning database, the GPU's tuned table, else the "
+            f"heuristic), vs_vendor = vendor time / kernelgen time; timing {timing}, median of {reps}")
     cells = [{"#": r["#"], "op": r["op"], "problem": r["problem"], "kernel": r["kernel"], "valid": r["valid"],
+              "from": r.get("source", "-").split(" (")[0],
               "time_us": "-" if r["time_us"] is None else f"{r['time_us']:.1f}",
               "vendor_us": "-" if r["vendor_us"] is None else f"{r['vendor_us']:.1f}",
               "vs_vendor": "-" if r["vs_vendor"] is None else f"{r['vs_vendor']:.2f}x"} for r in rows]
@@ -172,13 +185,15 @@ def format_suite(name: str, rows: list[dict], markdown: bool, *, timing: str, re
 def suite_document(work: list, rows: list[dict], reps: int, timing: str) -> dict:
     """The suite's timed shapes so far as a results document: one run per shape, kernelgen's row and the vendor's."""
     from . import results
+    from .tune.defaults import HEURISTIC
     dev = gpu.device()
     runs = []
     for (e, op, problem), r in zip(work, rows):
         if r["time_us"] is None:
             continue
         how = describe(method_for(timing, op, problem), op, problem, reps).removeprefix("timing: ")
-        mine = {"step": "heuristic for this size", "kernel": r["kernel"], "schedule": r["schedule"],
+        mine = {"step": "heuristic for this size" if r["source"] == HEURISTIC else "tuned default for this size",
+                "kernel": r["kernel"], "schedule": r["schedule"], "schedule_source": r["source"],
                 "time_us": r["time_us"], "valid": r["valid"], "timing": r.get("timing")}
         pair = [mine] + ([{"step": f"vendor: {r['vendor']}", "kernel": r["vendor"], "time_us": r["vendor_us"],
                            "valid": "-"}] if r["vendor_us"] else [])

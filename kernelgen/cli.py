@@ -8,6 +8,7 @@
     kernelgen tune sgemm --size 4096,4096,4096
     kernelgen tune sgemm --replay sweep.jsonl --compare random,model   # no GPU: a recorded sweep
     kernelgen tune-db export sgemm --format kerneltuner -o sgemm.json
+    kernelgen tune-db table --db tuning.jsonl --gpu H100 -o kernelgen/tuned/h100.json   # tuned defaults
     kernelgen bench reduce_sum --ladder       # ladder table against the vendor library
     kernelgen bench softmax --size 8192x128 --timing graph   # CUDA-graph replays: small problems
     kernelgen bench sgemm --ladder --json sgemm.json          # results as JSON, for plot and report
@@ -24,6 +25,7 @@ import functools
 import json
 import os
 import runpy
+import shlex
 import sys
 import traceback
 from pathlib import Path
@@ -91,35 +93,40 @@ def open_db(db: str | None, writable: bool = False):
 
 
 def select(op: Op, knobs: tuple[str, ...], schedule_file: str | None, step: int | None, best: bool,
-           problem: Problem | None, db: str | None, on: Target | None = None) -> Schedule:
-    """The schedule the options name; with none, the op's heuristic for `problem` on `on`."""
+           problem: Problem | None, db: str | None, on: Target | None = None) -> tuple[Schedule, str]:
+    """(the schedule the options name, where it came from); with none, for `problem` on `on`, the default
+    tune.defaults.choose_default picks (your tuning database, the GPU's tuned table, else the heuristic),
+    and without a problem the op's default knobs."""
     given = sum(bool(x) for x in (knobs, schedule_file, step is not None, best))
     if given > 1:
         raise UsageError("choose one of --knob, --schedule, --step and --best")
-    if db and not best:
-        raise UsageError("--db is read only with --best")
+    if db and (knobs or schedule_file or step is not None or (problem is None and not best)):
+        raise UsageError("--db is read with --best, or by the choice of the default schedule for a size")
     if schedule_file:
         sched = load_schedule(schedule_file)
         if sched.op != op.name:
             raise UsageError(f"schedule file {schedule_file} is a schedule of {sched.op!r}, not of {op.name!r}")
-        return sched
+        return sched, f"--schedule {schedule_file}"
     if step is not None:
         ladder = op.ladder()
         if not 1 <= step <= len(ladder):
             raise UsageError(f"--step {step} is out of range; {op.name}'s ladder has steps 1..{len(ladder)}")
-        return ladder[step - 1].schedule
+        return ladder[step - 1].schedule, f"ladder step {step}"
     if best:
         from .tune import best_schedule
-        return best_schedule(op, problem, open_db(db))
+        database = open_db(db)
+        return best_schedule(op, problem, database), f"--best ({database.path})"
     if not knobs and problem is not None:
-        return op.schedule_for(problem, on)
+        from .target import default_target
+        from .tune.defaults import choose_default
+        return choose_default(op, problem, on or default_target(), open_db(db))
     overrides: dict = {}
     for k in knobs:
         name, value = parse_knob(op, k)
         if name in overrides:
             raise UsageError(f"{op.name}: knob {name} is given twice (-k {name}={overrides[name]!r} and -k {k})")
         overrides[name] = value
-    return op.schedule(**overrides)
+    return op.schedule(**overrides), f"--knob {', '.join(knobs)}" if knobs else "the default knobs"
 
 
 def check_out_dir(out_dir: str | os.PathLike, option: str = "--out") -> Path:
@@ -182,7 +189,8 @@ def selection_options(fn):
         click.option("--schedule", "schedule_file", metavar="FILE", help="A schedule as JSON, or a .py file[:NAME]."),
         click.option("--step", type=click.IntRange(min=1), metavar="N", help="Step N (1-based) of the op's ladder."),
         click.option("--best", is_flag=True, help="The fastest schedule in the tuning database."),
-        click.option("--db", metavar="PATH", help=f"Tuning database (default {config.tuning_db()})."),
+        click.option("--db", metavar="PATH", help=f"Tuning database read by --best and by the default's choice "
+                                                   f"(default {config.tuning_db()})."),
     ]
     return functools.reduce(lambda f, o: o(f), reversed(options), fn)
 
@@ -303,7 +311,8 @@ def list_cmd(op_name, markdown):
 @main.command()
 @click.argument("op_name", required=False)
 @selection_options
-@click.option("--size", help="Problem size (for --best): M=..,N=.. or values in dim order.")
+@click.option("--size", help="Problem size, M=..,N=.. or values in dim order: the schedule chosen for it (your tuning "
+              "database, the GPU's tuned table, else the heuristic), or with --best the database's best.")
 @click.option("--all", "all_ops", is_flag=True, help="Every op's default and ladder kernels (what generated/ holds).")
 @click.option("--ladder", is_flag=True, help="Every step of the op's ladder.")
 @click.option("--arch", default=DEFAULT_ARCH, show_default=True, callback=lambda c, p, v: parse_arch(v),
@@ -334,10 +343,14 @@ def emit(op_name, knobs, schedule_file, step, best, db, size, all_ops, ladder, a
     else:
         types = op.types(dtype, out_dtype)
         problem = parse_size(op, size, False, dtype, out_dtype, layout) if size else None
-        if size and not best:
-            raise UsageError("--size is read only with --best (which schedule the database holds for that size)")
+        if size and (knobs or schedule_file or step is not None):
+            raise UsageError("--size picks the schedule for that size (the default, or --best's); it takes no "
+                             "--knob, --schedule or --step")
         layout = problem.layout if problem else op.check_layout(layout)
-        kernels = [op.kernel(select(op, knobs, schedule_file, step, best, problem, db), limits, types, layout)]
+        sched, source = select(op, knobs, schedule_file, step, best, problem, db, limits)
+        kernels = [op.kernel(sched, limits, types, layout)]
+        if problem is not None:
+            click.echo(f"schedule for {problem} from {source}", err=True)
     for path, changed in write_kernels(kernels, Path(out_dir), headers=header):
         click.echo(f"{path}{'' if changed else ' (unchanged)'}")
 
@@ -367,7 +380,7 @@ def inspect(op_name, knobs, schedule_file, step, best, db, ladder, arch, as_json
         raise UsageError("--size is read only with --banks (the problem the emulator counts on)")
     problem = parse_size(op, size, True, dtype, out_dtype, layout) if banks else None
     kernels = (generated_kernels(op, limits, op.types(dtype, out_dtype), layout) if ladder
-               else [("selected", op.kernel(select(op, knobs, schedule_file, step, best, None, db), limits,
+               else [("selected", op.kernel(select(op, knobs, schedule_file, step, best, None, db)[0], limits,
                                             op.types(dtype, out_dtype), layout))])
     from .inspect import sass_note
     rows, counts = [], {}
@@ -434,11 +447,12 @@ def run(op_name, knobs, schedule_file, step, best, db, size, backend, arch, seed
     problem = parse_size(op, size, backend == "emulate", dtype, out_dtype, layout)
     check_memory(op, problem, backend)
     limits = gpu.device() if backend == "gpu" else target(arch or DEFAULT_ARCH)
-    sched = select(op, knobs, schedule_file, step, best, problem, db, limits)
+    sched, source = select(op, knobs, schedule_file, step, best, problem, db, limits)
     arch = limits.arch
     from .prepared import prepare
     kernel = prepare(op, sched, problem, limits).kernel   # validate below finds it in the cache
-    click.echo(f"kernel   {kernel.name}\nschedule {sched}\nproblem  {problem}   backend {backend}   arch {arch}")
+    click.echo(f"kernel   {kernel.name}\nschedule {sched}\nsource   {source}\n"
+               f"problem  {problem}   backend {backend}   arch {arch}")
     if emit_dir:
         from .emit import write_kernel
         click.echo(f"emitted  {write_kernel(kernel, emit_dir)[0]}")
@@ -488,11 +502,13 @@ def profile(op_name, knobs, schedule_file, step, best, db, size, ladder, json_fi
     ncu.executable()                      # said before the GPU is asked for
     dev = gpu.device()
     steps = ([(f"{i}. {s.title}", s.schedule) for i, s in enumerate(op.ladder(), 1)] if ladder
-             else [("selected", select(op, knobs, schedule_file, step, best, problem, db, dev))])
+             else [("selected", *select(op, knobs, schedule_file, step, best, problem, db, dev))])
     click.echo(f"problem  {problem}   device {dev.gpu} ({dev.arch})   Nsight Compute: one launch, caches flushed, "
                "clocks as they run")
+    if not ladder:
+        click.echo(f"source   {steps[0][2]}")
     rows = []
-    for label, sched in steps:
+    for label, sched, *_ in steps:
         kernel, launches = ncu.profile(op, sched, problem, dev)
         rows.append(ncu.result_row(op, problem, label, sched, kernel, launches, dev))
         click.echo("\n".join(ncu.row_lines(rows[-1], None if ladder else sched)))
@@ -636,7 +652,7 @@ def _replay(op, path, problem, strategy, compare, seeds, seed, budget, batch, tr
 
 @main.group("tune-db")
 def tune_db():
-    """Export the tuning database to other tools' formats, and import theirs."""
+    """Export the tuning database to other tools' formats, import theirs, and build tuned-defaults tables."""
 
 
 @tune_db.command("export")
@@ -686,6 +702,34 @@ def tune_db_import(cache_file, fmt, op_name, size, arch, db, dtype, out_dtype, l
     click.echo(f"imported {len(new)} records into {database.path} ({len(records) - len(new)} were there already)")
 
 
+@tune_db.command("table")
+@click.option("--db", "dbs", multiple=True, required=True, metavar="PATH",
+              help="A tuning database to read (.jsonl, or a shipped .jsonl.gz sweep); give it again for more.")
+@click.option("--gpu", required=True, help="The GPU whose records make the table, by name (H100: every record on "
+              "a GPU whose name starts so, e.g. H100 80GB HBM3).")
+@click.option("--op", "ops", multiple=True, metavar="OP", help="Only this op's records (repeatable; default: all).")
+@click.option("--out", "-o", "out_file", required=True, metavar="FILE.json",
+              help="The table to write (kernelgen/tuned/<gpu>.json ships with the package).")
+def tune_db_table(dbs, gpu, ops, out_file):
+    """Build a tuned-defaults table: per (op, problem, arch) of one GPU the fastest recorded schedule the op
+    still accepts, which `run`, `emit`, `bench` and the PyTorch ops take for the nearest problem."""
+    from .tune.defaults import build_table, gpu_key, write_table
+    for name in ops:
+        get_op(name)
+    check_out_file(out_file, "--out")
+    records = [r for d in dbs for r in open_db(d).records() if not ops or r.op in ops]
+    doc = build_table(records, gpu, shlex.join(["kernelgen", *sys.argv[1:]]))
+    if not doc["entries"]:
+        raise UsageError(f"no successful record of {', '.join(ops) or 'any op'} on a GPU named {gpu!r} "
+                         f"(key {gpu_key(gpu)}) in {', '.join(dbs)}")
+    write_table(doc, out_file)
+    counts = {}
+    for e in doc["entries"]:
+        counts[e["op"]] = counts.get(e["op"], 0) + 1
+    click.echo(f"wrote {out_file}: {len(doc['entries'])} entries for {doc['key']} ({doc['gpu']}): "
+               + ", ".join(f"{op} {n}" for op, n in counts.items()))
+
+
 # -- bench ---------------------------------------------------------------------------------------
 @main.command()
 @click.argument("op_name", required=False)
@@ -695,11 +739,11 @@ def tune_db_import(cache_file, fmt, op_name, size, arch, db, dtype, out_dtype, l
 @click.option("--knob", "-k", "knobs", multiple=True, metavar="NAME=VALUE",
               help="Bench the default schedule with these knobs set, instead of the default and the heuristic.")
 @click.option("--schedule", "schedule_file", metavar="FILE", help="Bench this schedule (JSON, or a .py file[:NAME]).")
-@click.option("--suite", metavar="NAME|FILE.txt", help="Bench every shape of a suite on its heuristic schedule, against "
+@click.option("--suite", metavar="NAME|FILE.txt", help="Bench every shape of a suite on its default schedule, against "
               f"the vendor: {', '.join(suite_names())}, or a file of `OP SIZE [DTYPE]` lines.")
 @click.option("--shard", metavar="I/N", help="With --suite: only the I-th of N interleaved parts of the suite.")
 @click.option("--best", is_flag=True, help="Add the tuning database's best schedule for this size.")
-@click.option("--db", metavar="PATH", help="Tuning database read by --best.")
+@click.option("--db", metavar="PATH", help="Tuning database read by --best and by the default's choice.")
 @click.option("--reps", type=click.IntRange(1, 100000), default=30, show_default=True)
 @click.option("--markdown", is_flag=True, help="Print a Markdown table for BENCHMARKS.md.")
 @click.option("--json", "json_file", metavar="FILE", help="Also write the results as JSON (kernelgen-results/1) for "
@@ -733,7 +777,7 @@ def bench(op_name, size, ladder, knobs, schedule_file, suite, shard, best, db, r
         if suite is None:
             raise UsageError("--shard splits a suite; give --suite NAME too")
         if given:
-            raise UsageError(f"--suite runs each shape of its file on its own heuristic; it takes no {given[0]} "
+            raise UsageError(f"--suite runs each shape of its file on its own default; it takes no {given[0]} "
                              "(the suite's lines give op, size and type)")
         return bench_suite(suite, shard, reps, markdown, json_file, timing)
     if op_name is None:
@@ -749,13 +793,13 @@ def bench(op_name, size, ladder, knobs, schedule_file, suite, shard, best, db, r
         check_out_file(plot_file, "--plot")
         charts.require()                    # the missing extra is said now, not after the GPU ran
     problem = parse_size(op, size, False, dtype, out_dtype, layout)
-    if db and not best:
-        raise UsageError("--db is read only with --best")
-    if best:
-        open_db(db)
-    given = select(op, knobs, schedule_file, None, False, None, None) if knobs or schedule_file else None
-    rows = bench_rows(op, problem, ladder=ladder, best_db=(db or str(config.tuning_db())) if best else None, reps=reps,
-                      timing=timing, given=given)
+    if db and (knobs or schedule_file) and not best:
+        raise UsageError("--db is read with --best, or by the choice of the default schedule; not with --knob or "
+                         "--schedule alone")
+    database = open_db(db)
+    given = select(op, knobs, schedule_file, None, False, None, None)[0] if knobs or schedule_file else None
+    rows = bench_rows(op, problem, ladder=ladder, best_db=str(database.path) if best else None, reps=reps,
+                      timing=timing, given=given, db=database)
     click.echo(format_rows(op, problem, rows, markdown, timing=timing, reps=reps))
     if json_file or plot_file:
         from . import gpu, results

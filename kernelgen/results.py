@@ -5,7 +5,8 @@
      "command": the command line, "device": {"gpu", "arch", "sms", "bytes_per_s", "peak_flops": {math: flop/s}},
      "runs": [{"op", "problem", "ladder", "timing", "math", "flops", "bytes",
                "roofs": {"bytes_per_s", "flops_per_s"},          # the device's roofs for this run's dtype
-               "rows": [{"step", "kernel", "schedule" (to_dict, or null), "vendor", "time_us", "GB/s",
+               "rows": [{"step", "kernel", "schedule" (to_dict, or null), "schedule_source" (where a schedule chosen
+                         for the size came from: tune.defaults, or null), "vendor", "time_us", "GB/s",
                          "TFLOP/s", "roofline", "speedup", "vs_vendor", "valid", "timing",
                          "inspect": [{"symbol", "registers", "spill_bytes", ...} per kernel] or null,
                          "profile": [{"symbol", "occupancy_pct", ...} per launch] (profile only: kernelgen.ncu)}],
@@ -61,8 +62,8 @@ def device_dict(dev) -> dict:
 def run_dict(op, problem, dev, rows: list[dict], *, ladder: bool, timing: str) -> dict:
     """One op on one problem: its rows (bench_rows' dicts) with the roofs they are placed against."""
     m = op.math(problem)
-    keep = ("step", "kernel", "schedule", "time_us", "GB/s", "TFLOP/s", "roofline", "speedup", "vs_vendor", "valid",
-            "timing", "inspect", "profile")
+    keep = ("step", "kernel", "schedule", "schedule_source", "time_us", "GB/s", "TFLOP/s", "roofline", "speedup",
+            "vs_vendor", "valid", "timing", "inspect", "profile")
     out = [dict({k: _plain(r.get(k)) for k in keep}, vendor=r["step"].startswith("vendor:")) for r in rows]
     return {"op": op.name, "problem": str(problem), "ladder": ladder, "timing": timing, "math": m,
             "flops": op.flops(problem), "bytes": op.bytes_moved(problem),

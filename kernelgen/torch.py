@@ -15,13 +15,16 @@ build the problem string from the shapes; examples/transformer.py builds a GPT-2
 Every op is one custom op, `kernelgen::run(op, problem, dtype, out_dtype, inputs) -> outputs`: the
 problem is the problem string the CLI takes (`kernelgen run OP --size ...`), the inputs are the op's
 inputs in order (op.inputs of the problem's instance: A, B, then bias and res for an epilogue) and the
-outputs come back in op.outputs' order. The schedule is the tuning database's best record for that
-problem on this GPU where one exists, else the op's `schedule_for` heuristic. No backward: these ops
+outputs come back in op.outputs' order. The schedule is the one `kernelgen run` would take
+(tune.defaults.choose_default: the tuning database's best record for that problem on this GPU, else the
+nearest entry of the GPU's shipped tuned table, else the op's `schedule_for` heuristic); where it came from
+is logged once per problem (logger "kernelgen", level INFO) and returned by `schedule_source`. No backward: these ops
 are for inference (autograd raises). torch is an optional dependency: `pip install 'kernelgen[torch]'`.
 """
 from __future__ import annotations
 
 import functools
+import logging
 
 try:
     import torch
@@ -32,6 +35,7 @@ from .dtypes import dtype as kg_dtype
 from .ops import get_op
 from .sizes import parse_size
 
+_log = logging.getLogger("kernelgen")
 TORCH_TYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
 KG_TYPES = {v: k for k, v in TORCH_TYPES.items()}
 
@@ -45,16 +49,19 @@ def _problem(op_name: str, problem: str, dtype: str, out_dtype: str):
 
 @functools.lru_cache(maxsize=4096)
 def _schedule(op_name: str, problem: str, dtype: str, out_dtype: str):
-    """The tuning database's best schedule for this problem on this GPU, else schedule_for's."""
+    """(schedule, source) for this problem on this GPU: tune.defaults.choose_default's, logged once."""
     from . import gpu
-    from .tune import best_schedule
-    from .tune.db import TuningDB
+    from .tune.defaults import choose_default
     op, p = _problem(op_name, problem, dtype, out_dtype)
-    dev = gpu.device()
-    try:
-        return best_schedule(op, p, TuningDB(), dev.arch)
-    except Exception:                # no database, or no record of this problem
-        return op.schedule_for(p, dev)
+    sched, source = choose_default(op, p, gpu.device())
+    _log.info("kernelgen %s %s: schedule from %s", op_name, p, source)
+    return sched, source
+
+
+def schedule_source(op_name: str, problem: str, dtype: str = "float32", out_dtype: str | None = None) -> str:
+    """Where the schedule of `op_name` on `problem` comes from: "your tuning database (PATH)", "tuned table
+    KEY (nearest: PROBLEM)" or "heuristic"."""
+    return _schedule(op_name, problem, dtype, out_dtype or "")[1]
 
 
 def _outputs(op_name: str, problem: str, dtype: str, out_dtype: str, device) -> list:
@@ -83,7 +90,7 @@ def _run(op_name: str, problem: str, dtype: str, out_dtype: str, inputs: list[to
     _check(op, p, inputs)
     inputs = [t.contiguous() for t in inputs]
     outs = _outputs(op_name, problem, dtype, out_dtype, inputs[0].device)
-    prep = prepare(op, _schedule(op_name, problem, dtype, out_dtype), p, gpu.device())
+    prep = prepare(op, _schedule(op_name, problem, dtype, out_dtype)[0], p, gpu.device())
     prep(stream=torch.cuda.current_stream(inputs[0].device).cuda_stream,
          **dict(zip(op.inputs, inputs)), **dict(zip(op.outputs, outs)))
     return outs

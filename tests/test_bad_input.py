@@ -212,7 +212,7 @@ CASES = [
     ("no op", ["emit"], 2, ["name an op", "--all"]),
     ("all with an op", ["emit", "--all", "reduce_sum", "-o", "{dir}/all1"], 2, ["--all", "takes no op"]),
     ("db without best", ["emit", "reduce_sum", "--db", "x.jsonl"], 2, ["--db", "--best"]),
-    ("size without best", ["emit", "reduce_sum", "--size", "n=5"], 2, ["--size", "--best"]),
+    ("size with a knob", ["emit", "reduce_sum", "--size", "n=5", "-k", "threads=256"], 2, ["--size", "--knob"]),
     # -- sizes -------------------------------------------------------------------------------------
     ("size 4x4 for sgemm", ["run", "sgemm", "--backend", E, "--size", "4x4"], 2, ["leaves out K", "M, N, K"]),
     ("size repeated", ["run", "reduce_sum", "--backend", E, "--size", "n=5,n=6"], 2, ["gives n twice"]),

@@ -17,9 +17,11 @@ def test_wheel_ships_templates_and_renders_outside_the_checkout(tmp_path):
     assert "kernelgen/templates/common/prelude.cuh" in names
     assert "kernelgen/templates/sgemm.cu.j2" in names and "kernelgen/emulate/shim.h" in names
     assert "kernelgen/suites/deepbench-gemm-train.txt" in names
+    assert "kernelgen/tuned/h100.json" in names
     site = tmp_path / "site"
     zipfile.ZipFile(wheel).extractall(site)
     code = ("import kernelgen as kg; op = kg.get_op('sgemm'); "
+            "from kernelgen.tune.defaults import shipped_table; assert shipped_table('h100').entries; "
             "print(kg.render(op.kernel(op.default_schedule()))[:30]); print(kg.__file__)")
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path,
                          env={"PYTHONPATH": str(site), "PATH": "/usr/bin:/bin", "PYTHONNOUSERSITE": "1"})
