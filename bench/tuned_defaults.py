@@ -208,7 +208,7 @@ def cmd_measure(args) -> None:
     picks = [choices(op, p, dev, table, tuned) for op, p in work]
     if timer is not None:
         precompile(work, picks, dev, args.jobs, args.until)
-    rows, vendor_us = [], {}
+    rows, vendor_us, beside = [], {}, {}
     for i, ((op, p), picked) in enumerate(zip(work, picks), 1):
         if time.time() > args.until:
             head.append(f"\nStopped at the deadline: {len(work) - i + 1} shapes not timed.")
@@ -220,15 +220,20 @@ def cmd_measure(args) -> None:
             times, vendor = timer(op, p, scheds)
         rows.append(row_of(i, p, times, picked, vendor))
         vendor_us[(op.name, str(p))] = vendor
+        beside[(op.name, str(p))] = (rows[-1]["tuned_us"], rows[-1]["heuristic_us"])
         write_text(markdown(head, rows), args.out)
         print(f"{i}/{len(work)} {p}: " + ", ".join(f"{k} {rows[-1][k]:.1f}" for k in ("default_us", "tuned_us")
                                                    if rows[-1][k]), flush=True)
     write_text(markdown(head, rows), args.out)
     doc = table_doc(args.table)
-    for e in doc["entries"]:
-        e["vendor_us"] = vendor_us.get((e["op"], e["problem"]), e.get("vendor_us"))
+    for e in doc["entries"]:     # the entry's time and the heuristic's, measured side by side (choose_default
+        key = (e["op"], e["problem"])   # passes over an entry the heuristic matched), and the vendor's
+        e["vendor_us"] = vendor_us.get(key, e.get("vendor_us"))
+        tuned_us, heuristic_us = beside.get(key, (None, None))
+        if tuned_us and heuristic_us:
+            e["time_us"], e["heuristic_us"] = tuned_us, heuristic_us
     write_table(doc, args.table)
-    print(f"wrote {args.out} ({len(rows)} shapes) and the vendor times into {args.table}")
+    print(f"wrote {args.out} ({len(rows)} shapes) and the heuristic's, the table's and the vendor's times into {args.table}")
 
 
 def table_doc(path: str) -> dict:

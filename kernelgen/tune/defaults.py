@@ -19,7 +19,9 @@ when none is named, and says where it came from.
      name: `gpu_key`; a GPU without a table has none): the entry of the same op, element types, layout and
      fusion, measured on an arch of the same compute capability, whose problem is nearest (`distance`:
      the Euclidean distance between the problems' vectors of log2(1 + size), one component per dim of the
-     op, a batch's count as one more), if it is within MAX_DISTANCE;
+     op, a batch's count as one more), if it is within MAX_DISTANCE and its schedule beat the heuristic on
+     its own problem (an entry that records the heuristic's time there, `heuristic_us`, no faster than its
+     own is passed over);
   3. the op's heuristic, `op.schedule_for(problem, target)`.
 A schedule from 1 or 2 is taken only if the op accepts it for this problem and target (its kernel and
 plan are built: `prepare`); one it refuses (a ScheduleError) is passed over for the next source.
@@ -50,7 +52,11 @@ from .db import Record, TuningDB, dtype_of
 
 FORMAT = "kernelgen-tuned/1"
 TABLES = Path(__file__).resolve().parent.parent / "tuned"    # package data: <key>.json per GPU
-MAX_DISTANCE = 3.0   # e.g. one size 8x off, or three sizes each 3.3x off: farther, a record says little
+# Nearest entries farther than this are not used: on the H100's DeepBench conv list (bench/tuned_defaults.sh,
+# 2026-11-24) a shape's nearest other entry within 0.07 (a size 27 against 28) ran 0.97x the heuristic's time,
+# within 1.0 (one size twice another) 1.08x, within 3.0 1.13x: a tile tuned for another size loses to the
+# heuristic's choice for this one unless the sizes nearly agree.
+MAX_DISTANCE = 0.25
 HEURISTIC = "heuristic"
 
 
@@ -64,8 +70,14 @@ class Entry:
     schedule: Schedule
     time_us: float
     vendor_us: float | None = None
+    heuristic_us: float | None = None   # schedule_for's time on this problem, measured beside time_us
     date: str = ""
     command: str = ""
+
+    @property
+    def beats_heuristic(self) -> bool:
+        """Faster than the heuristic on its own problem, where that was measured (a short tune can miss it)."""
+        return self.heuristic_us is None or self.time_us < self.heuristic_us
 
     def to_json(self) -> dict:
         return dict(dataclasses.asdict(self), schedule=self.schedule.to_dict())
@@ -99,7 +111,7 @@ def choose_default(op: Op, problem: Problem, target: Target, db: TuningDB | None
         return sched, f"your tuning database ({db.path})"
     table = table if table is not None else shipped_table(gpu_key(target.gpu))
     entry = nearest(op, problem, target, table) if table is not None else None
-    if entry is not None and (sched := _legal(op, entry.schedule, problem, target)):
+    if entry is not None and entry.beats_heuristic and (sched := _legal(op, entry.schedule, problem, target)):
         return sched, f"tuned table {table.key} (nearest: {entry.problem})"
     return op.schedule_for(problem, target), HEURISTIC
 
