@@ -29,15 +29,12 @@ from kernelgen import validate as validation  # noqa: E402
 from kernelgen.validate import target_for, validate  # noqa: E402
 
 M = Mutation
-MMA = dict(algo="flash_mma", dtype="float16")
+MMA = dict(algo="flash_mma", dtype="float16")   # the tensor-core attention (fp16 or bf16 only)
 WALK = dict(persistent="coop", min_blocks=2, epilogue="smem", dtype="float16", sms=2,   # the persistent mma.sync walk
-            sizes=[{"M": 512, "N": 384, "K": 128}, {"M": 384, "N": 256, "K": 256}])   # the tensor-core attention (fp16 or bf16 only)
+            sizes=[{"M": 512, "N": 384, "K": 128}, {"M": 384, "N": 256, "K": 256}])
 NAIVE = dict(shared=False, layout="contiguous", wm=0, wn=0, bm=16, bn=16, bk=0, tm=1, tn=1, a_layout="mk", pad_a=0,
              pad_b=0, vec_a=1, vec_b=1, vec_c=1, stages=1, copy="sync", unroll_k=0, min_blocks=1, swizzle=1)   # sgemm's naive step
 BLK1 = dict(NAIVE, shared=True, bm=64, bn=64, bk=8, tm=8)   # sgemm's 1-D block tiling (contiguous layout)
-GEMM_TILE_HEAD = ("  unsigned short* const As = smem;                      // {{ stages }} x [{{ ta.rows }}][{{ ta.ld }}]\n"
-                  "  unsigned short* const Bs = smem + {{ stages * a_stage }};  // {{ stages }} x [{{ tb.rows }}][{{ tb.ld }}]\n"
-                  "  const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;\n")   # gemm.cu.j2's tile function, not the walk's
 # (name, op, knobs, mutation): sizes are the op's test_problems (awkward: 1, odd, not tile multiples)
 # unless the knobs carry sizes=[...]; the op's default dtype unless they carry dtype=...; a plain problem
 # unless they carry problem=dict(...) (op.problem's epilogue=, batch=, stride_a=, stride_b=, residual=);
@@ -1154,10 +1151,8 @@ MUTATIONS = [
     ("s10 gemm: one-stage loop without the barrier after the math", "gemm", dict(copy="sync", stages=1),
      M("gemm.cu.j2", "    {{ compute(\"0\") | indent(4) | trim }}\n    __syncthreads();\n  }\n", "    {{ compute(\"0\") | indent(4) | trim }}\n  }\n")),
     ("s10 gemm: a warp's column origin from warp / warps_n", "gemm", {},
-     M("gemm.cu.j2", "int m0, int n0,\n" + " " * 46 + "unsigned short* smem{{ ep.params if ep }}) {\n" + GEMM_TILE_HEAD
-       + "  const int wm0 = warp / {{ warps_n }} * {{ wm }}, wn0 = warp % {{ warps_n }} * {{ wn }};",
-       "int m0, int n0,\n" + " " * 46 + "unsigned short* smem{{ ep.params if ep }}) {\n" + GEMM_TILE_HEAD
-       + "  const int wm0 = warp / {{ warps_n }} * {{ wm }}, wn0 = warp / {{ warps_n }} * {{ wn }};")),
+     M("gemm.cu.j2", "const int wm0 = warp / {{ warps_n }} * {{ wm }}, wn0 = warp % {{ warps_n }} * {{ wn }};",
+       "const int wm0 = warp / {{ warps_n }} * {{ wm }}, wn0 = warp / {{ warps_n }} * {{ wn }};")),
     ("s10 gemm: register double buffer puts tile 0 into stage 1", "gemm", dict(copy="sync", stages=2),
      M("gemm.cu.j2", "  {{ copy_tile(\"put\", \"0\", \"0\") | indent(2) | trim }}", "  {{ copy_tile(\"put\", \"1\", \"0\") | indent(2) | trim }}")),
     # ---- conv2d_direct.cu.j2
