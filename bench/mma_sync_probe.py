@@ -75,6 +75,17 @@ VARIANTS = (
                                                                swizzle=4)),
     ("persistent, 2 blocks/SM: 2 stages, staged C", dict(stages=2, epilogue="smem", persistent="coop", min_blocks=2)),
     ("4 stages, staged C, min_blocks 2 (per-tile launches)", dict(epilogue="smem", min_blocks=2)),
+    ("256x128 (8 warps), 4 stages, staged C", dict(bm=256, epilogue="smem")),
+    ("persistent 256x128 (8 warps, 1 block/SM), 4 stages, staged C", dict(bm=256, epilogue="smem", persistent="coop")),
+    ("128x256 (8 warps), 4 stages, staged C", dict(bn=256, epilogue="smem")),
+    ("persistent 128x256 (8 warps, 1 block/SM), 4 stages, staged C", dict(bn=256, epilogue="smem", persistent="coop")),
+    ("persistent 256x128, 3 stages, staged C", dict(bm=256, stages=3, epilogue="smem", persistent="coop")),
+    ("persistent 256x128, 4 stages, staged C, sw8", dict(bm=256, epilogue="smem", persistent="coop", swizzle=8)),
+    ("persistent 256x128 bk64, 4 stages, staged C", dict(bm=256, bk=64, epilogue="smem", persistent="coop")),
+    ("persistent 256x128 bk64, 2 stages, staged C", dict(bm=256, bk=64, stages=2, epilogue="smem", persistent="coop")),
+    ("persistent 128x256 bk64, 4 stages, staged C", dict(bn=256, bk=64, epilogue="smem", persistent="coop")),
+    ("persistent 256x128, 4 stages, direct C", dict(bm=256, persistent="coop")),
+    ("persistent 256x128 warps 128x32, 4 stages, staged C", dict(bm=256, wm=128, wn=32, epilogue="smem", persistent="coop")),
 )
 
 
