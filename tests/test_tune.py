@@ -262,3 +262,23 @@ def test_a_compressed_database_is_read_and_never_appended(tmp_path):
     assert [r.time_us for r in TuningDB(packed).records()] == [1.5]
     with pytest.raises(UsageError, match="compressed .read-only"):
         TuningDB(packed).append(rec)
+
+
+def test_a_tune_measures_the_ops_default_first_and_never_ends_slower_than_it(op, tmp_path):
+    """The default (schedule_for) is the first record; the strategy asked for it too is not measured twice."""
+    from kernelgen.tune.space import default_candidate, legal_space
+    problem = op.problem({"n": 1 << 20})
+    times = recorded(op, problem)
+    default = op.schedule_for(problem, target()).to_json()
+    times = {s: (Outcome("ok", 0.5) if s == default else o) for s, o in times.items()}   # the fastest of all
+    for strategy in ("exhaustive", "random", "model", "anneal", "genetic", "pattern"):
+        runner = ReplayRunner(times)
+        res = tune(op, problem, runner=runner, strategy=strategy, budget=40, db=TuningDB(tmp_path / f"{strategy}.jsonl"),
+                   progress=False)
+        assert res.records[0].schedule == json.loads(default) and res.best.time_us == 0.5, strategy
+        assert len({json.dumps(r.schedule, sort_keys=True) for r in res.records}) == len(res.records) == 40, strategy
+    off = tune(op, problem, runner=ReplayRunner(times), strategy="random", budget=5, db=TuningDB(tmp_path / "off.jsonl"),
+               progress=False, default_first=False)
+    assert off.records[0].schedule != json.loads(default)
+    space, _ = legal_space(op, problem, target())
+    assert any(c is default_candidate(op, problem, target(), space) for c in space)

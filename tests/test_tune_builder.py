@@ -149,7 +149,8 @@ def test_a_compile_error_is_recorded_without_asking_the_runner(cache, monkeypatc
 
     monkeypatch.setattr(prepared, "compile_cuda", compile_cuda)
     runner = ReplayRunner(reduce_times(op, problem))
-    res = tune(op, problem, runner=runner, budget=3, db=MemoryDB(), builders=Builders(jobs=0), progress=False)
+    res = tune(op, problem, runner=runner, budget=3, db=MemoryDB(), builders=Builders(jobs=0), progress=False,
+               default_first=False)     # the space's order: its second candidate is the broken one
     assert [r.status for r in res.records] == ["ok", "compile_error", "ok"]
     assert "error: synthetic" in res.records[1].detail and len(runner.calls) == 2
 

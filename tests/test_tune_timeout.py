@@ -68,7 +68,7 @@ def test_a_hanging_kernel_is_stopped_at_its_limit_and_the_others_are_measured(re
     db = TuningDB(tmp_path / "t.jsonl")
     with ProcessRunner(functools.partial(Misbehaving, times, hang=[scheds[1]]), limit_s=LIMIT_S) as pr:
         runner = Timed(pr)
-        res = tune(op, problem, runner=runner, budget=5, db=db, progress=False)
+        res = tune(op, problem, runner=runner, budget=5, db=db, progress=False, default_first=False)   # space order
         assert pr.started == 2                                 # the first worker, and one after the kill
     statuses = [r.status for r in db.records()]
     assert statuses == ["ok", "timeout", "ok", "ok", "ok"]
@@ -82,7 +82,8 @@ def test_a_hanging_kernel_is_stopped_at_its_limit_and_the_others_are_measured(re
 def test_a_dead_worker_is_a_launch_error_and_a_fresh_one_goes_on(reduce_sum, tmp_path):
     op, problem, scheds, times = reduce_sum
     with ProcessRunner(functools.partial(Misbehaving, times, die=[scheds[0]]), limit_s=30) as pr:
-        res = tune(op, problem, runner=pr, budget=3, db=TuningDB(tmp_path / "t.jsonl"), progress=False)
+        res = tune(op, problem, runner=pr, budget=3, db=TuningDB(tmp_path / "t.jsonl"), progress=False,
+                   default_first=False)
         assert pr.started == 2
     first = res.records[0]
     assert first.status == "launch_error" and "exit code 139" in first.detail

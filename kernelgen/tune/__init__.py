@@ -40,12 +40,12 @@ from ..errors import UsageError
 from ..features import features
 from ..ops.base import Op, Problem
 from ..schedule import Schedule
-from . import anneal, exhaustive, genetic, model, pattern, random_search
+from . import anneal, exhaustive, genetic, model, pattern, random_search, seeded
 from .builder import Builders, Built, Job
 from .db import Record, TuningDB, dtype_of
 from .progress import Progress, stream_of
 from .runners import GpuRunner, Outcome, ReplayRunner, Runner, validation_problems
-from .space import Candidate, Observation, Strategy, legal_space
+from .space import Candidate, Observation, Strategy, default_candidate, legal_space
 
 STRATEGIES = {"exhaustive": exhaustive, "random": random_search, "anneal": anneal, "genetic": genetic,
               "pattern": pattern, "model": model}
@@ -68,7 +68,7 @@ class TuneResult:
 def tune(op: Op, problem: Problem, *, runner: Runner, strategy: str = "exhaustive", budget: int | None = None,
          seed: int = 0, db: TuningDB | None = None, resume: bool = False, progress=True, batch: int = 4,
          builders: Builders | None = None, ahead: int | None = None, space: list[Candidate] | str = "default",
-         history: list[Observation] | None = None,
+         history: list[Observation] | None = None, default_first: bool = True,
          stop: Callable[[TuneResult], bool] | None = None) -> TuneResult:
     """Measure at most `budget` schedules (None: until the strategy has nothing more), asking the
     strategy for `batch` at a time; what `resume` finds in the database does not count.
@@ -79,14 +79,19 @@ def tune(op: Op, problem: Problem, *, runner: Runner, strategy: str = "exhaustiv
     space:    the candidates, or which of the op's legal spaces for `problem` on the runner's limits:
               "default" (its curated space) or "wide" (tune.space.points).
     history:  observations of other problems for a strategy that learns (default: from `db`).
+    default_first: measure the op's own default for the problem (`schedule_for`) before what the strategy
+              asks (seeded.py), so the best is never slower than it; only where `space` names the op's
+              space (a replay's given candidates are the strategy's alone).
     progress: True for a progress line on stderr, False for none, or a stream to write it to.
     stop:     asked after each told batch; True ends the search (a replay stops at its goal)."""
     if strategy not in STRATEGIES:
         raise UsageError(f"strategy {strategy!r} is unknown; choose one of {', '.join(STRATEGIES)}")
     db = db or TuningDB()
     pruned = 0
+    first = []
     if isinstance(space, str):
         space, pruned = legal_space(op, problem, runner.limits, space)
+        first = [c for c in (default_candidate(op, problem, runner.limits, space) if default_first else None,) if c]
     module = STRATEGIES[strategy]
     extra = {}
     if "history" in inspect.signature(module.Search).parameters:
@@ -95,6 +100,8 @@ def tune(op: Op, problem: Problem, *, runner: Runner, strategy: str = "exhaustiv
             history = observations(op, problem, db.records(), runner.gpu)
         extra["history"] = history
     search: Strategy = module.Search(space, seed, **extra)
+    if first:
+        search = seeded.Search(search, first)
     prior = {r.key(): r for r in db.records()} if resume else {}
     result = TuneResult(best=None, pruned=pruned)
     ahead = ahead or (3 if builders else 1)
@@ -103,7 +110,9 @@ def tune(op: Op, problem: Problem, *, runner: Runner, strategy: str = "exhaustiv
         return Record.make(op.name, str(problem), runner.arch, runner.gpu, cand.schedule.to_dict(), cand.knobs,
                            out.status, out.time_us, out.detail, cand.name, dtype_of(problem), feats)
 
-    to_measure = len(space) - (sum(record_of(c, Outcome("ok")).key() in prior for c in space) if prior else 0)
+    outside = [c for c in first if not any(c is x for x in space)]   # a default outside the space: one more
+    to_measure = len(space) + len(outside) - (sum(record_of(c, Outcome("ok")).key() in prior
+                                                  for c in [*space, *outside]) if prior else 0)
     bar = Progress(to_measure if budget is None else min(budget, to_measure), f"tuning {op.name} {problem}",
                    stream_of(progress))
 

@@ -99,6 +99,21 @@ def points(op: Op, problem: Problem, limits: Target, space: str = "default"):
             yield dict(knobs, **dict(zip(axes, combo)))
 
 
+def default_candidate(op: Op, problem: Problem, limits: Target, space: list[Candidate]) -> Candidate | None:
+    """The op's own default for `problem` (`schedule_for`) as a candidate: the space's own where it holds the
+    same schedule, else one made like the space's; None where it is not legal for the problem on `limits`."""
+    try:
+        sched = op.for_problem(problem).schedule_for(problem, limits)
+        same = next((c for c in space if c.schedule.to_json() == sched.to_json()), None)
+        if same is not None:
+            return same
+        kernel = op.for_problem(problem).kernel(sched, limits, problem.types, problem.layout)
+        plan = op.plan(kernel, problem, limits)
+    except ScheduleError:
+        return None
+    return Candidate(op.knobs_from_schedule(sched), sched, kernel, plan, features(kernel, limits, plan=plan))
+
+
 def legal_space(op: Op, problem: Problem, limits: Target, space: str = "default") -> tuple[list[Candidate], int]:
     """(the op's points that are legal for `problem` on `limits`, how many were pruned). Pruning
     happens here, before anything is compiled: each illegal point raises ScheduleError. Points that
