@@ -892,6 +892,13 @@ class Gemm(Fusing, Op):
                     for swizzle in (1, 8):
                         yield dict(base, bm=bm, bn=bn, wm=wm, wn=wn, bk=bk, stages=stages, copy="cp_async",
                                    smem="xor", pad=0, swizzle=swizzle, frag_buffers=2, epilogue="smem")
+        # persistent mma.sync walks (1.07-1.15x the per-tile kernel at K <= 512 on the H100, slower at long K;
+        # blocks of 8 warps gain most): two 4-warp blocks an SM, or one of 8 warps
+        for bm, bn, min_blocks in ((128, 128, 2), (256, 128, 1), (128, 256, 1)):
+            for stages in (3, 4):
+                for swizzle in (1, 8):
+                    yield dict(base, bm=bm, bn=bn, stages=stages, swizzle=swizzle, epilogue="smem", persistent="coop",
+                               min_blocks=min_blocks)
         for bm, bn, wm, wn in ((64, 64, 32, 32), (128, 128, 64, 64), (128, 128, 32, 32)):
             yield dict(base, instr="wmma", bm=bm, bn=bn, wm=wm, wn=wn, stages=2, copy="cp_async", smem="pad",
                        pad=8, ldmatrix=False, swizzle=8)
