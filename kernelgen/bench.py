@@ -110,7 +110,7 @@ SUITE_COLUMNS = ["#", "op", "problem", "time_us", "vendor_us", "vs_vendor", "val
 SLOW_BELOW = 0.8     # a shape under this ratio to the vendor is counted apart (issue 14's floor)
 
 
-def suite_row(op: Op, problem: Problem, line: int, *, reps: int, timing: str) -> dict:
+def suite_row(op: Op, problem: Problem, line: int, *, reps: int, timing: str, db=None) -> dict:
     """One shape on its default schedule (tune.defaults.choose_default: your tuning database, the GPU's
     tuned table, else the heuristic): validated, timed, and the vendor timed the same way. A shape the
     schedule cannot take, or that cannot be validated here, is a row that says why (the suite goes on)."""
@@ -119,7 +119,7 @@ def suite_row(op: Op, problem: Problem, line: int, *, reps: int, timing: str) ->
     row = {"#": line, "op": op.name, "problem": str(problem), "time_us": None, "vendor_us": None,
            "vs_vendor": None, "valid": "-", "kernel": "-", "note": "", "schedule": None, "source": "-"}
     try:
-        sched, source = choose_default(op, problem, gpu.device())
+        sched, source = choose_default(op, problem, gpu.device(), db)
         row.update(schedule=sched.to_dict(), source=source)
         prep = prepare(op, sched, problem, gpu.device())
         row["kernel"] = prep.kernel.name
@@ -211,7 +211,7 @@ def with_rates(op, problem, pair: list[dict], r: dict) -> list[dict]:
     return pair
 
 
-def run_suite(name: str, work: list, *, reps: int, timing: str, json_file: str | None = None) -> list[dict]:
+def run_suite(name: str, work: list, *, reps: int, timing: str, json_file: str | None = None, db=None) -> list[dict]:
     """Each (entry, op, problem) of `work` benched on the GPU in turn, with a progress line on stderr;
     with `json_file`, the results document is rewritten (atomically) after every shape, so a run
     stopped half-way keeps what it measured."""
@@ -222,7 +222,7 @@ def run_suite(name: str, work: list, *, reps: int, timing: str, json_file: str |
     progress = Progress(total=len(work), label=f"suite {name}", stream=sys.stderr)
     rows = []
     for e, op, problem in work:
-        rows.append(suite_row(op, problem, e.line, reps=reps, timing=timing))
+        rows.append(suite_row(op, problem, e.line, reps=reps, timing=timing, db=db))
         progress.measured += 1
         progress.failed += rows[-1]["valid"] in ("refused", "WRONG")
         progress.show()

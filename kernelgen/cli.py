@@ -772,14 +772,14 @@ def bench(op_name, size, ladder, knobs, schedule_file, suite, shard, best, db, r
         raise UsageError("--breakdown times the stages of `bench transformer`; an op's bench takes no --breakdown")
     if suite is not None or shard is not None:
         given = [o for o, v in (("OP", op_name), ("--size", size), ("--ladder", ladder), ("--knob", knobs),
-                                ("--schedule", schedule_file), ("--best", best), ("--db", db), ("--dtype", dtype),
+                                ("--schedule", schedule_file), ("--best", best), ("--dtype", dtype),
                                 ("--out-dtype", out_dtype), ("--layout", layout), ("--plot", plot_file)) if v]
         if suite is None:
             raise UsageError("--shard splits a suite; give --suite NAME too")
         if given:
             raise UsageError(f"--suite runs each shape of its file on its own default; it takes no {given[0]} "
                              "(the suite's lines give op, size and type)")
-        return bench_suite(suite, shard, reps, markdown, json_file, timing)
+        return bench_suite(suite, shard, reps, markdown, json_file, timing, open_db(db) if db else None)
     if op_name is None:
         raise UsageError("bench needs an OP (`kernelgen list` names them) or --suite NAME")
     op = get_op(op_name)
@@ -839,9 +839,11 @@ def bench_transformer(size: str, dtype: str, passes: int, markdown: bool, json_f
         raise ValidationError("the kernelgen transformer block is outside its tolerance of the float64 reference")
 
 
-def bench_suite(name: str, shard_text: str | None, reps: int, markdown: bool, json_file: str | None, timing: str):
+def bench_suite(name: str, shard_text: str | None, reps: int, markdown: bool, json_file: str | None, timing: str,
+                db=None):
     """Every entry of the suite parsed and checked first (a typo on line 90 stops the run before the GPU
-    starts), then each shape benched on the GPU with a progress line, then the table and the summary."""
+    starts), then each shape benched on the GPU with a progress line, then the table and the summary; `db`,
+    the tuning database the defaults are chosen from (None: the default one)."""
     from . import gpu, suites
     from .bench import format_suite, run_suite
     suite = suites.load(name)
@@ -856,7 +858,7 @@ def bench_suite(name: str, shard_text: str | None, reps: int, markdown: bool, js
         except UsageError as err:
             raise UsageError(f"{suite.path.name} line {e.line}: {err}") from None
     gpu.require()
-    rows = run_suite(suite.name, work, reps=reps, timing=timing, json_file=json_file)
+    rows = run_suite(suite.name, work, reps=reps, timing=timing, json_file=json_file, db=db)
     part = "" if count == 1 else f" (part {index}/{count})"
     click.echo(format_suite(suite.name, rows, markdown, timing=timing, reps=reps, shard=part))
     if json_file:

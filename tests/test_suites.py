@@ -109,3 +109,30 @@ def test_a_small_suite_runs_on_the_gpu(tmp_path):
     assert "sgemm: 2 shapes, 2 timed against the vendor" in r.output
     doc = json.loads(out.read_text())
     assert len(doc["runs"]) == 4 and all(run["rows"][0]["valid"] == "ok" for run in doc["runs"])
+
+
+def test_a_suite_reads_the_tuning_database_given_checked_before_the_gpu(tmp_path):
+    f = tmp_path / "small.txt"
+    f.write_text("softmax rows=3,cols=50257\n")
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text("not a record\n{}\n")     # (a torn last line alone would be skipped)
+    r = CliRunner().invoke(main, ["bench", "--suite", str(f), "--db", str(bad)])
+    assert r.exit_code == 2 and str(bad) in r.output and "takes no" not in r.output, r.output
+    assert "Traceback" not in r.output
+
+
+@pytest.mark.gpu
+def test_a_suite_takes_its_defaults_from_the_database_given(tmp_path):
+    from kernelgen import gpu
+    from kernelgen.tune.db import Record, TuningDB
+    op = get_op("softmax")
+    sched = op.schedule(algo="online")
+    db = TuningDB(tmp_path / "mine.jsonl")
+    db.append(Record.make("softmax", "rows=3,cols=50257", gpu.device().arch, gpu.device().gpu, sched.to_dict(), {},
+                          "ok", 1.0))
+    f = tmp_path / "small.txt"
+    f.write_text("softmax rows=3,cols=50257\nsoftmax rows=5,cols=1000\n")
+    r = CliRunner().invoke(main, ["bench", "--suite", str(f), "--reps", "3", "--db", str(db.path)])
+    assert r.exit_code == 0, r.output
+    lines = [l for l in r.output.splitlines() if "rows=" in l]
+    assert "your tuning database" in lines[0] and "your tuning database" not in lines[1], r.output
