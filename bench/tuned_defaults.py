@@ -35,7 +35,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from kernelgen.ops import get_op  # noqa: E402
 from kernelgen.sizes import parse_size  # noqa: E402
-from kernelgen.tune.db import MemoryDB, TuningDB  # noqa: E402
+from kernelgen.tune.db import MemoryDB, TuningDB, standing  # noqa: E402
 from kernelgen.tune.runners import Outcome  # noqa: E402
 
 
@@ -108,13 +108,12 @@ COLUMNS = ["#", "problem", "default_us", "from", "unseen_us", "unseen from", "he
 
 
 def best_records(records: list) -> dict:
-    """(op, problem, arch) -> the fastest record whose schedule's latest record is "ok" (TuningDB.best, for all
-    problems at once: best() reads every record per call)."""
-    latest = {r.key(): r for r in records}
+    """(op, problem, arch) -> the fastest standing record (TuningDB.best, for all problems at once: best() reads
+    every record per call)."""
     best = {}
-    for r in latest.values():
+    for r in standing(records):
         k = (r.op, r.problem, r.arch)
-        if r.status == "ok" and r.time_us is not None and (k not in best or r.time_us < best[k].time_us):
+        if k not in best or r.time_us < best[k].time_us:
             best[k] = r
     return best
 
@@ -184,6 +183,7 @@ def cmd_measure(args) -> None:
     from kernelgen import config
     from kernelgen.results import write_text
     from kernelgen.tune.defaults import read_table, write_table
+    from kernelgen.tune.history import parse_problem
     table = read_table(args.table)
     tuned = best_records([r for f in [args.db, *args.more_db] for r in TuningDB(f).records()])
     work = suite_work(args.suite)
@@ -191,8 +191,7 @@ def cmd_measure(args) -> None:
     for e in table.entries:          # the table's other problems (earlier sweeps) are its claims too
         if (e.op, e.problem) not in listed:
             op = get_op(e.op)
-            inp, _, o = e.dtype.partition("->")
-            work.append((op, parse_size(op, e.problem, False, inp, o or None)))
+            work.append((op, parse_problem(op, e.problem, e.dtype)))
     if args.dry_run:
         dev, timer = DryRunner().limits, None
     else:

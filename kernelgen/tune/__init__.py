@@ -91,7 +91,8 @@ def tune(op: Op, problem: Problem, *, runner: Runner, strategy: str = "exhaustiv
     first = []
     if isinstance(space, str):
         space, pruned = legal_space(op, problem, runner.limits, space)
-        first = [c for c in (default_candidate(op, problem, runner.limits, space) if default_first else None,) if c]
+        if default_first and (default := default_candidate(op, problem, runner.limits, space)):
+            first = [default]
     module = STRATEGIES[strategy]
     extra = {}
     if "history" in inspect.signature(module.Search).parameters:

@@ -166,13 +166,17 @@ class TuningDB:
         return {r.key() for r in self.records()}
 
     def best(self, op: str, problem: str | None = None, arch: str | None = None, gpu: str | None = None) -> Record | None:
-        """The fastest schedule whose latest record is "ok" (a winner that failed its final check is
-        recorded again with that outcome)."""
-        latest = {r.key(): r for r in self.records()}
-        ok = [r for r in latest.values() if r.op == op and r.status == "ok" and r.time_us is not None
-              and (problem is None or r.problem == problem) and (arch is None or r.arch == arch)
-              and (gpu is None or r.gpu == gpu)]
+        """The fastest schedule whose latest record is "ok" (`standing`)."""
+        ok = [r for r in standing(self.records()) if r.op == op and (problem is None or r.problem == problem)
+              and (arch is None or r.arch == arch) and (gpu is None or r.gpu == gpu)]
         return min(ok, key=lambda r: r.time_us) if ok else None
+
+
+def standing(records: list[Record]) -> list[Record]:
+    """Each schedule's latest record, where that is "ok" with a time: what a best is chosen from (a winner that
+    failed its final check is recorded again with that outcome, and no longer counts)."""
+    latest = {r.key(): r for r in records}
+    return [r for r in latest.values() if r.status == "ok" and r.time_us is not None]
 
 
 class MemoryDB(TuningDB):

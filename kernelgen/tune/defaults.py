@@ -48,7 +48,8 @@ from ..errors import ScheduleError, UsageError
 from ..ops.base import Op, Problem
 from ..schedule import Schedule
 from ..target import ARCHS, Target, capability, target as arch_target
-from .db import Record, TuningDB, dtype_of
+from .db import Record, TuningDB, dtype_of, standing
+from .history import parse_problem
 
 FORMAT = "kernelgen-tuned/1"
 TABLES = Path(__file__).resolve().parent.parent / "tuned"    # package data: <key>.json per GPU
@@ -119,17 +120,14 @@ def choose_default(op: Op, problem: Problem, target: Target, db: TuningDB | None
 def nearest(op: Op, problem: Problem, target: Target, table: Table) -> Entry | None:
     """The table's entry for the same op, types, layout and fusion (on an arch of the target's compute
     capability) nearest to `problem`, within MAX_DISTANCE; the first listed among equally near ones."""
-    best, best_d = None, MAX_DISTANCE
-    for e in table.entries:
+    near = []
+    for i, e in enumerate(table.entries):
         if e.op != op.name or e.dtype != dtype_of(problem) or capability(e.arch) != capability(target.arch):
             continue
         p = _entry_problem(op, e.problem, e.dtype)
-        if p is None or _kind(p) != _kind(problem):
-            continue
-        d = distance(p, problem)
-        if d < best_d or (best is None and d <= best_d):
-            best, best_d = e, d
-    return best
+        if p is not None and _kind(p) == _kind(problem) and (d := distance(p, problem)) <= MAX_DISTANCE:
+            near.append((d, i, e))
+    return min(near)[2] if near else None
 
 
 def distance(a: Problem, b: Problem) -> float:
@@ -150,11 +148,9 @@ def _kind(p: Problem) -> tuple:
 
 @functools.lru_cache(maxsize=4096)
 def _entry_problem(op: Op, text: str, dtype: str) -> Problem | None:
-    """A table entry's Problem; None where the op no longer accepts it."""
-    from ..sizes import parse_size
-    inp, _, out = dtype.partition("->")
+    """A table entry's Problem (history.parse_problem); None where the op no longer accepts it."""
     try:
-        return parse_size(op, text, False, inp, out or None)
+        return parse_problem(op, text, dtype)
     except UsageError:
         return None
 
@@ -203,10 +199,9 @@ def build_table(records: list[Record], gpu: str, command: str = "") -> dict:
     the fastest schedule whose latest record is "ok" and that the op still accepts on that problem."""
     from ..ops import get_op, OPS
     key = gpu_key(gpu)
-    latest = {r.key(): r for r in records}           # a schedule's latest record counts (TuningDB.best)
     groups: dict[tuple, list[Record]] = {}
-    for r in latest.values():
-        if r.status == "ok" and r.time_us is not None and r.op in OPS and r.arch in ARCHS and gpu_key(r.gpu) == key:
+    for r in standing(records):
+        if r.op in OPS and r.arch in ARCHS and gpu_key(r.gpu) == key:
             groups.setdefault((r.op, r.problem, r.dtype, r.arch), []).append(r)
     entries, gpus = [], set()
     for (op_name, problem_text, dtype, arch), recs in sorted(groups.items()):

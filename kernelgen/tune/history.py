@@ -43,16 +43,16 @@ def observations(op: Op, problem: Problem, records: list[Record], gpu: str | Non
 
 
 def problem_of(op: Op, rec: Record) -> Problem:
-    """The Problem a record was measured on, from its printed sizes (and layout) and its dtype."""
-    sizes, layout = {}, None
-    for part in rec.problem.partition(":")[0].split(","):
-        name, _, value = part.partition("=")
-        if name.strip() == "layout":
-            layout = value.strip()
-        else:
-            sizes[name.strip()] = int(value)
-    dtype, _, out_dtype = rec.dtype.partition("->")
-    return op.problem(sizes, dtype=dtype, out_dtype=out_dtype or None, layout=layout)
+    """The Problem a record was measured on."""
+    return parse_problem(op, rec.problem, rec.dtype)
+
+
+def parse_problem(op: Op, text: str, dtype: str) -> Problem:
+    """A Problem from its printed form (a record's, a table entry's: the CLI's --size syntax) and a record's dtype
+    ("float16->float32": input, then output type); UsageError where the op does not accept it."""
+    from ..sizes import parse_size
+    inp, _, out = dtype.partition("->")
+    return parse_size(op, text, False, inp, out or None)
 
 
 def recompute_features(op: Op, rec: Record) -> dict | None:

@@ -105,13 +105,17 @@ def default_candidate(op: Op, problem: Problem, limits: Target, space: list[Cand
     try:
         sched = op.for_problem(problem).schedule_for(problem, limits)
         same = next((c for c in space if c.schedule.to_json() == sched.to_json()), None)
-        if same is not None:
-            return same
-        kernel = op.for_problem(problem).kernel(sched, limits, problem.types, problem.layout)
-        plan = op.plan(kernel, problem, limits)
+        return same or candidate(op, problem, limits, op.knobs_from_schedule(sched), sched)
     except ScheduleError:
         return None
-    return Candidate(op.knobs_from_schedule(sched), sched, kernel, plan, features(kernel, limits, plan=plan))
+
+
+def candidate(op: Op, problem: Problem, limits: Target, knobs: dict, sched: Schedule) -> Candidate:
+    """`sched` (of `knobs`) as a candidate for `problem` on `limits`: its kernel, its plan (legal for this size
+    too) and their features; ScheduleError where it is not legal."""
+    kernel = op.for_problem(problem).kernel(sched, limits, problem.types, problem.layout)
+    plan = op.plan(kernel, problem, limits)
+    return Candidate(knobs, sched, kernel, plan, features(kernel, limits, plan=plan))
 
 
 def legal_space(op: Op, problem: Problem, limits: Target, space: str = "default") -> tuple[list[Candidate], int]:
@@ -126,10 +130,7 @@ def legal_space(op: Op, problem: Problem, limits: Target, space: str = "default"
             if key in seen:
                 continue
             seen.add(key)
-            kernel = op.for_problem(problem).kernel(sched, limits, problem.types, problem.layout)
-            plan = op.plan(kernel, problem, limits)  # legal for this size too
+            legal.append(candidate(op, problem, limits, knobs, sched))
         except ScheduleError:
             pruned += 1
-            continue
-        legal.append(Candidate(knobs, sched, kernel, plan, features(kernel, limits, plan=plan)))
     return legal, pruned
