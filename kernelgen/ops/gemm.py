@@ -297,30 +297,31 @@ class Gemm(Fusing, Op):
         """A persistent block's producer warpgroup runs ahead across tiles: warp-specialised, no cluster, one
         slice of K; ping-pong gives each consumer warpgroup a whole tile (wm == bm) and its registers."""
         mode = k["persistent"]
-        for knob, ok, want in (("warp_specialize", k["ws"], "1"), ("cluster", k["cluster"] == 1, "1"),
-                               ("split_k", k["split_k"] == 1, "1")):
-            check(ok, "annotate", "persistent", mode, allowed="off",
-                  limit=f"persistent blocks need annotate({knob}, {want})")
+        self._persistent_needs(mode, "", ((k["ws"], "annotate(warp_specialize, 1)"),
+                                          (k["cluster"] == 1, "annotate(cluster, 1)"),
+                                          (k["split_k"] == 1, "annotate(split_k, 1)")))
         if mode == "pingpong":
             check(k["wm"] == k["bm"], "split", "i", (k["bm"], k["wm"]), allowed=f"({k['bm']}, {k['bm']})",
                   limit="ping-pong gives each consumer warpgroup a whole tile: wm == bm")
             check(self.registers(k) <= CONSUMER_REGS, "split", "i", (k["bm"], k["wm"]),
                   limit=f"a {k['bm']}x{k['bn']} tile holds ~{self.registers(k)} registers a thread > {CONSUMER_REGS}")
 
+    @staticmethod
+    def _persistent_needs(mode: str, who: str, needs) -> None:
+        """annotate(persistent, mode) refused at the first of `needs` ((holds, what it needs)) that does not hold."""
+        for ok, want in needs:
+            check(ok, "annotate", "persistent", mode, allowed="off", limit=f"{who}persistent blocks need {want}")
+
     def _check_persistent_mma(self, k: dict, target: Target, layout: str) -> None:
         """mma.sync's persistent blocks run the unrolled cp.async pipeline (ldmatrix, one fragment buffer) on
         across tiles, min_blocks of them an SM: all of those must fit an SM at once, or the grid's later
         blocks would wait for the first ones' whole walks."""
         mode = k["persistent"]
-        needs = (("persistent", mode == "coop", "annotate(persistent, coop): ping-pong is wgmma's"),
-                 ("copy", k["copy"] == "cp_async", "annotate(copy, cp_async)"),
-                 ("ldmatrix", k["ldmatrix"], "annotate(ldmatrix, 1)"),
-                 ("warp_fragments", k["frag_buffers"] == 1, "annotate(warp_fragments, 1)"),
-                 ("split_k", k["split_k"] == 1, "annotate(split_k, 1)"),
-                 ("batch", not self.batched, "one product (a batched one runs its products on blockIdx.z)"))
-        for knob, ok, want in needs:
-            check(ok, "annotate", "persistent", mode, allowed="off",
-                  limit=f"mma.sync's persistent blocks need {want} ({knob})")
+        self._persistent_needs(mode, "mma.sync's ", (
+            (mode == "coop", "annotate(persistent, coop): ping-pong is wgmma's"),
+            (k["copy"] == "cp_async", "annotate(copy, cp_async)"), (k["ldmatrix"], "annotate(ldmatrix, 1)"),
+            (k["frag_buffers"] == 1, "annotate(warp_fragments, 1)"), (k["split_k"] == 1, "annotate(split_k, 1)"),
+            (not self.batched, "one product (a batched one runs its products on blockIdx.z)")))
         per_block = self.shared_bytes(k, layout) + 1024
         check(k["min_blocks"] * per_block <= target.smem_per_sm, "annotate", "min_blocks", k["min_blocks"],
               allowed=str(max(1, target.smem_per_sm // per_block)),
