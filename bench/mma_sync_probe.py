@@ -86,6 +86,14 @@ VARIANTS = (
     ("persistent 128x256 bk64, 4 stages, staged C", dict(bn=256, bk=64, epilogue="smem", persistent="coop")),
     ("persistent 256x128, 4 stages, direct C", dict(bm=256, persistent="coop")),
     ("persistent 256x128 warps 128x32, 4 stages, staged C", dict(bm=256, wm=128, wn=32, epilogue="smem", persistent="coop")),
+    ("5 stages, staged C", dict(stages=5, epilogue="smem")),
+    ("6 stages, staged C", dict(stages=6, epilogue="smem")),
+    ("5 stages, staged C, sw4", dict(stages=5, epilogue="smem", swizzle=4)),
+    ("6 stages, staged C, sw4", dict(stages=6, epilogue="smem", swizzle=4)),
+    ("4 stages, staged C, sw2", dict(epilogue="smem", swizzle=2)),
+    ("4 stages, staged C, sw4", dict(epilogue="smem", swizzle=4)),
+    ("4 stages, staged C, sw16", dict(epilogue="smem", swizzle=16)),
+    ("persistent, 2 blocks/SM: 5 stages, staged C", dict(stages=5, epilogue="smem", persistent="coop", min_blocks=2)),
 )
 
 

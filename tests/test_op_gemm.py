@@ -131,7 +131,7 @@ def test_kernel_names_carry_dtype_arch_and_knobs():
     ("sm_90", "float16", dict(bm=256, bn=256, wm=16, wn=32), "4096 threads.*1024 threads per block"),
     ("sm_90", "float16", dict(wm=128, wn=128), "registers"),
     ("sm_90", "float16", dict(copy="sync", stages=3), "at most 2 stages"),
-    ("sm_90", "float16", dict(stages=1), "2..4 stages"),
+    ("sm_90", "float16", dict(stages=1), "2..6 stages"),
     ("sm_90", "float16", dict(pad=4, smem="pad"), r"knob pad=4 is not one of its choices \(allowed: 0, 8, 16\)"),
     ("sm_90", "float16", dict(pad=8), "XOR-swizzled layout has no padding"),
     ("sm_90", "float16", dict(instr="wmma", ldmatrix=False), "load_matrix_sync reads plain strided rows"),
@@ -441,6 +441,17 @@ def test_mma_without_ldmatrix_and_other_knobs_on_the_emulator():
         for sizes in ({"M": 70, "N": 72, "K": 48}, {"M": 33, "N": 40, "K": 37}):
             v = validate(op, op.schedule(**over), op.problem(sizes), backend="emulate", check=True)
             assert v.ok, (over, sizes, v.summary())
+
+
+@pytest.mark.emulate
+@pytest.mark.parametrize("stages", [5, 6])
+def test_deep_cp_async_pipelines_on_the_emulator(stages):
+    """5 and 6 stages: K shorter than the pipeline (the fill copies zeros) and K of 13 tiles (the ring wraps twice
+    and ends mid-round), races and bounds checked."""
+    knobs = dict(bm=64, bn=64, wm=32, wn=32, stages=stages, epilogue="smem")
+    for sizes in ({"M": 70, "N": 72, "K": 48}, {"M": 64, "N": 64, "K": 416}):
+        v = validate(op, op.schedule(**knobs), op.problem(sizes), backend="emulate", check=True, order="random")
+        assert v.ok, (knobs, sizes, v.summary())
 
 
 @pytest.mark.emulate

@@ -128,7 +128,7 @@ class Gemm(Fusing, Op):
              Prim("split", "i", args="BM, WM")),
         Knob("wn", 64, Range(8, 256, 8), "columns of C per warp (wgmma: the block's width)", "wn",
              Prim("split", "j", args="BN, WN")),
-        Knob("stages", 4, (1, 2, 3, 4), "shared tiles in flight", "st", Prim("double_buffer", ("A", "B"), absent=1)),
+        Knob("stages", 4, (1, 2, 3, 4, 5, 6), "shared tiles in flight", "st", Prim("double_buffer", ("A", "B"), absent=1)),
         Knob("copy", "cp_async", ("sync", "cp_async", "tma"),
              "global->shared copy through registers, by cp.async, or by the TMA unit (wgmma)", "c",
              Prim("annotate", "copy", absent="sync", always=True)),
@@ -220,8 +220,8 @@ class Gemm(Fusing, Op):
         check(k["bk"] % sk == 0, "split", "k", k["bk"], limit=f"the {intrinsic} shape {sm}x{sn}x{sk} divides the K tile: {k['bk']} % {sk} != 0")
         if k["copy"] == "cp_async":
             target.require("cp_async", "annotate", "copy", "cp_async")
-            check(k["stages"] >= 2, "double_buffer", "A", k["stages"], limit="cp.async pipelines need 2..4 stages",
-                  allowed="2, 3, 4")
+            check(k["stages"] >= 2, "double_buffer", "A", k["stages"], limit="cp.async pipelines need 2..6 stages",
+                  allowed="2, 3, 4, 5, 6")
         else:
             check(k["stages"] <= 2, "double_buffer", "A", k["stages"],
                   limit="copies through registers keep at most 2 stages; use annotate(copy, cp_async)", allowed="1, 2")
@@ -279,7 +279,7 @@ class Gemm(Fusing, Op):
               limit="B arrives in TMA boxes of 64 columns and wgmma's n is at most 256", allowed="64, 128, 192, 256")
         check(k["bk"] == WGMMA_BK, "split", "k", k["bk"],
               limit="K is read 64 at a time: one 128-byte swizzle row of 16-bit values", allowed=str(WGMMA_BK))
-        check(2 <= k["stages"], "double_buffer", "A", k["stages"], limit="a TMA pipeline keeps 2..4 stages",
+        check(2 <= k["stages"] <= 4, "double_buffer", "A", k["stages"], limit="a TMA pipeline keeps 2..4 stages",
               allowed="2, 3, 4")
         check(k["smem"] == "xor" and k["pad"] == 0, "storage_align", "A", k["pad"],
               limit="TMA writes 128-byte XOR-swizzled rows without padding", allowed="0 with shared_layout xor")
