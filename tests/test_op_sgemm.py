@@ -280,6 +280,34 @@ def test_small_tiles_and_workspace_split_k_in_transposed_layouts_on_the_emulator
 
 
 @pytest.mark.emulate
+def test_cp_async_families_copy_a_stored_transposed_as_its_rows_lie_on_the_emulator():
+    """A stored transposed (TN): the cp.async families take A's km tile (16-byte copies of its rows along M),
+    sliced and ragged, races and bounds checked."""
+    from kernelgen.ops.sgemm_cost import families
+    layout = "TN"
+    fams = {f.name: f.knobs for f in families(op, target("sm_90"), layout) if f.knobs["copy"] == "cp_async"}
+    assert fams and all(k["a_layout"] == "km" and k["vec_a"] == 4 for k in fams.values()), fams
+    for name, (m, n, k) in (("64x64/cp.async", (33, 70, 37)), ("16x256/cp.async", (17, 260, 100)),
+                            ("64x64/cp.async", (64, 128, 64))):
+        p = op.problem({"M": m, "N": n, "K": k}, layout=layout)
+        v = validate(op, op.schedule_from_knobs(**dict(fams[name], split_k=2, reduce_k="workspace")), p,
+                     backend="emulate", order="random", check=True)
+        assert v.ok, (name, (m, n, k), v.summary())
+
+
+def test_layouts_keep_the_families_their_copies_suit():
+    """B stored transposed has no cp.async family (4-byte copies that transpose ran slower than the register-copied
+    tiles); where several candidates tie (launch- and latency-bound), the one computing fewest rows past C wins."""
+    from kernelgen.ops.sgemm_cost import families
+    h100 = target("sm_90a")
+    for layout in ("NT", "TT"):
+        assert not [f.name for f in families(op, h100, layout) if f.knobs["copy"] == "cp_async"]
+    for layout in ("NN", "NT", "TN", "TT"):
+        k = op.knobs_from_schedule(op.schedule_for(op.problem({"M": 32, "N": 512, "K": 512}, layout=layout), h100))
+        assert k["bm"] <= 64, (layout, k)
+
+
+@pytest.mark.emulate
 def test_workspace_sums_the_slices_in_a_fixed_order():
     # floats whose sum depends on the order: the workspace reduction gives the same bits on every run
     # (the emulator's block order is random), and K in slices never reads an unwritten slab (NaN)

@@ -168,12 +168,18 @@ class Sgemm(Fusing, Op):
         return self.schedule_from_knobs(**k)
 
     @staticmethod
-    def layout_knobs(layout: str) -> dict:
+    def layout_knobs(layout: str, copy: str = "sync") -> dict:
         """What an operand layout changes in a schedule: B stored transposed is copied along K and stored
         transposed into B's [k][n] tile, 4 floats of a column each: rows of 132 floats (pad 4) put the
         16 columns a warp writes at once in banks 16 apart instead of 2-way conflicts. (A stored
-        transposed needs nothing: its rows run along M, as the default km tile does.)"""
-        return dict(pad_b=4) if Operands(layout).b_t else {}
+        transposed needs nothing: its rows run along M, as the default km tile does.) cp.async copies
+        without transposing: A stored transposed goes 16 bytes at a time into the km tile, B stored
+        transposed 4 bytes at a time."""
+        o = Operands(layout)
+        knobs = dict(pad_b=4) if o.b_t else {}
+        if copy == "cp_async":
+            knobs.update({"a_layout": "km"} if o.a_t else {}, **({"vec_b": 1} if o.b_t else {}))
+        return knobs
 
     def _read_dim(self, r: ScheduleReader, loop: str, axis: str, default: tuple) -> tuple[str, int, int, int]:
         """(layout, block extent, thread extent, warp extent) of loop i or j."""

@@ -38,6 +38,13 @@ roofline. The regimes it produces, for an H100 (132 SMs):
 | skinny N (<= ~64) | 3000x64x2000, 4096x8x100000 | bn = 8/16/32/64 tiles, slices | no columns of C computed for nothing |
 | skinny M (<= ~64) | 16x5000x4000 | bm = 8/16/32 tiles, slices | the same for rows |
 
+Operand layouts: where A is stored transposed (TN, TT) the cp.async families copy it 16 bytes at a time
+into the km tile, as its rows lie in memory (M = 16-32, N = 512-1024, K = 512 TN: 0.70-0.85x cuBLAS with
+register-copied tiles, 0.99-1.36x so). Where B is stored transposed (NT, TT) cp.async could only copy it
+4 bytes at a time, transposing on the way: those tiles ran 0.65-0.85x cuBLAS at M = 64-128 where the
+register-copied ones ran 0.81-1.03x, so those layouts keep the register-copied families only (H100,
+2026-11-24, bench_results/2026-11-24-s11/sgemm_layout_families.md).
+
 Slices are summed through a workspace (deterministic: the same bits every run, which users value)
 unless atomics are estimated faster by more than DETERMINISM_PREMIUM. Every constant is in the one
 table COSTS below and every family's efficiency in FAMILIES: `bench/sgemm_regimes_probe.py` times
@@ -137,7 +144,10 @@ def families(op, target: Target, layout: str = "NN") -> tuple[Family, ...]:
     blocks an SM holds: its threads, shared memory and registers (the kernel's estimate) allow."""
     out = []
     for name, over, eff in FAMILIES:
-        k = dict(op.default_knobs(), **over, **op.layout_knobs(layout))
+        k = dict(op.default_knobs(), **over)
+        k.update(op.layout_knobs(layout, k["copy"]))
+        if k["copy"] == "cp_async" and Operands(layout).b_t:
+            continue        # B's 4-byte copies: slower than the register-copied tiles (module doc)
         try:
             kernel = op.kernel(op.schedule_from_knobs(**k), target, None, layout)
         except KernelgenError:
@@ -208,9 +218,13 @@ def candidates(op, problem: Problem, target: Target | None = None) -> list[Choic
                     out.append(Choice(fam.name, s, reduce_k, sec, tuple(knobs.items())))
     weight = 1.0 + COSTS["DETERMINISM_PREMIUM"]
     eff = {f.name: f.efficiency for f in families(op, target, layout)}
-    # ties (several candidates at one bound): fewer slices, then the more efficient tile
+    # ties (several candidates at one bound, e.g. launch and latency): fewer slices, then fewer rows and columns
+    # computed past C's edges, then the more efficient tile
+    def padded(ch: Choice) -> int:
+        k = dict(ch.knobs)
+        return cdiv(M, k["bm"]) * k["bm"] * cdiv(N, k["bn"]) * k["bn"]
     return sorted(out, key=lambda ch: (ch.seconds * (weight if ch.reduce_k == "atomic" and ch.split_k > 1 else 1.0),
-                                       ch.split_k, -eff[ch.family]))
+                                       ch.split_k, padded(ch), -eff[ch.family]))
 
 
 def choose(op, problem: Problem, target: Target | None = None) -> Choice:
