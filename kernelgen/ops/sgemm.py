@@ -583,8 +583,9 @@ class Sgemm(Fusing, Op):
         base = self.default_knobs()
         o = Operands(problem.layout or "NN")
         # cp.async copies without transposing: 16 bytes of A into km where A is stored transposed (else
-        # into mk), B stored transposed 4 bytes at a time
-        cp_a_refused, cp_vec_b = (("mk", 4) if o.a_t else ("km", 4)), (1 if o.b_t else 4)
+        # into mk), B as layout_knobs says
+        cp_a_refused = ("mk", 4) if o.a_t else ("km", 4)
+        cp_vec_b = self.layout_knobs(o.layout, "cp_async").get("vec_b", 4)
         for bm, bn, wm, wn, tm, tn in ((128, 128, 64, 32, 8, 8), (128, 128, 32, 64, 8, 8), (128, 64, 64, 32, 8, 8),
                                        (64, 128, 32, 64, 8, 8), (128, 128, 64, 64, 16, 8), (128, 256, 64, 64, 8, 16),
                                        (256, 128, 64, 64, 16, 8), (64, 64, 32, 32, 4, 8)):
