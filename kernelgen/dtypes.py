@@ -25,7 +25,7 @@ from .errors import UsageError
 
 @dataclass(frozen=True)
 class DType:
-    name: str           # float32 | float16 | bfloat16
+    name: str           # float32 | float16 | bfloat16 | tf32 | tf32x3
     short: str          # in kernel names: f32, f16, bf16
     ctype: str          # the CUDA C type
     itemsize: int
@@ -66,13 +66,19 @@ FLOAT16 = DType("float16", "f16", "__half", 2, "float16", 2.0 ** -11, "cuda_fp16
                 "__half2float(%s)", "__float2half_rn(%s)", "__half2", "__floats2half2_rn")
 BFLOAT16 = DType("bfloat16", "bf16", "__nv_bfloat16", 2, "uint16", 2.0 ** -8, "cuda_bf16.h", "fp16",
                  "__bfloat162float(%s)", "__float2bfloat16_rn(%s)", "__nv_bfloat162", "__floats2bfloat162_rn")
-DTYPES = {d.name: d for d in (FLOAT32, FLOAT16, BFLOAT16)}
+# fp32 data multiplied on tensor cores (opt-in, the GEMM only): tf32 rounds each input to TF32 (10 fraction bits,
+# cvt.rna) for one mma a product; tf32x3 splits each into a TF32 high part and a TF32 low part (the
+# rounding's remainder) and adds the three products that matter (lo*hi, hi*lo, hi*hi), about fp32's accuracy
+# (CUTLASS's "3xTF32"). Both are stored and returned as float32.
+TF32 = DType("tf32", "tf32", "float", 4, "float32", 2.0 ** -11, math="tf32")
+TF32X3 = DType("tf32x3", "tf32x3", "float", 4, "float32", 2.0 ** -22, math="tf32")
+DTYPES = {d.name: d for d in (FLOAT32, FLOAT16, BFLOAT16, TF32, TF32X3)}
 ALIASES = {"float": "float32", "fp32": "float32", "f32": "float32", "half": "float16", "fp16": "float16",
            "f16": "float16", "bf16": "bfloat16", "bfloat": "bfloat16"}
 
 
 def dtype(name) -> DType:
-    """A DType by name or alias (float32/fp32/f32, float16/fp16/half, bfloat16/bf16)."""
+    """A DType by name or alias (float32/fp32/f32, float16/fp16/half, bfloat16/bf16, tf32, tf32x3)."""
     if isinstance(name, DType):
         return name
     key = ALIASES.get(str(name).lower(), str(name).lower())
@@ -107,9 +113,9 @@ class Types:
 
     @property
     def short(self) -> str:
-        """f32, f16, bf16; `of32` appended when outputs differ from inputs."""
+        """f32, f16, bf16, tf32; `of32` appended when outputs are stored in another type than inputs."""
         s = self.input.short
-        return s + (f"o{self.output.short}" if self.output != self.input else "")
+        return s + (f"o{self.output.short}" if self.output.storage != self.input.storage else "")
 
     def describe(self) -> str:
         """For file headers and tables: inputs, outputs and accumulator."""

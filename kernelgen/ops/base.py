@@ -245,11 +245,12 @@ class Op:
     # -- problems --------------------------------------------------------------------------------
     def types(self, dtype_name=None, out=None) -> Types:
         """Per-buffer types: inputs in `dtype_name` (default the op's first type), outputs in `out`
-        (default the same), fp32 accumulation."""
+        (default the first the op allows with those inputs: the same type, float32 for tf32 data), fp32
+        accumulation."""
         d = dtype(dtype_name or self.dtypes[0])
         if d.name not in self.dtypes:
             raise UsageError(f"{self.name}: dtype {d.name} is not supported; {self.name} takes {', '.join(self.dtypes)}")
-        o = dtype(out or d.name)
+        o = dtype(out or self.out_dtypes(d.name)[0])
         if o.name not in self.out_dtypes(d.name):
             raise UsageError(f"{self.name}: output dtype {o.name} with {d.name} inputs is not supported; "
                              f"choose one of {', '.join(self.out_dtypes(d.name))}")

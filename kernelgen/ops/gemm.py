@@ -112,7 +112,7 @@ class Gemm(Fusing, Op):
     loops = ("i", "j", "k")
     inputs = ("A", "B")
     outputs = ("C",)
-    dtypes = ("float16", "bfloat16")
+    dtypes = ("float16", "bfloat16", "tf32", "tf32x3")
     layouts = LAYOUTS
     fuses = ("epilogue", "batch")
     knobs = (
@@ -174,7 +174,13 @@ class Gemm(Fusing, Op):
 
     # -- problems ----------------------------------------------------------------------------------
     def out_dtypes(self, dtype_name: str) -> tuple[str, ...]:
-        return (dtype_name, "float32")
+        return ("float32",) if dtype(dtype_name).storage == "float32" else (dtype_name, "float32")
+
+    @staticmethod
+    def _widths(d) -> tuple[int, int, int]:
+        """Elements of A, B and C (as their stored rows run) in 16 bytes: rows start 16-byte aligned where the
+        stored rows' lengths are multiples of these (8 halves, 4 fp32 values of tf32 data)."""
+        return (16 // d.itemsize,) * 3
 
     # -- schedule <-> knobs ------------------------------------------------------------------------
     def build(self, k: dict) -> Schedule:
@@ -395,18 +401,20 @@ class Gemm(Fusing, Op):
     def _wgmma_stage_bytes(k: dict) -> int:
         return 2 * (k["bm"] + k["bn"]) * k["bk"]
 
-    def _tiles(self, k: dict, layout: str = "NN") -> tuple[dict, dict]:
+    def _tiles(self, k: dict, layout: str = "NN", ew: int = 1) -> tuple[dict, dict]:
         """A's and B's shared tiles: each keeps its stored rows (16-byte copies along the contiguous
-        dimension), so A stored transposed is a bk x bm tile, B stored transposed bn x bk."""
+        dimension), so A stored transposed is a bk x bm tile, B stored transposed bn x bk. Columns are
+        16-bit units: `ew` of them an element (2 for tf32 data, whose fp32 values the copies and the
+        swizzle treat as pairs of halves)."""
         xor, nt, o = k["smem"] == "xor", self.threads(k), Operands(layout)
-        a = (k["bk"], k["bm"]) if o.a_t else (k["bm"], k["bk"])
-        b = (k["bn"], k["bk"]) if o.b_t else (k["bk"], k["bn"])
+        a = (k["bk"], k["bm"] * ew) if o.a_t else (k["bm"], k["bk"] * ew)
+        b = (k["bn"], k["bk"] * ew) if o.b_t else (k["bk"], k["bn"] * ew)
         return smem_tile(*a, k["pad"], xor, nt), smem_tile(*b, k["pad"], xor, nt)
 
-    def shared_bytes(self, k: dict, layout: str = "NN", out_itemsize: int = 2) -> int:
+    def shared_bytes(self, k: dict, layout: str = "NN", out_itemsize: int = 2, ew: int = 1) -> int:
         if k["instr"] == "wgmma":
             return self._wgmma_fixed_bytes(k) + self._staging_bytes(k, self._staged_size(k, out_itemsize))
-        ta, tb = self._tiles(k, layout)
+        ta, tb = self._tiles(k, layout, ew)
         pipeline = 2 * k["stages"] * (ta["rows"] * ta["ld"] + tb["rows"] * tb["ld"])
         if k["instr"] == "mma" and k["epilogue"] == "smem":
             staging = self.threads(k) // 32 * STAGED_ROWS * self._c_ld(k, 4)
@@ -414,9 +422,10 @@ class Gemm(Fusing, Op):
             return pipeline + staging if k["persistent"] != "off" else max(pipeline, staging)
         return pipeline + (self.threads(k) // 32 * 16 * 16 * 4 if k["instr"] == "wmma" else 0)
 
-    def registers(self, k: dict) -> int:
+    def registers(self, k: dict, d=None) -> int:
         """A rough count: accumulators, one step's fragments (two with frag_buffers 2), staged copies, ~40
-        for addresses."""
+        for addresses; tf32x3 data (`d`) twice the fragments and their rounding's temporaries (64x64 warp tiles
+        ran at 255 registers and 400 bytes of local memory on sm_90)."""
         if k["instr"] == "wgmma":
             return k["wm"] // 64 * k["bn"] // 2 + 40
         ta, tb = self._tiles(k)
@@ -425,7 +434,8 @@ class Gemm(Fusing, Op):
             mi, ni = k["wm"] // 16, k["wn"] // 16
             return 8 * mi * ni + 8 * (mi + ni) + staged + 40
         mi, ni = k["wm"] // 16, k["wn"] // 8
-        return 4 * mi * ni + (4 * mi + 2 * ni) * k["frag_buffers"] + staged + 40
+        split = 2 * (4 * mi + 2 * ni) if d is not None and d.name == "tf32x3" else 0
+        return 4 * mi * ni + (4 * mi + 2 * ni) * k["frag_buffers"] + split + staged + 40
 
     # -- lowering ----------------------------------------------------------------------------------
     def template(self, knobs: dict) -> str:
@@ -451,13 +461,15 @@ class Gemm(Fusing, Op):
         partial = Types(tuple((b, FLOAT32 if b in self.outputs else t) for b, t in types.buffers), types.acc)
         p, smem, regs = self._params(k, partial, target, layout)
         return dict(p, split_k=k["split_k"], ep=None, reduce_ep=p["ep"], c_out=types.output, reduce_vec=REDUCE_VEC,
-                    **self._slices(Operands(layout))), smem, regs
+                    **self._slices(Operands(layout), types.input.itemsize // 2)), smem, regs
 
     @staticmethod
-    def _slices(o: Operands) -> dict:
-        """Where a slice of K starts in A and B as stored (elements past their first): the main kernel's
-        A and B shifted there read the slice as a product of K = klen, the stored rows' stride the whole K."""
-        return dict(a_slice="(size_t)kbeg * M" if o.a_t else "kbeg", b_slice="kbeg" if o.b_t else "(size_t)kbeg * N")
+    def _slices(o: Operands, ew: int = 1) -> dict:
+        """Where a slice of K starts in A and B as stored (16-bit units past their first, `ew` an element): the
+        main kernel's A and B shifted there read the slice as a product of K = klen, the stored rows' stride the
+        whole K."""
+        a, b = ("(size_t)kbeg * M" if o.a_t else "kbeg"), ("kbeg" if o.b_t else "(size_t)kbeg * N")
+        return dict(a_slice=a if ew == 1 else f"({a}) * {ew}", b_slice=b if ew == 1 else f"({b}) * {ew}")
 
     def _params(self, k: dict, types: Types, target: Target, layout: str = "NN") -> tuple[dict, int, int]:
         d, o = types.input, types.output
@@ -467,13 +479,17 @@ class Gemm(Fusing, Op):
             target.require("bf16", "tensorize", "k.1", f"{INTRINSICS[k['instr']]} on bfloat16")
             if k["instr"] == "mma":
                 target.require("mma_m16n8k16_bf16", "tensorize", "k.1", INTRINSICS["mma"])
+        tf32 = d.math == "tf32"
+        if tf32:
+            self._check_tf32(k, d, target, layout)
         if k["instr"] == "wgmma":
             smem = self.shared_bytes(k, layout, o.itemsize)
             check(smem <= target.max_smem, "cache_write", "C", "shared",
                   limit=f"{smem} bytes of shared memory with C staged as {self._staged_size(k, o.itemsize)}-byte values > "
                         f"{target.max_smem} on {target.arch}")
             return self._wgmma_params(k, types, layout), smem, self.registers(k)
-        ta, tb = self._tiles(k, layout)
+        ew = d.itemsize // 2                  # 16-bit units an element
+        ta, tb = self._tiles(k, layout, ew)
         sm, sn, _ = SHAPES[k["instr"]]
         pipeline = 2 * k["stages"] * (ta["rows"] * ta["ld"] + tb["rows"] * tb["ld"])
         staged_type, staged_size = ("float", 4) if self.epilogue else (o.ctype, o.itemsize)   # as _wgmma_params
@@ -487,23 +503,44 @@ class Gemm(Fusing, Op):
                  a_stage=ta["rows"] * ta["ld"], b_stage=tb["rows"] * tb["ld"], epilogue_offset=pipeline // 2,
                  in_ctype=d.ctype, in_header=d.header, out_header=o.header, out=o,
                  wtype=d.ctype, mma_fn=f"kg_mma_m16n8k16_{d.short}",
-                 **self._operands(Operands(layout), "ldk" if k["split_k"] > 1 else "K"),
+                 tf32=tf32, tf32x3=d.name == "tf32x3", kstep=8 if tf32 else 16,
+                 **self._operands(Operands(layout), "ldk" if k["split_k"] > 1 else "K", ew),
                  **self.fusion_params(types),
                  batch_params=", int batch, long long stride_a, long long stride_b" if self.batched else "")
-        return p, self.shared_bytes(k, layout), self.registers(k)
+        return p, self.shared_bytes(k, layout, ew=ew), self.registers(k, d)
+
+    def _check_tf32(self, k: dict, d, target: Target, layout: str) -> None:
+        """tf32 data: mma.sync m16n8k8 on the per-tile kernel, each k8 step's fragments rounded (and, tf32x3,
+        split) in registers; its shared tiles hold fp32 values, twice the bytes of a 16-bit tile's."""
+        check(k["instr"] == "mma", "tensorize", "k.1", INTRINSICS[k["instr"]], allowed=INTRINSICS["mma"],
+              limit=f"{d.name} data runs on mma.sync m16n8k8 (tf32); the {k['instr']} path takes 16-bit inputs")
+        target.require("mma_m16n8k8_tf32", "tensorize", "k.1", f"mma.m16n8k8 on {d.name}")
+        check(k["frag_buffers"] == 1, "annotate", "warp_fragments", k["frag_buffers"], allowed="1",
+              limit=f"{d.name} fragments are rounded where they are used, one k8 step at a time")
+        check(k["persistent"] == "off", "annotate", "persistent", k["persistent"], allowed="off",
+              limit=f"the persistent walk runs 16-bit tiles; {d.name} takes the per-tile kernel")
+        smem = self.shared_bytes(k, layout, ew=2)
+        check(smem <= target.max_smem, "double_buffer", "A", k["stages"],
+              limit=f"{smem} bytes of shared memory for {d.name} tiles (4 bytes a value) > {target.max_smem} on {target.arch}")
 
     @staticmethod
-    def _operands(o: Operands, ldk: str = "K") -> dict:
+    def _operands(o: Operands, ldk: str = "K", ew: int = 1) -> dict:
         """Where a block's stored tiles of A and B lie in global memory (lib/tc_copy.j2's tile_copy: the
         tile's first element, the stored rows' stride, the rows and columns left), `{k0}` the tile's first
         k; whether the shared tiles are transposed ([k][m] for A, [n][k] for B); the alignment rule.
-        `ldk`: the stride of rows stored along K (a slice of K, K = klen, starts inside rows ldk long)."""
+        `ldk`: the stride of rows stored along K (a slice of K, K = klen, starts inside rows ldk long).
+        Offsets, strides and columns count 16-bit units, `ew` an element (2: tf32 data's fp32 values)."""
         ga = (dict(src="A + (size_t)({k0}) * M + m0", ld="M", rows="K - ({k0})", cols="M - m0") if o.a_t else
               dict(src=f"A + (size_t)m0 * {ldk} + ({{k0}})", ld=ldk, rows="M - m0", cols="K - ({k0})"))
         gb = (dict(src=f"B + (size_t)n0 * {ldk} + ({{k0}})", ld=ldk, rows="N - n0", cols="K - ({k0})") if o.b_t else
               dict(src="B + (size_t)({k0}) * N + n0", ld="N", rows="K - ({k0})", cols="N - n0"))
-        return dict(ga=ga, gb=gb, a_t=o.a_t, b_t=o.b_t, aligned_note=o.condition((8, 8, 8), ", "),
-                    aligned_dims=o.dims_words((8, 8, 8)), layout_note="" if o.layout == "NN" else o.describe())
+        if ew > 1:
+            for g in (ga, gb):
+                base, _, offset = g["src"].partition(" + ")
+                g.update(src=f"{base} + ({offset}) * {ew}", ld=f"{ew} * {g['ld']}", cols=f"{ew} * ({g['cols']})")
+        widths = (16 // (2 * ew),) * 3
+        return dict(ga=ga, gb=gb, a_t=o.a_t, b_t=o.b_t, aligned_note=o.condition(widths, ", "),
+                    aligned_dims=o.dims_words(widths), layout_note="" if o.layout == "NN" else o.describe())
 
     @staticmethod
     def _tma(k: dict, o: Operands) -> dict:
@@ -588,7 +625,7 @@ class Gemm(Fusing, Op):
         # Rows start 16-byte aligned only when the stored rows' lengths (K and N for NN) are multiples of 8
         # halves; otherwise the kernel with element-wise global accesses (mma, wmma), or (wgmma: TMA cannot
         # read such rows) a copy of the operand with padded rows first.
-        aligned = o.holds((8, 8, 8), problem)
+        aligned = o.holds(self._widths(problem.dtype("A")), problem)
         scalars = tuple(Scalar(n, "int", v) for n, v in (("M", M), ("N", N), ("K", K))) + self.fusion_scalars(problem)
         block = (self.threads(k), 1, 1)
         # With K in slices the main kernel stores partial tiles in the workspace; the reduction writes C.
@@ -697,7 +734,7 @@ class Gemm(Fusing, Op):
             note = ("the kernel declares its cluster (__cluster_dims__(1, %d, 1)), so a plain <<<>>> launch forms "
                     "clusters" % k["cluster"]) if k["cluster"] > 1 else ""
         else:
-            aligned = Operands(kernel.layout).condition((8, 8, 8))
+            aligned = Operands(kernel.layout).condition(self._widths(types.input))
             steps = (Step(kernel.name, grid, block, ("A", "B") + args, kernel.static_smem, when=aligned),
                      Step(kernel.name + "_unaligned", grid, block, ("A", "B") + args, kernel.static_smem,
                           when=f"!({aligned})"))
@@ -803,7 +840,7 @@ class Gemm(Fusing, Op):
         return 2 * problem["M"] * problem["N"] * problem["K"]
 
     def math(self, problem: Problem) -> str:
-        return "fp16"
+        return problem.dtype("A").math
 
     def vendor(self, dev_inputs, problem):
         # The same stored arrays, transposed as views (cuBLAS takes the transpose flags; nothing is copied
@@ -818,6 +855,17 @@ class Gemm(Fusing, Op):
             a, b = lay.product(dev_inputs["A"], dev_inputs["B"])
             return "cupy.matmul (cuBLAS, fp16 out)", lambda: a @ b
         ta, tb = lay.product(torch_tensor(dev_inputs["A"], d), torch_tensor(dev_inputs["B"], d))
+        if d.math == "tf32":
+            # tf32: cuBLAS with TF32 allowed; tf32x3 (about fp32's accuracy): cuBLAS in fp32, TF32 off
+            allow = d.name == "tf32"
+
+            def matmul():
+                before, torch.backends.cuda.matmul.allow_tf32 = torch.backends.cuda.matmul.allow_tf32, allow
+                try:
+                    return torch.matmul(ta, tb)
+                finally:
+                    torch.backends.cuda.matmul.allow_tf32 = before
+            return f"torch.matmul (cuBLAS, fp32 data, TF32 {'on' if allow else 'off'})", matmul
         if o.name == "float32":
             try:   # torch >= 2.6: cuBLAS writes fp32 directly
                 torch.mm(ta[:1, :1], tb[:1, :1], out_dtype=torch.float32)

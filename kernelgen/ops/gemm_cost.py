@@ -116,21 +116,22 @@ class Choice:
 
 
 @functools.lru_cache(maxsize=64)
-def families(op, target: Target, layout: str = "NN", batched: bool = False) -> tuple[Family, ...]:
-    """The families legal on `target` (wgmma only for one product, TMA's descriptors being 2-D), checked
-    as op.kernel checks a schedule (nothing compiled), with the blocks an SM holds."""
-    out = []
+def families(op, target: Target, layout: str = "NN", batched: bool = False, dtype_name: str = "float16") -> tuple[Family, ...]:
+    """The families legal on `target` for `dtype_name` inputs (wgmma only for one product, TMA's descriptors
+    being 2-D; mma.sync alone for tf32 data), checked as op.kernel checks a schedule (nothing compiled), with
+    the blocks an SM holds (tf32x3's 64x64 warp tiles need more registers than a thread has: refused)."""
+    types, out = op.types(dtype_name), []
     for name, over, eff in FAMILIES:
         k = dict(op.default_knobs(), **over)
         if k["instr"] == "wgmma" and batched:
             continue
         try:
-            op.kernel(op.schedule_from_knobs(**k), target, None, layout)
+            kernel = op.kernel(op.schedule_from_knobs(**k), target, types, layout)
         except KernelgenError:
             continue
         threads = op.threads(k)
-        regs = min(255, -(-max(op.registers(k), 32) // 8) * 8)
-        smem = op.shared_bytes(k, layout) + 1024          # the SM reserves 1 KB a block
+        regs = min(255, -(-max(kernel.registers_estimate, 32) // 8) * 8)
+        smem = kernel.static_smem + 1024          # the SM reserves 1 KB a block
         resident = max(1, min(32, target.max_threads_per_sm // threads, target.smem_per_sm // smem,
                               target.regs_per_sm // (regs * threads)))
         in_flight = k["stages"] if k["instr"] == "wgmma" else k["stages"] - 1
@@ -143,9 +144,13 @@ def estimate(fam: Family, split_k: int, problem: Problem, target: Target) -> flo
     c, k = COSTS, fam.knobs
     M, N, K = problem["M"], problem["N"], problem["K"]
     bm, bn, bk = k["bm"], k["bn"], k["bk"]
+    d = problem.dtype("A")
     flops, bw = (target.peaks.fp16, target.peaks.bytes_per_s) if target.peaks else DEFAULT_PEAK
+    if d.math == "tf32":     # TF32's rate (half fp16's where the target names none); tf32x3 three mma a product
+        flops = (target.peaks.tf32 if target.peaks else flops / 2) / (3 if d.name == "tf32x3" else 1)
+    isz = d.itemsize
     lay = Operands(problem.layout or "NN")
-    aligned = lay.holds((8, 8, 8), problem)
+    aligned = lay.holds((16 // isz,) * 3, problem)
     wgmma = k["instr"] == "wgmma"
     kc = splitk.kchunk(K, split_k, bk)
     sl = splitk.slices(K, split_k, bk)
@@ -154,7 +159,7 @@ def estimate(fam: Family, split_k: int, problem: Problem, target: Target) -> flo
     sm_flops = flops / target.sms * fam.efficiency * (1.0 if aligned or wgmma else c["UNALIGNED"])
 
     def streaming(r: int) -> float:   # r blocks' math or their loads, whichever is slower
-        return max(r * 2.0 * bm * bn * kc / sm_flops, r * 2.0 * (min(bm, M) + min(bn, N)) * kc / c["SM_BYTES_PER_S"])
+        return max(r * 2.0 * bm * bn * kc / sm_flops, r * isz * (min(bm, M) + min(bn, N)) * kc / c["SM_BYTES_PER_S"])
 
     def wave(r: int) -> float:
         return max(streaming(r), cdiv(kc, bk) * c["LATENCY_S"] / fam.in_flight)
@@ -167,7 +172,7 @@ def estimate(fam: Family, split_k: int, problem: Problem, target: Target) -> flo
         main += (full + (rest > 0)) * c["WAVE_START_S"]
     out = problem.dtype("C").itemsize
     c_bytes = 4.0 * M * N * sl if sl > 1 else out * M * N
-    dram = (2.0 * (M * K + K * N) + c_bytes) * batch / (bw * c["DRAM_EFFICIENCY"])
+    dram = (isz * (M * K + K * N) + c_bytes) * batch / (bw * c["DRAM_EFFICIENCY"])
     main = max(main, dram) + c["OVERLAP"] * min(main, dram)
     total = c["LAUNCH_S"] + main
     if sl > 1:
@@ -203,7 +208,7 @@ def candidates(op, problem: Problem, target: Target | None = None) -> list[Choic
     """Every legal candidate for `problem`, cheapest first (ties: fewer slices, then the more efficient
     family)."""
     target = target or default_target()
-    fams = families(op, target, problem.layout or "NN", problem.batch is not None)
+    fams = families(op, target, problem.layout or "NN", problem.batch is not None, problem.dtype("A").name)
     out = []
     for fam in fams:
         for s in SPLITS:
