@@ -116,3 +116,38 @@ def test_sass_runs_tf32_mma_without_local_memory(dtype, wn, per_step):
         if not f.symbol.endswith("_unaligned"):
             assert f.spill_bytes == 0 and f.local_ops == 0, f
         assert f.hmma > 0 and f.hmma % per_step == 0, f
+
+
+# -- GPU ------------------------------------------------------------------------------------------
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", ["tf32", "tf32x3"])
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_the_heuristic_and_a_wide_tile_on_the_gpu(dtype, layout):
+    """Exact small-integer products (C poisoned first) at ragged, aligned and odd sizes, M, N or K of 1."""
+    wide = dict(bn=256, wn=64 if dtype == "tf32" else 32, stages=3, epilogue="smem")
+    for sizes in ({"M": 1, "N": 1, "K": 1}, {"M": 33, "N": 17, "K": 40}, {"M": 1, "N": 300, "K": 77},
+                  {"M": 1000, "N": 1032, "K": 1000}, {"M": 1000, "N": 1030, "K": 999}, {"M": 2048, "N": 2048, "K": 512}):
+        p = op.problem(sizes, dtype=dtype, layout=layout)
+        for sched in (op.schedule_for(p), op.schedule(**wide)):
+            v = validate(op, sched, p, backend="gpu")
+            assert v.ok, (sizes, v.summary())
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("layout", ["NN", "NT"])
+def test_3xtf32_recovers_what_tf32_rounds_away_on_the_gpu(layout):
+    """As on the emulator, with the tensor cores' own sums: 16-bit significands, 1024^3."""
+    import cupy
+    from kernelgen.prepared import prepare
+    rng = np.random.default_rng(11)
+    n = 1024
+    a, b = fractional((n, n), rng), fractional((n, n), rng)
+    errors = {}
+    for dtype in ("tf32", "tf32x3"):
+        p = op.problem({"M": n, "N": n, "K": n}, dtype=dtype, layout=layout)
+        prep = prepare(op, op.schedule_for(p), p)
+        c = cupy.full((n, n), cupy.nan, cupy.float32)
+        prep(A=cupy.asarray(a), B=cupy.asarray(stored(b, layout[1] == "T")), C=c)
+        errors[dtype] = relative_error(cupy.asnumpy(c).astype(np.float64), a, b)
+    assert 2.0 ** -16 < errors["tf32"] < 2.0 ** -10, errors
+    assert errors["tf32x3"] < 2.0 ** -18, errors
