@@ -409,7 +409,12 @@ class Gemm(Fusing, Op):
         xor, nt, o = k["smem"] == "xor", self.threads(k), Operands(layout)
         a = (k["bk"], k["bm"] * ew) if o.a_t else (k["bm"], k["bk"] * ew)
         b = (k["bn"], k["bk"] * ew) if o.b_t else (k["bk"], k["bn"] * ew)
-        return smem_tile(*a, k["pad"], xor, nt), smem_tile(*b, k["pad"], xor, nt)
+        # tf32 fragments of a tile whose rows run along M or N (A transposed, B as is) are 32-bit loads of 4
+        # rows x 8 columns a warp: rows 8 words (16 halves) longer than a multiple of 32 words put them in 32
+        # different banks, where the XOR swizzle of 16-byte chunks leaves two rows on the same chunks.
+        spread = dict(pad=16, xor=False) if ew == 2 else dict(pad=k["pad"], xor=xor)
+        return (smem_tile(*a, **(spread if o.a_t else dict(pad=k["pad"], xor=xor)), threads=nt),
+                smem_tile(*b, **(dict(pad=k["pad"], xor=xor) if o.b_t else spread), threads=nt))
 
     def shared_bytes(self, k: dict, layout: str = "NN", out_itemsize: int = 2, ew: int = 1) -> int:
         if k["instr"] == "wgmma":
