@@ -28,8 +28,10 @@ The keys, in this order (every value a float):
 registers, spills, stack, shared memory) without cuobjdump or nvdisasm; the tuner's builders add it
 to each record as `ptxas.registers`, `ptxas.spill_bytes`, `ptxas.stack_bytes`, `ptxas.smem_bytes`.
 
-Threads per block and dynamic shared memory are the plan's (its main launch: the one with the most
-threads in all); without a plan they come from the template params where the op states them.
+Threads per block, dynamic shared memory, grid_blocks, waves and the cubin facts (and the builder's
+ptxas.*) are those of the plan's main launch (main_launch: the launch with the most threads in all among
+those computing the op, not a helper filling, reducing or copying for them); without a plan threads and
+shared memory come from the template params where the op states them.
 """
 from __future__ import annotations
 
@@ -125,8 +127,30 @@ def target_features(target: Target) -> dict[str, float]:
 
 
 def main_launch(plan: Plan) -> Launch:
-    """The launch doing the work: the most threads in all (a reduction's partial pass, not its final one)."""
-    return max(plan.launches, key=lambda l: (l.grid[0] * l.grid[1] * l.grid[2] * l.threads, l.threads))
+    """The launch computing the op: of the launches that are not its helpers (`helper`), the one with the
+    most threads in all (the first of equals: a row's statistics pass before the pass writing the row).
+    Not the fill zeroing C before split-K's slices add into it (4096 blocks at every size), nor the
+    reduction of the slices' partial tiles, nor conv2d's im2col. A plan of helpers alone: of them all."""
+    work = [l for l in plan.launches if not helper(plan, l)] or plan.launches
+    return max(work, key=launch_size)
+
+
+def launch_size(launch: Launch) -> tuple[int, int]:
+    """(threads in all, threads a block): what orders the candidates for main_launch."""
+    return launch.grid[0] * launch.grid[1] * launch.grid[2] * launch.threads, launch.threads
+
+
+def helper(plan: Plan, launch: Launch) -> bool:
+    """Whether `launch` helps the launches computing the op rather than being one: it says so (its role,
+    ops/base.py HELPERS: a fill, a reduction of partial results, a copy), or it is given none of the op's
+    data, only its outputs and scalars, so that all it can do is set them (sgemm's zeroing of C for
+    split-K's atomics, which ops/sgemm.py builds without a role)."""
+    if launch.role:
+        return True
+    from .ops import OPS
+    op = OPS.get(plan.kernel.op)
+    scalars = {s.name for s in plan.scalars}
+    return op is not None and all(a in scalars or a in op.outputs for a in launch.args)
 
 
 _ENTRY = re.compile(r"Compiling entry function '([^']+)'")

@@ -120,6 +120,13 @@ class Problem:
             (f";residual={self.residual}" if self.residual else "")
 
 
+# What a plan's helper launches do, beside the launches computing the op (kernelgen.features reads the
+# op's "main launch" among the latter): "fill" sets an output before the computing launches add into it
+# (split-K's atomics), "reduce" sums their partial results (split-K's workspace, a reduction's final
+# pass), "copy" rearranges an input for them (conv2d's im2col, a GEMM operand's padded rows).
+HELPERS = ("fill", "reduce", "copy")
+
+
 @dataclass(frozen=True)
 class Launch:
     symbol: str
@@ -127,6 +134,11 @@ class Launch:
     block: tuple[int, int, int]
     args: tuple[str, ...]          # buffer, workspace or scalar names, in the kernel's parameter order
     shared_bytes: int = 0          # dynamic shared memory
+    role: str = ""                 # "" for a launch of the op's computation; a helper of it says which (HELPERS)
+
+    def __post_init__(self):
+        if self.role and self.role not in HELPERS:
+            raise ValueError(f"launch {self.symbol}: role {self.role!r} is none of {HELPERS}")
 
     @property
     def threads(self) -> int:

@@ -262,7 +262,7 @@ class Conv2d(Fusing, Op):
         launches = (Launch(f"{kernel.name}_gemm", grid, (threads, 1, 1), (src, "w", "y") + GEMM_SCALARS + self.fusion_args()),)
         if k["split_k"] > 1:    # the slices add into y: zero it first
             launches = (Launch(f"{kernel.name}_zero", (min(cdiv(sizes["NKPQ"], 256), 4096), 1, 1), (256, 1, 1),
-                               ("y", "NKPQ")),) + launches
+                               ("y", "NKPQ"), role="fill"),) + launches
             scalars += (Scalar("NKPQ", "long long", sizes["NKPQ"]),)
         align = (("w", 16), ("y", 16))
         if k["algo"] == "implicit":
@@ -271,7 +271,7 @@ class Conv2d(Fusing, Op):
             raise UsageError(f"conv2d im2col: the workspace needs C*R*S*N*P*Q = {crs * npq} floats (> 2^31); "
                              "use algo=implicit")
         im2col = Launch(f"{kernel.name}_im2col", (cdiv(npq, IM2COL_THREADS), min(crs, 65535), 1),
-                        (IM2COL_THREADS, 1, 1), ("x", "col") + GEMM_SCALARS)
+                        (IM2COL_THREADS, 1, 1), ("x", "col") + GEMM_SCALARS, role="copy")
         return Plan(kernel, problem, (im2col,) + launches, (Workspace("col", "float32", crs * npq),), scalars, align)
 
     def launch_recipe(self, kernel: Kernel):

@@ -48,7 +48,7 @@ def launch(symbol: str, o: Operands, buffer: str, sizes, storage: str) -> tuple[
     """The copy of `buffer` into its padded workspace (`storage`: the element's numpy type)."""
     rows, cols = (sizes[s] for s in shape(o, buffer))
     grid = (min(cdiv(rows * (pitch(cols) // PITCH), PAD_THREADS), PAD_BLOCKS), 1, 1)
-    return (Launch(symbol, grid, (PAD_THREADS, 1, 1), (buffer, name(buffer), *shape(o, buffer))),
+    return (Launch(symbol, grid, (PAD_THREADS, 1, 1), (buffer, name(buffer), *shape(o, buffer)), role="copy"),
             Workspace(name(buffer), storage, rows * pitch(cols)))
 
 

@@ -130,7 +130,7 @@ class ReduceSum(Op):
         smem = self.prefetch_bytes(kernel)
         scalars = (Scalar("n", "long long", n), Scalar("blocks", "int", blocks))
         if k["finish"] == "atomic":
-            launches = (Launch(f"{kernel.name}_init", (1, 1, 1), (1, 1, 1), ("out",)),
+            launches = (Launch(f"{kernel.name}_init", (1, 1, 1), (1, 1, 1), ("out",), role="fill"),
                         Launch(f"{kernel.name}_partial", (blocks, 1, 1), block, ("x", "out", "n"), smem))
             return Plan(kernel, problem, launches, (), scalars, (("x", problem.dtype("x").itemsize * k["vec"]),))
         if blocks == 1 and problem.dtype("out").name == "float32":
@@ -138,7 +138,8 @@ class ReduceSum(Op):
             launches = (Launch(f"{kernel.name}_partial", (1, 1, 1), block, ("x", "out", "n"), smem),)
             return Plan(kernel, problem, launches, (), scalars, (("x", problem.dtype("x").itemsize * k["vec"]),))
         launches = (Launch(f"{kernel.name}_partial", (blocks, 1, 1), block, ("x", "partials", "n"), smem),
-                    Launch(f"{kernel.name}_final", (1, 1, 1), (FINAL_THREADS, 1, 1), ("partials", "out", "blocks")))
+                    Launch(f"{kernel.name}_final", (1, 1, 1), (FINAL_THREADS, 1, 1), ("partials", "out", "blocks"),
+                           role="reduce"))
         return Plan(kernel, problem, launches, (Workspace("partials", "float32", blocks),), scalars,
                     (("x", problem.dtype("x").itemsize * k["vec"]),))
 

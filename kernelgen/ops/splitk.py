@@ -54,7 +54,7 @@ def reduce_launch(symbol: str, M: int, N: int, ep_inputs: tuple[str, ...] | None
     """The reduction kernel's launch (partials -> C; `ep_inputs`: the fused epilogue's buffers, None
     without one) and the scalar MN it takes."""
     launch = Launch(symbol, (min(cdiv(M * N, REDUCE_THREADS * REDUCE_VEC), REDUCE_BLOCKS), 1, 1),
-                    (REDUCE_THREADS, 1, 1), _reduce_args(ep_inputs))
+                    (REDUCE_THREADS, 1, 1), _reduce_args(ep_inputs), role="reduce")
     return launch, Scalar("MN", "long long", M * N)
 
 

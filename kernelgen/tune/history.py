@@ -16,11 +16,20 @@ Records of the op on any other problem and any GPU are used (the features carry 
 target's figures, so a model can tell them apart), and those of this problem on other GPUs; records
 of the problem being tuned on the GPU being tuned are not (that is `--resume`). A record written before features were stored gets them recomputed from its schedule
 and problem; one whose schedule the op no longer accepts is left out.
+
+A record's stored features are taken as they are where its plan has one launch. Those of a plan of
+several are recomputed (no compile: a kernel and a plan, under a millisecond a record), because the
+records written before kernelgen.features told a plan's helpers apart (2026-11) describe the launch
+with the most threads, which for split-K plans is the fill zeroing C (4096 blocks and 31 waves at
+every size) or the reduction of the slices, where today's describe the GEMM (features.main_launch); so
+old and new records agree. The compiled facts stored beside them (the builder's ptxas.*), which
+cannot be recomputed without compiling, are kept where both rules pick the same launch and left out
+where they do not, from old and new records alike.
 """
 from __future__ import annotations
 
 from ..errors import KernelgenError
-from ..features import features
+from ..features import features, launch_size, main_launch
 from ..ops.base import Op, Problem
 from ..schedule import Schedule
 from ..target import target
@@ -35,7 +44,7 @@ def observations(op: Op, problem: Problem, records: list[Record], gpu: str | Non
     for r in records:
         if r.op != op.name or ((r.problem, r.dtype) == own and (gpu is None or r.gpu == gpu)):
             continue
-        feats = r.features or recompute_features(op, r)
+        feats = features_of(op, r)
         if feats is None:
             continue
         out.append(Observation(feats, r.time_us if r.status == "ok" else None, f"{r.problem} {r.dtype} {r.gpu}"))
@@ -55,13 +64,30 @@ def parse_problem(op: Op, text: str, dtype: str) -> Problem:
     return parse_size(op, text, False, inp, out or None)
 
 
-def recompute_features(op: Op, rec: Record) -> dict | None:
+def features_of(op: Op, rec: Record) -> dict | None:
+    """The record's features as today's kernelgen.features computes them (see the module's notes); None
+    where they have to be recomputed and the op no longer accepts the record's schedule."""
+    stored = rec.features
+    if stored and stored.get("launches") == 1.0:
+        return stored
+    got = recompute(op, rec)
+    if got is None:
+        return None
+    feats, plan = got
+    if stored and max(plan.launches, key=launch_size) is main_launch(plan):     # the launch both rules read
+        feats.update((k, v) for k, v in stored.items() if k not in feats)
+    return feats
+
+
+def recompute(op: Op, rec: Record):
+    """(features, plan) of the record's schedule on its problem and arch; None where the op refuses it."""
     try:
         limits = target(rec.arch)
         problem = problem_of(op, rec)
         sched = Schedule.from_dict(rec.schedule)
         impl = op.instance(sched, problem)
         kernel = impl.kernel(sched, limits, problem.types, problem.layout)
-        return features(kernel, limits, plan=impl.plan(kernel, problem, limits))
+        plan = impl.plan(kernel, problem, limits)
+        return features(kernel, limits, plan=plan), plan
     except (KernelgenError, ValueError, KeyError, TypeError):
         return None
