@@ -442,7 +442,7 @@ class Sgemm(Fusing, Op):
         scalars = tuple(Scalar(n, "int", v) for n, v in (("M", M), ("N", N), ("K", K))) + self.fusion_scalars(problem)
         workspaces = ()
         if p["atomic"]:      # the slices of K add into C: zero it first
-            fill = Launch(kernel.name + "_zero", (min(cdiv(M * N, 256), 4096), 1, 1), (256, 1, 1), ("C", "MN"))
+            fill = Launch(kernel.name + "_zero", (min(cdiv(M * N, 256), 4096), 1, 1), (256, 1, 1), ("C", "MN"), role="fill")
             launches, scalars = (fill,) + launches, scalars + (Scalar("MN", "long long", M * N),)
         elif p["workspace"]:  # each slice stores its slab; a second kernel sums the slabs into C
             total, mn = reduce_launch(kernel.name + "_reduce", M, N, self.epilogue.inputs if self.epilogue else None)
