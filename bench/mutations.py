@@ -35,6 +35,7 @@ WALK = dict(persistent="coop", min_blocks=2, epilogue="smem", dtype="float16", s
 NAIVE = dict(shared=False, layout="contiguous", wm=0, wn=0, bm=16, bn=16, bk=0, tm=1, tn=1, a_layout="mk", pad_a=0,
              pad_b=0, vec_a=1, vec_b=1, vec_c=1, stages=1, copy="sync", unroll_k=0, min_blocks=1, swizzle=1)   # sgemm's naive step
 BLK1 = dict(NAIVE, shared=True, bm=64, bn=64, bk=8, tm=8)   # sgemm's 1-D block tiling (contiguous layout)
+TF32 = dict(dtype="tf32", bm=64, bn=64, wm=32, wn=32)    # the gemm on fp32 data rounded to TF32
 # (name, op, knobs, mutation): sizes are the op's test_problems (awkward: 1, odd, not tile multiples)
 # unless the knobs carry sizes=[...]; the op's default dtype unless they carry dtype=...; a plain problem
 # unless they carry problem=dict(...) (op.problem's epilogue=, batch=, stride_a=, stride_b=, residual=);
@@ -1186,6 +1187,20 @@ MUTATIONS = [
     ("s10 walk: the last round waits for one group too few", "gemm", WALK,
      M("gemm.cu.j2", "      kg_cp_async_wait<{{ stages - 2 }}>();\n      __syncthreads();\n      {{ compute(\"rs\", issue_last",
        "      kg_cp_async_wait<{{ stages - 1 }}>();\n      __syncthreads();\n      {{ compute(\"rs\", issue_last")),
+    # ---- fp32 data on tensor cores (tf32; written with the code, not blind): direct 32-bit fragment loads where a
+    # tile runs along M or N (A transposed: layout TN; B as is), ldmatrix where along K, the emulated m16n8k8
+    ("s11 tf32: A's registers 2 and 3 at k + 4 by the row bit (q & 1)", "gemm", dict(TF32, problem=dict(layout="TN")),
+     M("lib/tc_fragment.j2", "k = {{ k0 }} + t + (q >> 1) * 4;", "k = {{ k0 }} + t + (q & 1) * 4;")),
+    ("s11 tf32: B's second register 8 k further, not 4", "gemm", TF32,
+     M("lib/tc_fragment.j2", "k = {{ k0 }} + t + q * 4;", "k = {{ k0 }} + t + q * 8;")),
+    ("s11 tf32: a transposed A tile read as [rows][k]", "gemm", dict(TF32, problem=dict(layout="TN")),
+     M("lib/tc_fragment.j2", 'smem_offset("k", "2 * r", ta.ld, ta.xor_div, ta.xor_mod)', 'smem_offset("r", "2 * k", ta.ld, ta.xor_div, ta.xor_mod)')),
+    ("s11 tf32: ldmatrix of A at k0 halves, not 2 * k0", "gemm", TF32,
+     M("lib/tc_fragment.j2", '{{ ldmatrix_a(a, as, "2 * (%s)" % k0, row0, mi, ta)', '{{ ldmatrix_a(a, as, "(%s)" % k0, row0, mi, ta)')),
+    ("s11 mma_tf32.cuh: emulated mma takes B's k + 4 from register 0", "gemm", TF32,
+     M("common/mma_tf32.cuh", "br = rb[c][k % 4][k / 4]", "br = rb[c][k % 4][0]")),
+    ("s11 gemm: the k loop steps 16 values for tf32 data", "gemm", TF32,
+     M("gemm.cu.j2", "for (int kk = 0; kk < {{ bk }}; kk += {{ kstep }}) {", "for (int kk = 0; kk < {{ bk }}; kk += 16) {")),
 ]
 
 
