@@ -1,5 +1,5 @@
 // ---- kernelgen tensor-core pieces for fp32 data: TF32 rounding and mma.sync m16n8k8 (tf32) ----
-// Included after common/mma.cuh (kg_mma_lane under KERNELGEN_EMULATE). On the GPU each function is one PTX
+// Included after common/mma.cuh (kg_mma_gather under KERNELGEN_EMULATE). On the GPU each function is one PTX
 // instruction; under KERNELGEN_EMULATE the same operation in plain CUDA C++, as in common/mma.cuh.
 //
 // Fragment layouts, from the PTX ISA (g = lane / 4, t = lane % 4), one 32-bit value a register:
@@ -32,13 +32,8 @@ __device__ __forceinline__ unsigned kg_tf32(float x) {
 // 2t+1 from lanes 4(2t)+j, 4(2t+1)+j. The operands' 13 low bits are dropped, as the tensor cores read TF32; the
 // products are exact in fp32 and summed in k order.
 __device__ __forceinline__ void kg_mma_m16n8k8_tf32_emulated(float (&d)[4], const unsigned (&a)[4], const unsigned (&b)[2]) {
-  const int lane = kg_mma_lane(), g = lane / 4, t = lane % 4;
-  unsigned ra[4][4], rb[2][4][2];   // ra[j][i] = a[i] of lane 4g+j; rb[c][j][i] = b[i] of lane 4(2t+c)+j
-  for (int j = 0; j < 4; ++j) {
-    for (int i = 0; i < 4; ++i) ra[j][i] = __shfl_sync(0xffffffffu, a[i], 4 * g + j);
-    for (int c = 0; c < 2; ++c)
-      for (int i = 0; i < 2; ++i) rb[c][j][i] = __shfl_sync(0xffffffffu, b[i], 4 * (2 * t + c) + j);
-  }
+  unsigned ra[4][4], rb[2][4][2];
+  kg_mma_gather(a, b, ra, rb);
   for (int row = 0; row < 2; ++row) {       // row g, then g + 8
     for (int c = 0; c < 2; ++c) {           // column 2t + c
       float acc = d[2 * row + c];

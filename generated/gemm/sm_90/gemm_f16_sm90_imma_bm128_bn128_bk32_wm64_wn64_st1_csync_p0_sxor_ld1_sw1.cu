@@ -138,15 +138,21 @@ __device__ __forceinline__ float kg_mma_bf16(unsigned r, int h) {
 // a lane gathers its A rows from lanes 4g..4g+3 and its B columns 2t, 2t+1 from lanes 4(2t)+j, 4(2t+1)+j.
 // Products of two halves or bf16s are exact in fp32; the sums are fp32 in k order (exact for
 // integer-valued data, where the hardware's unspecified summation order cannot show).
-template <bool kBf16>
-__device__ __forceinline__ void kg_mma_m16n8k16_emulated(float (&d)[4], const unsigned (&a)[4], const unsigned (&b)[2]) {
+// The registers a lane's four D elements read (m16n8k16 and, in common/mma_tf32.cuh, m16n8k8):
+// ra[j][i] = a[i] of lane 4g+j; rb[c][j][i] = b[i] of lane 4(2t+c)+j.
+__device__ __forceinline__ void kg_mma_gather(const unsigned (&a)[4], const unsigned (&b)[2], unsigned (&ra)[4][4],
+                                              unsigned (&rb)[2][4][2]) {
   const int lane = kg_mma_lane(), g = lane / 4, t = lane % 4;
-  unsigned ra[4][4], rb[2][4][2];   // ra[j][i] = a[i] of lane 4g+j; rb[c][j][i] = b[i] of lane 4(2t+c)+j
   for (int j = 0; j < 4; ++j) {
     for (int i = 0; i < 4; ++i) ra[j][i] = __shfl_sync(0xffffffffu, a[i], 4 * g + j);
     for (int c = 0; c < 2; ++c)
       for (int i = 0; i < 2; ++i) rb[c][j][i] = __shfl_sync(0xffffffffu, b[i], 4 * (2 * t + c) + j);
   }
+}
+template <bool kBf16>
+__device__ __forceinline__ void kg_mma_m16n8k16_emulated(float (&d)[4], const unsigned (&a)[4], const unsigned (&b)[2]) {
+  unsigned ra[4][4], rb[2][4][2];
+  kg_mma_gather(a, b, ra, rb);
   for (int row = 0; row < 2; ++row) {       // row g, then g + 8
     for (int c = 0; c < 2; ++c) {           // column 2t + c
       float acc = d[2 * row + c];
