@@ -103,8 +103,8 @@ def smem_tile(rows: int, cols: int, pad: int, xor: bool, threads: int) -> dict:
 
 class Gemm(Fusing, Op):
     name = "gemm"
-    summary = ("C[M,N] = A[M,K] @ B[K,N], fp16/bf16 on tensor cores, fp32 accumulation, row-major; A and B each as "
-               "is or transposed (--layout)")
+    summary = ("C[M,N] = A[M,K] @ B[K,N], fp16/bf16 (or fp32 data as tf32 / tf32x3, opt-in) on tensor cores, fp32 "
+               "accumulation, row-major; A and B each as is or transposed (--layout)")
     dims = (Dim("M", 4096, 70, maximum=MAX_GRID_Y * 256, why=f"gridDim.y holds {MAX_GRID_Y} block rows of at most 256; "
                 f"a schedule's own limit is {MAX_GRID_Y} x its bm"),
             Dim("N", 4096, 130, maximum=INT_MAX - 256, why="the kernel's int column index runs up to a block tile (256) past N"),
