@@ -412,9 +412,10 @@ class Gemm(Fusing, Op):
         # tf32 fragments of a tile whose rows run along M or N (A transposed, B as is) are 32-bit loads of 4
         # rows x 8 columns a warp: rows 8 words (16 halves) longer than a multiple of 32 words put them in 32
         # different banks, where the XOR swizzle of 16-byte chunks leaves two rows on the same chunks.
-        spread = dict(pad=16, xor=False) if ew == 2 else dict(pad=k["pad"], xor=xor)
-        return (smem_tile(*a, **(spread if o.a_t else dict(pad=k["pad"], xor=xor)), threads=nt),
-                smem_tile(*b, **(dict(pad=k["pad"], xor=xor) if o.b_t else spread), threads=nt))
+        plain = dict(pad=k["pad"], xor=xor)
+        spread = dict(pad=16, xor=False) if ew == 2 else plain
+        return (smem_tile(*a, **(spread if o.a_t else plain), threads=nt),
+                smem_tile(*b, **(plain if o.b_t else spread), threads=nt))
 
     def shared_bytes(self, k: dict, layout: str = "NN", out_itemsize: int = 2, ew: int = 1) -> int:
         if k["instr"] == "wgmma":
