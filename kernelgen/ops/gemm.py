@@ -177,10 +177,10 @@ class Gemm(Fusing, Op):
         return ("float32",) if dtype(dtype_name).storage == "float32" else (dtype_name, "float32")
 
     @staticmethod
-    def _widths(d) -> tuple[int, int, int]:
+    def _widths(itemsize: int) -> tuple[int, int, int]:
         """Elements of A, B and C (as their stored rows run) in 16 bytes: rows start 16-byte aligned where the
         stored rows' lengths are multiples of these (8 halves, 4 fp32 values of tf32 data)."""
-        return (16 // d.itemsize,) * 3
+        return (16 // itemsize,) * 3
 
     # -- schedule <-> knobs ------------------------------------------------------------------------
     def build(self, k: dict) -> Schedule:
@@ -544,7 +544,7 @@ class Gemm(Fusing, Op):
             for g in (ga, gb):
                 base, _, offset = g["src"].partition(" + ")
                 g.update(src=f"{base} + ({offset}) * {ew}", ld=f"{ew} * {g['ld']}", cols=f"{ew} * ({g['cols']})")
-        widths = (16 // (2 * ew),) * 3
+        widths = Gemm._widths(2 * ew)
         return dict(ga=ga, gb=gb, a_t=o.a_t, b_t=o.b_t, aligned_note=o.condition(widths, ", "),
                     aligned_dims=o.dims_words(widths), layout_note="" if o.layout == "NN" else o.describe())
 
@@ -631,7 +631,7 @@ class Gemm(Fusing, Op):
         # Rows start 16-byte aligned only when the stored rows' lengths (K and N for NN) are multiples of 8
         # halves; otherwise the kernel with element-wise global accesses (mma, wmma), or (wgmma: TMA cannot
         # read such rows) a copy of the operand with padded rows first.
-        aligned = o.holds(self._widths(problem.dtype("A")), problem)
+        aligned = o.holds(self._widths(problem.dtype("A").itemsize), problem)
         scalars = tuple(Scalar(n, "int", v) for n, v in (("M", M), ("N", N), ("K", K))) + self.fusion_scalars(problem)
         block = (self.threads(k), 1, 1)
         # With K in slices the main kernel stores partial tiles in the workspace; the reduction writes C.
@@ -740,7 +740,7 @@ class Gemm(Fusing, Op):
             note = ("the kernel declares its cluster (__cluster_dims__(1, %d, 1)), so a plain <<<>>> launch forms "
                     "clusters" % k["cluster"]) if k["cluster"] > 1 else ""
         else:
-            aligned = Operands(kernel.layout).condition(self._widths(types.input))
+            aligned = Operands(kernel.layout).condition(self._widths(types.input.itemsize))
             steps = (Step(kernel.name, grid, block, ("A", "B") + args, kernel.static_smem, when=aligned),
                      Step(kernel.name + "_unaligned", grid, block, ("A", "B") + args, kernel.static_smem,
                           when=f"!({aligned})"))
