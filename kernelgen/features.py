@@ -127,30 +127,18 @@ def target_features(target: Target) -> dict[str, float]:
 
 
 def main_launch(plan: Plan) -> Launch:
-    """The launch computing the op: of the launches that are not its helpers (`helper`), the one with the
-    most threads in all (the first of equals: a row's statistics pass before the pass writing the row).
-    Not the fill zeroing C before split-K's slices add into it (4096 blocks at every size), nor the
-    reduction of the slices' partial tiles, nor conv2d's im2col. A plan of helpers alone: of them all."""
-    work = [l for l in plan.launches if not helper(plan, l)] or plan.launches
+    """The launch computing the op: of the launches that are not its helpers (a `role`, ops/base.py HELPERS:
+    a fill, a reduction of partial results, a copy), the one with the most threads in all (the first of
+    equals: a row's statistics pass before the pass writing the row). Not the fill zeroing C before split-K's
+    slices add into it (4096 blocks at every size), nor the reduction of the slices' partial tiles, nor
+    conv2d's im2col. A plan of helpers alone: of them all."""
+    work = [l for l in plan.launches if not l.role] or plan.launches
     return max(work, key=launch_size)
 
 
 def launch_size(launch: Launch) -> tuple[int, int]:
     """(threads in all, threads a block): what orders the candidates for main_launch."""
     return launch.grid[0] * launch.grid[1] * launch.grid[2] * launch.threads, launch.threads
-
-
-def helper(plan: Plan, launch: Launch) -> bool:
-    """Whether `launch` helps the launches computing the op rather than being one: it says so (its role,
-    ops/base.py HELPERS: a fill, a reduction of partial results, a copy), or it is given none of the op's
-    data, only its outputs and scalars, so that all it can do is set them (sgemm's zeroing of C for
-    split-K's atomics, which ops/sgemm.py builds without a role)."""
-    if launch.role:
-        return True
-    from .ops import OPS
-    op = OPS.get(plan.kernel.op)
-    scalars = {s.name for s in plan.scalars}
-    return op is not None and all(a in scalars or a in op.outputs for a in launch.args)
 
 
 _ENTRY = re.compile(r"Compiling entry function '([^']+)'")
