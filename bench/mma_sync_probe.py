@@ -101,10 +101,12 @@ def knobs_of(op, over: dict) -> dict:
     return dict(op.default_knobs(), **over)
 
 
-def blocks_per_sm(op, knobs: dict, regs: int | None, target) -> int:
-    """Blocks an SM holds: shared memory (1 KB reserved a block), threads, registers (by the warp's 256)."""
-    nt, smem = op.threads(knobs), op.shared_bytes(knobs)
-    by_regs = target.regs_per_sm // (nt * -(-(regs or op.registers(knobs)) // 8) * 8)
+def blocks_per_sm(op, kernel, regs: int | None, target) -> int:
+    """Blocks an SM holds: shared memory (the kernel's own, its types' tiles; 1 KB reserved a block), threads,
+    registers (by the warp's 256)."""
+    knobs = dict(kernel.knobs)
+    nt, smem = op.threads(knobs), kernel.static_smem
+    by_regs = target.regs_per_sm // (nt * -(-(regs or kernel.registers_estimate) // 8) * 8)
     return min(target.smem_per_sm // (smem + 1024), target.max_threads_per_sm // nt, by_regs)
 
 
@@ -162,10 +164,11 @@ def time_size(op, target, dtype, n, variants, errors, args, rows, k=None) -> Non
     vendor_us = vendor[1].time_us if vendor else None
     for label, knobs in variants:
         sched = op.schedule_from_knobs(**knobs)
-        name = op.kernel(sched, target, op.types(dtype)).name
+        kernel = op.kernel(sched, target, op.types(dtype))
+        name = kernel.name
         error, regs, spills = errors.get(name, ("", None, None))
         row = dict(size=f"{n}x{n}x{k}" if k else f"{n}^3", dtype=dtype, label=label, kernel=name, registers=regs, spill_bytes=spills,
-                   blocks_per_sm=blocks_per_sm(op, knobs, regs, target), cublas_us=vendor_us,
+                   blocks_per_sm=blocks_per_sm(op, kernel, regs, target), cublas_us=vendor_us,
                    vendor=vendor[0] if vendor else None, knobs=knobs)
         try:
             if error:
@@ -251,10 +254,10 @@ def listing(args) -> int:
     errors = compile_all(op, tgt, args.dtypes[:1], args.jobs)
     for label, over in VARIANTS:
         knobs = knobs_of(op, over)
-        name = op.kernel(op.schedule_from_knobs(**knobs), tgt, op.types(args.dtypes[0])).name
-        error, regs, spills = errors[name]
-        print(f"{label:<58} regs {regs} spill {spills} smem {op.shared_bytes(knobs)} "
-              f"blocks/SM {blocks_per_sm(op, knobs, regs, tgt)} {error or name}")
+        kernel = op.kernel(op.schedule_from_knobs(**knobs), tgt, op.types(args.dtypes[0]))
+        error, regs, spills = errors[kernel.name]
+        print(f"{label:<58} regs {regs} spill {spills} smem {kernel.static_smem} "
+              f"blocks/SM {blocks_per_sm(op, kernel, regs, tgt)} {error or kernel.name}")
     return 0
 
 
