@@ -434,7 +434,7 @@ class Gemm(Fusing, Op):
         ran at 255 registers and 400 bytes of local memory on sm_90)."""
         if k["instr"] == "wgmma":
             return k["wm"] // 64 * k["bn"] // 2 + 40
-        ta, tb = self._tiles(k)
+        ta, tb = self._tiles(k, ew=d.itemsize // 2 if d is not None else 1)   # tf32 data: twice the chunks
         staged = 4 * (ta["iters"] + tb["iters"]) if k["copy"] == "sync" and k["stages"] == 2 else 0
         if k["instr"] == "wmma":
             mi, ni = k["wm"] // 16, k["wn"] // 16
