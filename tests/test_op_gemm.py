@@ -545,8 +545,9 @@ def test_the_mma_sync_probe_variants_are_legal_and_distinct_without_a_gpu():
     for dtype in ("float16", "bfloat16"):
         for label, over in probe.VARIANTS:
             knobs = probe.knobs_of(op, over)
-            names.add(op.kernel(op.schedule_from_knobs(**knobs), target("sm_90a"), op.types(dtype)).name)
-            assert probe.blocks_per_sm(op, knobs, None, target("sm_90a")) >= 1, label
+            kernel = op.kernel(op.schedule_from_knobs(**knobs), target("sm_90a"), op.types(dtype))
+            names.add(kernel.name)
+            assert probe.blocks_per_sm(op, kernel, None, target("sm_90a")) >= 1, label
     assert len(names) == 2 * len(probe.VARIANTS)
     assert probe.VARIANTS[0][1] == {k: v for k, v in knobs_of(STEPS[3]).items() if v != op.default_knobs()[k]}
 
