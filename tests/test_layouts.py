@@ -74,17 +74,19 @@ def test_a_kernel_runs_only_problems_of_its_layout():
 
 
 def test_the_plan_picks_the_vector_kernel_where_the_stored_rows_allow():
-    def symbol(op, layout, sizes, sched=None, **kw):
+    def twin(op, layout, sizes, sched=None, **kw):
         kern = op.kernel(sched or op.default_schedule(), layout=layout, **kw)
-        return op.plan(kern, op.problem(sizes, layout=layout, **({"dtype": "float16"} if op is gemm else {}))) \
-            .launches[-1].symbol.endswith("_unaligned")
-    # sgemm: rows of A are K long (N) or M long (T), of B N long (N) or K long (T); C's are N long
-    assert not symbol(sgemm, "TN", {"M": 8, "N": 8, "K": 7}) and symbol(sgemm, "TN", {"M": 7, "N": 8, "K": 8})
-    assert symbol(sgemm, "NT", {"M": 8, "N": 8, "K": 7}) and not symbol(sgemm, "NT", {"M": 7, "N": 8, "K": 8})
-    assert symbol(sgemm, "TT", {"M": 8, "N": 6, "K": 8})
+        plan = op.plan(kern, op.problem(sizes, layout=layout, **({"dtype": "float16"} if op is gemm else {})))
+        return plan.launches[-1].symbol[len(kern.name):]
+    # sgemm: rows of A are K long (N) or M long (T), of B N long (N) or K long (T); C's are N long. The twin
+    # names the sizes whose rows go element-wise; the other operands keep their vectors.
+    assert twin(sgemm, "TN", {"M": 8, "N": 8, "K": 7}) == "" and twin(sgemm, "TN", {"M": 7, "N": 8, "K": 8}) == "_unaligned_m"
+    assert twin(sgemm, "NT", {"M": 8, "N": 8, "K": 7}) == "_unaligned_k" and twin(sgemm, "NT", {"M": 7, "N": 8, "K": 8}) == ""
+    assert twin(sgemm, "NT", {"M": 8457, "N": 35, "K": 4096}) == "_unaligned_n"     # x . W^T, 35 columns: A and B vectors
+    assert twin(sgemm, "TT", {"M": 8, "N": 6, "K": 8}) == "_unaligned_n" and twin(sgemm, "TT", {"M": 5, "N": 6, "K": 7}) == "_unaligned"
     kw = dict(types=gemm.types("float16"))
-    assert not symbol(gemm, "TN", {"M": 16, "N": 8, "K": 7}, **kw) and symbol(gemm, "TN", {"M": 12, "N": 8, "K": 8}, **kw)
-    assert not symbol(gemm, "NT", {"M": 7, "N": 8, "K": 8}, **kw) and symbol(gemm, "TT", {"M": 8, "N": 8, "K": 4}, **kw)
+    assert twin(gemm, "TN", {"M": 16, "N": 8, "K": 7}, **kw) == "" and twin(gemm, "TN", {"M": 12, "N": 8, "K": 8}, **kw) == "_unaligned"
+    assert twin(gemm, "NT", {"M": 7, "N": 8, "K": 8}, **kw) == "" and twin(gemm, "TT", {"M": 8, "N": 8, "K": 4}, **kw) == "_unaligned"
 
 
 def test_wgmma_plans_read_the_stored_tensors_and_pad_unaligned_rows():
@@ -132,9 +134,10 @@ def test_illegal_layout_schedules_say_why(layout, change, message):
 def test_cp_async_copies_a_transposed_a_16_bytes_into_the_km_tile():
     src = render(sgemm.kernel(sgemm.schedule(copy="cp_async", stages=3, vec_a=4, vec_b=4), layout="TN"))
     # tile 0 (K's remainder) tested; the loop's whole tiles from A shifted along K, M clamped at an edge
-    assert "sg_copy4<true, ALIGNED>(as + r * 260 + c, A, r, m0 + c, kfirst, M, M);" in src
-    assert ("sg_copy4<CHECK && !ALIGNED, ALIGNED>(as + r * 260 + c, Ak, (kt + 2) * 8 + r, "
-            "CHECK && ALIGNED ? min(m0 + c, M - 4) : m0 + c, kend, M, M);") in src
+    # (AL_M: A's rows, M long, start 16-byte aligned)
+    assert "sg_copy4<true, AL_M>(as + r * 260 + c, A, r, m0 + c, kfirst, M, M);" in src
+    assert ("sg_copy4<CHECK && !AL_M, AL_M>(as + r * 260 + c, Ak, (kt + 2) * 8 + r, "
+            "CHECK && AL_M ? min(m0 + c, M - 4) : m0 + c, kend, M, M);") in src
 
 
 def kernels_for_recipes():

@@ -20,7 +20,8 @@ def kernel_of(**knobs):
 
 
 def all_facts(sched) -> dict:
-    """{symbol: facts}: vectorised schedules hold a kernel for aligned rows and one (_unaligned) for any."""
+    """{symbol: facts}: vectorised schedules hold a kernel for aligned rows, one for any (_unaligned), and one for
+    each size alone at any value (_unaligned_k, _unaligned_n)."""
     k = op.kernel(sched)
     return {f.symbol: f for f in facts_of(compile_cuda(render(k), "sm_90", k.name))}
 
@@ -102,8 +103,11 @@ def test_plan_covers_the_matrix_with_runtime_sizes():
     (launch,) = plan.launches
     assert launch.grid == (24, 4, 1) and launch.block == (256, 1, 1)
     assert launch.args == ("A", "B", "C", "M", "N", "K")
-    assert launch.symbol == k.name + "_unaligned"                          # K = 7: rows of A at any offset
-    assert op.plan(k, op.problem({"M": 1000, "N": 3000, "K": 8})).launches[0].symbol == k.name
+    assert launch.symbol == k.name + "_unaligned_k"              # K = 7: rows of A at any offset, B's and C's aligned
+    symbol = lambda **s: op.plan(k, op.problem(dict(M=1000, **s))).launches[0].symbol
+    assert symbol(N=3000, K=8) == k.name
+    assert symbol(N=35, K=8) == k.name + "_unaligned_n"          # B's and C's rows at any offset, A's aligned
+    assert symbol(N=35, K=7) == k.name + "_unaligned"
     assert launch.shared_bytes == k.static_smem == 4 * 2 * (8 * 260 + 8 * 128)
     assert dict(plan.alignment) == {"A": 16, "B": 16, "C": 16}
     assert "1000" not in render(k) and "3000" not in render(k)
@@ -178,7 +182,10 @@ def test_regimes_probe_plans_its_candidates_without_a_gpu():
 def test_sass_shows_128_bit_accesses_exactly_where_vectorised(step):
     name = op.kernel(STEPS[step].schedule).name
     found = all_facts(STEPS[step].schedule)
-    assert set(found) == ({name, name + "_unaligned"} if step in VECTORISED else {name})
+    mixed = op.knobs_from_schedule(STEPS[step].schedule)["min_blocks"] == 1     # else capped registers: two ends
+    twins = ({"", "_unaligned_k", "_unaligned_n", "_unaligned"} if mixed else {"", "_unaligned"}) \
+        if step in VECTORISED else {""}
+    assert set(found) == {name + t for t in twins}
     for f in found.values():
         assert f.spill_bytes == 0 and f.local_ops == 0, f
     f = found[name]
@@ -187,6 +194,10 @@ def test_sass_shows_128_bit_accesses_exactly_where_vectorised(step):
         assert f.lds128 > 0, f                        # fragments: A transposed, B rows, 16 bytes a load
         u = found[name + "_unaligned"]                # rows at any offset: element-wise global accesses
         assert u.ldg128 == 0 and u.stg128 == 0 and u.lds128 > 0, u
+        if mixed:   # one size at any value: the operands whose rows it does not measure keep their 128-bit accesses
+            uk, un = found[name + "_unaligned_k"], found[name + "_unaligned_n"]
+            assert 0 < uk.ldg128 < f.ldg128 and uk.stg128 == f.stg128, uk     # A (rows K long) alone element-wise
+            assert un.ldg128 > 0 and un.stg128 == 0, un                       # B and C (rows N long) element-wise
     else:
         assert f.ldg128 == 0 and f.stg128 == 0, f
 
@@ -201,7 +212,9 @@ def test_prefetch_loads_overlap_the_math(sched):
     from kernelgen.inspect import hot_loops
     k = op.kernel(sched)
     loops = hot_loops(compile_cuda(render(k), "sm_90", k.name).cubin)
-    for sym in (k.name, k.name + "_unaligned"):
+    twins = [k.name + t["suffix"] for t in dict(k.params)["twins"]]
+    assert len(twins) == (4 if k.knob("min_blocks") == 1 else 2)
+    for sym in twins:
         assert loops[sym], sym
         for ops in loops[sym]:
             total = sum(o.startswith("FFMA") for o in ops)

@@ -10,12 +10,27 @@ long; B is N x K, rows K long: torch's nn.Linear weight, so x . W^T is layout NT
 (False, True, 'K', 'K', {'A': (5, 7), 'B': (3, 7)})
 >>> o.aligned((4, 4, 2))           # sizes whose multiples keep every row of A, B and C vector-aligned
 (('K', 4), ('N', 2))
+>>> [(t.suffix, t.when) for t in o.twins((4, 4, 2))]
+[('', 'K % 4 == 0 && N % 2 == 0'), ('_unaligned_k', 'K % 4 != 0 && N % 2 == 0'), ('_unaligned_n', 'K % 4 == 0 && N % 2 != 0'), ('_unaligned', 'K % 4 != 0 && N % 2 != 0')]
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
+from itertools import combinations
 
 import numpy as np
+
+
+@dataclass(frozen=True)
+class Twin:
+    """One entry point of a vectorised GEMM kernel: the sizes in `unaligned` (some of M, N, K) leave
+    rows at any offset, so the operands whose rows they measure go element-wise; the rest keep vectors."""
+    suffix: str                      # "" (every row aligned), "_unaligned_n", ..., "_unaligned" (none)
+    unaligned: tuple[str, ...]
+    when: str                        # the C condition on the sizes that picks it
+
+    def aligned(self, dim: str) -> bool:
+        return dim not in self.unaligned
 
 
 @dataclass(frozen=True)
@@ -65,6 +80,30 @@ class Operands:
         """The sizes `aligned` names, in words: "K and N", "M, K and N"."""
         dims = [d for d, _ in self.aligned(widths)]
         return dims[0] if len(dims) == 1 else ", ".join(dims[:-1]) + " and " + dims[-1]
+
+    def twins(self, widths: tuple[int, int, int], mixed: bool = True) -> tuple[Twin, ...]:
+        """A kernel twin for each subset of the sizes that vector accesses need aligned (those of `aligned`
+        with a width over 1), fewest unaligned first: an operand keeps its vectors wherever its own rows
+        allow, so the 35 columns of an x . W^T leave A's and B's loads (rows K long) 128-bit wide.
+        mixed=False: only the two ends (every size aligned; else every access element-wise)."""
+        dims = [(d, w) for d, w in self.aligned(widths) if w > 1]
+        names = [d for d, _ in dims]
+        if not mixed and len(dims) > 1:
+            ok = " && ".join(f"{d} % {w} == 0" for d, w in dims)
+            return Twin("", (), ok), Twin("_unaligned", tuple(names), f"!({ok})")
+        out = []
+        for n in range(len(dims) + 1):
+            for bad in combinations(names, n):
+                suffix = "" if not bad else "_unaligned" if n == len(dims) else "_unaligned_" + "".join(bad).lower()
+                when = " && ".join(f"{d} % {w} {'!=' if d in bad else '=='} 0" for d, w in dims)
+                out.append(Twin(suffix, bad, when))
+        return tuple(out)
+
+    def twin(self, widths: tuple[int, int, int], sizes, mixed: bool = True) -> Twin:
+        """The twin that `sizes` launch."""
+        twins = self.twins(widths, mixed)
+        bad = tuple(d for d, w in self.aligned(widths) if w > 1 and sizes[d] % w)
+        return next((t for t in twins if t.unaligned == bad), twins[-1])
 
     def product(self, a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """A as M x K and B as K x N (views of the stored arrays, transposed where stored so)."""

@@ -60,6 +60,13 @@ MAX_GRID_Y = 65535
 REDUCE_K = ("atomic", "workspace")
 
 
+def mixed_twins(k: dict) -> bool:
+    """Kernel twins with some operands vectorised and some not (Operands.twins), unless registers are capped
+    (min_blocks > 1): under 128 registers ptxas spilled in the main loop of such a twin (the ladder's step 8,
+    A alone element-wise), where the two ends fit."""
+    return k["min_blocks"] == 1
+
+
 def check_grid(op: str, problem: Problem, grid: tuple[int, int, int], bm: int, swizzle: int) -> None:
     """The block rows fit gridDim.y; with grouped block order (swizzle > 1) the blocks' linear number,
     blockIdx.y * gridDim.x + blockIdx.x, fits the kernel's int (sgemm and gemm)."""
@@ -325,14 +332,14 @@ class Sgemm(Fusing, Op):
         else:
             block = (k["bn"] // k["tn"], k["bm"] // k["tm"], 1)
         p = dict(k, threads=nt, block=block, warps_n=k["bn"] // max(k["wn"], 1), lanes_n=k["wn"] // k["tn"],
-                 vectorised=max(k["vec_a"], k["vec_b"], k["vec_c"]) > 1,
                  atomic=k["split_k"] > 1 and k["reduce_k"] == "atomic",
                  workspace=k["split_k"] > 1 and k["reduce_k"] == "workspace",
                  # Where the peeled double-buffered loop issues tile kt+1's loads (C++ condition): at the
                  # top of iteration kt (870f29a's schedule) for vector loads with registers uncapped;
                  # with element-wise loads or min_blocks > 1 ptxas sank that block to its stores, so
                  # there they close the iteration before (tests/test_op_sgemm.py checks the SASS).
-                 prefetch_top="ALIGNED" if k["min_blocks"] == 1 and k["vec_a"] > 1 and k["vec_b"] > 1 else "false")
+                 prefetch_top=self._aligned_loads(layout) if k["min_blocks"] == 1 and k["vec_a"] > 1 and k["vec_b"] > 1
+                 else "false")
         p.update(self._fusion_params(p, types))
         if not k["shared"]:
             return dict(p, **self._naive_operands(Operands(layout))), 0, 24
@@ -390,13 +397,14 @@ class Sgemm(Fusing, Op):
         widths = (va, vb, k["vec_c"])
         stride = "ldA" if o.layout == "NN" else "ldK"       # NN kernels read as before layouts existed
         shift = f"(kfirst - {k['bk']})"
+        al_a, al_b = (f"AL_{o.lead(x)}" for x in "AB")       # the tile's flags: A's (B's) rows start aligned
 
-        def clamp(index: str, size: str, v: int = 1) -> str:    # v > 1: a vector along `size`
-            return (f"CHECK && ALIGNED ? min({index}, {size} - {v}) : {index}" if v > 1 else
+        def clamp(index: str, size: str, v: int = 1, al: str = "") -> str:    # v > 1: a vector along `size`
+            return (f"CHECK && {al} ? min({index}, {size} - {v}) : {index}" if v > 1 else
                     f"CHECK ? min({index}, {size} - 1) : {index}")
-        along = lambda v: "CHECK && !ALIGNED" if v > 1 else "false"     # the vectors' test in the loop
+        along = lambda v, al: f"CHECK && !{al}" if v > 1 else "false"     # the vectors' test in the loop
         if o.a_t:
-            a = dict(a_src=f"Ak, %s + r, {clamp('m0 + c', 'M', va)}, kend, M, M", a_check=along(va),
+            a = dict(a_src=f"Ak, %s + r, {clamp('m0 + c', 'M', va, al_a)}, kend, M, M", a_check=along(va, al_a),
                      a_first="A, r, m0 + c, kfirst, M, M", a_shift=f"A + (ptrdiff_t){shift} * M")
         else:
             a = dict(a_src=f"Ak, {clamp('m0 + r', 'M')}, %s + c, M, kend, {stride}", a_check="false",
@@ -405,7 +413,7 @@ class Sgemm(Fusing, Op):
             b = dict(b_src=f"Bk, {clamp('n0 + r', 'N')}, %s + c, N, kend, {stride}", b_check="false",
                      b_first=f"B, n0 + r, c, N, kfirst, {stride}", b_shift=f"B + {shift}")
         else:
-            b = dict(b_src=f"Bk, %s + r, {clamp('n0 + c', 'N', vb)}, kend, N, N", b_check=along(vb),
+            b = dict(b_src=f"Bk, %s + r, {clamp('n0 + c', 'N', vb, al_b)}, kend, N, N", b_check=along(vb, al_b),
                      b_first="B, r, n0 + c, kfirst, N, N", b_shift=f"B + (ptrdiff_t){shift} * N")
         return dict(
             a, **b,
@@ -415,8 +423,28 @@ class Sgemm(Fusing, Op):
             b_slice="B + kbeg" if o.b_t else "B + (size_t)kbeg * N",
             kstride=stride, kstride_note=("ldA A's row stride (the whole K)" if o.layout == "NN" else
                                           f"ldK the whole K (the row stride of {o.layout}'s operands stored along K)"),
-            aligned_note=o.condition(widths, ", "), aligned_dims=o.dims_words(widths),
+            al_a=al_a, al_b=al_b, al_c=f"AL_{o.lead('C')}", twins=Sgemm._twins(o, widths, mixed_twins(k)),
+            aligned_note=o.condition(widths, ", ") or "no vector accesses",
             layout_note="" if o.layout == "NN" else o.describe())
+
+    @staticmethod
+    def _aligned_loads(layout: str) -> str:
+        """C++: the tile's loads of A and B are both vectors (its flags for their rows)."""
+        o = Operands(layout)
+        return f"(AL_{o.lead('A')} && AL_{o.lead('B')})"
+
+    @staticmethod
+    def _twins(o: Operands, widths: tuple[int, int, int], mixed: bool) -> tuple[dict, ...]:
+        """The template's entry points: a suffix, the tile's AL_M, AL_N, AL_K flags and a comment each."""
+        out = []
+        for t in o.twins(widths, mixed):
+            loose = [x for x, w in zip("ABC", widths) if w > 1 and not t.aligned(o.lead(x))]
+            note = ("Every row of A, B and C starts vector-aligned" if not t.unaligned else
+                    f"{' and '.join(t.unaligned)} any: the rows of {', '.join(loose)} start at any 4-byte offset, so "
+                    f"their accesses are element-wise{'' if len(loose) == 3 else '; the rest keep their vectors'}")
+            out.append(dict(suffix=t.suffix, flags=", ".join("true" if t.aligned(d) else "false" for d in "MNK"),
+                            note=f"{note} (the plan picks this kernel when {t.when})" if t.when else ""))
+        return tuple(out)
 
     @staticmethod
     def _naive_operands(o: Operands) -> dict:
@@ -432,10 +460,10 @@ class Sgemm(Fusing, Op):
         M, N, K = problem["M"], problem["N"], problem["K"]
         grid = (cdiv(N, k["bn"]), cdiv(M, k["bm"]), problem.batch.count if problem.batch else k["split_k"])
         check_grid(self.name, problem, grid, k["bm"], k["swizzle"])
-        # Rows all start vector-aligned only when the stored rows' lengths (K and N for NN) are multiples
-        # of the widths; otherwise the kernel with element-wise global accesses.
-        aligned = Operands(kernel.layout).holds((k["vec_a"], k["vec_b"], k["vec_c"]), problem)
-        symbol = kernel.name if aligned or not p["vectorised"] else kernel.name + "_unaligned"
+        # An operand's rows start vector-aligned when their length (K or N for NN's A and B) is a multiple
+        # of its width: the twin whose accesses are element-wise for the others alone.
+        symbol = kernel.name + Operands(kernel.layout).twin((k["vec_a"], k["vec_b"], k["vec_c"]), problem,
+                                                            mixed_twins(k)).suffix
         out = "partials" if p["workspace"] else "C"
         args = ("A", "B", out, "M", "N", "K") + (() if p["workspace"] else self.fusion_args())
         launches = (Launch(symbol, grid, tuple(p["block"]), args, kernel.static_smem),)
@@ -463,13 +491,8 @@ class Sgemm(Fusing, Op):
             (() if p["workspace"] else self.fusion_args())
         if self.batched:
             grid = grid[:2] + ("batch",)
-        aligned = Operands(kernel.layout).condition((k["vec_a"], k["vec_b"], k["vec_c"]))
-        if p["vectorised"]:
-            steps = (Step(kernel.name, grid, tuple(p["block"]), args, kernel.static_smem, when=aligned),
-                     Step(kernel.name + "_unaligned", grid, tuple(p["block"]), args, kernel.static_smem,
-                          when=f"!({aligned})"))
-        else:
-            steps = (Step(kernel.name, grid, tuple(p["block"]), args, kernel.static_smem),)
+        steps = tuple(Step(kernel.name + t.suffix, grid, tuple(p["block"]), args, kernel.static_smem, when=t.when)
+                      for t in Operands(kernel.layout).twins((k["vec_a"], k["vec_b"], k["vec_c"]), mixed_twins(k)))
         lets, workspaces = (), ()
         if p["atomic"]:   # the slices of K add into C: zero it first
             steps = (Step(kernel.name + "_zero", ("kg_min(kg_cdiv(MN, 256), 4096)", "1", "1"), (256, 1, 1), ("C", "MN")),) + steps
@@ -483,14 +506,16 @@ class Sgemm(Fusing, Op):
 
     # -- numbers -----------------------------------------------------------------------------------
     def test_problems(self) -> tuple[dict, ...]:
-        # Odd K and N take the element-wise kernel; (130, 260, 20) the 128-bit one with ragged tiles. The
+        # Each size alone at any value takes a twin of its own: K = 37 with N = 68 (A element-wise; TN: M = 131
+        # alone), N = 511 (B and C), and odd K and N every access element-wise (67, 131, 13; 2100, 9, 5).
+        # (130, 260, 20) takes the 128-bit kernel with ragged tiles. The
         # last two have blocks wholly inside C (no bounds tests) beside ragged ones, rows aligned and not.
         # (67, 131, 13): two K tiles of the default bk 8 in the element-wise kernel, whose peeled loop
         # fetches tile 1 before its first iteration (no other size has exactly two tiles). (2100, 9, 5): more
         # block rows (9 of the default 256, 17 of 128) than the default swizzle's group of 8, so the blocks'
         # walk comes to a second group (a last one shorter than the rest). N = 511: one column short of a
         # whole last block column for every power-of-two bn (a test of `inside` one off takes it as inside).
-        return ({"M": 1, "N": 1, "K": 1}, {"M": 131, "N": 67, "K": 37}, {"M": 130, "N": 260, "K": 20},
+        return ({"M": 1, "N": 1, "K": 1}, {"M": 131, "N": 68, "K": 37}, {"M": 130, "N": 260, "K": 20},
                 {"M": 260, "N": 516, "K": 32}, {"M": 260, "N": 511, "K": 32}, {"M": 67, "N": 131, "K": 13},
                 {"M": 2100, "N": 9, "K": 5})
 

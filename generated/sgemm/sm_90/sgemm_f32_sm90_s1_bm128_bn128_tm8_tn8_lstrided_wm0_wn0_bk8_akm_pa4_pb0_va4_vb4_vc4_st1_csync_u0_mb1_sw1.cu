@@ -23,7 +23,13 @@
 //     if K % 4 == 0 && N % 4 == 0: sgemm_f32_sm90_s1_bm128_bn128_tm8_tn8_lstrided_wm0_wn0_bk8_akm_pa4_pb0_va4_vb4_vc4_st1_csync_u0_mb1_sw1
 //       grid (kg_cdiv(N, 128), kg_cdiv(M, 128), 1), block (16, 16, 1), 8320 bytes dynamic shared
 //       args (A, B, C, M, N, K)
-//     if !(K % 4 == 0 && N % 4 == 0): sgemm_f32_sm90_s1_bm128_bn128_tm8_tn8_lstrided_wm0_wn0_bk8_akm_pa4_pb0_va4_vb4_vc4_st1_csync_u0_mb1_sw1_unaligned
+//     if K % 4 != 0 && N % 4 == 0: sgemm_f32_sm90_s1_bm128_bn128_tm8_tn8_lstrided_wm0_wn0_bk8_akm_pa4_pb0_va4_vb4_vc4_st1_csync_u0_mb1_sw1_unaligned_k
+//       grid (kg_cdiv(N, 128), kg_cdiv(M, 128), 1), block (16, 16, 1), 8320 bytes dynamic shared
+//       args (A, B, C, M, N, K)
+//     if K % 4 == 0 && N % 4 != 0: sgemm_f32_sm90_s1_bm128_bn128_tm8_tn8_lstrided_wm0_wn0_bk8_akm_pa4_pb0_va4_vb4_vc4_st1_csync_u0_mb1_sw1_unaligned_n
+//       grid (kg_cdiv(N, 128), kg_cdiv(M, 128), 1), block (16, 16, 1), 8320 bytes dynamic shared
+//       args (A, B, C, M, N, K)
+//     if K % 4 != 0 && N % 4 != 0: sgemm_f32_sm90_s1_bm128_bn128_tm8_tn8_lstrided_wm0_wn0_bk8_akm_pa4_pb0_va4_vb4_vc4_st1_csync_u0_mb1_sw1_unaligned
 //       grid (kg_cdiv(N, 128), kg_cdiv(M, 128), 1), block (16, 16, 1), 8320 bytes dynamic shared
 //       args (A, B, C, M, N, K)
 // host launcher (build with -DKERNELGEN_HOST_LAUNCHER; returns cudaErrorInvalidValue for a null pointer, a size outside its range, a broken requirement, a misaligned pointer or a workspace too small):
@@ -128,9 +134,9 @@ __device__ __forceinline__ float4 sg_load4(const float* __restrict__ p, int r, i
 // K is the length of this block's slice of K and ldA A's row stride (the whole K). Tile 0 holds K's remainder and
 // is the only one whose loads are tested. CHECK: the block's tile crosses an edge of C, so its loads
 // clamp rows (columns) into C and its stores are tested; blocks inside C (CHECK = false) clamp and test
-// nothing. ALIGNED: every row of A, B and C
-// starts vector-aligned (K % 4 == 0, N % 4 == 0); otherwise accesses are element-wise.
-template <bool CHECK, bool ALIGNED>
+// nothing. AL_M, AL_N, AL_K: rows M (N, K) long start vector-aligned (K % 4 == 0, N % 4 == 0), so an operand
+// whose rows are that long (A: K, B: N, C: N) keeps its vector accesses; otherwise they are element-wise.
+template <bool CHECK, bool AL_M, bool AL_N, bool AL_K>
 __device__ __forceinline__ void sgemm_f32_sm90_s1_bm128_bn128_tm8_tn8_lstrided_wm0_wn0_bk8_akm_pa4_pb0_va4_vb4_vc4_st1_csync_u0_mb1_sw1_tile(const float* __restrict__ A, const float* __restrict__ B,
                                               float* __restrict__ C, int M, int N, int K, int ldA, int m0, int n0,
                                               float* smem) {
@@ -160,26 +166,26 @@ __device__ __forceinline__ void sgemm_f32_sm90_s1_bm128_bn128_tm8_tn8_lstrided_w
       for (int it = 0; it < 1; ++it) {
         const int e = tid + it * 256;
         const int r = e / 2, c = e % 2 * 4;
-        ra[it] = sg_load4<true, ALIGNED>(A, m0 + r, c, M, kfirst, ldA);
+        ra[it] = sg_load4<true, AL_K>(A, m0 + r, c, M, kfirst, ldA);
       }
       #pragma unroll
       for (int it = 0; it < 1; ++it) {
         const int e = tid + it * 256;
         const int r = e / 32, c = e % 32 * 4;
-        rb[it] = sg_load4<true, ALIGNED>(B, r, n0 + c, kfirst, N, N);
+        rb[it] = sg_load4<true, AL_N>(B, r, n0 + c, kfirst, N, N);
       }
     } else {
       #pragma unroll
       for (int it = 0; it < 1; ++it) {
         const int e = tid + it * 256;
         const int r = e / 2, c = e % 2 * 4;
-        ra[it] = sg_load4<false, ALIGNED>(Ak, CHECK ? min(m0 + r, M - 1) : m0 + r, kt * 8 + c, M, kend, ldA);
+        ra[it] = sg_load4<false, AL_K>(Ak, CHECK ? min(m0 + r, M - 1) : m0 + r, kt * 8 + c, M, kend, ldA);
       }
       #pragma unroll
       for (int it = 0; it < 1; ++it) {
         const int e = tid + it * 256;
         const int r = e / 32, c = e % 32 * 4;
-        rb[it] = sg_load4<CHECK && !ALIGNED, ALIGNED>(Bk, kt * 8 + r, CHECK && ALIGNED ? min(n0 + c, N - 4) : n0 + c, kend, N, N);
+        rb[it] = sg_load4<CHECK && !AL_N, AL_N>(Bk, kt * 8 + r, CHECK && AL_N ? min(n0 + c, N - 4) : n0 + c, kend, N, N);
       }
     }
     {
@@ -250,10 +256,10 @@ __device__ __forceinline__ void sgemm_f32_sm90_s1_bm128_bn128_tm8_tn8_lstrided_w
         for (int qj = 0; qj < 4; qj += 4) {
           const int j = rj * 4 + qj;
           const int n = n0 + tn0 + rj * 64 + qj;
-          if (ALIGNED && (!CHECK || n + 3 < N)) {
+          if (AL_N && (!CHECK || n + 3 < N)) {
             const float4 v = { acc[i][j + 0], acc[i][j + 1], acc[i][j + 2], acc[i][j + 3] };
             *reinterpret_cast<float4*>(crow + n) = v;
-          } else   // an else, not a continue: nvcc flags the scalar loop unreachable where CHECK and ALIGNED are constants
+          } else   // an else, not a continue: nvcc flags the scalar loop unreachable where CHECK and `aligned` are constants
           #pragma unroll
           for (int u = 0; u < 4; ++u)
             if (!CHECK || n + u < N) crow[n + u] = acc[i][j + u];
@@ -263,7 +269,7 @@ __device__ __forceinline__ void sgemm_f32_sm90_s1_bm128_bn128_tm8_tn8_lstrided_w
   }
 }
 
-// Every row of A, B and C starts vector-aligned: the plan picks this kernel when K and N allow.
+// Every row of A, B and C starts vector-aligned (the plan picks this kernel when K % 4 == 0 && N % 4 == 0).
 extern "C" __global__ void __launch_bounds__(256)
 sgemm_f32_sm90_s1_bm128_bn128_tm8_tn8_lstrided_wm0_wn0_bk8_akm_pa4_pb0_va4_vb4_vc4_st1_csync_u0_mb1_sw1(const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ C, int M, int N, int K) {
   extern __shared__ float smem[];
@@ -272,12 +278,40 @@ sgemm_f32_sm90_s1_bm128_bn128_tm8_tn8_lstrided_wm0_wn0_bk8_akm_pa4_pb0_va4_vb4_v
   const int kbeg = 0, klen = K;
   const bool inside = m0 + 128 <= M && n0 + 128 <= N;
   if (inside)
-    sgemm_f32_sm90_s1_bm128_bn128_tm8_tn8_lstrided_wm0_wn0_bk8_akm_pa4_pb0_va4_vb4_vc4_st1_csync_u0_mb1_sw1_tile<false, true>(A + kbeg, B + (size_t)kbeg * N, C, M, N, klen, K, m0, n0, smem);
+    sgemm_f32_sm90_s1_bm128_bn128_tm8_tn8_lstrided_wm0_wn0_bk8_akm_pa4_pb0_va4_vb4_vc4_st1_csync_u0_mb1_sw1_tile<false, true, true, true>(A + kbeg, B + (size_t)kbeg * N, C, M, N, klen, K, m0, n0, smem);
   else
-    sgemm_f32_sm90_s1_bm128_bn128_tm8_tn8_lstrided_wm0_wn0_bk8_akm_pa4_pb0_va4_vb4_vc4_st1_csync_u0_mb1_sw1_tile<true, true>(A + kbeg, B + (size_t)kbeg * N, C, M, N, klen, K, m0, n0, smem);
+    sgemm_f32_sm90_s1_bm128_bn128_tm8_tn8_lstrided_wm0_wn0_bk8_akm_pa4_pb0_va4_vb4_vc4_st1_csync_u0_mb1_sw1_tile<true, true, true, true>(A + kbeg, B + (size_t)kbeg * N, C, M, N, klen, K, m0, n0, smem);
 }
 
-// Any K and N: rows start at any 4-byte offset, so global accesses are element-wise.
+// K any: the rows of A start at any 4-byte offset, so their accesses are element-wise; the rest keep their vectors (the plan picks this kernel when K % 4 != 0 && N % 4 == 0).
+extern "C" __global__ void __launch_bounds__(256)
+sgemm_f32_sm90_s1_bm128_bn128_tm8_tn8_lstrided_wm0_wn0_bk8_akm_pa4_pb0_va4_vb4_vc4_st1_csync_u0_mb1_sw1_unaligned_k(const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ C, int M, int N, int K) {
+  extern __shared__ float smem[];
+  const int bx = blockIdx.x, by = blockIdx.y;
+  const int m0 = by * 128, n0 = bx * 128;
+  const int kbeg = 0, klen = K;
+  const bool inside = m0 + 128 <= M && n0 + 128 <= N;
+  if (inside)
+    sgemm_f32_sm90_s1_bm128_bn128_tm8_tn8_lstrided_wm0_wn0_bk8_akm_pa4_pb0_va4_vb4_vc4_st1_csync_u0_mb1_sw1_tile<false, true, true, false>(A + kbeg, B + (size_t)kbeg * N, C, M, N, klen, K, m0, n0, smem);
+  else
+    sgemm_f32_sm90_s1_bm128_bn128_tm8_tn8_lstrided_wm0_wn0_bk8_akm_pa4_pb0_va4_vb4_vc4_st1_csync_u0_mb1_sw1_tile<true, true, true, false>(A + kbeg, B + (size_t)kbeg * N, C, M, N, klen, K, m0, n0, smem);
+}
+
+// N any: the rows of B, C start at any 4-byte offset, so their accesses are element-wise; the rest keep their vectors (the plan picks this kernel when K % 4 == 0 && N % 4 != 0).
+extern "C" __global__ void __launch_bounds__(256)
+sgemm_f32_sm90_s1_bm128_bn128_tm8_tn8_lstrided_wm0_wn0_bk8_akm_pa4_pb0_va4_vb4_vc4_st1_csync_u0_mb1_sw1_unaligned_n(const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ C, int M, int N, int K) {
+  extern __shared__ float smem[];
+  const int bx = blockIdx.x, by = blockIdx.y;
+  const int m0 = by * 128, n0 = bx * 128;
+  const int kbeg = 0, klen = K;
+  const bool inside = m0 + 128 <= M && n0 + 128 <= N;
+  if (inside)
+    sgemm_f32_sm90_s1_bm128_bn128_tm8_tn8_lstrided_wm0_wn0_bk8_akm_pa4_pb0_va4_vb4_vc4_st1_csync_u0_mb1_sw1_tile<false, true, false, true>(A + kbeg, B + (size_t)kbeg * N, C, M, N, klen, K, m0, n0, smem);
+  else
+    sgemm_f32_sm90_s1_bm128_bn128_tm8_tn8_lstrided_wm0_wn0_bk8_akm_pa4_pb0_va4_vb4_vc4_st1_csync_u0_mb1_sw1_tile<true, true, false, true>(A + kbeg, B + (size_t)kbeg * N, C, M, N, klen, K, m0, n0, smem);
+}
+
+// K and N any: the rows of A, B, C start at any 4-byte offset, so their accesses are element-wise (the plan picks this kernel when K % 4 != 0 && N % 4 != 0).
 extern "C" __global__ void __launch_bounds__(256)
 sgemm_f32_sm90_s1_bm128_bn128_tm8_tn8_lstrided_wm0_wn0_bk8_akm_pa4_pb0_va4_vb4_vc4_st1_csync_u0_mb1_sw1_unaligned(const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ C, int M, int N, int K) {
   extern __shared__ float smem[];
@@ -286,9 +320,9 @@ sgemm_f32_sm90_s1_bm128_bn128_tm8_tn8_lstrided_wm0_wn0_bk8_akm_pa4_pb0_va4_vb4_v
   const int kbeg = 0, klen = K;
   const bool inside = m0 + 128 <= M && n0 + 128 <= N;
   if (inside)
-    sgemm_f32_sm90_s1_bm128_bn128_tm8_tn8_lstrided_wm0_wn0_bk8_akm_pa4_pb0_va4_vb4_vc4_st1_csync_u0_mb1_sw1_tile<false, false>(A + kbeg, B + (size_t)kbeg * N, C, M, N, klen, K, m0, n0, smem);
+    sgemm_f32_sm90_s1_bm128_bn128_tm8_tn8_lstrided_wm0_wn0_bk8_akm_pa4_pb0_va4_vb4_vc4_st1_csync_u0_mb1_sw1_tile<false, true, false, false>(A + kbeg, B + (size_t)kbeg * N, C, M, N, klen, K, m0, n0, smem);
   else
-    sgemm_f32_sm90_s1_bm128_bn128_tm8_tn8_lstrided_wm0_wn0_bk8_akm_pa4_pb0_va4_vb4_vc4_st1_csync_u0_mb1_sw1_tile<true, false>(A + kbeg, B + (size_t)kbeg * N, C, M, N, klen, K, m0, n0, smem);
+    sgemm_f32_sm90_s1_bm128_bn128_tm8_tn8_lstrided_wm0_wn0_bk8_akm_pa4_pb0_va4_vb4_vc4_st1_csync_u0_mb1_sw1_tile<true, true, false, false>(A + kbeg, B + (size_t)kbeg * N, C, M, N, klen, K, m0, n0, smem);
 }
 
 // ---- host launcher: the launch recipe above, as C (define KERNELGEN_HOST_LAUNCHER to build it) ----
@@ -334,12 +368,22 @@ extern "C" cudaError_t kg_launch_sgemm_f32_sm90_s1_bm128_bn128_tm8_tn8_lstrided_
   if (kg_misaligned(C, 16)) return cudaErrorInvalidValue;
   (void)workspace; (void)workspace_bytes;
   { cudaError_t e = cudaFuncSetAttribute(sgemm_f32_sm90_s1_bm128_bn128_tm8_tn8_lstrided_wm0_wn0_bk8_akm_pa4_pb0_va4_vb4_vc4_st1_csync_u0_mb1_sw1, cudaFuncAttributeMaxDynamicSharedMemorySize, 8320); if (e != cudaSuccess) return e; }
+  { cudaError_t e = cudaFuncSetAttribute(sgemm_f32_sm90_s1_bm128_bn128_tm8_tn8_lstrided_wm0_wn0_bk8_akm_pa4_pb0_va4_vb4_vc4_st1_csync_u0_mb1_sw1_unaligned_k, cudaFuncAttributeMaxDynamicSharedMemorySize, 8320); if (e != cudaSuccess) return e; }
+  { cudaError_t e = cudaFuncSetAttribute(sgemm_f32_sm90_s1_bm128_bn128_tm8_tn8_lstrided_wm0_wn0_bk8_akm_pa4_pb0_va4_vb4_vc4_st1_csync_u0_mb1_sw1_unaligned_n, cudaFuncAttributeMaxDynamicSharedMemorySize, 8320); if (e != cudaSuccess) return e; }
   { cudaError_t e = cudaFuncSetAttribute(sgemm_f32_sm90_s1_bm128_bn128_tm8_tn8_lstrided_wm0_wn0_bk8_akm_pa4_pb0_va4_vb4_vc4_st1_csync_u0_mb1_sw1_unaligned, cudaFuncAttributeMaxDynamicSharedMemorySize, 8320); if (e != cudaSuccess) return e; }
   if (K % 4 == 0 && N % 4 == 0) {
     sgemm_f32_sm90_s1_bm128_bn128_tm8_tn8_lstrided_wm0_wn0_bk8_akm_pa4_pb0_va4_vb4_vc4_st1_csync_u0_mb1_sw1<<<dim3((unsigned)(kg_cdiv(N, 128)), (unsigned)(kg_cdiv(M, 128)), (unsigned)(1)), dim3(16, 16, 1), 8320, stream>>>(A, B, C, M, N, K);
     { cudaError_t e = cudaGetLastError(); if (e != cudaSuccess) return e; }
   }
-  if (!(K % 4 == 0 && N % 4 == 0)) {
+  if (K % 4 != 0 && N % 4 == 0) {
+    sgemm_f32_sm90_s1_bm128_bn128_tm8_tn8_lstrided_wm0_wn0_bk8_akm_pa4_pb0_va4_vb4_vc4_st1_csync_u0_mb1_sw1_unaligned_k<<<dim3((unsigned)(kg_cdiv(N, 128)), (unsigned)(kg_cdiv(M, 128)), (unsigned)(1)), dim3(16, 16, 1), 8320, stream>>>(A, B, C, M, N, K);
+    { cudaError_t e = cudaGetLastError(); if (e != cudaSuccess) return e; }
+  }
+  if (K % 4 == 0 && N % 4 != 0) {
+    sgemm_f32_sm90_s1_bm128_bn128_tm8_tn8_lstrided_wm0_wn0_bk8_akm_pa4_pb0_va4_vb4_vc4_st1_csync_u0_mb1_sw1_unaligned_n<<<dim3((unsigned)(kg_cdiv(N, 128)), (unsigned)(kg_cdiv(M, 128)), (unsigned)(1)), dim3(16, 16, 1), 8320, stream>>>(A, B, C, M, N, K);
+    { cudaError_t e = cudaGetLastError(); if (e != cudaSuccess) return e; }
+  }
+  if (K % 4 != 0 && N % 4 != 0) {
     sgemm_f32_sm90_s1_bm128_bn128_tm8_tn8_lstrided_wm0_wn0_bk8_akm_pa4_pb0_va4_vb4_vc4_st1_csync_u0_mb1_sw1_unaligned<<<dim3((unsigned)(kg_cdiv(N, 128)), (unsigned)(kg_cdiv(M, 128)), (unsigned)(1)), dim3(16, 16, 1), 8320, stream>>>(A, B, C, M, N, K);
     { cudaError_t e = cudaGetLastError(); if (e != cudaSuccess) return e; }
   }

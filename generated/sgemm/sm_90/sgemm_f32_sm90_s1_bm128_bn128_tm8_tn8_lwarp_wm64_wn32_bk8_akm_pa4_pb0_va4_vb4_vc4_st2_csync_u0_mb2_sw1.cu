@@ -128,9 +128,9 @@ __device__ __forceinline__ float4 sg_load4(const float* __restrict__ p, int r, i
 // K is the length of this block's slice of K and ldA A's row stride (the whole K). Tile 0 holds K's remainder and
 // is the only one whose loads are tested. CHECK: the block's tile crosses an edge of C, so its loads
 // clamp rows (columns) into C and its stores are tested; blocks inside C (CHECK = false) clamp and test
-// nothing. ALIGNED: every row of A, B and C
-// starts vector-aligned (K % 4 == 0, N % 4 == 0); otherwise accesses are element-wise.
-template <bool CHECK, bool ALIGNED>
+// nothing. AL_M, AL_N, AL_K: rows M (N, K) long start vector-aligned (K % 4 == 0, N % 4 == 0), so an operand
+// whose rows are that long (A: K, B: N, C: N) keeps its vector accesses; otherwise they are element-wise.
+template <bool CHECK, bool AL_M, bool AL_N, bool AL_K>
 __device__ __forceinline__ void sgemm_f32_sm90_s1_bm128_bn128_tm8_tn8_lwarp_wm64_wn32_bk8_akm_pa4_pb0_va4_vb4_vc4_st2_csync_u0_mb2_sw1_tile(const float* __restrict__ A, const float* __restrict__ B,
                                               float* __restrict__ C, int M, int N, int K, int ldA, int m0, int n0,
                                               float* smem) {
@@ -164,13 +164,13 @@ __device__ __forceinline__ void sgemm_f32_sm90_s1_bm128_bn128_tm8_tn8_lwarp_wm64
   for (int it = 0; it < 1; ++it) {
     const int e = tid + it * 256;
     const int r = e / 2, c = e % 2 * 4;
-    ra[it] = sg_load4<true, ALIGNED>(A, m0 + r, c, M, kfirst, ldA);
+    ra[it] = sg_load4<true, AL_K>(A, m0 + r, c, M, kfirst, ldA);
   }
   #pragma unroll
   for (int it = 0; it < 1; ++it) {
     const int e = tid + it * 256;
     const int r = e / 32, c = e % 32 * 4;
-    rb[it] = sg_load4<true, ALIGNED>(B, r, n0 + c, kfirst, N, N);
+    rb[it] = sg_load4<true, AL_N>(B, r, n0 + c, kfirst, N, N);
   }
   {
     float* const as = As + (0) * 1056;
@@ -197,13 +197,13 @@ __device__ __forceinline__ void sgemm_f32_sm90_s1_bm128_bn128_tm8_tn8_lwarp_wm64
     for (int it = 0; it < 1; ++it) {
       const int e = tid + it * 256;
       const int r = e / 2, c = e % 2 * 4;
-      ra[it] = sg_load4<false, ALIGNED>(Ak, CHECK ? min(m0 + r, M - 1) : m0 + r, 1 * 8 + c, M, kend, ldA);
+      ra[it] = sg_load4<false, AL_K>(Ak, CHECK ? min(m0 + r, M - 1) : m0 + r, 1 * 8 + c, M, kend, ldA);
     }
     #pragma unroll
     for (int it = 0; it < 1; ++it) {
       const int e = tid + it * 256;
       const int r = e / 32, c = e % 32 * 4;
-      rb[it] = sg_load4<CHECK && !ALIGNED, ALIGNED>(Bk, 1 * 8 + r, CHECK && ALIGNED ? min(n0 + c, N - 4) : n0 + c, kend, N, N);
+      rb[it] = sg_load4<CHECK && !AL_N, AL_N>(Bk, 1 * 8 + r, CHECK && AL_N ? min(n0 + c, N - 4) : n0 + c, kend, N, N);
     }
   }
   for (int kt = 0; kt < ktiles; ++kt) {
@@ -213,13 +213,13 @@ __device__ __forceinline__ void sgemm_f32_sm90_s1_bm128_bn128_tm8_tn8_lwarp_wm64
       for (int it = 0; it < 1; ++it) {
         const int e = tid + it * 256;
         const int r = e / 2, c = e % 2 * 4;
-        ra[it] = sg_load4<false, ALIGNED>(Ak, CHECK ? min(m0 + r, M - 1) : m0 + r, (kt + 1) * 8 + c, M, kend, ldA);
+        ra[it] = sg_load4<false, AL_K>(Ak, CHECK ? min(m0 + r, M - 1) : m0 + r, (kt + 1) * 8 + c, M, kend, ldA);
       }
       #pragma unroll
       for (int it = 0; it < 1; ++it) {
         const int e = tid + it * 256;
         const int r = e / 32, c = e % 32 * 4;
-        rb[it] = sg_load4<CHECK && !ALIGNED, ALIGNED>(Bk, (kt + 1) * 8 + r, CHECK && ALIGNED ? min(n0 + c, N - 4) : n0 + c, kend, N, N);
+        rb[it] = sg_load4<CHECK && !AL_N, AL_N>(Bk, (kt + 1) * 8 + r, CHECK && AL_N ? min(n0 + c, N - 4) : n0 + c, kend, N, N);
       }
     }
     {
@@ -277,13 +277,13 @@ __device__ __forceinline__ void sgemm_f32_sm90_s1_bm128_bn128_tm8_tn8_lwarp_wm64
       for (int it = 0; it < 1; ++it) {
         const int e = tid + it * 256;
         const int r = e / 2, c = e % 2 * 4;
-        ra[it] = sg_load4<false, ALIGNED>(Ak, CHECK ? min(m0 + r, M - 1) : m0 + r, (kt + 2) * 8 + c, M, kend, ldA);
+        ra[it] = sg_load4<false, AL_K>(Ak, CHECK ? min(m0 + r, M - 1) : m0 + r, (kt + 2) * 8 + c, M, kend, ldA);
       }
       #pragma unroll
       for (int it = 0; it < 1; ++it) {
         const int e = tid + it * 256;
         const int r = e / 32, c = e % 32 * 4;
-        rb[it] = sg_load4<CHECK && !ALIGNED, ALIGNED>(Bk, (kt + 2) * 8 + r, CHECK && ALIGNED ? min(n0 + c, N - 4) : n0 + c, kend, N, N);
+        rb[it] = sg_load4<CHECK && !AL_N, AL_N>(Bk, (kt + 2) * 8 + r, CHECK && AL_N ? min(n0 + c, N - 4) : n0 + c, kend, N, N);
       }
     }
     __syncthreads();
@@ -303,10 +303,10 @@ __device__ __forceinline__ void sgemm_f32_sm90_s1_bm128_bn128_tm8_tn8_lwarp_wm64
         for (int qj = 0; qj < 4; qj += 4) {
           const int j = rj * 4 + qj;
           const int n = n0 + tn0 + rj * 16 + qj;
-          if (ALIGNED && (!CHECK || n + 3 < N)) {
+          if (AL_N && (!CHECK || n + 3 < N)) {
             const float4 v = { acc[i][j + 0], acc[i][j + 1], acc[i][j + 2], acc[i][j + 3] };
             *reinterpret_cast<float4*>(crow + n) = v;
-          } else   // an else, not a continue: nvcc flags the scalar loop unreachable where CHECK and ALIGNED are constants
+          } else   // an else, not a continue: nvcc flags the scalar loop unreachable where CHECK and `aligned` are constants
           #pragma unroll
           for (int u = 0; u < 4; ++u)
             if (!CHECK || n + u < N) crow[n + u] = acc[i][j + u];
@@ -316,7 +316,7 @@ __device__ __forceinline__ void sgemm_f32_sm90_s1_bm128_bn128_tm8_tn8_lwarp_wm64
   }
 }
 
-// Every row of A, B and C starts vector-aligned: the plan picks this kernel when K and N allow.
+// Every row of A, B and C starts vector-aligned (the plan picks this kernel when K % 4 == 0 && N % 4 == 0).
 // 2 blocks of 256 threads per SM: a budget of 128 registers a thread. (NVRTC 12.9 spilled
 // where __launch_bounds__(256, 2) asked for the same occupancy.)
 extern "C" __global__ void __maxnreg__(128)
@@ -327,12 +327,12 @@ sgemm_f32_sm90_s1_bm128_bn128_tm8_tn8_lwarp_wm64_wn32_bk8_akm_pa4_pb0_va4_vb4_vc
   const int kbeg = 0, klen = K;
   const bool inside = m0 + 128 <= M && n0 + 128 <= N;
   if (inside)
-    sgemm_f32_sm90_s1_bm128_bn128_tm8_tn8_lwarp_wm64_wn32_bk8_akm_pa4_pb0_va4_vb4_vc4_st2_csync_u0_mb2_sw1_tile<false, true>(A + kbeg, B + (size_t)kbeg * N, C, M, N, klen, K, m0, n0, smem);
+    sgemm_f32_sm90_s1_bm128_bn128_tm8_tn8_lwarp_wm64_wn32_bk8_akm_pa4_pb0_va4_vb4_vc4_st2_csync_u0_mb2_sw1_tile<false, true, true, true>(A + kbeg, B + (size_t)kbeg * N, C, M, N, klen, K, m0, n0, smem);
   else
-    sgemm_f32_sm90_s1_bm128_bn128_tm8_tn8_lwarp_wm64_wn32_bk8_akm_pa4_pb0_va4_vb4_vc4_st2_csync_u0_mb2_sw1_tile<true, true>(A + kbeg, B + (size_t)kbeg * N, C, M, N, klen, K, m0, n0, smem);
+    sgemm_f32_sm90_s1_bm128_bn128_tm8_tn8_lwarp_wm64_wn32_bk8_akm_pa4_pb0_va4_vb4_vc4_st2_csync_u0_mb2_sw1_tile<true, true, true, true>(A + kbeg, B + (size_t)kbeg * N, C, M, N, klen, K, m0, n0, smem);
 }
 
-// Any K and N: rows start at any 4-byte offset, so global accesses are element-wise.
+// K and N any: the rows of A, B, C start at any 4-byte offset, so their accesses are element-wise (the plan picks this kernel when !(K % 4 == 0 && N % 4 == 0)).
 // 2 blocks of 256 threads per SM: a budget of 128 registers a thread. (NVRTC 12.9 spilled
 // where __launch_bounds__(256, 2) asked for the same occupancy.)
 extern "C" __global__ void __maxnreg__(128)
@@ -343,9 +343,9 @@ sgemm_f32_sm90_s1_bm128_bn128_tm8_tn8_lwarp_wm64_wn32_bk8_akm_pa4_pb0_va4_vb4_vc
   const int kbeg = 0, klen = K;
   const bool inside = m0 + 128 <= M && n0 + 128 <= N;
   if (inside)
-    sgemm_f32_sm90_s1_bm128_bn128_tm8_tn8_lwarp_wm64_wn32_bk8_akm_pa4_pb0_va4_vb4_vc4_st2_csync_u0_mb2_sw1_tile<false, false>(A + kbeg, B + (size_t)kbeg * N, C, M, N, klen, K, m0, n0, smem);
+    sgemm_f32_sm90_s1_bm128_bn128_tm8_tn8_lwarp_wm64_wn32_bk8_akm_pa4_pb0_va4_vb4_vc4_st2_csync_u0_mb2_sw1_tile<false, true, false, false>(A + kbeg, B + (size_t)kbeg * N, C, M, N, klen, K, m0, n0, smem);
   else
-    sgemm_f32_sm90_s1_bm128_bn128_tm8_tn8_lwarp_wm64_wn32_bk8_akm_pa4_pb0_va4_vb4_vc4_st2_csync_u0_mb2_sw1_tile<true, false>(A + kbeg, B + (size_t)kbeg * N, C, M, N, klen, K, m0, n0, smem);
+    sgemm_f32_sm90_s1_bm128_bn128_tm8_tn8_lwarp_wm64_wn32_bk8_akm_pa4_pb0_va4_vb4_vc4_st2_csync_u0_mb2_sw1_tile<true, true, false, false>(A + kbeg, B + (size_t)kbeg * N, C, M, N, klen, K, m0, n0, smem);
 }
 
 // ---- host launcher: the launch recipe above, as C (define KERNELGEN_HOST_LAUNCHER to build it) ----

@@ -24,7 +24,13 @@
 //     if K % 4 == 0 && N % 4 == 0: sgemm_f32_sm90_s1_bm256_bn128_tm16_tn8_lwarp_wm64_wn64_bk8_akm_pa4_pb0_va4_vb4_vc4_st2_csync_u0_mb1_sw8
 //       grid (kg_cdiv(N, 128), kg_cdiv(M, 256), 1), block (256, 1, 1), 24832 bytes dynamic shared
 //       args (A, B, C, M, N, K)
-//     if !(K % 4 == 0 && N % 4 == 0): sgemm_f32_sm90_s1_bm256_bn128_tm16_tn8_lwarp_wm64_wn64_bk8_akm_pa4_pb0_va4_vb4_vc4_st2_csync_u0_mb1_sw8_unaligned
+//     if K % 4 != 0 && N % 4 == 0: sgemm_f32_sm90_s1_bm256_bn128_tm16_tn8_lwarp_wm64_wn64_bk8_akm_pa4_pb0_va4_vb4_vc4_st2_csync_u0_mb1_sw8_unaligned_k
+//       grid (kg_cdiv(N, 128), kg_cdiv(M, 256), 1), block (256, 1, 1), 24832 bytes dynamic shared
+//       args (A, B, C, M, N, K)
+//     if K % 4 == 0 && N % 4 != 0: sgemm_f32_sm90_s1_bm256_bn128_tm16_tn8_lwarp_wm64_wn64_bk8_akm_pa4_pb0_va4_vb4_vc4_st2_csync_u0_mb1_sw8_unaligned_n
+//       grid (kg_cdiv(N, 128), kg_cdiv(M, 256), 1), block (256, 1, 1), 24832 bytes dynamic shared
+//       args (A, B, C, M, N, K)
+//     if K % 4 != 0 && N % 4 != 0: sgemm_f32_sm90_s1_bm256_bn128_tm16_tn8_lwarp_wm64_wn64_bk8_akm_pa4_pb0_va4_vb4_vc4_st2_csync_u0_mb1_sw8_unaligned
 //       grid (kg_cdiv(N, 128), kg_cdiv(M, 256), 1), block (256, 1, 1), 24832 bytes dynamic shared
 //       args (A, B, C, M, N, K)
 // host launcher (build with -DKERNELGEN_HOST_LAUNCHER; returns cudaErrorInvalidValue for a null pointer, a size outside its range, a broken requirement, a misaligned pointer or a workspace too small):
@@ -129,9 +135,9 @@ __device__ __forceinline__ float4 sg_load4(const float* __restrict__ p, int r, i
 // K is the length of this block's slice of K and ldA A's row stride (the whole K). Tile 0 holds K's remainder and
 // is the only one whose loads are tested. CHECK: the block's tile crosses an edge of C, so its loads
 // clamp rows (columns) into C and its stores are tested; blocks inside C (CHECK = false) clamp and test
-// nothing. ALIGNED: every row of A, B and C
-// starts vector-aligned (K % 4 == 0, N % 4 == 0); otherwise accesses are element-wise.
-template <bool CHECK, bool ALIGNED>
+// nothing. AL_M, AL_N, AL_K: rows M (N, K) long start vector-aligned (K % 4 == 0, N % 4 == 0), so an operand
+// whose rows are that long (A: K, B: N, C: N) keeps its vector accesses; otherwise they are element-wise.
+template <bool CHECK, bool AL_M, bool AL_N, bool AL_K>
 __device__ __forceinline__ void sgemm_f32_sm90_s1_bm256_bn128_tm16_tn8_lwarp_wm64_wn64_bk8_akm_pa4_pb0_va4_vb4_vc4_st2_csync_u0_mb1_sw8_tile(const float* __restrict__ A, const float* __restrict__ B,
                                               float* __restrict__ C, int M, int N, int K, int ldA, int m0, int n0,
                                               float* smem) {
@@ -158,20 +164,20 @@ __device__ __forceinline__ void sgemm_f32_sm90_s1_bm256_bn128_tm16_tn8_lwarp_wm6
   float4 ra[2];
   float4 rb[1];
   // Double buffering: the next tile's loads are issued before this tile's math and stored after it.
-  // Where ALIGNED holds (a compile-time constant), tile kt+1's loads open iteration kt, as without a peeled
+  // Where (AL_K && AL_N) holds (a compile-time constant), tile kt+1's loads open iteration kt, as without a peeled
   // tile 0: ptxas keeps them there, ahead of all the FFMAs. Elsewhere ptxas moved such a block next to its
   // stores (the element-wise loads), so there they close the iteration before, ahead of its barrier.
   #pragma unroll
   for (int it = 0; it < 2; ++it) {
     const int e = tid + it * 256;
     const int r = e / 2, c = e % 2 * 4;
-    ra[it] = sg_load4<true, ALIGNED>(A, m0 + r, c, M, kfirst, ldA);
+    ra[it] = sg_load4<true, AL_K>(A, m0 + r, c, M, kfirst, ldA);
   }
   #pragma unroll
   for (int it = 0; it < 1; ++it) {
     const int e = tid + it * 256;
     const int r = e / 32, c = e % 32 * 4;
-    rb[it] = sg_load4<true, ALIGNED>(B, r, n0 + c, kfirst, N, N);
+    rb[it] = sg_load4<true, AL_N>(B, r, n0 + c, kfirst, N, N);
   }
   {
     float* const as = As + (0) * 2080;
@@ -193,34 +199,34 @@ __device__ __forceinline__ void sgemm_f32_sm90_s1_bm256_bn128_tm16_tn8_lwarp_wm6
     }
   }
   __syncthreads();
-  if (!(ALIGNED) && ktiles > 1) {
+  if (!((AL_K && AL_N)) && ktiles > 1) {
     #pragma unroll
     for (int it = 0; it < 2; ++it) {
       const int e = tid + it * 256;
       const int r = e / 2, c = e % 2 * 4;
-      ra[it] = sg_load4<false, ALIGNED>(Ak, CHECK ? min(m0 + r, M - 1) : m0 + r, 1 * 8 + c, M, kend, ldA);
+      ra[it] = sg_load4<false, AL_K>(Ak, CHECK ? min(m0 + r, M - 1) : m0 + r, 1 * 8 + c, M, kend, ldA);
     }
     #pragma unroll
     for (int it = 0; it < 1; ++it) {
       const int e = tid + it * 256;
       const int r = e / 32, c = e % 32 * 4;
-      rb[it] = sg_load4<CHECK && !ALIGNED, ALIGNED>(Bk, 1 * 8 + r, CHECK && ALIGNED ? min(n0 + c, N - 4) : n0 + c, kend, N, N);
+      rb[it] = sg_load4<CHECK && !AL_N, AL_N>(Bk, 1 * 8 + r, CHECK && AL_N ? min(n0 + c, N - 4) : n0 + c, kend, N, N);
     }
   }
   for (int kt = 0; kt < ktiles; ++kt) {
     const bool more = kt + 1 < ktiles;
-    if ((ALIGNED) && more) {
+    if (((AL_K && AL_N)) && more) {
       #pragma unroll
       for (int it = 0; it < 2; ++it) {
         const int e = tid + it * 256;
         const int r = e / 2, c = e % 2 * 4;
-        ra[it] = sg_load4<false, ALIGNED>(Ak, CHECK ? min(m0 + r, M - 1) : m0 + r, (kt + 1) * 8 + c, M, kend, ldA);
+        ra[it] = sg_load4<false, AL_K>(Ak, CHECK ? min(m0 + r, M - 1) : m0 + r, (kt + 1) * 8 + c, M, kend, ldA);
       }
       #pragma unroll
       for (int it = 0; it < 1; ++it) {
         const int e = tid + it * 256;
         const int r = e / 32, c = e % 32 * 4;
-        rb[it] = sg_load4<CHECK && !ALIGNED, ALIGNED>(Bk, (kt + 1) * 8 + r, CHECK && ALIGNED ? min(n0 + c, N - 4) : n0 + c, kend, N, N);
+        rb[it] = sg_load4<CHECK && !AL_N, AL_N>(Bk, (kt + 1) * 8 + r, CHECK && AL_N ? min(n0 + c, N - 4) : n0 + c, kend, N, N);
       }
     }
     {
@@ -273,18 +279,18 @@ __device__ __forceinline__ void sgemm_f32_sm90_s1_bm256_bn128_tm16_tn8_lwarp_wm6
         *reinterpret_cast<float4*>(bs + r * 128 + c) = rb[it];
       }
     }
-    if (!(ALIGNED) && kt + 2 < ktiles) {
+    if (!((AL_K && AL_N)) && kt + 2 < ktiles) {
       #pragma unroll
       for (int it = 0; it < 2; ++it) {
         const int e = tid + it * 256;
         const int r = e / 2, c = e % 2 * 4;
-        ra[it] = sg_load4<false, ALIGNED>(Ak, CHECK ? min(m0 + r, M - 1) : m0 + r, (kt + 2) * 8 + c, M, kend, ldA);
+        ra[it] = sg_load4<false, AL_K>(Ak, CHECK ? min(m0 + r, M - 1) : m0 + r, (kt + 2) * 8 + c, M, kend, ldA);
       }
       #pragma unroll
       for (int it = 0; it < 1; ++it) {
         const int e = tid + it * 256;
         const int r = e / 32, c = e % 32 * 4;
-        rb[it] = sg_load4<CHECK && !ALIGNED, ALIGNED>(Bk, (kt + 2) * 8 + r, CHECK && ALIGNED ? min(n0 + c, N - 4) : n0 + c, kend, N, N);
+        rb[it] = sg_load4<CHECK && !AL_N, AL_N>(Bk, (kt + 2) * 8 + r, CHECK && AL_N ? min(n0 + c, N - 4) : n0 + c, kend, N, N);
       }
     }
     __syncthreads();
@@ -304,10 +310,10 @@ __device__ __forceinline__ void sgemm_f32_sm90_s1_bm256_bn128_tm16_tn8_lwarp_wm6
         for (int qj = 0; qj < 4; qj += 4) {
           const int j = rj * 4 + qj;
           const int n = n0 + tn0 + rj * 32 + qj;
-          if (ALIGNED && (!CHECK || n + 3 < N)) {
+          if (AL_N && (!CHECK || n + 3 < N)) {
             const float4 v = { acc[i][j + 0], acc[i][j + 1], acc[i][j + 2], acc[i][j + 3] };
             *reinterpret_cast<float4*>(crow + n) = v;
-          } else   // an else, not a continue: nvcc flags the scalar loop unreachable where CHECK and ALIGNED are constants
+          } else   // an else, not a continue: nvcc flags the scalar loop unreachable where CHECK and `aligned` are constants
           #pragma unroll
           for (int u = 0; u < 4; ++u)
             if (!CHECK || n + u < N) crow[n + u] = acc[i][j + u];
@@ -317,7 +323,7 @@ __device__ __forceinline__ void sgemm_f32_sm90_s1_bm256_bn128_tm16_tn8_lwarp_wm6
   }
 }
 
-// Every row of A, B and C starts vector-aligned: the plan picks this kernel when K and N allow.
+// Every row of A, B and C starts vector-aligned (the plan picks this kernel when K % 4 == 0 && N % 4 == 0).
 extern "C" __global__ void __launch_bounds__(256)
 sgemm_f32_sm90_s1_bm256_bn128_tm16_tn8_lwarp_wm64_wn64_bk8_akm_pa4_pb0_va4_vb4_vc4_st2_csync_u0_mb1_sw8(const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ C, int M, int N, int K) {
   extern __shared__ float smem[];
@@ -334,12 +340,56 @@ sgemm_f32_sm90_s1_bm256_bn128_tm16_tn8_lwarp_wm64_wn64_bk8_akm_pa4_pb0_va4_vb4_v
   const int kbeg = 0, klen = K;
   const bool inside = m0 + 256 <= M && n0 + 128 <= N;
   if (inside)
-    sgemm_f32_sm90_s1_bm256_bn128_tm16_tn8_lwarp_wm64_wn64_bk8_akm_pa4_pb0_va4_vb4_vc4_st2_csync_u0_mb1_sw8_tile<false, true>(A + kbeg, B + (size_t)kbeg * N, C, M, N, klen, K, m0, n0, smem);
+    sgemm_f32_sm90_s1_bm256_bn128_tm16_tn8_lwarp_wm64_wn64_bk8_akm_pa4_pb0_va4_vb4_vc4_st2_csync_u0_mb1_sw8_tile<false, true, true, true>(A + kbeg, B + (size_t)kbeg * N, C, M, N, klen, K, m0, n0, smem);
   else
-    sgemm_f32_sm90_s1_bm256_bn128_tm16_tn8_lwarp_wm64_wn64_bk8_akm_pa4_pb0_va4_vb4_vc4_st2_csync_u0_mb1_sw8_tile<true, true>(A + kbeg, B + (size_t)kbeg * N, C, M, N, klen, K, m0, n0, smem);
+    sgemm_f32_sm90_s1_bm256_bn128_tm16_tn8_lwarp_wm64_wn64_bk8_akm_pa4_pb0_va4_vb4_vc4_st2_csync_u0_mb1_sw8_tile<true, true, true, true>(A + kbeg, B + (size_t)kbeg * N, C, M, N, klen, K, m0, n0, smem);
 }
 
-// Any K and N: rows start at any 4-byte offset, so global accesses are element-wise.
+// K any: the rows of A start at any 4-byte offset, so their accesses are element-wise; the rest keep their vectors (the plan picks this kernel when K % 4 != 0 && N % 4 == 0).
+extern "C" __global__ void __launch_bounds__(256)
+sgemm_f32_sm90_s1_bm256_bn128_tm16_tn8_lwarp_wm64_wn64_bk8_akm_pa4_pb0_va4_vb4_vc4_st2_csync_u0_mb1_sw8_unaligned_k(const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ C, int M, int N, int K) {
+  extern __shared__ float smem[];
+  int bx, by;
+  {
+  const int per_group = 8 * (gridDim.x);
+  const int lin_ = blockIdx.y * gridDim.x + blockIdx.x, first_row = lin_ / per_group * 8;
+  const int rows = (gridDim.y) - first_row < 8 ? (gridDim.y) - first_row : 8;
+  const int in_group = lin_ % per_group;
+  by = first_row + in_group % rows;
+  bx = in_group / rows;
+}
+  const int m0 = by * 256, n0 = bx * 128;
+  const int kbeg = 0, klen = K;
+  const bool inside = m0 + 256 <= M && n0 + 128 <= N;
+  if (inside)
+    sgemm_f32_sm90_s1_bm256_bn128_tm16_tn8_lwarp_wm64_wn64_bk8_akm_pa4_pb0_va4_vb4_vc4_st2_csync_u0_mb1_sw8_tile<false, true, true, false>(A + kbeg, B + (size_t)kbeg * N, C, M, N, klen, K, m0, n0, smem);
+  else
+    sgemm_f32_sm90_s1_bm256_bn128_tm16_tn8_lwarp_wm64_wn64_bk8_akm_pa4_pb0_va4_vb4_vc4_st2_csync_u0_mb1_sw8_tile<true, true, true, false>(A + kbeg, B + (size_t)kbeg * N, C, M, N, klen, K, m0, n0, smem);
+}
+
+// N any: the rows of B, C start at any 4-byte offset, so their accesses are element-wise; the rest keep their vectors (the plan picks this kernel when K % 4 == 0 && N % 4 != 0).
+extern "C" __global__ void __launch_bounds__(256)
+sgemm_f32_sm90_s1_bm256_bn128_tm16_tn8_lwarp_wm64_wn64_bk8_akm_pa4_pb0_va4_vb4_vc4_st2_csync_u0_mb1_sw8_unaligned_n(const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ C, int M, int N, int K) {
+  extern __shared__ float smem[];
+  int bx, by;
+  {
+  const int per_group = 8 * (gridDim.x);
+  const int lin_ = blockIdx.y * gridDim.x + blockIdx.x, first_row = lin_ / per_group * 8;
+  const int rows = (gridDim.y) - first_row < 8 ? (gridDim.y) - first_row : 8;
+  const int in_group = lin_ % per_group;
+  by = first_row + in_group % rows;
+  bx = in_group / rows;
+}
+  const int m0 = by * 256, n0 = bx * 128;
+  const int kbeg = 0, klen = K;
+  const bool inside = m0 + 256 <= M && n0 + 128 <= N;
+  if (inside)
+    sgemm_f32_sm90_s1_bm256_bn128_tm16_tn8_lwarp_wm64_wn64_bk8_akm_pa4_pb0_va4_vb4_vc4_st2_csync_u0_mb1_sw8_tile<false, true, false, true>(A + kbeg, B + (size_t)kbeg * N, C, M, N, klen, K, m0, n0, smem);
+  else
+    sgemm_f32_sm90_s1_bm256_bn128_tm16_tn8_lwarp_wm64_wn64_bk8_akm_pa4_pb0_va4_vb4_vc4_st2_csync_u0_mb1_sw8_tile<true, true, false, true>(A + kbeg, B + (size_t)kbeg * N, C, M, N, klen, K, m0, n0, smem);
+}
+
+// K and N any: the rows of A, B, C start at any 4-byte offset, so their accesses are element-wise (the plan picks this kernel when K % 4 != 0 && N % 4 != 0).
 extern "C" __global__ void __launch_bounds__(256)
 sgemm_f32_sm90_s1_bm256_bn128_tm16_tn8_lwarp_wm64_wn64_bk8_akm_pa4_pb0_va4_vb4_vc4_st2_csync_u0_mb1_sw8_unaligned(const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ C, int M, int N, int K) {
   extern __shared__ float smem[];
@@ -356,9 +406,9 @@ sgemm_f32_sm90_s1_bm256_bn128_tm16_tn8_lwarp_wm64_wn64_bk8_akm_pa4_pb0_va4_vb4_v
   const int kbeg = 0, klen = K;
   const bool inside = m0 + 256 <= M && n0 + 128 <= N;
   if (inside)
-    sgemm_f32_sm90_s1_bm256_bn128_tm16_tn8_lwarp_wm64_wn64_bk8_akm_pa4_pb0_va4_vb4_vc4_st2_csync_u0_mb1_sw8_tile<false, false>(A + kbeg, B + (size_t)kbeg * N, C, M, N, klen, K, m0, n0, smem);
+    sgemm_f32_sm90_s1_bm256_bn128_tm16_tn8_lwarp_wm64_wn64_bk8_akm_pa4_pb0_va4_vb4_vc4_st2_csync_u0_mb1_sw8_tile<false, true, false, false>(A + kbeg, B + (size_t)kbeg * N, C, M, N, klen, K, m0, n0, smem);
   else
-    sgemm_f32_sm90_s1_bm256_bn128_tm16_tn8_lwarp_wm64_wn64_bk8_akm_pa4_pb0_va4_vb4_vc4_st2_csync_u0_mb1_sw8_tile<true, false>(A + kbeg, B + (size_t)kbeg * N, C, M, N, klen, K, m0, n0, smem);
+    sgemm_f32_sm90_s1_bm256_bn128_tm16_tn8_lwarp_wm64_wn64_bk8_akm_pa4_pb0_va4_vb4_vc4_st2_csync_u0_mb1_sw8_tile<true, true, false, false>(A + kbeg, B + (size_t)kbeg * N, C, M, N, klen, K, m0, n0, smem);
 }
 
 // ---- host launcher: the launch recipe above, as C (define KERNELGEN_HOST_LAUNCHER to build it) ----
@@ -405,12 +455,22 @@ extern "C" cudaError_t kg_launch_sgemm_f32_sm90_s1_bm256_bn128_tm16_tn8_lwarp_wm
   if (kg_misaligned(C, 16)) return cudaErrorInvalidValue;
   (void)workspace; (void)workspace_bytes;
   { cudaError_t e = cudaFuncSetAttribute(sgemm_f32_sm90_s1_bm256_bn128_tm16_tn8_lwarp_wm64_wn64_bk8_akm_pa4_pb0_va4_vb4_vc4_st2_csync_u0_mb1_sw8, cudaFuncAttributeMaxDynamicSharedMemorySize, 24832); if (e != cudaSuccess) return e; }
+  { cudaError_t e = cudaFuncSetAttribute(sgemm_f32_sm90_s1_bm256_bn128_tm16_tn8_lwarp_wm64_wn64_bk8_akm_pa4_pb0_va4_vb4_vc4_st2_csync_u0_mb1_sw8_unaligned_k, cudaFuncAttributeMaxDynamicSharedMemorySize, 24832); if (e != cudaSuccess) return e; }
+  { cudaError_t e = cudaFuncSetAttribute(sgemm_f32_sm90_s1_bm256_bn128_tm16_tn8_lwarp_wm64_wn64_bk8_akm_pa4_pb0_va4_vb4_vc4_st2_csync_u0_mb1_sw8_unaligned_n, cudaFuncAttributeMaxDynamicSharedMemorySize, 24832); if (e != cudaSuccess) return e; }
   { cudaError_t e = cudaFuncSetAttribute(sgemm_f32_sm90_s1_bm256_bn128_tm16_tn8_lwarp_wm64_wn64_bk8_akm_pa4_pb0_va4_vb4_vc4_st2_csync_u0_mb1_sw8_unaligned, cudaFuncAttributeMaxDynamicSharedMemorySize, 24832); if (e != cudaSuccess) return e; }
   if (K % 4 == 0 && N % 4 == 0) {
     sgemm_f32_sm90_s1_bm256_bn128_tm16_tn8_lwarp_wm64_wn64_bk8_akm_pa4_pb0_va4_vb4_vc4_st2_csync_u0_mb1_sw8<<<dim3((unsigned)(kg_cdiv(N, 128)), (unsigned)(kg_cdiv(M, 256)), (unsigned)(1)), dim3(256, 1, 1), 24832, stream>>>(A, B, C, M, N, K);
     { cudaError_t e = cudaGetLastError(); if (e != cudaSuccess) return e; }
   }
-  if (!(K % 4 == 0 && N % 4 == 0)) {
+  if (K % 4 != 0 && N % 4 == 0) {
+    sgemm_f32_sm90_s1_bm256_bn128_tm16_tn8_lwarp_wm64_wn64_bk8_akm_pa4_pb0_va4_vb4_vc4_st2_csync_u0_mb1_sw8_unaligned_k<<<dim3((unsigned)(kg_cdiv(N, 128)), (unsigned)(kg_cdiv(M, 256)), (unsigned)(1)), dim3(256, 1, 1), 24832, stream>>>(A, B, C, M, N, K);
+    { cudaError_t e = cudaGetLastError(); if (e != cudaSuccess) return e; }
+  }
+  if (K % 4 == 0 && N % 4 != 0) {
+    sgemm_f32_sm90_s1_bm256_bn128_tm16_tn8_lwarp_wm64_wn64_bk8_akm_pa4_pb0_va4_vb4_vc4_st2_csync_u0_mb1_sw8_unaligned_n<<<dim3((unsigned)(kg_cdiv(N, 128)), (unsigned)(kg_cdiv(M, 256)), (unsigned)(1)), dim3(256, 1, 1), 24832, stream>>>(A, B, C, M, N, K);
+    { cudaError_t e = cudaGetLastError(); if (e != cudaSuccess) return e; }
+  }
+  if (K % 4 != 0 && N % 4 != 0) {
     sgemm_f32_sm90_s1_bm256_bn128_tm16_tn8_lwarp_wm64_wn64_bk8_akm_pa4_pb0_va4_vb4_vc4_st2_csync_u0_mb1_sw8_unaligned<<<dim3((unsigned)(kg_cdiv(N, 128)), (unsigned)(kg_cdiv(M, 256)), (unsigned)(1)), dim3(256, 1, 1), 24832, stream>>>(A, B, C, M, N, K);
     { cudaError_t e = cudaGetLastError(); if (e != cudaSuccess) return e; }
   }

@@ -113,9 +113,9 @@ __device__ __forceinline__ float sg_load1(const float* __restrict__ p, int r, in
 // K is the length of this block's slice of K and ldA A's row stride (the whole K). Tile 0 holds K's remainder and
 // is the only one whose loads are tested. CHECK: the block's tile crosses an edge of C, so its loads
 // clamp rows (columns) into C and its stores are tested; blocks inside C (CHECK = false) clamp and test
-// nothing. ALIGNED: every row of A, B and C
-// starts vector-aligned (K % 1 == 0, N % 1 == 0); otherwise accesses are element-wise.
-template <bool CHECK, bool ALIGNED>
+// nothing. AL_M, AL_N, AL_K: rows M (N, K) long start vector-aligned (K % 1 == 0, N % 1 == 0), so an operand
+// whose rows are that long (A: K, B: N, C: N) keeps its vector accesses; otherwise they are element-wise.
+template <bool CHECK, bool AL_M, bool AL_N, bool AL_K>
 __device__ __forceinline__ void sgemm_f32_sm90_s1_bm64_bn64_tm8_tn1_lcontiguous_wm0_wn0_bk8_amk_pa0_pb0_va1_vb1_vc1_st1_csync_u0_mb1_sw1_tile(const float* __restrict__ A, const float* __restrict__ B,
                                               float* __restrict__ C, int M, int N, int K, int ldA, int m0, int n0,
                                               float* smem) {
@@ -145,26 +145,26 @@ __device__ __forceinline__ void sgemm_f32_sm90_s1_bm64_bn64_tm8_tn1_lcontiguous_
       for (int it = 0; it < 1; ++it) {
         const int e = tid + it * 512;
         const int r = e / 8, c = e % 8 * 1;
-        ra[it] = sg_load1<true, ALIGNED>(A, m0 + r, c, M, kfirst, ldA);
+        ra[it] = sg_load1<true, AL_K>(A, m0 + r, c, M, kfirst, ldA);
       }
       #pragma unroll
       for (int it = 0; it < 1; ++it) {
         const int e = tid + it * 512;
         const int r = e / 64, c = e % 64 * 1;
-        rb[it] = sg_load1<true, ALIGNED>(B, r, n0 + c, kfirst, N, N);
+        rb[it] = sg_load1<true, AL_N>(B, r, n0 + c, kfirst, N, N);
       }
     } else {
       #pragma unroll
       for (int it = 0; it < 1; ++it) {
         const int e = tid + it * 512;
         const int r = e / 8, c = e % 8 * 1;
-        ra[it] = sg_load1<false, ALIGNED>(Ak, CHECK ? min(m0 + r, M - 1) : m0 + r, kt * 8 + c, M, kend, ldA);
+        ra[it] = sg_load1<false, AL_K>(Ak, CHECK ? min(m0 + r, M - 1) : m0 + r, kt * 8 + c, M, kend, ldA);
       }
       #pragma unroll
       for (int it = 0; it < 1; ++it) {
         const int e = tid + it * 512;
         const int r = e / 64, c = e % 64 * 1;
-        rb[it] = sg_load1<false, ALIGNED>(Bk, kt * 8 + r, CHECK ? min(n0 + c, N - 1) : n0 + c, kend, N, N);
+        rb[it] = sg_load1<false, AL_N>(Bk, kt * 8 + r, CHECK ? min(n0 + c, N - 1) : n0 + c, kend, N, N);
       }
     }
     {
@@ -241,9 +241,9 @@ sgemm_f32_sm90_s1_bm64_bn64_tm8_tn1_lcontiguous_wm0_wn0_bk8_amk_pa0_pb0_va1_vb1_
   const int kbeg = 0, klen = K;
   const bool inside = m0 + 64 <= M && n0 + 64 <= N;
   if (inside)
-    sgemm_f32_sm90_s1_bm64_bn64_tm8_tn1_lcontiguous_wm0_wn0_bk8_amk_pa0_pb0_va1_vb1_vc1_st1_csync_u0_mb1_sw1_tile<false, true>(A + kbeg, B + (size_t)kbeg * N, C, M, N, klen, K, m0, n0, smem);
+    sgemm_f32_sm90_s1_bm64_bn64_tm8_tn1_lcontiguous_wm0_wn0_bk8_amk_pa0_pb0_va1_vb1_vc1_st1_csync_u0_mb1_sw1_tile<false, true, true, true>(A + kbeg, B + (size_t)kbeg * N, C, M, N, klen, K, m0, n0, smem);
   else
-    sgemm_f32_sm90_s1_bm64_bn64_tm8_tn1_lcontiguous_wm0_wn0_bk8_amk_pa0_pb0_va1_vb1_vc1_st1_csync_u0_mb1_sw1_tile<true, true>(A + kbeg, B + (size_t)kbeg * N, C, M, N, klen, K, m0, n0, smem);
+    sgemm_f32_sm90_s1_bm64_bn64_tm8_tn1_lcontiguous_wm0_wn0_bk8_amk_pa0_pb0_va1_vb1_vc1_st1_csync_u0_mb1_sw1_tile<true, true, true, true>(A + kbeg, B + (size_t)kbeg * N, C, M, N, klen, K, m0, n0, smem);
 }
 
 // ---- host launcher: the launch recipe above, as C (define KERNELGEN_HOST_LAUNCHER to build it) ----
