@@ -20,9 +20,10 @@ op = kg.get_op("attention")
 
 
 def fused(bq=64, rq=8, bk=64, rk=4, dmax=64):
-    """A block of bq queries (rq rows a thread), K/V tiles of bk keys (rk a thread), tiles dmax wide."""
-    return (kg.schedule("attention").fuse("b", "h").bind("bh", "blockIdx.y")
-            .split("i", bq, rq).bind("i.0", "blockIdx.x").bind("i.1", "threadIdx.y")
+    """A block of bq queries (rq rows a thread), K/V tiles of bk keys (rk a thread), tiles dmax wide; the
+    grid is (pairs, query blocks), so every pair's longest causal block starts before any pair's next one."""
+    return (kg.schedule("attention").fuse("b", "h").bind("bh", "blockIdx.x")
+            .split("i", bq, rq).bind("i.0", "blockIdx.y").bind("i.1", "threadIdx.y")
             .split("j", bk, rk).bind("j.1", "threadIdx.x").split("d", dmax))
 
 

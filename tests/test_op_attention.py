@@ -10,6 +10,7 @@ from kernelgen import get_op, render
 from kernelgen.compile import compile_cuda
 from kernelgen.errors import KnobError, ScheduleError, UsageError
 from kernelgen.inspect import facts_of
+from kernelgen.schedule import schedule as kg_schedule
 from kernelgen.target import target
 from kernelgen.validate import validate
 
@@ -41,13 +42,27 @@ def test_problems_print_seq_once_and_causal_only_when_on():
     (dict(seq=-1), r"seq=-1 is illegal \(must be an integer >= 1\)"),
     (dict(seq_k=0), r"seq_k=0 is illegal \(must be an integer >= 1\)"),
     (dict(causal=2), r"causal=2 is illegal \(must be an integer 0..1; causal is 0 \(off\) or 1 \(on\)\)"),
-    (dict(batch=300, heads=300), r"batch\*heads = 300\*300 = 90000 exceeds 65535"),
+    (dict(batch=65536, heads=32768), r"batch\*heads = 65536\*32768 = 2147483648 exceeds 2147483647 \(the float32 "
+                                     r"flash kernel's gridDim.x"),
     (dict(seq=8, seq_q=9), r"seq=8 sets seq_q and seq_k, but seq_q=9 disagrees"),
     (dict(head=4), r"unknown size 'head'; sizes are batch, heads, seq_q, seq_k, head_dim, causal"),
 ])
 def test_bad_problems_say_what_is_allowed(sizes, message):
     with pytest.raises(UsageError, match=message):
         op.problem(sizes)
+
+
+def test_pairs_past_a_kernels_grid_dimension_are_refused_by_name():
+    # float32's flash kernel holds the pairs in gridDim.x (2^31 - 1), the tensor-core and unfused kernels in
+    # gridDim.y and gridDim.z (65535): a half problem is refused as a problem, the unfused plan by its kernel
+    with pytest.raises(UsageError, match=r"batch\*heads = 300\*300 = 90000 exceeds 65535 \(the float16 flash_mma "
+                       r"kernel's gridDim.y"):
+        op.problem(dict(batch=300, heads=300), dtype="float16")
+    p = op.problem(dict(batch=300, heads=300, seq=130, head_dim=64))
+    assert op.plan(op.kernel(op.default_schedule()), p).launches[0].grid == (90000, 3, 1)
+    with pytest.raises(ScheduleError, match=r"bind\(bh\): 'batch\*heads=90000' is illegal \(limit: the unfused "
+                       r"kernels' gridDim.z holds 65535 \(batch, head\) pairs; algo flash \(float32\) takes 2147483647"):
+        op.plan(op.kernel(STEPS[0].schedule), p)
 
 
 def test_other_types_are_refused_by_name():
@@ -121,6 +136,15 @@ def test_mma_needs_sm_80_and_its_schedule_keeps_its_structure():
     assert op.schedule_from_knobs(**op.knobs_from_schedule(s)) == s
 
 
+def test_the_fp32_flash_schedule_binds_the_pairs_to_x_and_the_query_blocks_to_y():
+    s = op.default_schedule()
+    assert op.schedule_from_knobs(**op.knobs_from_schedule(s)) == s
+    old = kg_schedule("attention").fuse("b", "h").bind("bh", "blockIdx.y").split("i", 64, 8).bind("i.0", "blockIdx.x")
+    with pytest.raises(ScheduleError, match=r"bind\(bh\): 'blockIdx.y' is illegal \(limit: the float32 flash kernel's "
+                       r"grid is \(pairs, query blocks\).*allowed: blockIdx.x\)"):
+        op.kernel(old.split("j", 64, 4).split("d", 64).annotate("algo", "flash"))
+
+
 def test_cp_async_needs_sm_80_and_unfused_takes_no_splits():
     with pytest.raises(ScheduleError, match="cp_async needs sm_80 or later; sm_75 lacks it"):
         op.kernel(op.schedule(copy="cp_async"), target("sm_75"))
@@ -150,7 +174,8 @@ def test_flash_plan_takes_the_unaligned_twin_for_odd_head_dims():
     k = op.kernel(op.default_schedule())
     plan = op.plan(k, op.problem(dict(batch=2, heads=3, seq=130, head_dim=64)))
     (launch,) = plan.launches
-    assert launch.symbol == k.name and launch.grid == (3, 6, 1) and launch.block == (16, 8, 1)
+    # (pairs, query blocks): blocks start x fastest, every pair's longest causal block before any pair's next one
+    assert launch.symbol == k.name and launch.grid == (6, 3, 1) and launch.block == (16, 8, 1)
     assert launch.shared_bytes == k.static_smem > 48 * 1024 and dict(plan.alignment)["Q"] == 16
     plan = op.plan(k, op.problem(dict(batch=2, heads=3, seq=130, head_dim=63)))
     assert plan.launches[0].symbol == k.name + "_unaligned" and dict(plan.alignment)["Q"] == 4

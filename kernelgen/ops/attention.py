@@ -8,7 +8,7 @@
 'batch=2,heads=3,seq=37,head_dim=64,causal=1'
 >>> plan = op.plan(op.kernel(op.default_schedule()), p)
 >>> plan.launches[0].grid, plan.launches[0].block
-((1, 6, 1), (16, 8, 1))
+((6, 1, 1), (16, 8, 1))
 
 Q is (batch, heads, seq_q, head_dim), K and V (batch, heads, seq_k, head_dim), O like Q; `seq` sets
 seq_q and seq_k at once. Each is read or written through its (batch, head, seq) strides, run-time
@@ -19,12 +19,14 @@ projection, O (batch, seq, heads, head_dim)). scale = 1/sqrt(head_dim) (a float 
 kernels: the plan and the launcher pass it). `causal=1` masks key j from query i where j > i (the
 top-left diagonal, as torch's `is_causal`), so every query sees at least key 0.
 
-Loops: b, h (fused: bh, one per blockIdx.y), i over queries, j over keys, d over head_dim.
+Loops: b, h (fused: bh, one per blockIdx.x in the float32 flash kernel, blockIdx.y in the tensor-core
+one, blockIdx.z unfused), i over queries, j over keys, d over head_dim.
 - `annotate("algo", "unfused")`: three kernels (the seed notes' attention): S = Q Kᵀ · scale into a
   workspace (masked entries -inf), a warp per row of S turning it into P = softmax(S) in place,
   O = P V; tiles of 16 x 16 through shared memory.
 - `annotate("algo", "flash")`: one kernel, FlashAttention's online softmax. `split("i", BQ, RQ)`: a
-  block owns BQ queries (i.0 -> blockIdx.x), RQ rows per thread (i.1 -> threadIdx.y);
+  block owns BQ queries (i.0 -> blockIdx.y: with the pairs on x, which blocks start first, every pair's
+  longest causal block starts before any pair's next one), RQ rows per thread (i.1 -> threadIdx.y);
   `split("j", BK, RK)`: K and V in tiles of BK keys (j.0, the serial loop), RK keys of a tile per
   thread (j.1 -> threadIdx.x, the keys tx, tx + BK/RK, ...); `split("d", DMAX)`: the Q, K and V tiles
   are DMAX wide (head_dim <= DMAX, zero-padded). A thread keeps its rows' running max and sum and its
@@ -81,7 +83,8 @@ FMA = ("algo", ("flash",))                  # the float32 kernel's thread tiles
 MMA = ("algo", ("flash_mma",))              # the tensor-core kernel's warp tiles
 INTRINSIC = "mma.m16n8k16"
 HALF = ("float16", "bfloat16")
-MAX_GRID = 65535                        # gridDim.y (flash: batch*heads) and gridDim.z (unfused)
+MAX_GRID = 65535                        # gridDim.y and gridDim.z: flash_mma's and unfused's batch*heads, the
+                                        # fp32 flash kernel's query blocks (gridDim.x, its pairs, holds INT_MAX)
 MAX_HEAD_DIM = 128
 UNFUSED_TILE = 16                       # the unfused kernels' tiles: 16 x 16 threads
 SOFTMAX_ROWS = 8                        # the unfused softmax: a warp per row, 8 rows a block
@@ -116,6 +119,13 @@ STRIDE_PARAMS = dict(stride_params=_params("QKVO"), stride_args=", ".join(n for 
                      qk_stride_params=_params("QK"), vo_stride_params=_params("VO"))   # the kernels' parameter lists
 
 
+def pair_limit(algo: str) -> tuple[int, str]:
+    """The most (batch, head) pairs kernel `algo` takes, and the grid dimension that holds them: the fp32 flash
+    kernel's gridDim.x (2^31 - 1; its query blocks are y, so blocks start pair-fastest), flash_mma's gridDim.y
+    and the unfused kernels' gridDim.z (65535)."""
+    return {"flash": (INT_MAX, "gridDim.x"), "flash_mma": (MAX_GRID, "gridDim.y")}.get(algo, (MAX_GRID, "gridDim.z"))
+
+
 def widths_for(d: int) -> list[int]:
     """The tile widths that hold head_dim d, narrowest first."""
     return [w for w in DMAXES if d <= w]
@@ -129,7 +139,8 @@ class Attention(Op):
                "(layout bhsd, bshd or packed)")
     dims = (Dim("batch", 8, 1), Dim("heads", 16, 3),
             Dim("seq_q", 2048, 37, maximum=MAX_GRID * UNFUSED_TILE,
-                why=f"the unfused kernels' gridDim.y holds {MAX_GRID} tiles of {UNFUSED_TILE} queries"),
+                why=f"gridDim.y holds {MAX_GRID} tiles of {UNFUSED_TILE} queries (the unfused kernels; the float32 "
+                    f"flash kernel's blocks are {UNFUSED_TILE} queries or more)"),
             Dim("seq_k", 2048, 37, maximum=INT_MAX - 256, why="int key indexes run up to a tile (256) past seq_k"),
             Dim("head_dim", 64, 64, maximum=MAX_HEAD_DIM,
                 why=f"a row of Q, K and V is one shared-memory tile of at most {MAX_HEAD_DIM} elements"),
@@ -177,9 +188,10 @@ class Attention(Op):
              "65536 / (threads * min_blocks)); 0: no promise", "mb", Prim("annotate", "min_blocks", absent=0),
              when=MMA, unused=0),
     )
-    structure_help = ("fuse(b, h) with bind(bh, blockIdx.y) (unfused: blockIdx.z); flash: bind(i.0, blockIdx.x), "
-                      "bind(i.1, threadIdx.y), bind(j.1, threadIdx.x); flash_mma: split(i, BQ, WQ), bind(i.0, "
-                      f"blockIdx.x), bind(i.1, warp), split(j, BK), tensorize(j.1, {INTRINSIC}); unfused takes no splits")
+    structure_help = ("fuse(b, h); flash: bind(bh, blockIdx.x), bind(i.0, blockIdx.y), bind(i.1, threadIdx.y), "
+                      "bind(j.1, threadIdx.x); flash_mma: bind(bh, blockIdx.y), split(i, BQ, WQ), bind(i.0, "
+                      f"blockIdx.x), bind(i.1, warp), split(j, BK), tensorize(j.1, {INTRINSIC}); unfused: bind(bh, "
+                      "blockIdx.z), no splits")
 
     # -- problems ----------------------------------------------------------------------------------
     def check_layout(self, layout: str | None) -> str | None:
@@ -202,9 +214,12 @@ class Attention(Op):
 
     def check_problem(self, problem: Problem) -> None:
         bh = problem["batch"] * problem["heads"]
-        if bh > MAX_GRID:
+        algo = "flash_mma" if problem.dtype("Q").name in HALF else "flash"   # the kernel of each type with most pairs
+        most, axis = pair_limit(algo)
+        if bh > most:
             raise UsageError(f"attention: batch*heads = {problem['batch']}*{problem['heads']} = {bh} exceeds "
-                             f"{MAX_GRID} (a grid dimension holds one (batch, head) pair each); use at most {MAX_GRID}")
+                             f"{most} (the {problem.dtype('Q').name} {algo} kernel's {axis} holds one (batch, head) "
+                             f"pair each); use at most {most}")
         if problem.layout == "packed" and problem["seq_q"] != problem["seq_k"]:
             raise UsageError(f"attention: layout packed holds Q, K and V in one projection, so seq_q = seq_k; got "
                              f"seq_q={problem['seq_q']}, seq_k={problem['seq_k']} (use bhsd or bshd)")
@@ -241,7 +256,7 @@ class Attention(Op):
             s = (s.bind("bh", "blockIdx.y").split("i", k["bq"], k["wq"]).bind("i.0", "blockIdx.x").bind("i.1", "warp")
                  .split("j", k["bk"]).split("d", k["dmax"]).tensorize("j.1", INTRINSIC))
             return self.put(s, k, "stages", "copy", "algo", "pipe", "qreg", "epilogue", "rescale", "min_blocks")
-        s = (s.bind("bh", "blockIdx.y").split("i", k["bq"], k["rq"]).bind("i.0", "blockIdx.x")
+        s = (s.bind("bh", "blockIdx.x").split("i", k["bq"], k["rq"]).bind("i.0", "blockIdx.y")
              .bind("i.1", "threadIdx.y").split("j", k["bk"], k["rk"]).bind("j.1", "threadIdx.x")
              .split("d", k["dmax"]))
         return self.put(s, k, "stages", "copy", "algo")
@@ -253,8 +268,8 @@ class Attention(Op):
         if algo == "unfused":
             r.expect("bind", "bh", "blockIdx.z")
             return dict(algo=algo)
-        r.expect("bind", "bh", "blockIdx.y")
         if algo == "flash_mma":
+            r.expect("bind", "bh", "blockIdx.y")
             bq, wq = r.split("i", 2, (64, 16))
             (bk,) = r.split("j", 1, (64,))
             (dmax,) = r.split("d", 1, (64,))
@@ -265,7 +280,12 @@ class Attention(Op):
         bq, rq = r.split("i", 2, (64, 8))
         bk, rk = r.split("j", 2, (64, 4))
         (dmax,) = r.split("d", 1, (64,))
-        for loop, axis in (("i.0", "blockIdx.x"), ("i.1", "threadIdx.y"), ("j.1", "threadIdx.x")):
+        for loop, axis in (("bh", "blockIdx.x"), ("i.0", "blockIdx.y")):   # the grid (pairs, query blocks)
+            got = r.read("bind", loop, axis)
+            check(got == axis, "bind", loop, got, allowed=axis, limit="the float32 flash kernel's grid is (pairs, "
+                  "query blocks): blocks start x fastest, so every pair's longest causal block starts before any "
+                  "pair's next one")
+        for loop, axis in (("i.1", "threadIdx.y"), ("j.1", "threadIdx.x")):
             r.expect("bind", loop, axis)
         return dict(algo=algo, bq=bq, rq=rq, bk=bk, rk=rk, dmax=dmax)
 
@@ -421,6 +441,9 @@ class Attention(Op):
         # multiples of vec; the _unaligned twin's element-wise accesses take any strides
         aligned = d % vec == 0 and all(x.aligned(vec) for x in st.values())
         align = tuple((buf, 16 if aligned else 16 // vec) for buf in BUFS)
+        most, axis = pair_limit(k["algo"])
+        check(bh <= most, "bind", "bh", f"batch*heads={bh}", limit=f"the {k['algo']} kernels' {axis} holds {most} "
+              f"(batch, head) pairs" + ("" if k["algo"] == "flash" else f"; algo flash (float32) takes {INT_MAX}"))
         if k["algo"] == "unfused":
             t = UNFUSED_TILE
             launches = (
@@ -433,8 +456,12 @@ class Attention(Op):
         check(d <= k["dmax"], "split", "d", f"head_dim={d}", limit=f"head_dim <= DMAX = {k['dmax']} (the tiles' width)")
         p = dict(kernel.params)
         block = (p["threads"], 1, 1) if k["algo"] == "flash_mma" else (p["tx"], p["ty"], 1)
-        launch = Launch(kernel.name + ("" if aligned else "_unaligned"), (cdiv(sq, k["bq"]), bh, 1), block,
-                        FUSED_ARGS, kernel.static_smem)
+        # the fp32 kernel's grid is (pairs, query blocks), launch order pair-fastest; the tensor-core kernel's
+        # (query blocks, pairs), which lib/attention.j2's block_rows walks pair-fastest; seq_q's 1048560 rows
+        # are at most 65535 blocks of 16 or more
+        blocks = cdiv(sq, k["bq"])
+        grid = (bh, blocks, 1) if k["algo"] == "flash" else (blocks, bh, 1)
+        launch = Launch(kernel.name + ("" if aligned else "_unaligned"), grid, block, FUSED_ARGS, kernel.static_smem)
         return Plan(kernel, problem, (launch,), (), scalars, align)
 
     @staticmethod
@@ -452,7 +479,8 @@ class Attention(Op):
         for buf, seq in (("Q", "seq_q"), ("K", "seq_k"), ("V", "seq_k"), ("O", "seq_q")):   # layout bhsd
             exprs.update(zip(STRIDE_ARGS[buf], (f"kg_ll(heads) * {seq} * head_dim", f"kg_ll({seq}) * head_dim", "head_dim")))
         lets += [(n, t, exprs[n]) for n, t in _stride_args("QKVO")]
-        requires = [(f"batch * heads <= {MAX_GRID}", f"a grid dimension holds {MAX_GRID} (batch, head) pairs")]
+        most, axis = pair_limit(k["algo"])   # batch * heads in 64 bits: two ints' product passes 2^31
+        requires = [(f"kg_ll(batch) * heads <= {most}", f"{axis} holds {most} (batch, head) pairs")]
         vec = self._vec(k)
         align = tuple((b, n, when) for n, when in ((16, f"head_dim % {vec} == 0"), (16 // vec, f"head_dim % {vec} != 0"))
                       for b in ("Q", "K", "V", "O"))
@@ -472,7 +500,8 @@ class Attention(Op):
                           workspaces=(("S", "float", "rows * seq_k", None),), **common)
         p = dict(kernel.params)
         requires.append((f"head_dim <= {k['dmax']}", f"head_dim <= DMAX = {k['dmax']} (the tiles' width)"))
-        grid = (f"kg_cdiv(seq_q, {k['bq']})", "batch * heads", "1")
+        blocks = f"kg_cdiv(seq_q, {k['bq']})"
+        grid = ("batch * heads", blocks, "1") if k["algo"] == "flash" else (blocks, "batch * heads", "1")   # as plan's
         block = (p["threads"], 1, 1) if k["algo"] == "flash_mma" else (p["tx"], p["ty"], 1)
         steps = tuple(Step(kernel.name + sfx, grid, block, FUSED_ARGS, kernel.static_smem, when=when)
                       for sfx, when in (("", f"head_dim % {vec} == 0"), ("_unaligned", f"head_dim % {vec} != 0")))

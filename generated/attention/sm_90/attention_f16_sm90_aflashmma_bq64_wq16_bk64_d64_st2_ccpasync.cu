@@ -12,7 +12,7 @@
 //   target: sm_90; compile with nvcc -arch=sm_90
 //   buffers: const __half* Q, const __half* K, const __half* V, __half* O
 //   sizes: batch in 1..2147483647, heads in 1..2147483647, seq_q in 1..1048560, seq_k in 1..2147483391, head_dim in 1..128, causal in 0..1
-//   requires batch * heads <= 65535  (a grid dimension holds 65535 (batch, head) pairs)
+//   requires kg_ll(batch) * heads <= 65535  (gridDim.y holds 65535 (batch, head) pairs)
 //   requires head_dim <= 64  (head_dim <= DMAX = 64 (the tiles' width))
 //   float scale = 1.0 / sqrt(1.0 * head_dim)
 //   long long q_sb = kg_ll(heads) * seq_q * head_dim
@@ -702,7 +702,7 @@ extern "C" cudaError_t kg_launch_attention_f16_sm90_aflashmma_bq64_wq16_bk64_d64
   if (seq_k < 1 || seq_k > 2147483391) return cudaErrorInvalidValue;
   if (head_dim < 1 || head_dim > 128) return cudaErrorInvalidValue;
   if (causal < 0 || causal > 1) return cudaErrorInvalidValue;
-  if (!(batch * heads <= 65535)) return cudaErrorInvalidValue;  // a grid dimension holds 65535 (batch, head) pairs
+  if (!(kg_ll(batch) * heads <= 65535)) return cudaErrorInvalidValue;  // gridDim.y holds 65535 (batch, head) pairs
   if (!(head_dim <= 64)) return cudaErrorInvalidValue;  // head_dim <= DMAX = 64 (the tiles' width)
   const float scale = (float)(1.0 / sqrt(1.0 * head_dim)); (void)scale;
   const long long q_sb = (long long)(kg_ll(heads) * seq_q * head_dim); (void)q_sb;

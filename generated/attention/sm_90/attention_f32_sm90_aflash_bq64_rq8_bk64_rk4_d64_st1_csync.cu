@@ -4,15 +4,15 @@
 // problem: sizes are runtime arguments; any size is handled (tails are guarded)
 // knobs: algo=flash, bq=64, rq=8, wq=16, bk=64, rk=4, dmax=64, stages=1, copy=sync, pipe=joint, qreg=True, epilogue=direct, rescale=always, min_blocks=0
 // schedule:
-//   schedule("attention").fuse("b", "h").bind("bh", "blockIdx.y").split("i", 64, 8).bind("i.0",
-//       "blockIdx.x").bind("i.1", "threadIdx.y").split("j", 64, 4).bind("j.1",
+//   schedule("attention").fuse("b", "h").bind("bh", "blockIdx.x").split("i", 64, 8).bind("i.0",
+//       "blockIdx.y").bind("i.1", "threadIdx.y").split("j", 64, 4).bind("j.1",
 //       "threadIdx.x").split("d", 64).double_buffer("K", 1).double_buffer("V", 1).annotate("copy",
 //       "sync").annotate("algo", "flash")
 // launch recipe (sizes are runtime ints; expressions are C, kg_cdiv(a, b) = (a + b - 1) / b):
 //   target: sm_90; compile with nvcc -arch=sm_90
 //   buffers: const float* Q, const float* K, const float* V, float* O
 //   sizes: batch in 1..2147483647, heads in 1..2147483647, seq_q in 1..1048560, seq_k in 1..2147483391, head_dim in 1..128, causal in 0..1
-//   requires batch * heads <= 65535  (a grid dimension holds 65535 (batch, head) pairs)
+//   requires kg_ll(batch) * heads <= 2147483647  (gridDim.x holds 2147483647 (batch, head) pairs)
 //   requires head_dim <= 64  (head_dim <= DMAX = 64 (the tiles' width))
 //   float scale = 1.0 / sqrt(1.0 * head_dim)
 //   long long q_sb = kg_ll(heads) * seq_q * head_dim
@@ -37,10 +37,10 @@
 //   workspace: none
 //   kernels, in order on one stream:
 //     if head_dim % 4 == 0: attention_f32_sm90_aflash_bq64_rq8_bk64_rk4_d64_st1_csync
-//       grid (kg_cdiv(seq_q, 64), batch * heads, 1), block (16, 8, 1), 68608 bytes dynamic shared (needs cudaFuncSetAttribute MaxDynamicSharedMemorySize)
+//       grid (batch * heads, kg_cdiv(seq_q, 64), 1), block (16, 8, 1), 68608 bytes dynamic shared (needs cudaFuncSetAttribute MaxDynamicSharedMemorySize)
 //       args (Q, K, V, O, seq_q, seq_k, head_dim, causal, scale, heads, q_sb, q_sh, q_ss, k_sb, k_sh, kv_ss, v_sb, v_sh, o_sb, o_sh, o_ss)
 //     if head_dim % 4 != 0: attention_f32_sm90_aflash_bq64_rq8_bk64_rk4_d64_st1_csync_unaligned
-//       grid (kg_cdiv(seq_q, 64), batch * heads, 1), block (16, 8, 1), 68608 bytes dynamic shared (needs cudaFuncSetAttribute MaxDynamicSharedMemorySize)
+//       grid (batch * heads, kg_cdiv(seq_q, 64), 1), block (16, 8, 1), 68608 bytes dynamic shared (needs cudaFuncSetAttribute MaxDynamicSharedMemorySize)
 //       args (Q, K, V, O, seq_q, seq_k, head_dim, causal, scale, heads, q_sb, q_sh, q_ss, k_sb, k_sh, kv_ss, v_sb, v_sh, o_sb, o_sh, o_ss)
 //   note: the launcher takes Q, K, V and O contiguous (batch, heads, seq, head_dim) (layout bhsd); the kernels take any (batch, head, seq) strides as the arguments named *_sb, *_sh, *_ss
 // host launcher (build with -DKERNELGEN_HOST_LAUNCHER; returns cudaErrorInvalidValue for a null pointer, a size outside its range, a broken requirement, a misaligned pointer or a workspace too small):
@@ -145,10 +145,11 @@ __device__ __forceinline__ float4 attention_f32_sm90_aflash_bq64_rq8_bk64_rk4_d6
 // of exp(s - m) and the row of O scaled by them: a new max rescales l and O once per tile. 8 x 16
 // threads: thread (tx, ty) owns query rows ty*8.. (8), keys tx + 16*c of each tile (4) and columns
 // tx*4.. of O (4); the 16 threads of a row combine their maxima by shuffles. Tiles wholly past the
-// causal diagonal are never loaded; blocks run the heaviest q-tiles first. Q, K and V tiles are 64
-// floats wide (head_dim <= 64, zero-padded). Q, K, V and O are read and written through their (batch,
-// head, seq) strides (q_sb, q_sh, q_ss, ...; head_dim contiguous). ALIGNED: head_dim and every stride are
-// multiples of 4, so rows start 16-byte aligned and global accesses are float4 (else element-wise).
+// causal diagonal are never loaded; blockIdx.x is the (batch, head) pair and blockIdx.y the q-tile, so every
+// pair's heaviest q-tiles run first. Q, K and V tiles are 64 floats wide (head_dim <= 64,
+// zero-padded). Q, K, V and O are read and written through their (batch, head, seq) strides (q_sb, q_sh,
+// q_ss, ...; head_dim contiguous). ALIGNED: head_dim and every stride are multiples of 4, so rows start
+// 16-byte aligned and global accesses are float4 (else element-wise).
 template <bool ALIGNED>
 __device__ __forceinline__ void attention_f32_sm90_aflash_bq64_rq8_bk64_rk4_d64_st1_csync_body(const float* __restrict__ Q, const float* __restrict__ K,
                                                 const float* __restrict__ V, float* __restrict__ O, int seq_q,
@@ -160,8 +161,14 @@ __device__ __forceinline__ void attention_f32_sm90_aflash_bq64_rq8_bk64_rk4_d64_
   float* const Vs = reinterpret_cast<float*>(kg_smem4) + 8704;   // [1][64][64]
   float* const Ps = reinterpret_cast<float*>(kg_smem4) + 12800;   // [64][68]
   const int tx = threadIdx.x, ty = threadIdx.y, tid = ty * 16 + tx;
-  const int q0 = (gridDim.x - 1 - blockIdx.x) * 64;   // causal: the longest rows first
-  const int b = blockIdx.y / heads, h = blockIdx.y % heads;   // the (batch, head) pair
+  // The grid is (pairs, query blocks): blocks start in launch order (x fastest), so every (batch, head)
+  // pair's query block j starts before any pair's block j + 1, the longest rows first, and a causal grid
+  // ends on its shortest blocks (with x the query block, a batch-1 grid of 32 heads ended on the last heads'
+  // longest blocks). The order comes from the grid, not arithmetic: lib/attention.j2's block_rows (the same
+  // order remapped from a linear index) made ptxas keep b, h and q0 live here, and spill. gridDim.y holds
+  // seq_q's 1048560 rows in blocks of 16 or more (65535 at most), gridDim.x up to 2^31 - 1 pairs.
+  const int q0 = (gridDim.y - 1 - blockIdx.y) * 64;   // causal: the longest rows first
+  const int b = blockIdx.x / heads, h = blockIdx.x % heads;   // the (batch, head) pair
   const float* const Qh = Q + (long long)b * q_sb + (long long)h * q_sh;
   const float* const Kh = K + (long long)b * k_sb + (long long)h * k_sh;
   const float* const Vh = V + (long long)b * v_sb + (long long)h * v_sh;
@@ -401,7 +408,7 @@ extern "C" cudaError_t kg_launch_attention_f32_sm90_aflash_bq64_rq8_bk64_rk4_d64
   if (seq_k < 1 || seq_k > 2147483391) return cudaErrorInvalidValue;
   if (head_dim < 1 || head_dim > 128) return cudaErrorInvalidValue;
   if (causal < 0 || causal > 1) return cudaErrorInvalidValue;
-  if (!(batch * heads <= 65535)) return cudaErrorInvalidValue;  // a grid dimension holds 65535 (batch, head) pairs
+  if (!(kg_ll(batch) * heads <= 2147483647)) return cudaErrorInvalidValue;  // gridDim.x holds 2147483647 (batch, head) pairs
   if (!(head_dim <= 64)) return cudaErrorInvalidValue;  // head_dim <= DMAX = 64 (the tiles' width)
   const float scale = (float)(1.0 / sqrt(1.0 * head_dim)); (void)scale;
   const long long q_sb = (long long)(kg_ll(heads) * seq_q * head_dim); (void)q_sb;
@@ -427,11 +434,11 @@ extern "C" cudaError_t kg_launch_attention_f32_sm90_aflash_bq64_rq8_bk64_rk4_d64
   { cudaError_t e = cudaFuncSetAttribute(attention_f32_sm90_aflash_bq64_rq8_bk64_rk4_d64_st1_csync, cudaFuncAttributeMaxDynamicSharedMemorySize, 68608); if (e != cudaSuccess) return e; }
   { cudaError_t e = cudaFuncSetAttribute(attention_f32_sm90_aflash_bq64_rq8_bk64_rk4_d64_st1_csync_unaligned, cudaFuncAttributeMaxDynamicSharedMemorySize, 68608); if (e != cudaSuccess) return e; }
   if (head_dim % 4 == 0) {
-    attention_f32_sm90_aflash_bq64_rq8_bk64_rk4_d64_st1_csync<<<dim3((unsigned)(kg_cdiv(seq_q, 64)), (unsigned)(batch * heads), (unsigned)(1)), dim3(16, 8, 1), 68608, stream>>>(Q, K, V, O, seq_q, seq_k, head_dim, causal, scale, heads, q_sb, q_sh, q_ss, k_sb, k_sh, kv_ss, v_sb, v_sh, o_sb, o_sh, o_ss);
+    attention_f32_sm90_aflash_bq64_rq8_bk64_rk4_d64_st1_csync<<<dim3((unsigned)(batch * heads), (unsigned)(kg_cdiv(seq_q, 64)), (unsigned)(1)), dim3(16, 8, 1), 68608, stream>>>(Q, K, V, O, seq_q, seq_k, head_dim, causal, scale, heads, q_sb, q_sh, q_ss, k_sb, k_sh, kv_ss, v_sb, v_sh, o_sb, o_sh, o_ss);
     { cudaError_t e = cudaGetLastError(); if (e != cudaSuccess) return e; }
   }
   if (head_dim % 4 != 0) {
-    attention_f32_sm90_aflash_bq64_rq8_bk64_rk4_d64_st1_csync_unaligned<<<dim3((unsigned)(kg_cdiv(seq_q, 64)), (unsigned)(batch * heads), (unsigned)(1)), dim3(16, 8, 1), 68608, stream>>>(Q, K, V, O, seq_q, seq_k, head_dim, causal, scale, heads, q_sb, q_sh, q_ss, k_sb, k_sh, kv_ss, v_sb, v_sh, o_sb, o_sh, o_ss);
+    attention_f32_sm90_aflash_bq64_rq8_bk64_rk4_d64_st1_csync_unaligned<<<dim3((unsigned)(batch * heads), (unsigned)(kg_cdiv(seq_q, 64)), (unsigned)(1)), dim3(16, 8, 1), 68608, stream>>>(Q, K, V, O, seq_q, seq_k, head_dim, causal, scale, heads, q_sb, q_sh, q_ss, k_sb, k_sh, kv_ss, v_sb, v_sh, o_sb, o_sh, o_ss);
     { cudaError_t e = cudaGetLastError(); if (e != cudaSuccess) return e; }
   }
   return cudaSuccess;

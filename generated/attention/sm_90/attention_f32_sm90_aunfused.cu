@@ -9,7 +9,7 @@
 //   target: sm_90; compile with nvcc -arch=sm_90
 //   buffers: const float* Q, const float* K, const float* V, float* O
 //   sizes: batch in 1..2147483647, heads in 1..2147483647, seq_q in 1..1048560, seq_k in 1..2147483391, head_dim in 1..128, causal in 0..1
-//   requires batch * heads <= 65535  (a grid dimension holds 65535 (batch, head) pairs)
+//   requires kg_ll(batch) * heads <= 65535  (gridDim.z holds 65535 (batch, head) pairs)
 //   float scale = 1.0 / sqrt(1.0 * head_dim)
 //   long long q_sb = kg_ll(heads) * seq_q * head_dim
 //   long long q_sh = kg_ll(seq_q) * head_dim
@@ -238,7 +238,7 @@ extern "C" size_t kg_workspace_bytes_attention_f32_sm90_aunfused(int batch, int 
   if (seq_k < 1 || seq_k > 2147483391) return 0;
   if (head_dim < 1 || head_dim > 128) return 0;
   if (causal < 0 || causal > 1) return 0;
-  if (!(batch * heads <= 65535)) return 0;  // a grid dimension holds 65535 (batch, head) pairs
+  if (!(kg_ll(batch) * heads <= 65535)) return 0;  // gridDim.z holds 65535 (batch, head) pairs
   const float scale = (float)(1.0 / sqrt(1.0 * head_dim)); (void)scale;
   const long long q_sb = (long long)(kg_ll(heads) * seq_q * head_dim); (void)q_sb;
   const long long q_sh = (long long)(kg_ll(seq_q) * head_dim); (void)q_sh;
@@ -268,7 +268,7 @@ extern "C" cudaError_t kg_launch_attention_f32_sm90_aunfused(const float* Q, con
   if (seq_k < 1 || seq_k > 2147483391) return cudaErrorInvalidValue;
   if (head_dim < 1 || head_dim > 128) return cudaErrorInvalidValue;
   if (causal < 0 || causal > 1) return cudaErrorInvalidValue;
-  if (!(batch * heads <= 65535)) return cudaErrorInvalidValue;  // a grid dimension holds 65535 (batch, head) pairs
+  if (!(kg_ll(batch) * heads <= 65535)) return cudaErrorInvalidValue;  // gridDim.z holds 65535 (batch, head) pairs
   const float scale = (float)(1.0 / sqrt(1.0 * head_dim)); (void)scale;
   const long long q_sb = (long long)(kg_ll(heads) * seq_q * head_dim); (void)q_sb;
   const long long q_sh = (long long)(kg_ll(seq_q) * head_dim); (void)q_sh;
