@@ -1203,6 +1203,14 @@ MUTATIONS = [
      M("common/mma_tf32.cuh", "br = rb[c][k % 4][k / 4]", "br = rb[c][k % 4][0]")),
     ("s11 gemm: the k loop steps 16 values for tf32 data", "gemm", TF32,
      M("gemm.cu.j2", "for (int kk = 0; kk < {{ bk }}; kk += {{ kstep }}) {", "for (int kk = 0; kk < {{ bk }}; kk += 16) {")),
+    # ---- sgemm's twins (written with the code): each operand's vectors by the flag of its own rows' length
+    ("s12 sgemm: A's loads take B's alignment flag", "sgemm", {},
+     M("sgemm.cu.j2", '"ra[it] = sg_load%d<%s, %s>(%s);" % (vec_a, a_check, al_a, a_src % k0)',
+       '"ra[it] = sg_load%d<%s, %s>(%s);" % (vec_a, a_check, al_b, a_src % k0)')),
+    ("s12 sgemm: C's stores take A's alignment flag", "sgemm", {},
+     M("sgemm.cu.j2", "vec_c, atomic, ep, name, al_c)", "vec_c, atomic, ep, name, al_a)")),
+    ("s12 sgemm: blocks inside C take every row as aligned", "sgemm", dict(problem=dict(layout="NT")),
+     M("sgemm.cu.j2", "    {{ name }}_tile<false, {{ twin.flags }}>(", "    {{ name }}_tile<false, true, true, true>(")),
 ]
 
 

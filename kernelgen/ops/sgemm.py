@@ -176,16 +176,18 @@ class Sgemm(Fusing, Op):
 
     @staticmethod
     def layout_knobs(layout: str, copy: str = "sync") -> dict:
-        """What an operand layout changes in a schedule: B stored transposed is copied along K and stored
-        transposed into B's [k][n] tile, 4 floats of a column each: rows of 132 floats (pad 4) put the
-        16 columns a warp writes at once in banks 16 apart instead of 2-way conflicts. (A stored
-        transposed needs nothing: its rows run along M, as the default km tile does.) cp.async copies
-        without transposing: A stored transposed goes 16 bytes at a time into the km tile, B stored
-        transposed 4 bytes at a time."""
+        """What an operand layout changes in a schedule. Copied through registers, B stored transposed is
+        loaded along K and stored transposed into B's [k][n] tile, 4 floats of a column each, with rows
+        unpadded: padding them 4 floats moved the 16 columns a warp writes at once into distinct banks (no
+        2-way conflict on those few stores) and still ran 1-5% slower at 25 of 29 NT shapes (H100,
+        bench_results/2026-11-24-s12/sgemm_nt_pad.md). (A stored transposed needs nothing: its rows run
+        along M, as the default km tile does.) cp.async copies without transposing in registers: A stored
+        transposed goes 16 bytes at a time into the km tile, B stored transposed 4 bytes at a time into
+        rows padded 4 floats (banks 16 apart)."""
         o = Operands(layout)
-        knobs = dict(pad_b=4) if o.b_t else {}
+        knobs = {}
         if copy == "cp_async":
-            knobs.update({"a_layout": "km"} if o.a_t else {}, **({"vec_b": 1} if o.b_t else {}))
+            knobs.update({"a_layout": "km"} if o.a_t else {}, **({"vec_b": 1, "pad_b": 4} if o.b_t else {}))
         return knobs
 
     def _read_dim(self, r: ScheduleReader, loop: str, axis: str, default: tuple) -> tuple[str, int, int, int]:
