@@ -103,13 +103,17 @@ def test_wgmma_plans_read_the_stored_tensors_and_pad_unaligned_rows():
 
 
 def test_schedule_for_follows_the_layout():
-    # B stored transposed is stored into B's [k][n] tile a column at a time, through registers into unpadded
-    # rows (padded ones measured slower); cp.async's 4-byte copies into rows padded 4 floats
+    # B stored transposed is stored into B's [k][n] tile a column at a time: into rows padded 4 floats (no bank
+    # conflicts) where a block's bm FMAs per stored value are few, unpadded at bm 128-256 (padded measured slower
+    # there); cp.async's 4-byte copies always into padded rows
     for layout in LAYOUTS:
         k = sgemm.knobs_from_schedule(sgemm.schedule_for(sgemm.problem({"M": 4096, "N": 4096, "K": 4096},
                                                                        layout=layout)))
         assert k["copy"] == "sync" and k["pad_b"] == 0 and k["vec_a"] == k["vec_b"] == 4
     assert sgemm.layout_knobs("NT", "cp_async") == {"vec_b": 1, "pad_b": 4}
+    assert sgemm.layout_knobs("NT", "sync", 64) == {"pad_b": 4} and sgemm.layout_knobs("TT", "sync", 128) == {}
+    skinny = sgemm.knobs_from_schedule(sgemm.schedule_for(sgemm.problem({"M": 32, "N": 3072, "K": 1024}, layout="NT")))
+    assert skinny["bm"] <= 64 and skinny["pad_b"] == 4
     # wgmma at any size: an operand whose stored rows TMA cannot read (M % 8 for A transposed) is copied
     # into padded rows first, which operand the layout says
     for layout, sizes, padded in (("TN", {"M": 4096, "N": 4096, "K": 4095}, ()),

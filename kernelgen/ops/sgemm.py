@@ -175,19 +175,20 @@ class Sgemm(Fusing, Op):
         return self.schedule_from_knobs(**k)
 
     @staticmethod
-    def layout_knobs(layout: str, copy: str = "sync") -> dict:
-        """What an operand layout changes in a schedule. Copied through registers, B stored transposed is
-        loaded along K and stored transposed into B's [k][n] tile, 4 floats of a column each, with rows
-        unpadded: padding them 4 floats moved the 16 columns a warp writes at once into distinct banks (no
-        2-way conflict on those few stores) and still ran 1-5% slower at 25 of 29 NT shapes (H100,
-        bench_results/2026-11-24-s12/sgemm_nt_pad.md). (A stored transposed needs nothing: its rows run
-        along M, as the default km tile does.) cp.async copies without transposing in registers: A stored
-        transposed goes 16 bytes at a time into the km tile, B stored transposed 4 bytes at a time into
-        rows padded 4 floats (banks 16 apart)."""
+    def layout_knobs(layout: str, copy: str = "sync", bm: int = 256) -> dict:
+        """What an operand layout changes in a schedule of `copy` and `bm` rows a block. B stored transposed
+        is loaded along K and stored transposed into B's [k][n] tile, 4 floats of a column each: rows
+        padded 4 floats put the 16 columns a warp writes at once in distinct banks (unpadded: 2-way
+        conflicts). A block makes bm FMAs per value of B it stores, so the conflicts weigh where bm is
+        small: padded rows ran 3-7% faster at bm 16-64 (split K over skinny M) and 1-5% slower at bm
+        128-256 (H100, bench_results/2026-11-24-s12/: sgemm_nt_pad.md, gemm_suite_*.md), where they
+        stay unpadded. (A stored transposed needs nothing: its rows run along M, as the default km tile
+        does.) cp.async copies without transposing in registers: A stored transposed goes 16 bytes at a
+        time into the km tile, B stored transposed 4 bytes at a time into padded rows."""
         o = Operands(layout)
-        knobs = {}
+        knobs = dict(pad_b=4) if o.b_t and (copy == "cp_async" or bm <= 64) else {}
         if copy == "cp_async":
-            knobs.update({"a_layout": "km"} if o.a_t else {}, **({"vec_b": 1, "pad_b": 4} if o.b_t else {}))
+            knobs.update({"a_layout": "km"} if o.a_t else {}, **({"vec_b": 1} if o.b_t else {}))
         return knobs
 
     def _read_dim(self, r: ScheduleReader, loop: str, axis: str, default: tuple) -> tuple[str, int, int, int]:
@@ -625,7 +626,8 @@ class Sgemm(Fusing, Op):
                             yield dict(base, bm=bm, bn=bn, wm=wm, wn=wn, tm=tm, tn=tn, bk=bk, stages=stages,
                                        copy=copy, a_layout=a_layout, vec_a=vec_a, swizzle=swizzle,
                                        **({"vec_b": cp_vec_b} if copy == "cp_async" else {}),
-                                       **self.layout_knobs(o.layout))
+                                       pad_b=self.layout_knobs(o.layout, copy, bm).get("pad_b", 0))
         for over in (dict(), dict(bm=128, bn=128)):   # K slices, for grids that cannot fill the SMs
             for split_k in (2, 3, 4, 8):
-                yield dict(base, **over, split_k=split_k, **self.layout_knobs(o.layout))
+                k = dict(base, **over, split_k=split_k)
+                yield dict(k, **self.layout_knobs(o.layout, k["copy"], k["bm"]))

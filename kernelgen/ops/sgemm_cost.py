@@ -146,7 +146,7 @@ def families(op, target: Target, layout: str = "NN") -> tuple[Family, ...]:
     out = []
     for name, over, eff in FAMILIES:
         k = dict(op.default_knobs(), **over)
-        k.update(op.layout_knobs(layout, k["copy"]))
+        k.update(op.layout_knobs(layout, k["copy"], k["bm"]))
         if k["copy"] == "cp_async" and Operands(layout).b_t:
             continue        # B's 4-byte copies: slower than the register-copied tiles (module doc)
         try:
