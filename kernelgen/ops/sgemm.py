@@ -336,13 +336,7 @@ class Sgemm(Fusing, Op):
             block = (k["bn"] // k["tn"], k["bm"] // k["tm"], 1)
         p = dict(k, threads=nt, block=block, warps_n=k["bn"] // max(k["wn"], 1), lanes_n=k["wn"] // k["tn"],
                  atomic=k["split_k"] > 1 and k["reduce_k"] == "atomic",
-                 workspace=k["split_k"] > 1 and k["reduce_k"] == "workspace",
-                 # Where the peeled double-buffered loop issues tile kt+1's loads (C++ condition): at the
-                 # top of iteration kt (870f29a's schedule) for vector loads with registers uncapped;
-                 # with element-wise loads or min_blocks > 1 ptxas sank that block to its stores, so
-                 # there they close the iteration before (tests/test_op_sgemm.py checks the SASS).
-                 prefetch_top=self._aligned_loads(layout) if k["min_blocks"] == 1 and k["vec_a"] > 1 and k["vec_b"] > 1
-                 else "false")
+                 workspace=k["split_k"] > 1 and k["reduce_k"] == "workspace")
         p.update(self._fusion_params(p, types))
         if not k["shared"]:
             return dict(p, **self._naive_operands(Operands(layout))), 0, 24
@@ -427,14 +421,13 @@ class Sgemm(Fusing, Op):
             kstride=stride, kstride_note=("ldA A's row stride (the whole K)" if o.layout == "NN" else
                                           f"ldK the whole K (the row stride of {o.layout}'s operands stored along K)"),
             al_a=al_a, al_b=al_b, al_c=f"AL_{o.lead('C')}", twins=Sgemm._twins(o, widths, mixed_twins(k)),
+            # Where the peeled double-buffered loop issues tile kt+1's loads (C++ condition): at the top of
+            # iteration kt (870f29a's schedule) where A's and B's loads are vectors with registers uncapped;
+            # with element-wise loads or min_blocks > 1 ptxas sank that block to its stores, so there they
+            # close the iteration before (tests/test_op_sgemm.py checks the SASS).
+            prefetch_top=f"({al_a} && {al_b})" if k["min_blocks"] == 1 and va > 1 and vb > 1 else "false",
             aligned_note=o.condition(widths, ", ") or "no vector accesses",
             layout_note="" if o.layout == "NN" else o.describe())
-
-    @staticmethod
-    def _aligned_loads(layout: str) -> str:
-        """C++: the tile's loads of A and B are both vectors (its flags for their rows)."""
-        o = Operands(layout)
-        return f"(AL_{o.lead('A')} && AL_{o.lead('B')})"
 
     @staticmethod
     def _twins(o: Operands, widths: tuple[int, int, int], mixed: bool) -> tuple[dict, ...]:
