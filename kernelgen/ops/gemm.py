@@ -101,6 +101,12 @@ def smem_tile(rows: int, cols: int, pad: int, xor: bool, threads: int) -> dict:
                 fixed_swizzle=row_step > 0 and row_step % (xor_div * max(xor_mod, 1)) == 0)
 
 
+def units(d) -> int:
+    """16-bit units an element of input type `d` takes in the tiles, copies and offsets: 1, or 2 for tf32
+    data (fp32 values seen as pairs of halves)."""
+    return d.itemsize // 2
+
+
 class Gemm(Fusing, Op):
     name = "gemm"
     summary = ("C[M,N] = A[M,K] @ B[K,N], fp16/bf16 (or fp32 data as tf32 / tf32x3, opt-in) on tensor cores, fp32 "
@@ -434,7 +440,7 @@ class Gemm(Fusing, Op):
         ran at 255 registers and 400 bytes of local memory on sm_90)."""
         if k["instr"] == "wgmma":
             return k["wm"] // 64 * k["bn"] // 2 + 40
-        ta, tb = self._tiles(k, ew=d.itemsize // 2 if d is not None else 1)   # tf32 data: twice the chunks
+        ta, tb = self._tiles(k, ew=units(d) if d is not None else 1)   # tf32 data: twice the chunks
         staged = 4 * (ta["iters"] + tb["iters"]) if k["copy"] == "sync" and k["stages"] == 2 else 0
         if k["instr"] == "wmma":
             mi, ni = k["wm"] // 16, k["wn"] // 16
@@ -467,7 +473,7 @@ class Gemm(Fusing, Op):
         partial = Types(tuple((b, FLOAT32 if b in self.outputs else t) for b, t in types.buffers), types.acc)
         p, smem, regs = self._params(k, partial, target, layout)
         return dict(p, split_k=k["split_k"], ep=None, reduce_ep=p["ep"], c_out=types.output, reduce_vec=REDUCE_VEC,
-                    **self._slices(Operands(layout), types.input.itemsize // 2)), smem, regs
+                    **self._slices(Operands(layout), units(types.input))), smem, regs
 
     @staticmethod
     def _slices(o: Operands, ew: int = 1) -> dict:
@@ -494,7 +500,7 @@ class Gemm(Fusing, Op):
                   limit=f"{smem} bytes of shared memory with C staged as {self._staged_size(k, o.itemsize)}-byte values > "
                         f"{target.max_smem} on {target.arch}")
             return self._wgmma_params(k, types, layout), smem, self.registers(k)
-        ew = d.itemsize // 2                  # 16-bit units an element
+        ew = units(d)
         ta, tb = self._tiles(k, layout, ew)
         sm, sn, _ = SHAPES[k["instr"]]
         pipeline = 2 * k["stages"] * (ta["rows"] * ta["ld"] + tb["rows"] * tb["ld"])
