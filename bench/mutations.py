@@ -1027,8 +1027,8 @@ MUTATIONS = [
     ("s10 sgemm: split-K's zero kernel leaves C's last element", "sgemm", dict(split_k=3),
      M("sgemm.cu.j2", "i < n; i += gridDim.x * 256LL) C[i] = 0.0f;", "i < n - 1; i += gridDim.x * 256LL) C[i] = 0.0f;")),
     ("s10 sgemm: inside blocks of a slice given the whole K as their length", "sgemm", dict(split_k=3),
-     M("sgemm.cu.j2", "{{ name }}_tile<false, {{ aligned }}>({{ a_slice }}, {{ b_slice }}, C, M, N, klen, K,",
-       "{{ name }}_tile<false, {{ aligned }}>({{ a_slice }}, {{ b_slice }}, C, M, N, K, K,")),
+     M("sgemm.cu.j2", "{{ name }}_tile<false, {{ twin.flags }}>({{ a_slice }}, {{ b_slice }}, C, M, N, klen, K,",
+       "{{ name }}_tile<false, {{ twin.flags }}>({{ a_slice }}, {{ b_slice }}, C, M, N, K, K,")),
     # ---- lib/copy.j2
     # (dropped as equivalent after its first run: cp.async's float4 column test c + 3 < cols as <=. ALIGNED means
     # cols % 4 == 0 and c is a multiple of 4, so c + 3 == cols never holds; its first run's knobs, copy=cp_async at the
