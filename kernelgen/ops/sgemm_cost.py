@@ -193,7 +193,8 @@ def estimate(fam: Family, split_k: int, reduce_k: str, M: int, N: int, K: int, t
 
 def loads_aligned(k: dict, layout: str, M: int, N: int, K: int) -> bool:
     """The kernel twin these sizes launch loads A and B in vectors (C's rows alone at any offset cost only
-    the stores: M = 8457, N = 35 or 36, K = 4096 NT ran 177 us element-wise, 146 us with vectors)."""
+    the stores: M = 8457, N = 35, K = 4096 NT ran 204 us all element-wise, 167 us with A's and B's vectors,
+    in one call on the H100, bench_results/2026-11-24-s12/sgemm_unaligned_rows.md)."""
     o = Operands(layout)
     twin = o.twin((k["vec_a"], k["vec_b"], k["vec_c"]), {"M": M, "N": N, "K": K}, mixed_twins(k))
     return all(twin.aligned(o.lead(x)) for x in "AB")
