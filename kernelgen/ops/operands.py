@@ -21,6 +21,13 @@ from itertools import combinations
 import numpy as np
 
 
+def mixed_twins(k: dict) -> bool:
+    """Whether a GEMM schedule's kernel holds twins with some operands vectorised and some not (Operands.twins):
+    not where registers are capped (min_blocks > 1): under 128 registers ptxas spilled in the main loop of such
+    a twin (sgemm's ladder step 8, A alone element-wise), where the two ends fit."""
+    return k["min_blocks"] == 1
+
+
 @dataclass(frozen=True)
 class Twin:
     """One entry point of a vectorised GEMM kernel: the sizes in `unaligned` (some of M, N, K) leave

@@ -46,7 +46,7 @@ from ..schedule import Schedule, ScheduleReader, schedule
 from .base import INT_MAX, LAYOUTS as OPERAND_LAYOUTS, Dim, Kernel, Knob, LadderStep, Launch, Op, Plan, Problem, \
     Scalar, cdiv
 from .knobs import Prim, Range
-from .operands import Operands
+from .operands import Operands, mixed_twins
 from .fusion import Fusing
 from .splitk import MAX_SPLIT_K, reduce_launch, reduce_recipe, workspace as splitk_workspace
 from ..dtypes import FLOAT32, Types
@@ -58,13 +58,6 @@ SHARED = ("shared", (True,))      # the knobs of the shared-memory kernel apply 
 RUN = 4                  # rows (columns) per run in the strided and warp layouts: one 128-bit shared load
 MAX_GRID_Y = 65535
 REDUCE_K = ("atomic", "workspace")
-
-
-def mixed_twins(k: dict) -> bool:
-    """Kernel twins with some operands vectorised and some not (Operands.twins), unless registers are capped
-    (min_blocks > 1): under 128 registers ptxas spilled in the main loop of such a twin (the ladder's step 8,
-    A alone element-wise), where the two ends fit."""
-    return k["min_blocks"] == 1
 
 
 def check_grid(op: str, problem: Problem, grid: tuple[int, int, int], bm: int, swizzle: int) -> None:

@@ -59,8 +59,7 @@ from ..errors import KernelgenError
 from ..target import Target, default_target
 from .base import INT_MAX, Problem, cdiv
 from . import splitk
-from .operands import Operands
-from .sgemm import mixed_twins
+from .operands import Operands, mixed_twins
 
 # The model's constants (H100 SXM figures, first guesses from the 2026-11-22 measurements; calibrate
 # with bench/sgemm_regimes_probe.py). Rates are per second.
