@@ -101,6 +101,12 @@ def smem_tile(rows: int, cols: int, pad: int, xor: bool, threads: int) -> dict:
                 fixed_swizzle=row_step > 0 and row_step % (xor_div * max(xor_mod, 1)) == 0)
 
 
+def chunk_widths(itemsize: int) -> tuple[int, int, int]:
+    """Elements of A, B and C (as their stored rows run) in 16 bytes: rows start 16-byte aligned where the
+    stored rows' lengths are multiples of these (8 halves, 4 fp32 values of tf32 data)."""
+    return (16 // itemsize,) * 3
+
+
 def units(d) -> int:
     """16-bit units an element of input type `d` takes in the tiles, copies and offsets: 1, or 2 for tf32
     data (fp32 values seen as pairs of halves)."""
@@ -181,12 +187,6 @@ class Gemm(Fusing, Op):
     # -- problems ----------------------------------------------------------------------------------
     def out_dtypes(self, dtype_name: str) -> tuple[str, ...]:
         return ("float32",) if dtype(dtype_name).storage == "float32" else (dtype_name, "float32")
-
-    @staticmethod
-    def _widths(itemsize: int) -> tuple[int, int, int]:
-        """Elements of A, B and C (as their stored rows run) in 16 bytes: rows start 16-byte aligned where the
-        stored rows' lengths are multiples of these (8 halves, 4 fp32 values of tf32 data)."""
-        return (16 // itemsize,) * 3
 
     # -- schedule <-> knobs ------------------------------------------------------------------------
     def build(self, k: dict) -> Schedule:
@@ -550,7 +550,7 @@ class Gemm(Fusing, Op):
             for g in (ga, gb):
                 base, _, offset = g["src"].partition(" + ")
                 g.update(src=f"{base} + ({offset}) * {ew}", ld=f"{ew} * {g['ld']}", cols=f"{ew} * ({g['cols']})")
-        widths = Gemm._widths(2 * ew)
+        widths = chunk_widths(2 * ew)
         return dict(ga=ga, gb=gb, a_t=o.a_t, b_t=o.b_t, aligned_note=o.condition(widths, ", "),
                     aligned_dims=o.dims_words(widths), layout_note="" if o.layout == "NN" else o.describe())
 
@@ -637,14 +637,15 @@ class Gemm(Fusing, Op):
         # Rows start 16-byte aligned only when the stored rows' lengths (K and N for NN) are multiples of 8
         # halves; otherwise the kernel with element-wise global accesses (mma, wmma), or (wgmma: TMA cannot
         # read such rows) a copy of the operand with padded rows first.
-        aligned = o.holds(self._widths(problem.dtype("A").itemsize), problem)
+        twin = o.twin(chunk_widths(problem.dtype("A").itemsize), problem, mixed=False)
+        aligned = not twin.unaligned
         scalars = tuple(Scalar(n, "int", v) for n, v in (("M", M), ("N", N), ("K", K))) + self.fusion_scalars(problem)
         block = (self.threads(k), 1, 1)
         # With K in slices the main kernel stores partial tiles in the workspace; the reduction writes C.
         args = ("partials", "M", "N", "K") if split else ("C", "M", "N", "K") + self.fusion_args()
         out = problem.dtype("C").itemsize
         if k["instr"] != "wgmma":
-            symbol = kernel.name if aligned else kernel.name + "_unaligned"
+            symbol = kernel.name + twin.suffix
             if k["persistent"] != "off" and aligned and self.walks(k, M, N, K):   # min_blocks an SM
                 symbol, grid = kernel.name + "_persistent", (min(grid[0] * grid[1], k["min_blocks"] * sms), 1, 1)
             launches = (Launch(symbol, grid, block, ("A", "B") + args, kernel.static_smem),)
@@ -746,10 +747,10 @@ class Gemm(Fusing, Op):
             note = ("the kernel declares its cluster (__cluster_dims__(1, %d, 1)), so a plain <<<>>> launch forms "
                     "clusters" % k["cluster"]) if k["cluster"] > 1 else ""
         else:
-            aligned = Operands(kernel.layout).condition(self._widths(types.input.itemsize))
-            steps = (Step(kernel.name, grid, block, ("A", "B") + args, kernel.static_smem, when=aligned),
-                     Step(kernel.name + "_unaligned", grid, block, ("A", "B") + args, kernel.static_smem,
-                          when=f"!({aligned})"))
+            ends = Operands(kernel.layout).twins(chunk_widths(types.input.itemsize), mixed=False)
+            aligned = ends[0].when
+            steps = tuple(Step(kernel.name + t.suffix, grid, block, ("A", "B") + args, kernel.static_smem, when=t.when)
+                          for t in ends)
             if k["persistent"] != "off":
                 walk = f"{aligned} && {self.walks(k, 'M', 'N', 'K')}"
                 steps = (Step(kernel.name + "_persistent", walk_grid, block, ("A", "B") + args, kernel.static_smem,

@@ -51,7 +51,7 @@ from ..errors import KernelgenError
 from ..target import Target, default_target
 from . import pitch, splitk
 from .base import INT_MAX, Problem, cdiv
-from .gemm import WGMMA_HEURISTIC
+from .gemm import WGMMA_HEURISTIC, chunk_widths
 from .operands import Operands
 from .sgemm_cost import SPLITS, Family   # the same K slices and family record as the fp32 model
 
@@ -152,7 +152,7 @@ def estimate(fam: Family, split_k: int, problem: Problem, target: Target) -> flo
         flops = (target.peaks.tf32 if target.peaks else flops / 2) / (3 if d.name == "tf32x3" else 1)
     isz = d.itemsize
     lay = Operands(problem.layout or "NN")
-    aligned = lay.holds((16 // isz,) * 3, problem)
+    aligned = lay.holds(chunk_widths(isz), problem)
     wgmma = k["instr"] == "wgmma"
     kc = splitk.kchunk(K, split_k, bk)
     sl = splitk.slices(K, split_k, bk)
