@@ -1208,7 +1208,7 @@ MUTATIONS = [
      M("sgemm.cu.j2", '"ra[it] = sg_load%d<%s, %s>(%s);" % (vec_a, a_check, al_a, a_src % k0)',
        '"ra[it] = sg_load%d<%s, %s>(%s);" % (vec_a, a_check, al_b, a_src % k0)')),
     ("s12 sgemm: C's stores take A's alignment flag", "sgemm", {},
-     M("sgemm.cu.j2", "vec_c, atomic, ep, name, al_c)", "vec_c, atomic, ep, name, al_a)")),
+     M("sgemm.cu.j2", "vec_c, atomic, al_c, ep, name)", "vec_c, atomic, al_a, ep, name)")),
     ("s12 sgemm: blocks inside C take every row as aligned", "sgemm", dict(problem=dict(layout="NT")),
      M("sgemm.cu.j2", "    {{ name }}_tile<false, {{ twin.flags }}>(", "    {{ name }}_tile<false, true, true, true>(")),
 ]
