@@ -497,8 +497,8 @@ class Sgemm(Fusing, Op):
     def test_problems(self) -> tuple[dict, ...]:
         # Each size alone at any value takes a twin of its own: K = 37 with N = 68 (A element-wise; TN: M = 131
         # alone), N = 511 (B and C), and odd K and N every access element-wise (67, 131, 13; 2100, 9, 5).
-        # (130, 260, 20) takes the 128-bit kernel with ragged tiles. The
-        # last two have blocks wholly inside C (no bounds tests) beside ragged ones, rows aligned and not.
+        # (130, 260, 20) takes the 128-bit kernel with ragged tiles. (260, 516, 32) and (260, 511, 32) have
+        # blocks wholly inside C (no bounds tests) beside ragged ones, rows aligned and not.
         # (67, 131, 13): two K tiles of the default bk 8 in the element-wise kernel, whose peeled loop
         # fetches tile 1 before its first iteration (no other size has exactly two tiles). (2100, 9, 5): more
         # block rows (9 of the default 256, 17 of 128) than the default swizzle's group of 8, so the blocks'
