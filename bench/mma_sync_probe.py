@@ -94,6 +94,20 @@ VARIANTS = (
     ("4 stages, staged C, sw4", dict(epilogue="smem", swizzle=4)),
     ("4 stages, staged C, sw16", dict(epilogue="smem", swizzle=16)),
     ("persistent, 2 blocks/SM: 5 stages, staged C", dict(stages=5, epilogue="smem", persistent="coop", min_blocks=2)),
+    # mma.sync fed by TMA (annotate(copy, tma), bk 64): mbarriers instead of the block barrier, no copy arithmetic
+    ("TMA: 128x128x64, 3 stages, staged C", dict(copy="tma", bk=64, stages=3, epilogue="smem")),
+    ("TMA: 128x128x64, 2 stages, staged C", dict(copy="tma", bk=64, stages=2, epilogue="smem")),
+    ("TMA: 128x128x64, 3 stages, staged C, sw8", dict(copy="tma", bk=64, stages=3, epilogue="smem", swizzle=8)),
+    ("TMA: 128x128x64, 3 stages, direct C", dict(copy="tma", bk=64, stages=3)),
+    ("TMA: 128x128x64, 4 stages (1 block/SM), staged C", dict(copy="tma", bk=64, stages=4, epilogue="smem")),
+    ("TMA: 256x128x64 (8 warps), 4 stages, staged C", dict(copy="tma", bk=64, bm=256, stages=4, epilogue="smem")),
+    ("TMA: 256x128x64 (8 warps), 4 stages, staged C, sw8", dict(copy="tma", bk=64, bm=256, stages=4, epilogue="smem",
+                                                                 swizzle=8)),
+    ("TMA: 128x256x64 (8 warps), 4 stages, staged C, sw8", dict(copy="tma", bk=64, bn=256, stages=4, epilogue="smem",
+                                                                 swizzle=8)),
+    ("TMA: 256x128x64 (8 warps), 3 stages, staged C", dict(copy="tma", bk=64, bm=256, stages=3, epilogue="smem")),
+    ("TMA: 128x128x64 warps 64x32 (8 warps), 3 stages, staged C", dict(copy="tma", bk=64, wn=32, stages=3,
+                                                                        epilogue="smem")),
 )
 
 

@@ -167,7 +167,7 @@ WGMMA = dict(instr="wgmma", bm=128, bn=256, bk=64, wm=64, wn=256, stages=4, copy
     ("sm_90a", dict(bm=256, wm=128), r"263232 bytes of shared memory > 232448 on sm_90a"),
     ("sm_90a", dict(ldmatrix=True), "wgmma reads its operands from shared memory itself"),
     ("sm_90a", dict(bm=256, wm=128, stages=2), "~296 registers per thread"),
-    ("sm_90a", dict(instr="mma", wn=64, bk=32, ldmatrix=True, ws=False), "TMA copies feed wgmma"),
+    ("sm_90a", dict(instr="mma", wn=64, bk=32, ldmatrix=True, ws=False), "TMA fills 128-byte swizzled rows: K is read 64 at a time"),
     ("sm_90a", dict(stages=2, bm=256, wm=128, bn=256, wn=256, epilogue="smem"),
      r"the staged C tile \(135168 bytes of float16\) reuses the 131072 bytes of the stages"),
 ])

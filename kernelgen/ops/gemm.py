@@ -25,7 +25,10 @@ blockIdx.z: each stores its fp32 partial tile in a workspace slab and a second k
 order, applies a fused epilogue and converts (kernelgen/ops/splitk.py); `schedule_for` picks tiles and
 slices by a cost model (kernelgen/ops/gemm_cost.py). `double_buffer(A|B, n)` keeps n tiles:
 copied through registers (`annotate(copy, sync)`, n <= 2) or by an n-stage cp.async pipeline
-(`annotate(copy, cp_async)`, 2..4); `storage_align(A|B, pad)` pads shared rows by pad halves;
+(`annotate(copy, cp_async)`, 2..6), or (sm_90, bk 64) brought by the TMA unit (`annotate(copy, tma)`): thread
+0 issues each stage's copies and every warp waits on that stage's mbarrier, not on a block barrier, the tiles in
+TMA's 128-byte swizzle (operands TMA cannot read go through a padded copy, as for wgmma);
+`storage_align(A|B, pad)` pads shared rows by pad halves;
 `annotate(shared_layout, xor)` instead swizzles 16-byte chunks of a row by XOR with the row, so that
 the 8 rows ldmatrix reads at once fall in 8 different bank groups (mma only); `annotate(ldmatrix, 1)`
 loads mma fragments with ldmatrix.x4 (B with .x4.trans) instead of 32- and 16-bit shared loads;
@@ -142,7 +145,8 @@ class Gemm(Fusing, Op):
              Prim("split", "j", args="BN, WN")),
         Knob("stages", 4, (1, 2, 3, 4, 5, 6), "shared tiles in flight", "st", Prim("double_buffer", ("A", "B"), absent=1)),
         Knob("copy", "cp_async", ("sync", "cp_async", "tma"),
-             "global->shared copy through registers, by cp.async, or by the TMA unit (wgmma)", "c",
+             "global->shared copy through registers, by cp.async, or by the TMA unit (wgmma; mma.sync with bk 64, "
+             "sm_90: an mbarrier a stage instead of the block barrier)", "c",
              Prim("annotate", "copy", absent="sync", always=True)),
         Knob("pad", 0, (0, 8, 16), "halves of padding per shared row of A and B", "p",
              Prim("storage_align", ("A", "B"), absent=0)),
@@ -220,8 +224,10 @@ class Gemm(Fusing, Op):
               "persistent block's consumers: wgmma with annotate(persistent, coop) only")
         if instr == "wgmma":
             return self._check_wgmma(k, target, layout)
-        check(k["copy"] != "tma", "annotate", "copy", "tma", limit=f"TMA copies feed wgmma; {intrinsic} takes "
-              "its tiles by cp.async or through registers", allowed="sync, cp_async")
+        check(k["copy"] != "tma" or instr == "mma", "annotate", "copy", "tma", allowed="sync, cp_async",
+              limit=f"TMA copies feed wgmma and mma.sync; {intrinsic} takes its tiles by cp.async or through registers")
+        if k["copy"] == "tma":
+            return self._check_mma_tma(k, target, layout)
         if instr == "mma":
             target.require("mma_m16n8k16_f16", "tensorize", "k.1", intrinsic)
         else:
@@ -261,6 +267,34 @@ class Gemm(Fusing, Op):
                   "annotate", "min_blocks", k["min_blocks"], allowed="1",
                   limit=f"{k['min_blocks']} blocks of {threads} threads leave {cap} registers a thread, the tile "
                         f"needs ~{self.registers(k)} ({target.max_threads_per_sm} threads per SM)")
+        self._check_block(k, target, layout)
+
+    def _check_mma_tma(self, k: dict, target: Target, layout: str) -> None:
+        """mma.sync fed by TMA: the tiles arrive as wgmma's do (128-byte swizzled rows of 64 k, MN-major
+        operands in boxes of 64 columns), the fragments by ldmatrix; each warp's rows or columns of an
+        MN-major operand lie in one box."""
+        target.require("tma", "annotate", "copy", "tma")
+        target.require("mma_m16n8k16_f16", "tensorize", "k.1", INTRINSICS["mma"])
+        needs = ((k["ldmatrix"], "annotate(ldmatrix, 1)", "annotate", "ldmatrix", 0),
+                 (k["smem"] == "xor" and k["pad"] == 0, "annotate(shared_layout, xor) without padding: TMA writes 128-byte "
+                  "XOR-swizzled rows", "storage_align", "A", k["pad"]),
+                 (k["frag_buffers"] == 1, "annotate(warp_fragments, 1)", "annotate", "warp_fragments", k["frag_buffers"]),
+                 (k["persistent"] == "off", "annotate(persistent, off)", "annotate", "persistent", k["persistent"]),
+                 (not self.batched, "one product (its TMA descriptors are 2-D)", "annotate", "copy", "tma"))
+        for ok, want, prim, tgt, value in needs:
+            check(ok, prim, tgt, value, limit=f"mma.sync fed by TMA needs {want}")
+        check(k["bk"] == WGMMA_BK, "split", "k", k["bk"], allowed=str(WGMMA_BK),
+              limit="TMA fills 128-byte swizzled rows: K is read 64 at a time")
+        check(2 <= k["stages"], "double_buffer", "A", k["stages"], limit="a TMA pipeline needs 2..6 stages",
+              allowed="2, 3, 4, 5, 6")
+        o, (sm, sn, _) = Operands(layout), SHAPES["mma"]
+        for loop, b, w, s, mn_major in (("i", k["bm"], k["wm"], sm, o.a_t), ("j", k["bn"], k["wn"], sn, not o.b_t)):
+            check(w % s == 0 and b % w == 0, "split", loop, (b, w),
+                  limit=f"the mma.m16n8k16 shape divides the warp tile ({w} % {s}) and the warp tile the block's ({b} % {w})")
+            if mn_major:
+                check(b % 64 == 0 and 64 % w == 0, "split", loop, (b, w),
+                      limit="an operand stored along this dimension arrives in TMA boxes of 64: the block tile a "
+                            "multiple of 64 and each warp's share within one box (64 % warp tile == 0)")
         self._check_block(k, target, layout)
 
     def _check_block(self, k: dict, target: Target, layout: str = "NN") -> None:
@@ -413,6 +447,9 @@ class Gemm(Fusing, Op):
         16-bit units: `ew` of them an element (2 for tf32 data, whose fp32 values the copies and the
         swizzle treat as pairs of halves)."""
         xor, nt, o = k["smem"] == "xor", self.threads(k), Operands(layout)
+        if k["copy"] == "tma":   # as TMA writes them (_tma): 64-element rows, MN-major operands box by box
+            return (smem_tile(k["bk"] if o.a_t else k["bm"], 64, 0, True, nt),
+                    smem_tile(k["bn"] if o.b_t else k["bk"], 64, 0, True, nt))
         a = (k["bk"], k["bm"] * ew) if o.a_t else (k["bm"], k["bk"] * ew)
         b = (k["bn"], k["bk"] * ew) if o.b_t else (k["bk"], k["bn"] * ew)
         # tf32 fragments of a tile whose rows run along M or N (A transposed, B as is) are 32-bit loads of 4
@@ -428,6 +465,9 @@ class Gemm(Fusing, Op):
             return self._wgmma_fixed_bytes(k) + self._staging_bytes(k, self._staged_size(k, out_itemsize))
         ta, tb = self._tiles(k, layout, ew)
         pipeline = 2 * k["stages"] * (ta["rows"] * ta["ld"] + tb["rows"] * tb["ld"])
+        if k["copy"] == "tma":   # whole stages (A's and B's boxes), 1024 bytes to align them, two barriers a stage
+            staging = self.threads(k) // 32 * STAGED_ROWS * self._c_ld(k, 4) if k["epilogue"] == "smem" else 0
+            return max(k["stages"] * self._wgmma_stage_bytes(k), staging) + 1024 + 16 * k["stages"]
         if k["instr"] == "mma" and k["epilogue"] == "smem":
             staging = self.threads(k) // 32 * STAGED_ROWS * self._c_ld(k, 4)
             # the stages become the warps' staging areas; a persistent block's are beside them (refilled meanwhile)
@@ -519,6 +559,11 @@ class Gemm(Fusing, Op):
                  **self._operands(Operands(layout), "ldk" if k["split_k"] > 1 else "K", ew),
                  **self.fusion_params(types),
                  batch_params=", int batch, long long stride_a, long long stride_b" if self.batched else "")
+        if k["copy"] == "tma":
+            tma, stage = self._tma(k, Operands(layout)), self._wgmma_stage_bytes(k)
+            p.update(a_boxes=tma["A"]["boxes"], b_boxes=tma["B"]["boxes"], stage_bytes=stage, a_bytes=2 * k["bm"] * k["bk"],
+                     box_elems=64 * k["bk"], a_stage=stage // 2, b_stage=stage // 2,
+                     aligned_note=Operands(layout).condition((8, 8, 8), ", "))
         return p, self.shared_bytes(k, layout, ew=ew), self.registers(k, d)
 
     def _check_tf32(self, k: dict, d, target: Target, layout: str) -> None:
@@ -529,6 +574,8 @@ class Gemm(Fusing, Op):
         target.require("mma_m16n8k8_tf32", "tensorize", "k.1", f"mma.m16n8k8 on {d.name}")
         check(k["frag_buffers"] == 1, "annotate", "warp_fragments", k["frag_buffers"], allowed="1",
               limit=f"{d.name} fragments are rounded where they are used, one k8 step at a time")
+        check(k["copy"] != "tma", "annotate", "copy", "tma", allowed="cp_async, sync",
+              limit=f"TMA fills 16-bit tiles; {d.name} data takes cp.async or register copies")
         check(k["persistent"] == "off", "annotate", "persistent", k["persistent"], allowed="off",
               limit=f"the persistent walk runs 16-bit tiles; {d.name} takes the per-tile kernel")
         smem = self.shared_bytes(k, layout, ew=2)
@@ -644,7 +691,7 @@ class Gemm(Fusing, Op):
         # With K in slices the main kernel stores partial tiles in the workspace; the reduction writes C.
         args = ("partials", "M", "N", "K") if split else ("C", "M", "N", "K") + self.fusion_args()
         out = problem.dtype("C").itemsize
-        if k["instr"] != "wgmma":
+        if k["instr"] != "wgmma" and k["copy"] != "tma":
             symbol = kernel.name + twin.suffix
             if k["persistent"] != "off" and aligned and self.walks(k, M, N, K):   # min_blocks an SM
                 symbol, grid = kernel.name + "_persistent", (min(grid[0] * grid[1], k["min_blocks"] * sms), 1, 1)
@@ -652,9 +699,12 @@ class Gemm(Fusing, Op):
             align = (("A", 16), ("B", 16)) + (() if split else (("C", self._c_align(k, out)),)) if aligned else ()
             workspaces, maps = (), ()
         else:
-            launches, workspaces, maps = self._wgmma_launches(kernel, problem, grid, block, args)
+            c_rows = N % self._c_vec(k, out) == 0    # C's rows stored in whole vectors
+            # mma.sync fed by TMA has an element-wise twin for C's other rows; wgmma tests its stores
+            symbol = kernel.name + ("_unaligned" if k["instr"] == "mma" and not c_rows else "")
+            launches, workspaces, maps = self._wgmma_launches(kernel, problem, grid, block, args, symbol)
             align = tuple((b, 16) for b in "AB" if b not in pitch.staged(o, problem))
-            if not split and N % self._c_vec(k, out) == 0:    # C's rows stored in whole vectors
+            if not split and c_rows:
                 align += (("C", self._c_vec(k, out) * out),)
         if split:
             total, mn = reduce_launch(kernel.name + "_reduce", M, N, self.epilogue.inputs if self.epilogue else None)
@@ -672,9 +722,9 @@ class Gemm(Fusing, Op):
             return " && ".join(f"{d} % {m} == 0" for d, m in conds)
         return all(d % m == 0 for d, m in conds)
 
-    def _wgmma_launches(self, kernel: Kernel, problem: Problem, grid, block, args):
-        """The wgmma kernel's launch, after a copy into a padded workspace of each operand whose rows TMA
-        cannot read (kernelgen/ops/pitch.py); (launches, workspaces, tensor maps)."""
+    def _wgmma_launches(self, kernel: Kernel, problem: Problem, grid, block, args, symbol: str):
+        """The TMA-fed kernel's launch of `symbol`, after a copy into a padded workspace of each operand whose
+        rows TMA cannot read (kernelgen/ops/pitch.py); (launches, workspaces, tensor maps)."""
         k, o = dict(kernel.knobs), Operands(kernel.layout)
         pads, workspaces, maps = [], [], []
         staged = pitch.staged(o, problem)
@@ -688,7 +738,7 @@ class Gemm(Fusing, Op):
                                       dtype=d.name))
             else:
                 maps.append(TensorMap(name, b, problem[rows], problem[cols], *box))
-        main = Launch(kernel.name, grid, block, (*(m.name for m in maps), *args), kernel.static_smem)
+        main = Launch(symbol, grid, block, (*(m.name for m in maps), *args), kernel.static_smem)
         return (*pads, main), tuple(workspaces), tuple(maps)
 
     @staticmethod
@@ -739,10 +789,12 @@ class Gemm(Fusing, Op):
         common = dict(arch=kernel.arch, sizes=("M", "N", "K"), buffers=self.recipe_buffers(kernel), layout=kernel.layout)
         args = ("partials", "M", "N", "K") if split else ("C", "M", "N", "K") + self.fusion_args()
         lets, workspaces, maps, note = (), (), (), ""
-        if k["instr"] == "wgmma":
-            steps, workspaces, maps, alignment = self._wgmma_recipe(kernel, grid, block, args)
+        if k["instr"] == "wgmma" or k["copy"] == "tma":
+            vec = self._c_vec(k, out)
+            mains = (((kernel.name, ""),) if k["instr"] == "wgmma" else
+                     ((kernel.name, f"N % {vec} == 0"), (kernel.name + "_unaligned", f"N % {vec} != 0")))
+            steps, workspaces, maps, alignment = self._wgmma_recipe(kernel, grid, block, args, mains)
             if not split:
-                vec = self._c_vec(k, out)
                 alignment += (("C", vec * out, f"N % {vec} == 0"),)
             note = ("the kernel declares its cluster (__cluster_dims__(1, %d, 1)), so a plain <<<>>> launch forms "
                     "clusters" % k["cluster"]) if k["cluster"] > 1 else ""
@@ -764,8 +816,9 @@ class Gemm(Fusing, Op):
         return self.fusion_recipe(Recipe(steps=steps, lets=lets, workspaces=workspaces, requires=tuple(requires),
                                          tensor_maps=maps, note=note, alignment=alignment, **common))
 
-    def _wgmma_recipe(self, kernel: Kernel, grid, block, args):
-        """_wgmma_launches as a recipe: (steps, workspaces, tensor maps, alignment of A and B)."""
+    def _wgmma_recipe(self, kernel: Kernel, grid, block, args, mains):
+        """_wgmma_launches as a recipe, the main kernel one of `mains` ((symbol, when)): (steps, workspaces,
+        tensor maps, alignment of A and B)."""
         from ..recipe import Map, Step
         k, o = dict(kernel.knobs), Operands(kernel.layout)
         types = kernel.types or self.types()
@@ -779,8 +832,9 @@ class Gemm(Fusing, Op):
                      Map(name, ws[0], types[b].name, rows, cols, *box, pitch=f"kg_cdiv({cols}, {pitch.PITCH}) * {pitch.PITCH}",
                          when=when)]
             alignment.append((b, 16, aligned))
-        main = Step(kernel.name, grid, block, (*dict.fromkeys(m.name for m in maps), *args), kernel.static_smem)
-        return (*pads, main), tuple(workspaces), tuple(maps), tuple(alignment)
+        main = tuple(Step(symbol, grid, block, (*dict.fromkeys(m.name for m in maps), *args), kernel.static_smem, when=when)
+                     for symbol, when in mains)
+        return (*pads, *main), tuple(workspaces), tuple(maps), tuple(alignment)
 
     def schedule_for(self, problem: Problem, target: Target | None = None) -> Schedule:
         """The cheapest of a few tile families and numbers of K slices by a cost model of the shape and
@@ -926,7 +980,13 @@ class Gemm(Fusing, Op):
              dict(WGMMA_HEURISTIC, bm=128, wm=128, bn=128, wn=128, persistent="pingpong"),
              "annotate(persistent, pingpong): one warpgroup's epilogue runs under the other's MMAs"),
         ]
+        # The same mma.sync, its tiles brought by the TMA unit (sm_90): what the wgmma steps then keep
+        tma = [("TMA feeding mma.sync: 256x128 blocks of 8 warps, K by 64 in 3 stages, an mbarrier a stage instead of "
+                "the block barrier", dict(self.default_knobs(), bm=256, bk=64, stages=3, copy="tma", epilogue="smem"),
+                "thread 0 issues each stage's TMA copies (128-byte swizzle: the layout ldmatrix reads conflict-free); "
+                "a warp waits only for the stage it reads, no thread computes a copy address")]
         return tuple([LadderStep(t, self.schedule_from_knobs(**k), n) for t, k, n in steps] +
+                     [LadderStep(t, self.schedule_from_knobs(**k), n, arch="sm_90") for t, k, n in tma] +
                      [LadderStep(t, self.schedule_from_knobs(**k), n, arch="sm_90a") for t, k, n in hopper])
 
     def test_problems_for(self, sched: Schedule) -> tuple[dict, ...]:
@@ -964,6 +1024,13 @@ class Gemm(Fusing, Op):
         for bm, bn, wm, wn in ((64, 64, 32, 32), (128, 128, 64, 64), (128, 128, 32, 32)):
             yield dict(base, instr="wmma", bm=bm, bn=bn, wm=wm, wn=wn, stages=2, copy="cp_async", smem="pad",
                        pad=8, ldmatrix=False, swizzle=8)
+        if target.has("tma") and problem.batch is None:     # mma.sync fed by TMA (schedule_for leaves it to the tuner)
+            for bm, bn, wn in ((256, 128, 64), (128, 256, 64), (128, 128, 64), (128, 128, 32)):
+                for stages in (2, 3, 4, 5):
+                    for swizzle in (1, 8):
+                        for epilogue in ("direct", "smem"):
+                            yield dict(base, bm=bm, bn=bn, wn=wn, bk=64, stages=stages, copy="tma", swizzle=swizzle,
+                                       epilogue=epilogue)
         wgmma = target.has("wgmma") and problem.batch is None     # any size: unaligned operands are padded first
         for split_k in (2, 4, 8):        # K slices, for grids that cannot fill the SMs
             yield dict(base, split_k=split_k)
