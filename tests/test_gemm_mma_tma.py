@@ -107,6 +107,7 @@ def test_the_emulator_refuses_tma_by_name():
 def test_k_in_slices_reads_each_slices_tiles_and_stores_fp32_slabs():
     src = render(kernel(dict(TMA, split_k=4)))
     assert "(kt0 + kt) * 64" in src and "const int kt0 = kbeg / 64;" in src and "_reduce(" in src
+    assert "int kt0 =" not in src.split("_tile(")[1].split("\n}\n")[0]    # no loop shadows the slice's first tile
 
 
 def _validate(knobs, sizes, dtype="float16", layout="NN", out=None, epilogue=None):

@@ -471,12 +471,12 @@ __device__ __forceinline__ void gemm_f16_sm90_imma_bm256_bn128_bk64_wm64_wn64_st
   #pragma unroll
   for (int j = 0; j < 4; ++j)
     fo_b[j] = (lane & 15) * 64 + ((((wn0 % 64 + j * 16 + ((lane >> 4) << 3)) >> 3) ^ (((lane & 15) / 1) % 8)) << 3) + ((wn0 % 64 + j * 16 + ((lane >> 4) << 3)) & 7);
-  for (int kt0 = 0; kt0 < ktiles; kt0 += 3) {
+  for (int round = 0; round < ktiles; round += 3) {   // (kt0, where K is in slices, is the slice's first tile)
     #pragma unroll
     for (int rs = 0; rs < 3; ++rs) {
-      const int kt = kt0 + rs;
+      const int kt = round + rs;
       if (kt >= ktiles) break;
-      kg_mbar_wait(&full[rs], (kt0 / 3) & 1);   // tile kt has landed in stage rs
+      kg_mbar_wait(&full[rs], (round / 3) & 1);   // tile kt has landed in stage rs
       {
         const unsigned short* const as = As + (rs) * 24576;
         const unsigned short* const bs = Bs + (rs) * 24576;
