@@ -11,7 +11,7 @@ import pytest
 from kernelgen import get_op, render
 from kernelgen import validate as validation
 from kernelgen.compile import compile_cuda
-from kernelgen.errors import ScheduleError
+from kernelgen.errors import CompileError, ScheduleError
 from kernelgen.inspect import facts_of
 from kernelgen.recipe import evaluate
 from kernelgen.target import target
@@ -98,7 +98,6 @@ def test_the_kernel_compiles_without_spills_and_no_block_barrier_in_its_main_loo
 
 @pytest.mark.emulate
 def test_the_emulator_refuses_tma_by_name():
-    from kernelgen.compile import CompileError
     with pytest.raises(CompileError, match="does not support mbarrier"):
         validation.validate(op, op.schedule_from_knobs(**TMA), op.problem({"M": 64, "N": 64, "K": 64}, dtype="float16"),
                             backend="emulate")

@@ -702,7 +702,7 @@ class Gemm(Fusing, Op):
             c_rows = N % self._c_vec(k, out) == 0    # C's rows stored in whole vectors
             # mma.sync fed by TMA has an element-wise twin for C's other rows; wgmma tests its stores
             symbol = kernel.name + ("_unaligned" if k["instr"] == "mma" and not c_rows else "")
-            launches, workspaces, maps = self._wgmma_launches(kernel, problem, grid, block, args, symbol)
+            launches, workspaces, maps = self._tma_launches(kernel, problem, grid, block, args, symbol)
             align = tuple((b, 16) for b in "AB" if b not in pitch.staged(o, problem))
             if not split and c_rows:
                 align += (("C", self._c_vec(k, out) * out),)
@@ -722,7 +722,7 @@ class Gemm(Fusing, Op):
             return " && ".join(f"{d} % {m} == 0" for d, m in conds)
         return all(d % m == 0 for d, m in conds)
 
-    def _wgmma_launches(self, kernel: Kernel, problem: Problem, grid, block, args, symbol: str):
+    def _tma_launches(self, kernel: Kernel, problem: Problem, grid, block, args, symbol: str):
         """The TMA-fed kernel's launch of `symbol`, after a copy into a padded workspace of each operand whose
         rows TMA cannot read (kernelgen/ops/pitch.py); (launches, workspaces, tensor maps)."""
         k, o = dict(kernel.knobs), Operands(kernel.layout)
@@ -751,8 +751,8 @@ class Gemm(Fusing, Op):
 
     @staticmethod
     def _c_vec(k: dict, itemsize: int) -> int:
-        """Elements of C the wgmma epilogue stores at once where N is a multiple of it: a 16-byte chunk
-        (staged), a pair (direct); elsewhere one by one."""
+        """Elements of C the TMA-fed kernels' epilogue (wgmma, mma.sync by TMA) stores at once where N is a
+        multiple of it: a 16-byte chunk (staged), a pair (direct); elsewhere one by one."""
         return 2 if k["epilogue"] == "direct" else 16 // itemsize
 
     @classmethod
@@ -793,7 +793,7 @@ class Gemm(Fusing, Op):
             vec = self._c_vec(k, out)
             mains = (((kernel.name, ""),) if k["instr"] == "wgmma" else
                      ((kernel.name, f"N % {vec} == 0"), (kernel.name + "_unaligned", f"N % {vec} != 0")))
-            steps, workspaces, maps, alignment = self._wgmma_recipe(kernel, grid, block, args, mains)
+            steps, workspaces, maps, alignment = self._tma_recipe(kernel, grid, block, args, mains)
             if not split:
                 alignment += (("C", vec * out, f"N % {vec} == 0"),)
             note = ("the kernel declares its cluster (__cluster_dims__(1, %d, 1)), so a plain <<<>>> launch forms "
@@ -816,8 +816,8 @@ class Gemm(Fusing, Op):
         return self.fusion_recipe(Recipe(steps=steps, lets=lets, workspaces=workspaces, requires=tuple(requires),
                                          tensor_maps=maps, note=note, alignment=alignment, **common))
 
-    def _wgmma_recipe(self, kernel: Kernel, grid, block, args, mains):
-        """_wgmma_launches as a recipe, the main kernel one of `mains` ((symbol, when)): (steps, workspaces,
+    def _tma_recipe(self, kernel: Kernel, grid, block, args, mains):
+        """_tma_launches as a recipe, the main kernel one of `mains` ((symbol, when)): (steps, workspaces,
         tensor maps, alignment of A and B)."""
         from ..recipe import Map, Step
         k, o = dict(kernel.knobs), Operands(kernel.layout)
