@@ -46,6 +46,15 @@ def test_tma_needs_an_sm90_target_and_16_bit_data():
         kernel(TMA, types=op.types("tf32"))
 
 
+def test_the_search_space_offers_tma_where_the_target_has_it_and_the_emulator_none():
+    from kernelgen.emulate import runnable_target
+    p = op.problem({"M": 1000, "N": 1000, "K": 1000}, dtype="float16")
+    assert any(k["copy"] == "tma" and k["instr"] == "mma" for k in op.space(p, target("sm_90")))
+    assert not any(k["copy"] == "tma" for k in op.space(p, runnable_target(H100)))
+    with pytest.raises(ScheduleError, match="tma"):
+        kernel(TMA, arch=runnable_target(H100))
+
+
 def test_an_operand_stored_along_m_or_n_keeps_each_warps_share_in_one_box():
     kernel(dict(TMA, bn=128, wn=32), layout="NN")        # B's boxes of 64 columns: two warps a box
     with pytest.raises(ScheduleError, match="within one box"):

@@ -28,13 +28,26 @@ poisoned until then; `check=True` reports any access to it before that.
 """
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 
 from ..ops.base import Plan
+from ..target import Target
 from . import build as _build
 from .launch import ORDERS, EmulationError, run_launches
 
-__all__ = ["execute", "EmulationError", "ORDERS"]
+__all__ = ["execute", "EmulationError", "ORDERS", "GPU_ONLY_FEATURES", "runnable_target"]
+
+# Target features whose instructions need hardware state no fiber has (source.UNSUPPORTED_ASM names them):
+# a kernel that uses one is refused by name here and proven on the GPU.
+GPU_ONLY_FEATURES = frozenset({"tma", "clusters", "wgmma", "setmaxnreg"})
+
+
+def runnable_target(target: Target) -> Target:
+    """`target` as the emulator runs it: its limits without GPU_ONLY_FEATURES, so that a search space or a
+    heuristic asked with it offers only schedules the emulator can run."""
+    return dataclasses.replace(target, features=target.features - GPU_ONLY_FEATURES)
 
 
 def execute(plan: Plan, source: str, buffers: dict[str, np.ndarray], *, check: bool = False,
