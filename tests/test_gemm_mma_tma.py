@@ -147,3 +147,21 @@ def test_other_tiles_and_depths_on_the_gpu(knobs):
 def test_fp32_c_and_a_fused_epilogue_on_the_gpu():
     _validate(TMA, {"M": 300, "N": 520, "K": 264}, "bfloat16", "NT", out="float32")
     _validate(TMA, {"M": 300, "N": 520, "K": 264}, "float16", "TN", epilogue="relu(acc + bias) + res")
+
+
+@pytest.mark.gpu
+def test_random_schedules_of_the_space_at_random_sizes_on_the_gpu():
+    """24 seeded draws: a TMA-fed schedule of the tuner's space (with split-K beside it), a layout, a type and
+    sizes of 1 .. 700 that are no multiple of anything in particular."""
+    rng = np.random.default_rng(2026)
+    space = [k for k in op.space(op.problem(), H100) if k["copy"] == "tma" and k["instr"] == "mma"]
+    done = 0
+    while done < 24:
+        knobs = dict(space[rng.integers(len(space))], split_k=int(rng.choice([1, 1, 2, 3])))
+        dtype, layout = str(rng.choice(["float16", "bfloat16"])), str(rng.choice(["NN", "NT", "TN", "TT"]))
+        try:
+            kernel(knobs, op.types(dtype), layout)
+        except ScheduleError:     # e.g. 5 stages of 128x256 in a layout whose tiles take more shared memory
+            continue
+        _validate(knobs, {d: int(rng.integers(1, 700)) for d in "MNK"}, dtype, layout)
+        done += 1
