@@ -65,10 +65,10 @@ FAMILIES = ((128, 128, 8, 8, 0, BKS), (128, 64, 8, 4, 2, BKS), (64, 128, 4, 8, 2
             (64, 64, 4, 4, 0, BKS), (32, 256, 4, 8, 0, BKS), (24, 256, 4, 8, 0, BKS), (32, 128, 4, 4, 0, (8, 12)))
 
 
-def geometry(d: dict) -> tuple[int, int, int]:
-    """(output channels, output pixels N*P*Q, reduction C*R*S): the implicit GEMM's M, N and K."""
-    from .conv2d import Conv2d
-    P, Q = Conv2d.out_hw(d)
+def geometry(op, d: dict) -> tuple[int, int, int]:
+    """(output channels, output pixels N*P*Q, reduction C*R*S): the implicit GEMM's M, N and K (`op`: the
+    conv2d op, whose out_hw gives P and Q)."""
+    P, Q = op.out_hw(d)
     return d["K"], d["N"] * P * Q, d["C"] * d["R"] * d["S"]
 
 
@@ -115,7 +115,7 @@ def estimate(op, k: dict, d: dict, target: Target | None = None) -> float:
     res = resources(op, tuple(sorted(k.items())), target)
     if res is None:
         return math.inf
-    M, NPQ, CRS = geometry(d)
+    M, NPQ, CRS = geometry(op, d)
     if cdiv(M, k["bm"]) > 65535:
         return math.inf
     slots = per_sm(res[0], res[1], res[2], k["min_blocks"], target)
@@ -136,7 +136,7 @@ def estimate(op, k: dict, d: dict, target: Target | None = None) -> float:
 
 def candidates(op, d: dict, target: Target):
     """The tilings schedule_for weighs for sizes `d`: each family at each depth and number of slices."""
-    M, NPQ, CRS = geometry(d)
+    M, NPQ, CRS = geometry(op, d)
     base = dict(op.default_knobs(), algo="implicit")
     for bm, bn, tm, tn, min_blocks, bks in FAMILIES:
         for bk in bks:

@@ -55,7 +55,7 @@ from ..target import Target, default_target, target
 from .base import INT_MAX, LAYOUTS, Dim, Kernel, Knob, LadderStep, Launch, Op, Plan, Problem, Scalar, TensorMap, cdiv
 from .knobs import Prim, Range
 from .io import torch_tensor
-from .operands import Operands
+from .operands import Operands, chunk_widths
 from .fusion import Fusing
 from .sgemm import MAX_GRID_Y, check_grid
 from . import pitch
@@ -104,12 +104,6 @@ def smem_tile(rows: int, cols: int, pad: int, xor: bool, threads: int) -> dict:
                 fixed_swizzle=row_step > 0 and row_step % (xor_div * max(xor_mod, 1)) == 0)
 
 
-def chunk_widths(itemsize: int) -> tuple[int, int, int]:
-    """Elements of A, B and C (as their stored rows run) in 16 bytes: rows start 16-byte aligned where the
-    stored rows' lengths are multiples of these (8 halves, 4 fp32 values of tf32 data)."""
-    return (16 // itemsize,) * 3
-
-
 def units(d) -> int:
     """16-bit units an element of input type `d` takes in the tiles, copies and offsets: 1, or 2 for tf32
     data (fp32 values seen as pairs of halves)."""
@@ -128,6 +122,7 @@ class Gemm(Fusing, Op):
     inputs = ("A", "B")
     outputs = ("C",)
     dtypes = ("float16", "bfloat16", "tf32", "tf32x3")
+    wgmma_heuristic = WGMMA_HEURISTIC      # the base of the cost model's wgmma families (gemm_cost.py)
     layouts = LAYOUTS
     fuses = ("epilogue", "batch")
     knobs = (

@@ -121,3 +121,9 @@ class Operands:
         a = "A stored K x M (transposed), lda = M" if self.a_t else "A stored M x K, lda = K"
         b = "B stored N x K (transposed), ldb = K" if self.b_t else "B stored K x N, ldb = N"
         return f"layout {self.layout}: {a}; {b}; C M x N, ldc = N (all row-major)"
+
+
+def chunk_widths(itemsize: int) -> tuple[int, int, int]:
+    """Elements of A, B and C (as their stored rows run) in 16 bytes: rows start 16-byte aligned where the
+    stored rows' lengths are multiples of these (8 halves, 4 fp32 values of tf32 data)."""
+    return (16 // itemsize,) * 3
