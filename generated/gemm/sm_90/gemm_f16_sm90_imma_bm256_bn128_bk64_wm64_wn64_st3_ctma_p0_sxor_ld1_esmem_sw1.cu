@@ -384,39 +384,6 @@ template <int R>
 __device__ __forceinline__ void kg_setmaxnreg_inc() { asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" :: "n"(R)); }
 
 #endif  // KERNELGEN_WGMMA
-#ifndef KERNELGEN_TC_COPY
-#define KERNELGEN_TC_COPY
-// 8 16-bit elements of a row, columns c..c+7 of a row with `cols` columns (row_ok: the row exists),
-// zero outside the matrix. ALIGNED: the row starts 16-byte aligned and the column count is a multiple
-// of 8, so the 8 elements are wholly inside or wholly outside and one 16-byte load fetches them;
-// otherwise element by element. CHECK = false: the caller guarantees they lie inside (no test).
-template <bool CHECK, bool ALIGNED>
-__device__ __forceinline__ uint4 kg_tc_load16(const unsigned short* __restrict__ p, bool row_ok, int c, int cols) {
-  if (ALIGNED) {
-    if (!CHECK || (row_ok && c < cols)) return *reinterpret_cast<const uint4*>(p);
-    return make_uint4(0u, 0u, 0u, 0u);
-  } else {   // an else: after a return nvcc flags the loop unreachable where ALIGNED is a constant
-  unsigned v[4];
-  #pragma unroll
-  for (int u = 0; u < 4; ++u) {
-    const unsigned lo = (!CHECK || (row_ok && c + 2 * u < cols)) ? p[2 * u] : 0u;
-    const unsigned hi = (!CHECK || (row_ok && c + 2 * u + 1 < cols)) ? p[2 * u + 1] : 0u;
-    v[u] = lo | hi << 16;
-  }
-  return make_uint4(v[0], v[1], v[2], v[3]);
-  }
-}
-// The same 16 bytes into shared `s` with cp.async where ALIGNED (zeros outside the matrix are stored
-// directly; both become visible with the barrier after the wait); element-wise loads otherwise.
-template <bool CHECK, bool ALIGNED>
-__device__ __forceinline__ void kg_tc_async16(void* s, const unsigned short* __restrict__ p, bool row_ok, int c,
-                                              int cols) {
-  if (!ALIGNED) *reinterpret_cast<uint4*>(s) = kg_tc_load16<CHECK, false>(p, row_ok, c, cols);
-  else if (!CHECK || (row_ok && c < cols)) kg_cp_async16(s, p);
-  else *reinterpret_cast<uint4*>(s) = make_uint4(0u, 0u, 0u, 0u);
-}
-#endif  // KERNELGEN_TC_COPY
-
 // C = A @ B on tensor cores (mma.sync m16n8k16, __half inputs, fp32 accumulators, __half output),
 // fed by TMA (sm_90). A block computes a 256x128 tile of C with 8 warps of 64x64; A (256x64) and
 // B (64x128) arrive in 3 stages, 128-byte XOR-swizzled rows (the layout ldmatrix reads conflict-free),
