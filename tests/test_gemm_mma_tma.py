@@ -30,8 +30,8 @@ def kernel(knobs, types=F16, layout="NN", arch=H100):
     (dict(bk=32), "K is read 64 at a time"),
     (dict(ldmatrix=False), "annotate(ldmatrix, 1)"),
     (dict(smem="pad", pad=8), "XOR-swizzled rows"),
-    (dict(frag_buffers=2), "annotate(warp_fragments, 1)"),
-    (dict(persistent="coop", min_blocks=2), "annotate(persistent, off)"),
+    (dict(frag_buffers=2), "fragments double-buffered across tiles need a cp.async pipeline"),
+    (dict(persistent="coop", min_blocks=2), "persistent blocks need annotate(copy, cp_async)"),
     (dict(instr="wmma", wm=32, wn=32, smem="pad", pad=8, ldmatrix=False), "TMA copies feed wgmma and mma.sync"),
 ])
 def test_schedules_tma_cannot_feed_say_why(change, message):

@@ -221,8 +221,6 @@ class Gemm(Fusing, Op):
             return self._check_wgmma(k, target, layout)
         check(k["copy"] != "tma" or instr == "mma", "annotate", "copy", "tma", allowed="sync, cp_async",
               limit=f"TMA copies feed wgmma and mma.sync; {intrinsic} takes its tiles by cp.async or through registers")
-        if k["copy"] == "tma":
-            return self._check_mma_tma(k, target, layout)
         if instr == "mma":
             target.require("mma_m16n8k16_f16", "tensorize", "k.1", intrinsic)
         else:
@@ -235,6 +233,8 @@ class Gemm(Fusing, Op):
             target.require("cp_async", "annotate", "copy", "cp_async")
             check(k["stages"] >= 2, "double_buffer", "A", k["stages"], limit="cp.async pipelines need 2..6 stages",
                   allowed="2, 3, 4, 5, 6")
+        elif k["copy"] == "tma":
+            self._check_mma_tma(k, target, layout)
         else:
             check(k["stages"] <= 2, "double_buffer", "A", k["stages"],
                   limit="copies through registers keep at most 2 stages; use annotate(copy, cp_async)", allowed="1, 2")
@@ -265,16 +265,13 @@ class Gemm(Fusing, Op):
         self._check_block(k, target, layout)
 
     def _check_mma_tma(self, k: dict, target: Target, layout: str) -> None:
-        """mma.sync fed by TMA: the tiles arrive as wgmma's do (128-byte swizzled rows of 64 k, MN-major
-        operands in boxes of 64 columns), the fragments by ldmatrix; each warp's rows or columns of an
-        MN-major operand lie in one box."""
+        """What TMA adds to mma.sync's rules: the tiles arrive as wgmma's do (128-byte swizzled rows of 64 k,
+        MN-major operands in boxes of 64 columns, 2-D descriptors), the fragments by ldmatrix, and each warp's
+        rows or columns of an MN-major operand lie in one box."""
         target.require("tma", "annotate", "copy", "tma")
-        target.require("mma_m16n8k16_f16", "tensorize", "k.1", INTRINSICS["mma"])
         needs = ((k["ldmatrix"], "annotate(ldmatrix, 1)", "annotate", "ldmatrix", 0),
                  (k["smem"] == "xor" and k["pad"] == 0, "annotate(shared_layout, xor) without padding: TMA writes 128-byte "
                   "XOR-swizzled rows", "storage_align", "A", k["pad"]),
-                 (k["frag_buffers"] == 1, "annotate(warp_fragments, 1)", "annotate", "warp_fragments", k["frag_buffers"]),
-                 (k["persistent"] == "off", "annotate(persistent, off)", "annotate", "persistent", k["persistent"]),
                  (not self.batched, "one product (its TMA descriptors are 2-D)", "annotate", "copy", "tma"))
         for ok, want, prim, tgt, value in needs:
             check(ok, prim, tgt, value, limit=f"mma.sync fed by TMA needs {want}")
@@ -282,15 +279,11 @@ class Gemm(Fusing, Op):
               limit="TMA fills 128-byte swizzled rows: K is read 64 at a time")
         check(2 <= k["stages"], "double_buffer", "A", k["stages"], limit="a TMA pipeline needs 2..6 stages",
               allowed="2, 3, 4, 5, 6")
-        o, (sm, sn, _) = Operands(layout), SHAPES["mma"]
-        for loop, b, w, s, mn_major in (("i", k["bm"], k["wm"], sm, o.a_t), ("j", k["bn"], k["wn"], sn, not o.b_t)):
-            check(w % s == 0 and b % w == 0, "split", loop, (b, w),
-                  limit=f"the mma.m16n8k16 shape divides the warp tile ({w} % {s}) and the warp tile the block's ({b} % {w})")
-            if mn_major:
-                check(b % 64 == 0 and 64 % w == 0, "split", loop, (b, w),
-                      limit="an operand stored along this dimension arrives in TMA boxes of 64: the block tile a "
-                            "multiple of 64 and each warp's share within one box (64 % warp tile == 0)")
-        self._check_block(k, target, layout)
+        o = Operands(layout)
+        for loop, b, w, mn_major in (("i", k["bm"], k["wm"], o.a_t), ("j", k["bn"], k["wn"], not o.b_t)):
+            check(not mn_major or (b % 64 == 0 and 64 % w == 0), "split", loop, (b, w),
+                  limit="an operand stored along this dimension arrives in TMA boxes of 64: the block tile a "
+                        "multiple of 64 and each warp's share within one box (64 % warp tile == 0)")
 
     def _check_block(self, k: dict, target: Target, layout: str = "NN") -> None:
         """What every variant's block must fit: the arch's threads and shared memory per block."""
@@ -458,14 +451,13 @@ class Gemm(Fusing, Op):
     def shared_bytes(self, k: dict, layout: str = "NN", out_itemsize: int = 2, ew: int = 1) -> int:
         if k["instr"] == "wgmma":
             return self._wgmma_fixed_bytes(k) + self._staging_bytes(k, self._staged_size(k, out_itemsize))
+        # mma.sync's staged C: each warp's STAGED_ROWS rows of fp32 at most
+        staging = self.threads(k) // 32 * STAGED_ROWS * self._c_ld(k, 4) if k["epilogue"] == "smem" else 0
+        if k["copy"] == "tma":   # whole stages (A's and B's boxes), 1024 bytes to align them, two barriers a stage
+            return max(k["stages"] * self._wgmma_stage_bytes(k), staging) + 1024 + 16 * k["stages"]
         ta, tb = self._tiles(k, layout, ew)
         pipeline = 2 * k["stages"] * (ta["rows"] * ta["ld"] + tb["rows"] * tb["ld"])
-        if k["copy"] == "tma":   # whole stages (A's and B's boxes), 1024 bytes to align them, two barriers a stage
-            staging = self.threads(k) // 32 * STAGED_ROWS * self._c_ld(k, 4) if k["epilogue"] == "smem" else 0
-            return max(k["stages"] * self._wgmma_stage_bytes(k), staging) + 1024 + 16 * k["stages"]
-        if k["instr"] == "mma" and k["epilogue"] == "smem":
-            staging = self.threads(k) // 32 * STAGED_ROWS * self._c_ld(k, 4)
-            # the stages become the warps' staging areas; a persistent block's are beside them (refilled meanwhile)
+        if staging:   # the stages become the warps' staging areas; a persistent block's are beside them (refilled meanwhile)
             return pipeline + staging if k["persistent"] != "off" else max(pipeline, staging)
         return pipeline + (self.threads(k) // 32 * 16 * 16 * 4 if k["instr"] == "wmma" else 0)
 
@@ -554,11 +546,9 @@ class Gemm(Fusing, Op):
                  **self._operands(Operands(layout), "ldk" if k["split_k"] > 1 else "K", ew),
                  **self.fusion_params(types),
                  batch_params=", int batch, long long stride_a, long long stride_b" if self.batched else "")
-        if k["copy"] == "tma":
-            tma, stage = self._tma(k, Operands(layout)), self._wgmma_stage_bytes(k)
-            p.update(a_boxes=tma["A"]["boxes"], b_boxes=tma["B"]["boxes"], stage_bytes=stage, a_bytes=2 * k["bm"] * k["bk"],
-                     box_elems=64 * k["bk"], a_stage=stage // 2, b_stage=stage // 2,
-                     aligned_note=Operands(layout).condition((8, 8, 8), ", "))
+        if k["copy"] == "tma":   # a stage holds A's boxes, then B's: both tiles step by whole stages
+            tma = self._tma_params(k, Operands(layout))
+            p.update(tma, box_elems=64 * k["bk"], a_stage=tma["stage_bytes"] // 2, b_stage=tma["stage_bytes"] // 2)
         return p, self.shared_bytes(k, layout, ew=ew), self.registers(k, d)
 
     def _check_tf32(self, k: dict, d, target: Target, layout: str) -> None:
@@ -620,6 +610,14 @@ class Gemm(Fusing, Op):
                                                              for c in range(k["bn"] // 64)])
         return dict(A=a, B=b)
 
+    @classmethod
+    def _tma_params(cls, k: dict, o: Operands) -> dict:
+        """What a TMA-fed kernel (wgmma, mma.sync by TMA) renders its stages from: the boxes of _tma, a stage's
+        bytes and A's share of them, and TMA's alignment rule for the comments."""
+        tma = cls._tma(k, o)
+        return dict(a_boxes=tma["A"]["boxes"], b_boxes=tma["B"]["boxes"], stage_bytes=cls._wgmma_stage_bytes(k),
+                    a_bytes=2 * k["bm"] * k["bk"], aligned_note=o.condition((8, 8, 8), ", "))
+
     @staticmethod
     def _wgmma_operands(k: dict, o: Operands) -> dict:
         """wgmma's shared-memory descriptors per operand: a K-major tile (128-byte rows along K: k16
@@ -639,7 +637,6 @@ class Gemm(Fusing, Op):
     def _wgmma_params(self, k: dict, types: Types, layout: str = "NN") -> dict:
         d, o = types.input, types.output
         lay = Operands(layout)
-        tma = self._tma(k, lay)
         # With a fused epilogue that reads a residual the tile is staged as the fp32 accumulators, and the
         # epilogue runs on the way out, where a warp's residual reads are whole rows of C (in the fragment
         # layout they are 8 rows' 4-byte pieces: 1.10-1.31x the plain GEMM's time at 4096^3 on the H100);
@@ -654,14 +651,12 @@ class Gemm(Fusing, Op):
                     ws=k["ws"], threads=self.threads(k), consumers=self._consumers(k), mi=k["wm"] // 64,
                     persistent=k["persistent"], staging_bytes=self._staging_bytes(k, staged_size),
                     pass_rows=self._pass_rows(k, staged_size),
-                    stage_bytes=self._wgmma_stage_bytes(k), a_bytes=2 * k["bm"] * k["bk"], b_box_bytes=2 * 64 * k["bk"],
-                    **self._setmaxnreg(k), ab=d.short,
+                    b_box_bytes=2 * 64 * k["bk"], **self._tma_params(k, lay), **self._setmaxnreg(k), ab=d.short,
                     epilogue=k["epilogue"], c_ld=self._c_ld(k, staged_size), cluster=k["cluster"],
                     c_vec=self._c_vec(k, o.itemsize),
                     staged_type=staged_type, ep_regs=self._ep_in_registers(k),
                     in_ctype=d.ctype, in_header=d.header, out_header=o.header, out=o,
-                    a_boxes=tma["A"]["boxes"], b_boxes=tma["B"]["boxes"], **self._wgmma_operands(k, lay),
-                    aligned_note=lay.condition((8, 8, 8), ", "), layout_note="" if layout == "NN" else lay.describe(),
+                    **self._wgmma_operands(k, lay), layout_note="" if layout == "NN" else lay.describe(),
                     **self.fusion_params(types))
 
     def plan(self, kernel: Kernel, problem: Problem, target: Target | None = None) -> Plan:

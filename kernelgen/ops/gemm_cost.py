@@ -80,7 +80,7 @@ DEFAULT_PEAK = (989.4e12, 3.35e12)  # fp16 flop/s and bytes/s where the target n
 # mma.sync 128x128 with C staged (~490, 0.49, its pipeline's stages unrolled: bench_results/2026-11-24-s9),
 # and the mma.sync tiles beside it (0.78 of the 128x128 tile before that change at 4096^3,
 # bench_results/tuning_gemm_f16_h100.jsonl); the other wgmma tiles are guesses for the probe to fit.
-_WG = dict(base="wgmma")   # over the op's wgmma heuristic (Gemm.wgmma_heuristic); each family sets its own bm, bn, wn
+_WG = dict(instr="wgmma")  # over the op's wgmma heuristic (Gemm.wgmma_heuristic); each family sets its own bm, bn, wn
 FAMILIES = (
     ("wgmma 128x256", dict(_WG, bm=128, bn=256, wn=256), 0.81),
     ("wgmma 128x192", dict(_WG, bm=128, bn=192, wn=192), 0.78),
@@ -123,8 +123,7 @@ def families(op, target: Target, layout: str = "NN", batched: bool = False, dtyp
     the blocks an SM holds (tf32x3's 64x64 warp tiles need more registers than a thread has: refused)."""
     types, out = op.types(dtype_name), []
     for name, over, eff in FAMILIES:
-        base = op.wgmma_heuristic if over.get("base") == "wgmma" else op.default_knobs()
-        k = dict(base, **{n: v for n, v in over.items() if n != "base"})
+        k = dict(op.wgmma_heuristic if over.get("instr") == "wgmma" else op.default_knobs(), **over)
         if k["instr"] == "wgmma" and batched:
             continue
         try:
