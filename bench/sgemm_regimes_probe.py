@@ -5,6 +5,8 @@ to calibrate kernelgen/ops/sgemm_cost.py (COSTS and the FAMILIES' efficiencies).
     PYTHONPATH=. python3 bench/sgemm_regimes_probe.py --list          # no GPU: the candidates and estimates
     PYTHONPATH=. python3 bench/sgemm_regimes_probe.py --shapes 4096x8x100000,1000x1000x1000 --timing auto
     PYTHONPATH=. python3 bench/sgemm_regimes_probe.py --shapes 8457x35x4096:NT --families all   # every family
+    PYTHONPATH=. python3 bench/sgemm_regimes_probe.py --shapes 8457x35x4096:NT \
+        --extra "layout=contiguous,wm=0,wn=0,bm=256,bn=40,tn=5,vec_c=1,split_k=4,reduce_k=workspace"  # a tile of your own
 
 Shapes are representative of each regime and none is one of DeepBench's. Per shape the candidates are
 schedule_for's pick, the pick summed the other way (atomic / workspace), its family with half and twice
@@ -52,6 +54,23 @@ OTHER_FAMILIES = 4
 
 def knob_key(knobs: dict) -> tuple:
     return tuple(sorted(knobs.items()))
+
+
+def extra_candidates(op, problem, target, extra: list[str]) -> list[dict]:
+    """Candidates the model does not rank: each `k=v,k=v` over schedule_for's knobs; a knob set the
+    schedule checks refuse is left out with its message printed."""
+    base = dict(candidates(op, problem, target)[0].knobs)
+    out = []
+    for text in extra:
+        k = dict(base, **{n: op.parse_knob(f"{n}={v}")[1] for n, v in (kv.split("=", 1) for kv in text.split(","))})
+        try:
+            op.kernel(op.schedule_from_knobs(**k), target, None, problem.layout)
+        except Exception as e:
+            print(f"--extra {text}: {e}", flush=True)
+            continue
+        out.append(dict(label="extra", family=text, split_k=k["split_k"], reduce_k=k["reduce_k"], model_us=None,
+                        knobs=k))
+    return out
 
 
 def plan_candidates(op, problem, target, every_family: bool = False) -> list[dict]:
@@ -150,7 +169,8 @@ def run(args) -> int:
     out.mkdir(parents=True, exist_ok=True)
     start = time.time()
     shapes = parse_shapes(args.shapes)
-    plans = [(s, plan_candidates(op, problem_of(op, s), target, args.families == "all")) for s in shapes]
+    plans = [(s, plan_candidates(op, problem_of(op, s), target, args.families == "all")
+              + extra_candidates(op, problem_of(op, s), target, args.extra)) for s in shapes]
     scheds = [(op.schedule_from_knobs(**c["knobs"]), problem_of(op, s).layout) for s, cs in plans for c in cs]
     errors = compile_all(op, scheds, target, args.jobs)
     print(f"compiled {len(errors)} kernels in {time.time() - start:.0f} s "
@@ -182,7 +202,7 @@ def run(args) -> int:
                 row.update(valid=False, time_us=None, ratio=None, failure=f"{type(e).__name__}: {str(e)[:200]}")
             rows.append(row)
             print(f"{row['shape']:>18} {row['label']:<24} {row['family']:<17} sk{row['split_k']:<3} "
-                  f"{row['reduce_k']:<9} model {row['model_us']:>9} us  time {row.get('time_us')} us  "
+                  f"{row['reduce_k']:<9} model {str(row['model_us']):>9} us  time {row.get('time_us')} us  "
                   f"cuBLAS {vendor_us and round(vendor_us, 2)} us  ratio {row.get('ratio')}  valid {row['valid']}",
                   flush=True)
         del ref
@@ -237,9 +257,10 @@ def listing(args) -> int:
     op = get_op("sgemm")
     tgt = target("sm_90a")
     for shape in parse_shapes(args.shapes):
-        for c in plan_candidates(op, problem_of(op, shape), tgt, args.families == "all"):
+        for c in (plan_candidates(op, problem_of(op, shape), tgt, args.families == "all")
+                  + extra_candidates(op, problem_of(op, shape), tgt, args.extra)):
             print(f"{shape_name(shape):>18} {c['label']:<24} {c['family']:<17} sk{c['split_k']:<3} "
-                  f"{c['reduce_k']:<9} model {c['model_us']:>9} us")
+                  f"{c['reduce_k']:<9} model {str(c['model_us']):>9} us")
     return 0
 
 
@@ -248,6 +269,8 @@ if __name__ == "__main__":
     ap.add_argument("--shapes", help="MxNxK,MxNxK,... (default: the regimes' shapes)")
     ap.add_argument("--families", default="near", choices=("near", "all"),
                     help="near: the pick and its neighbours; all: every family at its best slices")
+    ap.add_argument("--extra", action="append", default=[],
+                    help="k=v,k=v: one more candidate, these knobs over schedule_for's (repeatable)")
     ap.add_argument("--timing", default="events", choices=("events", "graph", "auto"))
     ap.add_argument("--reps", type=int, default=20)
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 4, help="parallel NVRTC compiles")

@@ -61,7 +61,7 @@ def test_ladder_follows_the_seed_notes():
     (dict(copy="sync", stages=3), "at most 2 stages"),
     (dict(copy="cp_async", stages=1, vec_a=1), "2..4 stages"),
     (dict(layout="contiguous", wm=0, wn=0, bm=256, bn=256, tm=4, tn=4), "4096 threads"),
-    (dict(layout="strided", wm=0, wn=0, tm=2), r"\(256, 512, 4\).*run stride S divides"),
+    (dict(layout="strided", wm=0, wn=0, tm=2), "tm=2.*the strided layout gives a thread runs of 4 adjacent rows"),
     (dict(shared=False), "one element"),
     (dict(vec_c=4, layout="contiguous", wm=0, wn=0, bn=128, tn=2), "a run of 2 adjacent columns"),
     (dict(bk=32, stages=2, bm=256, bn=256, tm=16, tn=16, wm=128, wn=64), "registers"),
@@ -141,6 +141,38 @@ def test_schedule_for_follows_the_regimes():
     assert pick(4096, 8, 100000)["bn"] == 8                                  # no columns computed for nothing
     assert pick(16, 5000, 4000)["bm"] <= 16
     assert pick(1, 1, 1)["split_k"] == pick(4096, 4096, 4096)["split_k"] == 1
+
+
+def test_fitted_tiles_span_a_thin_side_no_power_of_two_fits():
+    """A thin side of 17-24 or 33-48 gets a tile of the next multiple of 8 (8 threads of 3, 5 or 6), not 32 or 64;
+    56 columns would save too little for threads of 7 (measured slower), powers of two need no fitting."""
+    from kernelgen.ops.sgemm_cost import fitted_side
+    assert [fitted_side(n) for n in (1, 16, 17, 20, 24, 25, 32, 33, 35, 44, 48, 49, 56, 63, 64, 100)] == \
+        [0, 0, 24, 24, 24, 0, 0, 40, 40, 48, 48, 0, 0, 0, 0, 0]
+    h100 = target("sm_90a")
+    for layout in ("NN", "NT"):
+        k = op.knobs_from_schedule(op.schedule_for(op.problem({"M": 8457, "N": 35, "K": 4096}, layout=layout), h100))
+        assert (k["bn"], k["tn"], k["layout"], k["split_k"] > 1) == (40, 5, "contiguous", True), (layout, k)
+    k = op.knobs_from_schedule(op.schedule_for(op.problem({"M": 40, "N": 3000, "K": 3000}, layout="TN"), h100))
+    assert (k["bm"], k["tm"], k["layout"]) == (40, 5, "contiguous"), k
+    k = op.knobs_from_schedule(op.schedule_for(op.problem({"M": 2000, "N": 56, "K": 2000}, layout="NT"), h100))
+    assert k["bn"] == 64, k
+
+
+def test_fitted_tiles_are_refused_where_their_threads_cannot_hold_them():
+    # a fitted side is a whole number of thread tiles, and the warp layout's runs of 4 do not take threads of 5
+    with pytest.raises(ScheduleError, match=r"\(40, 3\) is illegal .*the thread tile 3 divides the block tile 40"):
+        kernel_of(layout="contiguous", wm=0, wn=0, bm=64, tm=4, bn=40, tn=3, vec_c=1)
+    with pytest.raises(ScheduleError, match="vectorize.*a vector of C lies in a run of 5 adjacent columns"):
+        kernel_of(layout="contiguous", wm=0, wn=0, bm=64, tm=4, bn=40, tn=5, vec_c=4)
+    with pytest.raises(ScheduleError, match="tn=5.* runs of 4 adjacent columns.*layout contiguous"):
+        kernel_of(bm=64, bn=40, wm=32, wn=8, tm=4, tn=5, vec_c=1)
+    with pytest.raises(ScheduleError, match="tm=6.*strided layout gives a thread runs of 4 adjacent rows"):
+        kernel_of(layout="strided", wm=0, wn=0, bm=48, tm=6, bn=64, tn=8)
+    # a split written by hand names its own factors
+    code = op.schedule(layout="strided", wm=0, wn=0, bm=256, tm=8).to_python()
+    with pytest.raises(ScheduleError, match=r"\(256, 96, 4\) is illegal .*the run stride S divides the block extent"):
+        op.kernel(eval(code.replace('split("i", 256, 128, 4)', 'split("i", 256, 96, 4)'), {"schedule": schedule}))
 
 
 def test_schedule_for_is_legal_at_every_size():
@@ -257,6 +289,12 @@ SMALL_TILES = {   # the skinny families of schedule_for, with K in slices
     "16 rows a block, 3 slices added by atomics": dict(bm=16, bn=128, wm=16, wn=32, tm=4, tn=4, split_k=3),
     "8 rows a block, float2 stores, 2 slices through a workspace":
         dict(bm=8, bn=256, wm=8, wn=64, tm=4, tn=4, vec_c=2, split_k=2, reduce_k="workspace"),
+    "40 columns fitted (threads of 5), 4 slices through a workspace":
+        dict(layout="contiguous", wm=0, wn=0, bm=64, tm=4, bn=40, tn=5, vec_c=1, split_k=4, reduce_k="workspace"),
+    "24 rows fitted (threads of 3), 2 slices added by atomics":
+        dict(layout="contiguous", wm=0, wn=0, bm=24, tm=3, bn=128, tn=8, split_k=2),
+    "48 columns fitted (threads of 6), float2 stores, K whole":
+        dict(layout="contiguous", wm=0, wn=0, bm=128, tm=8, bn=48, tn=6, vec_c=2),
 }
 AWKWARD = [(1, 1, 1), (17, 33, 1), (33, 17, 33), (1, 17, 1000), (33, 1, 777), (17, 33, 2049)]   # K >> N too
 
@@ -285,7 +323,9 @@ def test_small_tiles_and_workspace_split_k_at_awkward_sizes_on_the_emulator(name
 @pytest.mark.parametrize("layout", ["NT", "TN", "TT"])
 def test_small_tiles_and_workspace_split_k_in_transposed_layouts_on_the_emulator(layout):
     for name, m, n, k in (("16 rows a block, 3 slices added by atomics", 17, 33, 1000),
-                          ("8 rows a block, float2 stores, 2 slices through a workspace", 33, 17, 33)):
+                          ("8 rows a block, float2 stores, 2 slices through a workspace", 33, 17, 33),
+                          ("40 columns fitted (threads of 5), 4 slices through a workspace", 131, 35, 77),
+                          ("24 rows fitted (threads of 3), 2 slices added by atomics", 20, 130, 41)):
         p = op.problem({"M": m, "N": n, "K": k}, layout=layout)
         for sched in (op.schedule(**SMALL_TILES[name]), op.schedule_for(p)):
             v = validate(op, sched, p, backend="emulate", order="random", check=True)

@@ -58,6 +58,11 @@ SHARED = ("shared", (True,))      # the knobs of the shared-memory kernel apply 
 RUN = 4                  # rows (columns) per run in the strided and warp layouts: one 128-bit shared load
 MAX_GRID_Y = 65535
 REDUCE_K = ("atomic", "workspace")
+# Block tiles: powers of two, and the multiples of 8 between them that fit a thin side of C (N = 35 in 40
+# columns, not 64) as 8 threads of 3, 5, 6 or 7 (sgemm_cost.fitted_families).
+POW2_TILES = (8, 16, 32, 64, 128, 256)
+BLOCK_TILES = (8, 16, 24, 32, 40, 48, 56, 64, 128, 256)
+THREAD_TILES = (1, 2, 3, 4, 5, 6, 7, 8, 16)
 
 
 def check_grid(op: str, problem: Problem, grid: tuple[int, int, int], bm: int, swizzle: int) -> None:
@@ -86,10 +91,12 @@ class Sgemm(Fusing, Op):
     knobs = (
         Knob("shared", True, (False, True), "stage A and B tiles in shared memory (else: the naive kernel)", "s",
              Prim("cache_read", ("A", "B"), absent=False, values=((True, "shared"),))),
-        Knob("bm", 256, (8, 16, 32, 64, 128, 256), "rows of C per block", "bm", TILES),
-        Knob("bn", 128, (8, 16, 32, 64, 128, 256), "columns of C per block", "bn", TILES),
-        Knob("tm", 16, (1, 2, 4, 8, 16), "rows of C per thread", "tm", TILES),
-        Knob("tn", 8, (1, 2, 4, 8, 16), "columns of C per thread", "tn", TILES),
+        Knob("bm", 256, BLOCK_TILES, "rows of C per block (24-56: a thin M fitted, contiguous layout)", "bm", TILES,
+             tune=POW2_TILES),
+        Knob("bn", 128, BLOCK_TILES, "columns of C per block (24-56: a thin N fitted, contiguous layout)", "bn", TILES,
+             tune=POW2_TILES),
+        Knob("tm", 16, THREAD_TILES, "rows of C per thread", "tm", TILES, tune=(1, 2, 4, 8, 16)),
+        Knob("tn", 8, THREAD_TILES, "columns of C per thread", "tn", TILES, tune=(1, 2, 4, 8, 16)),
         Knob("layout", "warp", LAYOUTS, "how thread tiles sit in the block tile: the split's form and the loop bound "
              "to threads (see the module doc)", "l", TILES),
         Knob("wm", 64, (0, 8, 16, 32, 64, 128), "rows per warp tile (layout warp; else 0)", "wm", TILES),
@@ -139,6 +146,10 @@ class Sgemm(Fusing, Op):
     def build(self, k: dict) -> Schedule:
         s = schedule(self.name)
         for loop, b, t, w, thread_axis in (("i", k["bm"], k["tm"], k["wm"], "y"), ("j", k["bn"], k["tn"], k["wn"], "x")):
+            # (a split written by hand cannot say this: its innermost factor is the run itself)
+            check(k["layout"] == "contiguous" or t % RUN == 0, "split", loop, f"t{'mn'[loop == 'j']}={t}",
+                  limit=f"the {k['layout']} layout gives a thread runs of {RUN} adjacent {('rows', 'columns')[loop == 'j']}",
+                  allowed=f"multiples of {RUN}, or layout contiguous")
             if k["layout"] == "warp":
                 s = (s.split(loop, b, w, w * RUN // max(t, 1), RUN).bind(f"{loop}.0", f"blockIdx.{thread_axis}")
                      .bind(f"{loop}.1", "warp").bind(f"{loop}.3", "lane"))
@@ -616,4 +627,10 @@ class Sgemm(Fusing, Op):
         for over in (dict(), dict(bm=128, bn=128)):   # K slices, for grids that cannot fill the SMs
             for split_k in (2, 3, 4, 8):
                 k = dict(base, **over, split_k=split_k)
+                yield dict(k, **self.layout_knobs(o.layout, k["copy"], k["bm"]))
+        from .sgemm_cost import fitted_rows, fitted_side
+        # a thin side no power of two fits (N = 35): the cost model's tiles of its own width, K in slices
+        for _, over, _ in fitted_rows(fitted_side(problem["M"]), fitted_side(problem["N"])):
+            for split_k in (1, 4, 8, 12, 16):
+                k = dict(base, **over, split_k=split_k, reduce_k="workspace" if split_k > 1 else "atomic")
                 yield dict(k, **self.layout_knobs(o.layout, k["copy"], k["bm"]))

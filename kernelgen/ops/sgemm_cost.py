@@ -7,9 +7,10 @@
 >>> dict(best.knobs)["bn"], best.split_k >= 16, best.reduce_k
 (16, True, 'workspace')
 
-Each candidate is a tile family (a row of FAMILIES) with K cut into `split_k` slices (gridDim.z),
-summed by atomics or through a workspace (`reduce_k`). Its time, in seconds, is estimated from the
-shape and the Target only (no shape is listed anywhere):
+Each candidate is a tile family (a row of FAMILIES, or of FITTED where a thin side of C takes a tile of
+its own width) with K cut into `split_k` slices (gridDim.z), summed by atomics or through a workspace
+(`reduce_k`). Its time, in seconds, is estimated from the shape and the Target only (no shape is
+listed anywhere):
 
     blocks        = ceil(M / bm) * ceil(N / bn) * slices
     resident r    = blocks an SM holds at once (threads, shared memory and the registers' estimate)
@@ -37,6 +38,7 @@ roofline. The regimes it produces, for an H100 (132 SMs):
 | very long K | M=1024, N=16, K=500000 | a skinny tile, K in up to 256 slices, workspace | blocks in flight to stream A at full bandwidth |
 | skinny N (<= ~64) | 3000x64x2000, 4096x8x100000 | bn = 8/16/32/64 tiles, slices | no columns of C computed for nothing |
 | skinny M (<= ~64) | 16x5000x4000 | bm = 8/16/32 tiles, slices | the same for rows |
+| a thin side of 17-24 or 33-48 | 8457x35x4096, 40x3000x3000 | a fitted 24/40/48-wide tile, slices | 40 columns for 35, not 64 |
 
 Operand layouts: where A is stored transposed (TN, TT) the cp.async families copy it 16 bytes at a time
 into the km tile, as its rows lie in memory (M = 16-32, N = 512-1024, K = 512 TN: 0.70-0.85x cuBLAS with
@@ -53,6 +55,7 @@ candidates on an H100 beside the model's estimate, to calibrate them.
 from __future__ import annotations
 
 import functools
+import math
 from dataclasses import dataclass
 
 from ..errors import KernelgenError
@@ -116,6 +119,17 @@ FAMILIES = (
     ("256x8/cp.async", dict(bm=256, bn=8, wm=64, wn=8, tm=4, tn=4, **_ASYNC), 0.11),
     ("16x256/cp.async", dict(bm=16, bn=256, wm=16, wn=64, tm=4, tn=8, **_ASYNC), 0.36),
 )
+# Fitted families: where C's thin side (M or N under 64) is not close to a power of two, a block spans it in
+# the next multiple of 8 (N = 35: 40 columns, where the families above compute 64 or 2 x 32), as 8 threads
+# of `side / 8` = 3, 5 or 6 in the contiguous layout (the warp layouts need runs of 4), wherever that is at
+# most 3/4 of the power of two (24, 40 and 48; 56 columns ran slower than 64, their threads' 7 columns
+# loaded one float at a time). The other side is 64 (threads of 4) or 128 (of 8). Efficiencies from
+# `bench/sgemm_regimes_probe.py --families all` at 12 shapes with a side of 20-56 (H100, 2026-11-25,
+# bench_results/2026-11-25-s14/sgemm_fitted_families.md).
+FITTED = (
+    (64, 4, 0.48),
+    (128, 8, 0.40),
+)
 SPLITS = (1, 2, 3, 4, 5, 6, 8, 10, 12, 16, 20, 24, 32, 48, 64, 96, 128, 192, 256)
 
 
@@ -142,24 +156,50 @@ def families(op, target: Target, layout: str = "NN") -> tuple[Family, ...]:
     """The families legal on `target` for operand layout `layout` (checked as op.kernel checks a
     schedule; nothing compiled), with what the layout changes in a schedule (op.layout_knobs), and the
     blocks an SM holds: its threads, shared memory and registers (the kernel's estimate) allow."""
-    out = []
-    for name, over, eff in FAMILIES:
-        k = dict(op.default_knobs(), **over)
-        k.update(op.layout_knobs(layout, k["copy"], k["bm"]))
-        if k["copy"] == "cp_async" and Operands(layout).b_t:
-            continue        # B's 4-byte copies: slower than the register-copied tiles (module doc)
-        try:
-            kernel = op.kernel(op.schedule_from_knobs(**k), target, None, layout)
-        except KernelgenError:
-            continue
-        threads = op.threads(k)
-        regs = min(255, -(-max(kernel.registers_estimate, 32) // 8) * 8)
-        smem = op.shared_bytes(k) + 1024          # the SM reserves 1 KB a block
-        resident = max(1, min(32, target.max_threads_per_sm // threads, target.smem_per_sm // smem,
-                              target.regs_per_sm // (regs * threads)))
-        in_flight = k["stages"] - 1 if k["copy"] == "cp_async" else 1
-        out.append(Family(name, k, eff, resident, in_flight))
-    return tuple(out)
+    return tuple(f for f in (_family(op, target, layout, *row) for row in FAMILIES) if f)
+
+
+def fitted_side(size: int) -> int:
+    """The fitted families' extent for a thin side of `size` (0: a power of two fits it as well)."""
+    side, pow2 = cdiv(size, 8) * 8, 1 << max(size - 1, 0).bit_length()
+    return side if size < 64 and side != pow2 and 4 * side <= 3 * pow2 else 0
+
+
+def fitted_rows(fit_m: int, fit_n: int) -> list[tuple[str, dict, float]]:
+    """FITTED as rows like FAMILIES' over a thin M of `fit_m` rows and (or) a thin N of `fit_n` columns (0: none)."""
+    rows = []
+    for other, t, eff in FITTED:
+        thin = dict(layout="contiguous", wm=0, wn=0)
+        if fit_n:
+            rows.append((f"{other}x{fit_n}", dict(thin, bm=other, tm=t, bn=fit_n, tn=fit_n // 8,
+                                                    vec_c=math.gcd(fit_n // 8, 4)), eff))
+        if fit_m:
+            rows.append((f"{fit_m}x{other}", dict(thin, bm=fit_m, tm=fit_m // 8, bn=other, tn=t), eff))
+    return rows
+
+
+@functools.lru_cache(maxsize=64)
+def fitted_families(op, target: Target, layout: str, fit_m: int, fit_n: int) -> tuple[Family, ...]:
+    """The fitted rows legal on `target` for `layout`, as families() makes FAMILIES'."""
+    return tuple(f for f in (_family(op, target, layout, *row) for row in fitted_rows(fit_m, fit_n)) if f)
+
+
+def _family(op, target: Target, layout: str, name: str, over: dict, eff: float) -> Family | None:
+    k = dict(op.default_knobs(), **over)
+    k.update(op.layout_knobs(layout, k["copy"], k["bm"]))
+    if k["copy"] == "cp_async" and Operands(layout).b_t:
+        return None         # B's 4-byte copies: slower than the register-copied tiles (module doc)
+    try:
+        kernel = op.kernel(op.schedule_from_knobs(**k), target, None, layout)
+    except KernelgenError:
+        return None
+    threads = op.threads(k)
+    regs = min(255, -(-max(kernel.registers_estimate, 32) // 8) * 8)
+    smem = op.shared_bytes(k) + 1024          # the SM reserves 1 KB a block
+    resident = max(1, min(32, target.max_threads_per_sm // threads, target.smem_per_sm // smem,
+                          target.regs_per_sm // (regs * threads)))
+    in_flight = k["stages"] - 1 if k["copy"] == "cp_async" else 1
+    return Family(name, k, eff, resident, in_flight)
 
 
 def estimate(fam: Family, split_k: int, reduce_k: str, M: int, N: int, K: int, target: Target,
@@ -217,7 +257,8 @@ def candidates(op, problem: Problem, target: Target | None = None) -> list[Choic
     M, N, K = problem["M"], problem["N"], problem["K"]
     layout = problem.layout or "NN"
     out = []
-    for fam in families(op, target, layout):
+    fams = families(op, target, layout) + fitted_families(op, target, layout, fitted_side(M), fitted_side(N))
+    for fam in fams:
         for s in SPLITS:
             for reduce_k in (("atomic",) if s == 1 else ("workspace", "atomic")):
                 if legal_here(fam, s, reduce_k, M, N, K):
@@ -225,7 +266,7 @@ def candidates(op, problem: Problem, target: Target | None = None) -> list[Choic
                     knobs = dict(fam.knobs, split_k=s, reduce_k=reduce_k)
                     out.append(Choice(fam.name, s, reduce_k, sec, tuple(knobs.items())))
     weight = 1.0 + COSTS["DETERMINISM_PREMIUM"]
-    eff = {f.name: f.efficiency for f in families(op, target, layout)}
+    eff = {f.name: f.efficiency for f in fams}
     # ties (several candidates at one bound, e.g. launch and latency): fewer slices, then fewer rows and columns
     # computed past C's edges, then the more efficient tile
     def padded(ch: Choice) -> int:
