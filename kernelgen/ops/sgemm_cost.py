@@ -118,6 +118,14 @@ FAMILIES = (
     ("256x16/cp.async", dict(bm=256, bn=16, wm=64, wn=16, tm=8, tn=4, **_ASYNC), 0.23),
     ("256x8/cp.async", dict(bm=256, bn=8, wm=64, wn=8, tm=4, tn=4, **_ASYNC), 0.11),
     ("16x256/cp.async", dict(bm=16, bn=256, wm=16, wn=64, tm=4, tn=8, **_ASYNC), 0.36),
+    # thin-row cp.async tiles for M of 64-128 (one or two block rows, B streamed from DRAM once: the
+    # register-copied tiles' one tile in flight left them at 0.73-0.79x cuBLAS on DeepBench's rows) and
+    # medium products (many blocks an SM): the best measured at 16 of 21 shapes of 48-3000 rows (of 18 top two),
+    # their efficiency the best-ranking of 0.50-0.75 over every probe (bench_results/2026-11-25-s14/
+    # sgemm_skinny_m_cp_async.md, sgemm_new_families_medium.md)
+    ("32x128/cp.async", dict(bm=32, bn=128, wm=32, wn=32, tm=8, tn=4, **_ASYNC), 0.65),
+    ("64x128/cp.async", dict(bm=64, bn=128, wm=32, wn=64, tm=8, tn=8, **_ASYNC), 0.65),
+    ("32x256/cp.async", dict(bm=32, bn=256, wm=32, wn=64, tm=8, tn=8, **dict(_ASYNC, stages=3)), 0.65),
 )
 # Fitted families: where C's thin side (M or N under 64) is not close to a power of two, a block spans it in
 # the next multiple of 8 (N = 35: 40 columns, where the families above compute 64 or 2 x 32), as 8 threads
