@@ -247,13 +247,21 @@ def loads_aligned(k: dict, layout: str, M: int, N: int, K: int) -> bool:
     return all(twin.aligned(o.lead(x)) for x in "AB")
 
 
-def legal_here(fam: Family, split_k: int, reduce_k: str, M: int, N: int, K: int) -> bool:
-    """What the plan checks for these sizes (grid rows, the blocks' int number), no empty slices, and a
-    workspace within MAX_WORKSPACE_BYTES."""
+# Families whose blocks (4 warps) need company on an SM: one a SM ran 0.76-0.83x cuBLAS where two or more ran
+# 0.88-0.94x (64x4096x4096, 128x2048x2048, 64x7680x2560; bench_results/2026-11-25-s14/): legal only where their
+# blocks outnumber the SMs.
+NEED_COMPANY = ("32x128/cp.async", "64x128/cp.async", "32x256/cp.async")
+
+
+def legal_here(fam: Family, split_k: int, reduce_k: str, M: int, N: int, K: int, sms: int) -> bool:
+    """What the plan checks for these sizes (grid rows, the blocks' int number), no empty slices, a
+    workspace within MAX_WORKSPACE_BYTES, and more blocks than `sms` for NEED_COMPANY's families."""
     k = fam.knobs
     if cdiv(M, k["bm"]) > 65535 or cdiv(M, k["bm"]) * cdiv(N, k["bn"]) > INT_MAX:
         return False
     if split_k > 1 and splitk.slices(K, split_k, k["bk"]) < split_k:
+        return False
+    if fam.name in NEED_COMPANY and cdiv(M, k["bm"]) * cdiv(N, k["bn"]) * split_k <= sms:
         return False
     return not (split_k > 1 and reduce_k == "workspace"
                 and 4 * split_k * splitk.slab(M, N) > COSTS["MAX_WORKSPACE_BYTES"])
@@ -269,7 +277,7 @@ def candidates(op, problem: Problem, target: Target | None = None) -> list[Choic
     for fam in fams:
         for s in SPLITS:
             for reduce_k in (("atomic",) if s == 1 else ("workspace", "atomic")):
-                if legal_here(fam, s, reduce_k, M, N, K):
+                if legal_here(fam, s, reduce_k, M, N, K, target.sms):
                     sec = estimate(fam, s, reduce_k, M, N, K, target, layout)
                     knobs = dict(fam.knobs, split_k=s, reduce_k=reduce_k)
                     out.append(Choice(fam.name, s, reduce_k, sec, tuple(knobs.items())))
