@@ -64,8 +64,7 @@ def load_rows(paths: list[str]) -> dict:
             if not r.get("valid") or not r.get("time_us"):
                 continue
             m, n, k, layout = parse_shape(str(r["shape"]))
-            fams = {f.name: f for f in sgemm_cost.families(op, tgt, layout) + sgemm_cost.fitted_families(
-                op, tgt, layout, sgemm_cost.fitted_side(m), sgemm_cost.fitted_side(n))}
+            fams = {f.name: f for f in sgemm_cost.families_for(op, tgt, layout, m, n)}
             fam = fams.get(r["family"])
             if fam is None or any(fam.knobs[key] != r["knobs"][key] for key in ("bm", "bn", "copy", "a_layout")):
                 continue

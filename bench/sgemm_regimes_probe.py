@@ -56,13 +56,18 @@ def knob_key(knobs: dict) -> tuple:
     return tuple(sorted(knobs.items()))
 
 
-def extra_candidates(op, problem, target, extra: list[str]) -> list[dict]:
-    """Candidates the model does not rank: each `k=v,k=v` over schedule_for's knobs; a knob set the
-    schedule checks refuse is left out with its message printed."""
-    base = dict(candidates(op, problem, target)[0].knobs)
+def shape_candidates(op, shape, target, args) -> list[dict]:
+    """plan_candidates' for one shape, then each --extra over schedule_for's knobs (its first row)."""
+    found = plan_candidates(op, problem_of(op, shape), target, args.families == "all")
+    return found + extra_candidates(op, problem_of(op, shape), target, args.extra, found[0]["knobs"])
+
+
+def extra_candidates(op, problem, target, extra: list[str], base: dict) -> list[dict]:
+    """Candidates the model does not rank: each `k=v,k=v` over the knobs `base`; a knob set the schedule
+    checks refuse is left out with its message printed."""
     out = []
     for text in extra:
-        k = dict(base, **{n: op.parse_knob(f"{n}={v}")[1] for n, v in (kv.split("=", 1) for kv in text.split(","))})
+        k = dict(base, **dict(op.parse_knob(kv) for kv in text.split(",")))
         try:
             op.kernel(op.schedule_from_knobs(**k), target, None, problem.layout)
         except Exception as e:
@@ -169,8 +174,7 @@ def run(args) -> int:
     out.mkdir(parents=True, exist_ok=True)
     start = time.time()
     shapes = parse_shapes(args.shapes)
-    plans = [(s, plan_candidates(op, problem_of(op, s), target, args.families == "all")
-              + extra_candidates(op, problem_of(op, s), target, args.extra)) for s in shapes]
+    plans = [(s, shape_candidates(op, s, target, args)) for s in shapes]
     scheds = [(op.schedule_from_knobs(**c["knobs"]), problem_of(op, s).layout) for s, cs in plans for c in cs]
     errors = compile_all(op, scheds, target, args.jobs)
     print(f"compiled {len(errors)} kernels in {time.time() - start:.0f} s "
@@ -257,8 +261,7 @@ def listing(args) -> int:
     op = get_op("sgemm")
     tgt = target("sm_90a")
     for shape in parse_shapes(args.shapes):
-        for c in (plan_candidates(op, problem_of(op, shape), tgt, args.families == "all")
-                  + extra_candidates(op, problem_of(op, shape), tgt, args.extra)):
+        for c in shape_candidates(op, shape, tgt, args):
             print(f"{shape_name(shape):>18} {c['label']:<24} {c['family']:<17} sk{c['split_k']:<3} "
                   f"{c['reduce_k']:<9} model {str(c['model_us']):>9} us")
     return 0

@@ -60,9 +60,13 @@ MAX_GRID_Y = 65535
 REDUCE_K = ("atomic", "workspace")
 # Block tiles: powers of two, and the multiples of 8 between them that fit a thin side of C (N = 35 in 40
 # columns, not 64) as 8 threads of 3, 5, 6 or 7 (sgemm_cost.fitted_families).
-POW2_TILES = (8, 16, 32, 64, 128, 256)
 BLOCK_TILES = (8, 16, 24, 32, 40, 48, 56, 64, 128, 256)
 THREAD_TILES = (1, 2, 3, 4, 5, 6, 7, 8, 16)
+
+
+def powers_of_two(values: tuple[int, ...]) -> tuple[int, ...]:
+    """The values the default tuning space tries of a tile knob (the fitted widths come from the cost model)."""
+    return tuple(v for v in values if v & (v - 1) == 0)
 
 
 def check_grid(op: str, problem: Problem, grid: tuple[int, int, int], bm: int, swizzle: int) -> None:
@@ -92,11 +96,11 @@ class Sgemm(Fusing, Op):
         Knob("shared", True, (False, True), "stage A and B tiles in shared memory (else: the naive kernel)", "s",
              Prim("cache_read", ("A", "B"), absent=False, values=((True, "shared"),))),
         Knob("bm", 256, BLOCK_TILES, "rows of C per block (24-56: a thin M fitted, contiguous layout)", "bm", TILES,
-             tune=POW2_TILES),
+             tune=powers_of_two(BLOCK_TILES)),
         Knob("bn", 128, BLOCK_TILES, "columns of C per block (24-56: a thin N fitted, contiguous layout)", "bn", TILES,
-             tune=POW2_TILES),
-        Knob("tm", 16, THREAD_TILES, "rows of C per thread", "tm", TILES, tune=(1, 2, 4, 8, 16)),
-        Knob("tn", 8, THREAD_TILES, "columns of C per thread", "tn", TILES, tune=(1, 2, 4, 8, 16)),
+             tune=powers_of_two(BLOCK_TILES)),
+        Knob("tm", 16, THREAD_TILES, "rows of C per thread", "tm", TILES, tune=powers_of_two(THREAD_TILES)),
+        Knob("tn", 8, THREAD_TILES, "columns of C per thread", "tn", TILES, tune=powers_of_two(THREAD_TILES)),
         Knob("layout", "warp", LAYOUTS, "how thread tiles sit in the block tile: the split's form and the loop bound "
              "to threads (see the module doc)", "l", TILES),
         Knob("wm", 64, (0, 8, 16, 32, 64, 128), "rows per warp tile (layout warp; else 0)", "wm", TILES),

@@ -82,6 +82,7 @@ DEFAULT_PEAK = (66.9e12, 3.35e12)  # fp32 flop/s and bytes/s where the target na
 
 _SYNC = dict(copy="sync", stages=2)
 _ASYNC = dict(copy="cp_async", stages=4, bk=16, a_layout="mk", vec_a=4)
+COMPANY = True          # a FAMILIES row's optional 4th field: the family needs more blocks than SMs
 # Tile families: (name, knobs over the default schedule, fraction of an SM's fp32 peak the main loop
 # reaches when nothing else limits it). 256x128 and 128x128 are measured (73%, 72%); 128x64, 256x16 and
 # 16x256 were scaled by the model's error on the 160 DeepBench shapes timed on the H100 (2026-11-23,
@@ -122,10 +123,12 @@ FAMILIES = (
     # register-copied tiles' one tile in flight left them at 0.73-0.79x cuBLAS on DeepBench's rows) and
     # medium products (many blocks an SM): the best measured at 16 of 21 shapes of 48-3000 rows (of 18 top two),
     # their efficiency the best-ranking of 0.50-0.75 over every probe (bench_results/2026-11-25-s14/
-    # sgemm_skinny_m_cp_async.md, sgemm_new_families_medium.md)
-    ("32x128/cp.async", dict(bm=32, bn=128, wm=32, wn=32, tm=8, tn=4, **_ASYNC), 0.65),
-    ("64x128/cp.async", dict(bm=64, bn=128, wm=32, wn=64, tm=8, tn=8, **_ASYNC), 0.65),
-    ("32x256/cp.async", dict(bm=32, bn=256, wm=32, wn=64, tm=8, tn=8, **dict(_ASYNC, stages=3)), 0.65),
+    # sgemm_skinny_m_cp_async.md, sgemm_new_families_medium.md). Their blocks of 4 warps need company on an
+    # SM (COMPANY): one an SM ran 0.76-0.83x cuBLAS where two or more ran 0.88-0.94x (64x4096x4096,
+    # 128x2048x2048, 64x7680x2560), so they are candidates only where their blocks outnumber the SMs.
+    ("32x128/cp.async", dict(bm=32, bn=128, wm=32, wn=32, tm=8, tn=4, **_ASYNC), 0.65, COMPANY),
+    ("64x128/cp.async", dict(bm=64, bn=128, wm=32, wn=64, tm=8, tn=8, **_ASYNC), 0.65, COMPANY),
+    ("32x256/cp.async", dict(bm=32, bn=256, wm=32, wn=64, tm=8, tn=8, **dict(_ASYNC, stages=3)), 0.65, COMPANY),
 )
 # Fitted families: where C's thin side (M or N under 64) is not close to a power of two, a block spans it in
 # the next multiple of 8 (N = 35: 40 columns, where the families above compute 64 or 2 x 32), as 8 threads
@@ -148,6 +151,7 @@ class Family:
     efficiency: float
     resident: int          # blocks an SM holds at once
     in_flight: int         # K tiles a block has in flight
+    needs_company: bool = False   # legal only where its blocks outnumber the SMs (COMPANY)
 
 
 @dataclass(frozen=True)
@@ -167,6 +171,11 @@ def families(op, target: Target, layout: str = "NN") -> tuple[Family, ...]:
     return tuple(f for f in (_family(op, target, layout, *row) for row in FAMILIES) if f)
 
 
+def families_for(op, target: Target, layout: str, M: int, N: int) -> tuple[Family, ...]:
+    """Every family a product of M x N is estimated with: FAMILIES' and those fitted to its thin sides."""
+    return families(op, target, layout) + fitted_families(op, target, layout, fitted_side(M), fitted_side(N))
+
+
 def fitted_side(size: int) -> int:
     """The fitted families' extent for a thin side of `size` (0: a power of two fits it as well)."""
     side, pow2 = cdiv(size, 8) * 8, 1 << max(size - 1, 0).bit_length()
@@ -175,9 +184,8 @@ def fitted_side(size: int) -> int:
 
 def fitted_rows(fit_m: int, fit_n: int) -> list[tuple[str, dict, float]]:
     """FITTED as rows like FAMILIES' over a thin M of `fit_m` rows and (or) a thin N of `fit_n` columns (0: none)."""
-    rows = []
+    rows, thin = [], dict(layout="contiguous", wm=0, wn=0)
     for other, t, eff in FITTED:
-        thin = dict(layout="contiguous", wm=0, wn=0)
         if fit_n:
             rows.append((f"{other}x{fit_n}", dict(thin, bm=other, tm=t, bn=fit_n, tn=fit_n // 8,
                                                     vec_c=math.gcd(fit_n // 8, 4)), eff))
@@ -192,7 +200,8 @@ def fitted_families(op, target: Target, layout: str, fit_m: int, fit_n: int) -> 
     return tuple(f for f in (_family(op, target, layout, *row) for row in fitted_rows(fit_m, fit_n)) if f)
 
 
-def _family(op, target: Target, layout: str, name: str, over: dict, eff: float) -> Family | None:
+def _family(op, target: Target, layout: str, name: str, over: dict, eff: float,
+            needs_company: bool = False) -> Family | None:
     k = dict(op.default_knobs(), **over)
     k.update(op.layout_knobs(layout, k["copy"], k["bm"]))
     if k["copy"] == "cp_async" and Operands(layout).b_t:
@@ -207,7 +216,7 @@ def _family(op, target: Target, layout: str, name: str, over: dict, eff: float) 
     resident = max(1, min(32, target.max_threads_per_sm // threads, target.smem_per_sm // smem,
                           target.regs_per_sm // (regs * threads)))
     in_flight = k["stages"] - 1 if k["copy"] == "cp_async" else 1
-    return Family(name, k, eff, resident, in_flight)
+    return Family(name, k, eff, resident, in_flight, needs_company)
 
 
 def estimate(fam: Family, split_k: int, reduce_k: str, M: int, N: int, K: int, target: Target,
@@ -247,21 +256,15 @@ def loads_aligned(k: dict, layout: str, M: int, N: int, K: int) -> bool:
     return all(twin.aligned(o.lead(x)) for x in "AB")
 
 
-# Families whose blocks (4 warps) need company on an SM: one a SM ran 0.76-0.83x cuBLAS where two or more ran
-# 0.88-0.94x (64x4096x4096, 128x2048x2048, 64x7680x2560; bench_results/2026-11-25-s14/): legal only where their
-# blocks outnumber the SMs.
-NEED_COMPANY = ("32x128/cp.async", "64x128/cp.async", "32x256/cp.async")
-
-
 def legal_here(fam: Family, split_k: int, reduce_k: str, M: int, N: int, K: int, sms: int) -> bool:
     """What the plan checks for these sizes (grid rows, the blocks' int number), no empty slices, a
-    workspace within MAX_WORKSPACE_BYTES, and more blocks than `sms` for NEED_COMPANY's families."""
+    workspace within MAX_WORKSPACE_BYTES, and more blocks than `sms` for a family that needs company."""
     k = fam.knobs
     if cdiv(M, k["bm"]) > 65535 or cdiv(M, k["bm"]) * cdiv(N, k["bn"]) > INT_MAX:
         return False
     if split_k > 1 and splitk.slices(K, split_k, k["bk"]) < split_k:
         return False
-    if fam.name in NEED_COMPANY and cdiv(M, k["bm"]) * cdiv(N, k["bn"]) * split_k <= sms:
+    if fam.needs_company and cdiv(M, k["bm"]) * cdiv(N, k["bn"]) * split_k <= sms:
         return False
     return not (split_k > 1 and reduce_k == "workspace"
                 and 4 * split_k * splitk.slab(M, N) > COSTS["MAX_WORKSPACE_BYTES"])
@@ -273,7 +276,7 @@ def candidates(op, problem: Problem, target: Target | None = None) -> list[Choic
     M, N, K = problem["M"], problem["N"], problem["K"]
     layout = problem.layout or "NN"
     out = []
-    fams = families(op, target, layout) + fitted_families(op, target, layout, fitted_side(M), fitted_side(N))
+    fams = families_for(op, target, layout, M, N)
     for fam in fams:
         for s in SPLITS:
             for reduce_k in (("atomic",) if s == 1 else ("workspace", "atomic")):
