@@ -188,8 +188,8 @@ def test_schedule_for_is_legal_at_every_size():
         kernel = op.kernel(op.schedule_for(p, tgt), tgt, None, layout)
         plan = op.plan(kernel, p, tgt)
         assert plan.launches[0].grid[2] == kernel.knob("split_k")
-        slices = sum(1 for z in range(kernel.knob("split_k"))
-                     if z * -(-k // (kernel.knob("split_k") * kernel.knob("bk"))) * kernel.knob("bk") < k)
+        tile = op.k_tile(dict(kernel.knobs))        # bk, or the dot layout's chunk of K
+        slices = sum(1 for z in range(kernel.knob("split_k")) if z * -(-k // (kernel.knob("split_k") * tile)) * tile < k)
         assert slices == kernel.knob("split_k"), ((m, n, k), "no slice of K is empty")
 
 

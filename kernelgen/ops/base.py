@@ -532,11 +532,10 @@ class Op:
         """A step of a knob that does not apply (`when`) is refused, naming the knob it needs."""
         if knob.step is None or not knob.step.generic:
             return
-        on = knob.when[0]
         for step in sched.steps:
             if step.prim == knob.step.prim and step.target in knob.step.targets:
                 raise ScheduleError(step.prim, step.target, step.setting,
-                                    limit=f"knob {knob.name} applies only {knob.condition()}, not {on}={k[on]}")
+                                    limit=f"knob {knob.name} applies only {knob.condition()}, not {knob.state(k)}")
 
     def all_loops(self) -> tuple[str, ...]:
         return self.loops + tuple(f"{l}.{i}" for l in self.loops for i in range(4))
@@ -550,8 +549,7 @@ class Op:
         for k in overrides:
             knob = self.knob(k)
             if not knob.applies(knobs) and knobs[k] != knob.off_value():
-                on = knob.when[0]
-                raise KnobError(f"{self.name}: knob {k}={knobs[k]!r} has no effect with {on}={knobs[on]!r} "
+                raise KnobError(f"{self.name}: knob {k}={knobs[k]!r} has no effect with {knob.state(knobs)} "
                                 f"(it applies {knob.condition()})", k, knobs[k])
         return self.schedule_from_knobs(**knobs)
 

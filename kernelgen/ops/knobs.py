@@ -196,12 +196,23 @@ class Knob:
         """The choices as `kernelgen list` shows them: 1,2,4 or 1..16."""
         return str(self.choices) if isinstance(self.choices, Range) else ",".join(map(str, self.choices))
 
-    def condition(self) -> str:
-        """When the knob applies: "with shared True", "with algo im2col or implicit" ("" always)."""
+    @property
+    def conditions(self) -> tuple[tuple[str, Any], ...]:
+        """`when` as (knob, values) pairs, any of which makes the knob apply: `when` is one pair, or a
+        tuple of them (stages applies with shared True or with layout dot)."""
         if not self.when:
-            return ""
-        values = self.when[1]
-        return f"with {self.when[0]} " + (values.short() if isinstance(values, Range) else " or ".join(map(str, values)))
+            return ()
+        return (self.when,) if isinstance(self.when[0], str) else tuple(self.when)
+
+    def state(self, knobs: dict) -> str:
+        """The values of the knobs this one's conditions read: "shared=False, layout='warp'"."""
+        return ", ".join(f"{on}={knobs[on]!r}" for on, _ in self.conditions)
+
+    def condition(self) -> str:
+        """When the knob applies: "with shared True", "with algo im2col or implicit", "with shared True or
+        with layout dot" ("" always)."""
+        return " or ".join(f"with {on} " + (v.short() if isinstance(v, Range) else " or ".join(map(str, v)))
+                           for on, v in self.conditions)
 
     def meaning(self) -> str:
         """The help text, with the condition under which the knob applies."""
@@ -211,7 +222,7 @@ class Knob:
         return self.tune or tuple(self.choices)
 
     def applies(self, knobs: dict) -> bool:
-        return not self.when or knobs[self.when[0]] in self.when[1]
+        return not self.when or any(knobs[on] in values for on, values in self.conditions)
 
     def off_value(self):
         return self.default if self.unused is _MISSING else self.unused

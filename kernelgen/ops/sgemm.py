@@ -52,15 +52,17 @@ from .splitk import MAX_SPLIT_K, reduce_launch, reduce_recipe, workspace as spli
 from ..dtypes import FLOAT32, Types
 from ..target import Target, default_target
 
-LAYOUTS = ("contiguous", "strided", "warp")
+LAYOUTS = ("contiguous", "strided", "warp", "dot")
+DOT_CHUNK = 128          # the dot layout's K a warp reads at once: 32 lanes of 4 floats (one 128-bit load each)
 TILES = Prim("split", ("i", "j"), args="BM | BM, TM | BM, S, 4 | BM, WM, S, 4 (j alike: BN, TN, WN)")
 SHARED = ("shared", (True,))      # the knobs of the shared-memory kernel apply with these
 RUN = 4                  # rows (columns) per run in the strided and warp layouts: one 128-bit shared load
 MAX_GRID_Y = 65535
 REDUCE_K = ("atomic", "workspace")
-# Block tiles: powers of two, and the multiples of 8 between them that fit a thin side of C (N = 35 in 40
-# columns, not 64) as 8 threads of 3, 5, 6 or 7 (sgemm_cost.fitted_families).
-BLOCK_TILES = (8, 16, 24, 32, 40, 48, 56, 64, 128, 256)
+# Block tiles: powers of two (1-4: the dot layout's single warps over a side of C that thin), and the
+# multiples of 8 between them that fit a thin side of C (N = 35 in 40 columns, not 64) as 8 threads of 3,
+# 5, 6 or 7 (sgemm_cost.fitted_families).
+BLOCK_TILES = (1, 2, 4, 8, 16, 24, 32, 40, 48, 56, 64, 128, 256)
 THREAD_TILES = (1, 2, 3, 4, 5, 6, 7, 8, 16)
 
 
@@ -102,7 +104,7 @@ class Sgemm(Fusing, Op):
         Knob("tm", 16, THREAD_TILES, "rows of C per thread", "tm", TILES, tune=powers_of_two(THREAD_TILES)),
         Knob("tn", 8, THREAD_TILES, "columns of C per thread", "tn", TILES, tune=powers_of_two(THREAD_TILES)),
         Knob("layout", "warp", LAYOUTS, "how thread tiles sit in the block tile: the split's form and the loop bound "
-             "to threads (see the module doc)", "l", TILES),
+             "to threads (see the module doc); dot: a warp's lanes split K (layout NT, without shared)", "l", TILES),
         Knob("wm", 64, (0, 8, 16, 32, 64, 128), "rows per warp tile (layout warp; else 0)", "wm", TILES),
         Knob("wn", 64, (0, 8, 16, 32, 64, 128), "columns per warp tile (layout warp; else 0)", "wn", TILES),
         Knob("bk", 8, (0, 8, 16, 32), "K per shared tile; 0 (without shared) k is not split", "bk",
@@ -119,8 +121,9 @@ class Sgemm(Fusing, Op):
              Prim("vectorize", "B", absent=1, always=True), when=SHARED, unused=1),
         Knob("vec_c", 4, (1, 2, 4), "floats per global store of C", "vc",
              Prim("vectorize", "C", absent=1, always=True), when=SHARED, unused=1),
-        Knob("stages", 2, (1, 2, 3, 4), "shared tiles in flight", "st",
-             Prim("double_buffer", ("A", "B"), absent=1, always=True), when=SHARED, unused=1),
+        Knob("stages", 2, (1, 2, 3, 4), "shared tiles in flight (dot: 2 loads the stream's next trip during this "
+             "trip's math)", "st", Prim("double_buffer", ("A", "B"), absent=1, always=True),
+             when=(SHARED, ("layout", ("dot",))), unused=1),
         Knob("copy", "sync", ("sync", "cp_async"), "global->shared copy through registers, or cp.async", "c",
              Prim("annotate", "copy", absent="sync", always=True), when=SHARED, unused="sync"),
         Knob("unroll_k", 0, (0, 1, 2, 4), "unroll the K loop inside a tile: 0 fully (naive: unroll(k, n))", "u",
@@ -131,7 +134,7 @@ class Sgemm(Fusing, Op):
              Prim("swizzle", absent=1)),
         Knob("split_k", 1, Range(1, MAX_SPLIT_K), "slices of K, one per blockIdx.z, summed as reduce_k says: more, "
              "shorter blocks where the tiles cannot fill the SMs (long K, skinny or small products)", "sk",
-             Prim("annotate", "split_k", absent=1), tune=(1, 2, 3, 4, 8), when=SHARED, unused=1),
+             Prim("annotate", "split_k", absent=1), tune=(1, 2, 3, 4, 8)),
         Knob("reduce_k", "atomic", REDUCE_K, "how the K slices are summed: atomic (added into C, zeroed first; the "
              "order of the additions, and so C's last bits, can differ between runs) or workspace (each slice "
              "stores its partial tile in a workspace slab, a second kernel sums the slabs in order: the same bits "
@@ -151,21 +154,27 @@ class Sgemm(Fusing, Op):
         s = schedule(self.name)
         for loop, b, t, w, thread_axis in (("i", k["bm"], k["tm"], k["wm"], "y"), ("j", k["bn"], k["tn"], k["wn"], "x")):
             # (a split written by hand cannot say this: its innermost factor is the run itself)
-            check(k["layout"] == "contiguous" or t % RUN == 0, "split", loop, f"t{'mn'[loop == 'j']}={t}",
+            check(k["layout"] in ("contiguous", "dot") or t % RUN == 0, "split", loop, f"t{'mn'[loop == 'j']}={t}",
                   limit=f"the {k['layout']} layout gives a thread runs of {RUN} adjacent {('rows', 'columns')[loop == 'j']}",
-                  allowed=f"multiples of {RUN}, or layout contiguous")
+                  allowed=f"multiples of {RUN}, or layout contiguous or dot")
             if k["layout"] == "warp":
                 s = (s.split(loop, b, w, w * RUN // max(t, 1), RUN).bind(f"{loop}.0", f"blockIdx.{thread_axis}")
                      .bind(f"{loop}.1", "warp").bind(f"{loop}.3", "lane"))
+            elif k["layout"] == "dot":      # warps of t rows (columns), their lanes along K (below)
+                s = s.split(loop, b, t).bind(f"{loop}.0", f"blockIdx.{thread_axis}").bind(f"{loop}.1", "warp")
             elif k["layout"] == "strided":
                 s = (s.split(loop, b, b * RUN // max(t, 1), RUN).bind(f"{loop}.0", f"blockIdx.{thread_axis}")
                      .bind(f"{loop}.2", f"threadIdx.{thread_axis}"))
             else:
                 s = (s.split(loop, b, t) if t > 1 else s.split(loop, b))
                 s = s.bind(f"{loop}.0", f"blockIdx.{thread_axis}").bind(f"{loop}.1", f"threadIdx.{thread_axis}")
+        if k["layout"] == "dot":
+            s = s.split("k", DOT_CHUNK, 4).bind("k.1", "lane").reduction("k", "shuffle")
+            s = s.unroll("k.0", k["unroll_k"]) if k["unroll_k"] != 0 else s
+            return self.put(s, k, "shared", "stages", "min_blocks", "split_k", "reduce_k", "swizzle")
         if not k["shared"]:
             s = s.unroll("k", k["unroll_k"]) if k["unroll_k"] != 0 else s
-            return self.put(s, k, "min_blocks", "swizzle")
+            return self.put(s, k, "min_blocks", "split_k", "reduce_k", "swizzle")
         return self.put(s.split("k", k["bk"]), k, "shared", "a_layout", "pad_a", "pad_b", "vec_a", "vec_b", "vec_c",
                         "stages", "copy", "unroll_k", "min_blocks", "split_k", "reduce_k", "swizzle")
 
@@ -204,8 +213,8 @@ class Sgemm(Fusing, Op):
         f = r.split(loop, (1, 2, 3, 4), default)
         r.expect("bind", f"{loop}.0", f"blockIdx.{axis}")
         if len(f) <= 2:
-            r.expect("bind", f"{loop}.1", f"threadIdx.{axis}")
-            return "contiguous", f[0], f[1] if len(f) == 2 else 1, 0
+            by = r.read("bind", f"{loop}.1", f"threadIdx.{axis}", (f"threadIdx.{axis}", "warp"))
+            return "dot" if by == "warp" else "contiguous", f[0], f[1] if len(f) == 2 else 1, 0
         check(f[-1] == RUN, "split", loop, f, limit=f"the innermost factor is a run of {RUN} (one 128-bit load)")
         if len(f) == 3:
             check(f[1] > 0 and f[0] % f[1] == 0, "split", loop, f, limit="the run stride S divides the block extent")
@@ -223,6 +232,16 @@ class Sgemm(Fusing, Op):
         layouts = {li, lj}
         check(len(layouts) == 1, "split", "j", lj, limit=f"i and j use the same layout; split(i) gives {li}")
         k = dict(shared=self.take(r, "shared"), bm=bm, bn=bn, tm=tm, tn=tn, layout=li, wm=wm, wn=wn)
+        if li == "dot":
+            check(not k["shared"], "cache_read", "A", "shared",
+                  limit="the dot layout reads A and B from global memory (its lanes split K; nothing is staged)")
+            f = r.split("k", 2, (DOT_CHUNK, 4))
+            check(f == (DOT_CHUNK, 4), "split", "k", f, allowed=f"({DOT_CHUNK}, 4)",
+                  limit=f"the dot layout's 32 lanes take 4 floats each of every {DOT_CHUNK} of K")
+            r.expect("bind", "k.1", "lane")
+            check(r.read("reduction", "k", None) == "shuffle", "reduction", "k", None, allowed="shuffle",
+                  limit="the dot layout's lanes each sum a share of K: their sums are added by shuffles")
+            return dict(k, unroll_k=r.read("unroll", "k.0", 0))
         if not k["shared"]:
             return dict(k, unroll_k=r.read("unroll", "k", 0))
         (bk,) = r.split("k", 1, (8,))
@@ -245,9 +264,15 @@ class Sgemm(Fusing, Op):
             lanes = (k["wm"] // k["tm"]) * (k["wn"] // k["tn"])
             check(lanes == 32, "split", "i", f"warp tile {k['wm']}x{k['wn']} of {k['tm']}x{k['tn']} thread tiles",
                   limit=f"a warp tile holds 32 thread tiles, this one {lanes}")
+        if k["layout"] == "dot":
+            self._check_dot(k, layout)
+            return
         if not k["shared"]:
             check(k["tm"] == 1 and k["tn"] == 1, "cache_read", "A", None,
                   limit=f"without shared memory each thread computes one element, not {k['tm']}x{k['tn']}")
+            check(k["split_k"] == 1, "annotate", "split_k", k["split_k"], allowed="1",
+                  limit="the naive kernel sums each element's whole K in one thread (slices of K need "
+                        "cache_read(A|B, shared) or the dot layout)")
             return
         bk, va, vb, vc = k["bk"], k["vec_a"], k["vec_b"], k["vec_c"]
         o = Operands(layout)
@@ -291,6 +316,17 @@ class Sgemm(Fusing, Op):
         check(smem <= target.max_smem, "double_buffer", "A", k["stages"],
               limit=f"{smem} bytes of shared memory > {target.max_smem} on {target.arch}")
 
+    @staticmethod
+    def _check_dot(k: dict, layout: str) -> None:
+        """The dot layout reads a row of A and a row of B along K in each lane: both stored along K (NT)."""
+        check(layout == "NT", "split", "k", "lanes (layout dot)", allowed="operand layout NT",
+              limit=f"the dot layout's lanes read rows of A and of B along K: both stored K-contiguous "
+                    f"(layout NT, x . W^T), not {layout}")
+        check(k["unroll_k"] in (0, 1, 2, 4), "unroll", "k.0", k["unroll_k"], allowed="0, 1, 2, 4",
+              limit=f"chunks of {DOT_CHUNK} floats of K a lane loads before multiplying (0: one)")
+        check(k["stages"] <= 2, "double_buffer", "B", k["stages"], allowed="1, 2",
+              limit="the dot layout keeps at most the stream's next trip in registers")
+
     def _check_fusion(self, k: dict) -> None:
         """An epilogue is applied once, after the slices of K are summed: atomics leave no pass after
         the sum, so they are refused; a batch takes blockIdx.z, which the slices would share."""
@@ -312,7 +348,8 @@ class Sgemm(Fusing, Op):
     def threads(k: dict) -> int:
         if k["layout"] == "warp":
             return 32 * (k["bm"] // max(k["wm"], 1)) * (k["bn"] // max(k["wn"], 1))
-        return (k["bm"] // k["tm"]) * (k["bn"] // k["tn"])
+        lanes = 32 if k["layout"] == "dot" else 1        # dot: a warp a thread tile
+        return lanes * (k["bm"] // k["tm"]) * (k["bn"] // k["tn"])
 
     @staticmethod
     def _run(k: dict, dim: str) -> int:
@@ -334,11 +371,23 @@ class Sgemm(Fusing, Op):
 
     # -- lowering ----------------------------------------------------------------------------------
     def template(self, knobs: dict) -> str:
+        if knobs["layout"] == "dot":
+            return "sgemm_dot.cu.j2"
         return "sgemm.cu.j2" if knobs["shared"] else "sgemm_naive.cu.j2"
+
+    @staticmethod
+    def k_tile(k: dict) -> int:
+        """K in a tile: the whole tiles K's slices are cut in (splitk.kchunk) and the cost model's latency unit."""
+        return DOT_CHUNK if k["layout"] == "dot" else k["bk"]
+
+    @staticmethod
+    def vector_widths(k: dict) -> tuple[int, int, int]:
+        """Floats per access of A, B and C: the dot layout's loads are 128-bit along K, its stores one float."""
+        return (4, 4, 1) if k["layout"] == "dot" else (k["vec_a"], k["vec_b"], k["vec_c"])
 
     def template_params(self, k: dict, types: Types, target: Target, layout: str = "NN") -> tuple[dict, int, int]:
         nt = self.threads(k)
-        if k["layout"] == "warp":
+        if k["layout"] in ("warp", "dot"):
             block = (nt, 1, 1)
         else:
             block = (k["bn"] // k["tn"], k["bm"] // k["tm"], 1)
@@ -346,6 +395,8 @@ class Sgemm(Fusing, Op):
                  atomic=k["split_k"] > 1 and k["reduce_k"] == "atomic",
                  workspace=k["split_k"] > 1 and k["reduce_k"] == "workspace")
         p.update(self._fusion_params(p, types))
+        if k["layout"] == "dot":
+            return self._dot_params(p, k, Operands(layout))
         if not k["shared"]:
             return dict(p, **self._naive_operands(Operands(layout))), 0, 24
         for d, t in (("m", k["tm"]), ("n", k["tn"])):
@@ -379,6 +430,35 @@ class Sgemm(Fusing, Op):
         check(regs <= cap, "annotate", "min_blocks", k["min_blocks"],
               limit=f"{k['min_blocks']} blocks of {nt} threads leave {cap} registers per thread; the tile needs ~{regs}")
         return p, self.shared_bytes(k), regs
+
+    @staticmethod
+    def dot_held(k: dict) -> str:
+        """The dot layout's held operand ("A" or "B"): the one whose rows every warp of the block reads (A where
+        the block is one warp row, bm = tm; B where it is one warp column; else the one with more rows a warp).
+        Its loads, one row at a time, mostly hit L1; the other streams from DRAM, each row read by one warp."""
+        one_row, one_col = k["bm"] == k["tm"], k["bn"] == k["tn"]
+        if one_row != one_col:
+            return "A" if one_row else "B"
+        return "A" if k["tm"] >= k["tn"] else "B"
+
+    def _dot_params(self, p: dict, k: dict, o: Operands) -> tuple[dict, int, int]:
+        """The dot layout: no shared memory. Registers (ptxas's counts of the cost model's dot families within
+        ~15%, 2026-11-25): the tile, a trip's loads (the compiler issues two chunks' ahead at most), the stream's
+        next trip where it is prefetched (stages 2), the rows' pointers."""
+        held = self.dot_held(k)
+        unroll, stream = max(k["unroll_k"], 1), k["tn"] if held == "A" else k["tm"]
+        regs = (k["tm"] * k["tn"] + 3 * (k["tm"] + k["tn"]) * min(unroll, 2) + 4 * stream * unroll * (k["stages"] - 1)
+                + 24)
+        cap = min(255, 65536 // (p["threads"] * k["min_blocks"]) // 8 * 8)
+        check(regs <= cap, "annotate", "min_blocks", k["min_blocks"],
+              limit=f"{k['min_blocks']} blocks of {p['threads']} threads leave {cap} registers per thread; "
+                    f"the dot tile needs ~{regs}")
+        twins = tuple(dict(suffix=t.suffix, flags="false" if t.unaligned else "true",
+                           note="K any: rows start at any 4-byte offset, so the loads are element-wise (the plan "
+                                f"picks this kernel when {t.when})" if t.unaligned else "")
+                      for t in o.twins(self.vector_widths(k)))
+        return dict(p, chunk=DOT_CHUNK, unroll=unroll, held=held.lower(), max_regs=cap, twins=twins, f32=FLOAT32,
+                    layout_note=o.describe()), 0, min(regs, 255)
 
     def _fusion_params(self, p: dict, types: Types) -> dict:
         """The epilogue goes into the tile's store, or (slices summed in a workspace) into the reduction."""
@@ -466,8 +546,8 @@ class Sgemm(Fusing, Op):
         check_grid(self.name, problem, grid, k["bm"], k["swizzle"])
         # An operand's rows start vector-aligned when their length (K or N for NN's A and B) is a multiple
         # of its width: the twin whose accesses are element-wise for the others alone.
-        symbol = kernel.name + Operands(kernel.layout).twin((k["vec_a"], k["vec_b"], k["vec_c"]), problem,
-                                                            mixed_twins(k)).suffix
+        widths = self.vector_widths(k)
+        symbol = kernel.name + Operands(kernel.layout).twin(widths, problem, mixed_twins(k)).suffix
         out = "partials" if p["workspace"] else "C"
         args = ("A", "B", out, "M", "N", "K") + (() if p["workspace"] else self.fusion_args())
         launches = (Launch(symbol, grid, tuple(p["block"]), args, kernel.static_smem),)
@@ -480,7 +560,7 @@ class Sgemm(Fusing, Op):
             total, mn = reduce_launch(kernel.name + "_reduce", M, N, self.epilogue.inputs if self.epilogue else None)
             launches, scalars = launches + (total,), scalars + (mn,)
             workspaces = (splitk_workspace(k["split_k"], M, N),)
-        align = tuple((b, 4 * v) for b, v in (("A", k["vec_a"]), ("B", k["vec_b"]), ("C", k["vec_c"])) if v > 1)
+        align = tuple((b, 4 * v) for b, v in zip("ABC", widths) if v > 1)
         return Plan(kernel, problem, launches, workspaces, scalars, align)
 
     def launch_recipe(self, kernel: Kernel):
@@ -496,7 +576,7 @@ class Sgemm(Fusing, Op):
         if self.batched:
             grid = grid[:2] + ("batch",)
         steps = tuple(Step(kernel.name + t.suffix, grid, tuple(p["block"]), args, kernel.static_smem, when=t.when)
-                      for t in Operands(kernel.layout).twins((k["vec_a"], k["vec_b"], k["vec_c"]), mixed_twins(k)))
+                      for t in Operands(kernel.layout).twins(self.vector_widths(k), mixed_twins(k)))
         lets, workspaces = (), ()
         if p["atomic"]:   # the slices of K add into C: zero it first
             steps = (Step(kernel.name + "_zero", ("kg_min(kg_cdiv(MN, 256), 4096)", "1", "1"), (256, 1, 1), ("C", "MN")),) + steps
@@ -504,7 +584,7 @@ class Sgemm(Fusing, Op):
         elif p["workspace"]:   # each slice stores its slab of the workspace; a second kernel sums them in order
             step, mn, ws = reduce_recipe(kernel.name + "_reduce", k["split_k"], self.epilogue.inputs if self.epilogue else None)
             steps, lets, workspaces = steps + (step,), (mn,), (ws,)
-        align = tuple((b, 4 * v, "") for b, v in (("A", k["vec_a"]), ("B", k["vec_b"]), ("C", k["vec_c"])) if v > 1)
+        align = tuple((b, 4 * v, "") for b, v in zip("ABC", self.vector_widths(k)) if v > 1)
         return self.fusion_recipe(Recipe(kernel.arch, ("M", "N", "K"), self.recipe_buffers(kernel), steps, lets,
                                          workspaces, alignment=align, requires=tuple(requires), layout=kernel.layout))
 

@@ -63,6 +63,7 @@ from ..target import Target, default_target
 from .base import INT_MAX, Problem, cdiv
 from . import splitk
 from .operands import Operands, mixed_twins
+from .sgemm import DOT_CHUNK
 
 # The model's constants (H100 SXM figures, first guesses from the 2026-11-22 measurements; calibrate
 # with bench/sgemm_regimes_probe.py). Rates are per second.
@@ -76,6 +77,7 @@ COSTS = dict(
     UNALIGNED=0.85,                 # speed of a twin whose A or B loads are element-wise (rows at any offset)
     DETERMINISM_PREMIUM=0.05,       # atomics must be estimated this much faster to be picked
     MAX_WORKSPACE_BYTES=1 << 30,    # no workspace beyond this (atomics instead)
+    DOT_LATENCY_S=1.5e-6,           # a dot-layout trip's wait on its stream's loads (DRAM under that kernel's load)
 )
 
 DEFAULT_PEAK = (66.9e12, 3.35e12)  # fp32 flop/s and bytes/s where the target names no GPU
@@ -141,6 +143,21 @@ FITTED = (
     (64, 4, 0.48),
     (128, 8, 0.40),
 )
+# Dot families (the dot layout: a warp's lanes split K, layout NT only, both operands read along K): where a side
+# of C is at most 16, a warp's tile spans it (the thin side's rows are held: every warp of the block reads them,
+# mostly from L1) and the other operand streams from DRAM once. Rows: (the powers of two the thin side is
+# rounded to that the row serves, the thin side's (block, warp) extents, the other side's (warp extent, warps a
+# block), stages, unroll_k, efficiency); 0 means the thin side's own power of two. From `bench/s15_dot_probe.sh` (H100, 2026-11-25,
+# bench_results/2026-11-25-s15/s15_dot_probe_*.md): 16 rows at 16x4096x4096 44.6 us (tiles 55.4, cuBLAS 59.8),
+# 16x512x500000 585 us (625, 496); 1 row at 1x4096x4096 30.7 us (53.0, 39.8); 8 columns at 8192x8x4096 59.5 us
+# (90.1, 89.6). Which operand streams is the template's rule (the one whose rows one warp alone reads).
+DOT = (
+    ((16,), (16, 8), (8, 4), 2, 1, 0.50),
+    ((16,), (16, 16), (4, 8), 1, 2, 0.50),
+    ((8,), (8, 8), (8, 4), 1, 2, 0.50),
+    ((1, 2, 4), (0, 0), (4, 4), 2, 2, 0.50),
+    ((1, 2, 4), (0, 0), (2, 4), 1, 4, 0.50),
+)
 SPLITS = (1, 2, 3, 4, 5, 6, 8, 10, 12, 16, 20, 24, 32, 48, 64, 96, 128, 192, 256)
 
 
@@ -152,6 +169,18 @@ class Family:
     resident: int          # blocks an SM holds at once
     in_flight: int         # K tiles a block has in flight
     needs_company: bool = False   # legal only where its blocks outnumber the SMs (COMPANY)
+    latency_s: float = 0.0        # a K tile's wait when none is in flight (0: COSTS' LATENCY_S)
+
+    @property
+    def k_tile(self) -> int:
+        """K a block waits on at once: a shared tile (bk), or a dot trip (unroll_k chunks of DOT_CHUNK)."""
+        k = self.knobs
+        return DOT_CHUNK * max(k["unroll_k"], 1) if k["layout"] == "dot" else k["bk"]
+
+    @property
+    def slice_tile(self) -> int:
+        """The whole tiles K's slices are cut in (as the kernel's k_slice)."""
+        return DOT_CHUNK if self.knobs["layout"] == "dot" else self.knobs["bk"]
 
 
 @dataclass(frozen=True)
@@ -172,8 +201,37 @@ def families(op, target: Target, layout: str = "NN") -> tuple[Family, ...]:
 
 
 def families_for(op, target: Target, layout: str, M: int, N: int) -> tuple[Family, ...]:
-    """Every family a product of M x N is estimated with: FAMILIES' and those fitted to its thin sides."""
-    return families(op, target, layout) + fitted_families(op, target, layout, fitted_side(M), fitted_side(N))
+    """Every family a product of M x N is estimated with: FAMILIES', those fitted to its thin sides and (layout
+    NT) the dot families of a side of at most 16."""
+    return (families(op, target, layout) + fitted_families(op, target, layout, fitted_side(M), fitted_side(N))
+            + dot_families(op, target, layout, dot_side(M), dot_side(N)))
+
+
+def dot_side(size: int) -> int:
+    """The power of two a dot family's warp tile spans a side of `size` with (0: too wide for the dot families)."""
+    side = 1 << max(size - 1, 0).bit_length()
+    return side if any(side in row[0] for row in DOT) else 0
+
+
+def dot_rows(thin_m: int, thin_n: int) -> list[tuple[str, dict, float]]:
+    """DOT as rows like FAMILIES' over a thin M of `thin_m` (a power of two) and (or) a thin N (0: none)."""
+    rows = []
+    for serves, (block, warp), (other, warps), stages, unroll, eff in DOT:
+        for thin, side in ((thin_m, "m"), (thin_n, "n")):
+            if thin not in serves:
+                continue
+            b, w = (block or thin, warp or thin)
+            t = dict(bm=b, tm=w, bn=other * warps, tn=other) if side == "m" else \
+                dict(bn=b, tn=w, bm=other * warps, tm=other)
+            name = f"dot {t['bm']}x{t['bn']}/{t['tm']}x{t['tn']}" + (f" st{stages}u{unroll}")
+            rows.append((name, dict(t, shared=False, layout="dot", wm=0, wn=0, stages=stages, unroll_k=unroll), eff))
+    return rows
+
+
+@functools.lru_cache(maxsize=64)
+def dot_families(op, target: Target, layout: str, thin_m: int, thin_n: int) -> tuple[Family, ...]:
+    """The dot rows legal on `target` for `layout` (NT only: the kernel refuses the others)."""
+    return tuple(f for f in (_family(op, target, layout, *row) for row in dot_rows(thin_m, thin_n)) if f)
 
 
 def fitted_side(size: int) -> int:
@@ -215,6 +273,8 @@ def _family(op, target: Target, layout: str, name: str, over: dict, eff: float,
     smem = op.shared_bytes(k) + 1024          # the SM reserves 1 KB a block
     resident = max(1, min(32, target.max_threads_per_sm // threads, target.smem_per_sm // smem,
                           target.regs_per_sm // (regs * threads)))
+    if k["layout"] == "dot":          # a trip in flight, two where the next is loaded during its math
+        return Family(name, k, eff, resident, k["stages"], needs_company, COSTS["DOT_LATENCY_S"])
     in_flight = k["stages"] - 1 if k["copy"] == "cp_async" else 1
     return Family(name, k, eff, resident, in_flight, needs_company)
 
@@ -224,15 +284,15 @@ def estimate(fam: Family, split_k: int, reduce_k: str, M: int, N: int, K: int, t
     """Seconds for `fam` with K in `split_k` slices summed by `reduce_k` (see the module doc)."""
     c = COSTS
     k = fam.knobs
-    bm, bn, bk = k["bm"], k["bn"], k["bk"]
+    bm, bn, bk = k["bm"], k["bn"], fam.k_tile
     flops, bw = (target.peaks.fp32, target.peaks.bytes_per_s) if target.peaks else DEFAULT_PEAK
-    kchunk, slices = splitk.kchunk(K, split_k, bk), splitk.slices(K, split_k, bk)
+    kchunk, slices = splitk.kchunk(K, split_k, fam.slice_tile), splitk.slices(K, split_k, fam.slice_tile)
     blocks = cdiv(M, bm) * cdiv(N, bn) * slices
     sm_flops = flops / target.sms * fam.efficiency * (1.0 if loads_aligned(k, layout, M, N, K) else c["UNALIGNED"])
 
     def wave(r: int) -> float:
         return max(r * 2.0 * bm * bn * kchunk / sm_flops,
-                   cdiv(kchunk, bk) * c["LATENCY_S"] / fam.in_flight,
+                   cdiv(kchunk, bk) * (fam.latency_s or c["LATENCY_S"]) / fam.in_flight,
                    r * 4.0 * (bm + bn) * kchunk / c["SM_BYTES_PER_S"])
 
     full, rest = divmod(blocks, target.sms * fam.resident)
@@ -262,7 +322,7 @@ def legal_here(fam: Family, split_k: int, reduce_k: str, M: int, N: int, K: int,
     k = fam.knobs
     if cdiv(M, k["bm"]) > 65535 or cdiv(M, k["bm"]) * cdiv(N, k["bn"]) > INT_MAX:
         return False
-    if split_k > 1 and splitk.slices(K, split_k, k["bk"]) < split_k:
+    if split_k > 1 and splitk.slices(K, split_k, fam.slice_tile) < split_k:
         return False
     if fam.needs_company and cdiv(M, k["bm"]) * cdiv(N, k["bn"]) * split_k <= sms:
         return False
