@@ -41,6 +41,14 @@ TF32 = dict(dtype="tf32", bm=64, bn=64, wm=32, wn=32)    # the gemm on fp32 data
 # unless they carry problem=dict(...) (op.problem's epilogue=, batch=, stride_a=, stride_b=, residual=);
 # elementwise computes its default expression unless they carry expr=...; the emulator's reference target unless
 # they carry sms=n (that target with n SMs: persistent blocks then walk several tiles of the sizes given)
+# sgemm's dot layout (x . W^T): 16 rows held by a 2 x 4 grid of warps, prefetched, K in 3 slices through a workspace;
+# 8 columns held by 4 warps of 4 rows, 2 chunks a trip, not prefetched; at sizes of a partial chunk, several trips
+# and single chunks after them, and sides past the tiles
+DOT_SIZES = [{"M": 17, "N": 40, "K": 37}, {"M": 5, "N": 70, "K": 1000}, {"M": 70, "N": 9, "K": 777}]
+DOT_M = dict(shared=False, layout="dot", wm=0, wn=0, bm=16, tm=8, bn=32, tn=8, unroll_k=1, split_k=3,
+             reduce_k="workspace", sizes=DOT_SIZES, problem=dict(layout="NT"))
+DOT_N = dict(DOT_M, bm=16, tm=4, bn=8, tn=8, stages=1, unroll_k=2, split_k=1, reduce_k="atomic")
+
 MUTATIONS = [
     ("reduce: strided step one level too far (reads one past the end)", "reduce_sum",
      dict(strategy="strided", threads=128),
@@ -1024,7 +1032,8 @@ MUTATIONS = [
     ("s10 sgemm: a block one column short of N taken as inside", "sgemm", {},
      M("sgemm.cu.j2", "const bool inside = m0 + {{ bm }} <= M && n0 + {{ bn }} <= N;", "const bool inside = m0 + {{ bm }} <= M && n0 + {{ bn }} <= N + 1;")),
     ("s10 sgemm: split-K's zero kernel leaves C's last element", "sgemm", dict(split_k=3),
-     M("sgemm.cu.j2", "i < n; i += gridDim.x * 256LL) C[i] = 0.0f;", "i < n - 1; i += gridDim.x * 256LL) C[i] = 0.0f;")),
+     M("lib/splitk.j2", "i < n; i += gridDim.x * 256LL) {{ c }}[i] = 0.0f;",
+       "i < n - 1; i += gridDim.x * 256LL) {{ c }}[i] = 0.0f;")),
     ("s10 sgemm: inside blocks of a slice given the whole K as their length", "sgemm", dict(split_k=3),
      M("sgemm.cu.j2", "{{ name }}_tile<false, {{ twin.flags }}>({{ a_slice }}, {{ b_slice }}, C, M, N, klen, K,",
        "{{ name }}_tile<false, {{ twin.flags }}>({{ a_slice }}, {{ b_slice }}, C, M, N, K, K,")),
@@ -1210,6 +1219,21 @@ MUTATIONS = [
      M("sgemm.cu.j2", "vec_c, atomic, al_c, ep, name)", "vec_c, atomic, al_a, ep, name)")),
     ("s12 sgemm: blocks inside C take every row as aligned", "sgemm", dict(problem=dict(layout="NT")),
      M("sgemm.cu.j2", "    {{ name }}_tile<false, {{ twin.flags }}>(", "    {{ name }}_tile<false, true, true, true>(")),
+    # ---- sgemm's dot layout (written with the code, fifteenth session): lanes split K, summed by halving shuffles
+    ("s15 sgemm_dot: the halving sum keeps the lower half on every lane", "sgemm", DOT_M,
+     M("sgemm_dot.cu.j2", "  if (up) first += {{ h }};", "  if (up) first += 0;")),
+    ("s15 sgemm_dot: the partial chunk counts from the slice's start, not this lane's", "sgemm", DOT_M,
+     M("sgemm_dot.cu.j2", "const int left = klen - k0 - lane * 4;", "const int left = klen - k0;")),
+    ("s15 sgemm_dot: the prefetch of the next trip one trip late at the end", "sgemm", DOT_M,
+     M("sgemm_dot.cu.j2", "if (k0 + {{ 2 * trip }} <= whole) {", "if (k0 + {{ trip }} <= whole) {")),
+    ("s15 sgemm_dot: rows of A past M not clamped", "sgemm", DOT_M,
+     M("sgemm_dot.cu.j2", "a[i] = A + (size_t)min(wm0 + i, M - 1) * ldK", "a[i] = A + (size_t)(wm0 + i) * ldK")),
+    ("s15 sgemm_dot: a held B row multiplied into the stream's row of the same index", "sgemm", DOT_N,
+     M("sgemm_dot.cu.j2", '"acc[%s][%s]" % (s, h) }}{% endmacro %}', '"acc[%s][%s]" % (s, s) }}{% endmacro %}')),
+    ("s15 sgemm_dot: a warp's columns from the warp row's index", "sgemm", DOT_M,
+     M("sgemm_dot.cu.j2", "wn0 = n0 + warp % {{ bn // tn }} * {{ tn }};", "wn0 = n0 + warp / {{ bn // tn }} * {{ tn }};")),
+    ("s15 sgemm_dot: single chunks after the trips skipped", "sgemm", dict(DOT_N, unroll_k=4),
+     M("sgemm_dot.cu.j2", "  for (; k0 < whole; k0 += {{ chunk }}) {", "  for (; k0 < whole && false; k0 += {{ chunk }}) {")),
 ]
 
 

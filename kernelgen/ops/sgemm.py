@@ -712,9 +712,14 @@ class Sgemm(Fusing, Op):
             for split_k in (2, 3, 4, 8):
                 k = dict(base, **over, split_k=split_k)
                 yield dict(k, **self.layout_knobs(o.layout, k["copy"], k["bm"]))
-        from .sgemm_cost import fitted_rows, fitted_side
+        from .sgemm_cost import dot_rows, dot_side, fitted_rows, fitted_side
         # a thin side no power of two fits (N = 35): the cost model's tiles of its own width, K in slices
         for _, over, _ in fitted_rows(fitted_side(problem["M"]), fitted_side(problem["N"])):
             for split_k in (1, 4, 8, 12, 16):
                 k = dict(base, **over, split_k=split_k, reduce_k="workspace" if split_k > 1 else "atomic")
                 yield dict(k, **self.layout_knobs(o.layout, k["copy"], k["bm"]))
+        # a side of 1-16 of x . W^T (layout NT): the cost model's dot tiles, K in slices
+        if o.layout == "NT":
+            for _, over, _ in dot_rows(dot_side(problem["M"]), dot_side(problem["N"])):
+                for split_k in (1, 2, 4, 8, 16):
+                    yield dict(base, **over, split_k=split_k, reduce_k="workspace" if split_k > 1 else "atomic")

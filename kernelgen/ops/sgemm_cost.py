@@ -290,9 +290,10 @@ def estimate(fam: Family, split_k: int, reduce_k: str, M: int, N: int, K: int, t
     blocks = cdiv(M, bm) * cdiv(N, bn) * slices
     sm_flops = flops / target.sms * fam.efficiency * (1.0 if loads_aligned(k, layout, M, N, K) else c["UNALIGNED"])
 
+    latency = cdiv(kchunk, bk) * (fam.latency_s or c["LATENCY_S"]) / fam.in_flight
+
     def wave(r: int) -> float:
-        return max(r * 2.0 * bm * bn * kchunk / sm_flops,
-                   cdiv(kchunk, bk) * (fam.latency_s or c["LATENCY_S"]) / fam.in_flight,
+        return max(r * 2.0 * bm * bn * kchunk / sm_flops, latency,
                    r * 4.0 * (bm + bn) * kchunk / c["SM_BYTES_PER_S"])
 
     full, rest = divmod(blocks, target.sms * fam.resident)
