@@ -77,7 +77,6 @@ COSTS = dict(
     UNALIGNED=0.85,                 # speed of a twin whose A or B loads are element-wise (rows at any offset)
     DETERMINISM_PREMIUM=0.05,       # atomics must be estimated this much faster to be picked
     MAX_WORKSPACE_BYTES=1 << 30,    # no workspace beyond this (atomics instead)
-    ONE_ROW_EXPOSED=0.3,            # of a one-block-row tile's latency not hidden behind its math (estimate)
     DOT_LATENCY_S=1.5e-6,           # a dot-layout trip's wait on its stream's loads (DRAM under that kernel's load)
 )
 
@@ -85,8 +84,7 @@ DEFAULT_PEAK = (66.9e12, 3.35e12)  # fp32 flop/s and bytes/s where the target na
 
 _SYNC = dict(copy="sync", stages=2)
 _ASYNC = dict(copy="cp_async", stages=4, bk=16, a_layout="mk", vec_a=4)
-# a FAMILIES row's optional 4th field: the family needs more than this many blocks an SM (on average) for company
-COMPANY, CROWD = 1, 2
+COMPANY = True          # a FAMILIES row's optional 4th field: the family needs more blocks than SMs
 # Tile families: (name, knobs over the default schedule, fraction of an SM's fp32 peak the main loop
 # reaches when nothing else limits it). 256x128 and 128x128 are measured (73%, 72%); 128x64, 256x16 and
 # 16x256 were scaled by the model's error on the 160 DeepBench shapes timed on the H100 (2026-11-23,
@@ -129,11 +127,8 @@ FAMILIES = (
     # their efficiency the best-ranking of 0.50-0.75 over every probe (bench_results/2026-11-25-s14/
     # sgemm_skinny_m_cp_async.md, sgemm_new_families_medium.md). Their blocks of 4 warps need company on an
     # SM (COMPANY): one an SM ran 0.76-0.83x cuBLAS where two or more ran 0.88-0.94x (64x4096x4096,
-    # 128x2048x2048, 64x7680x2560), so they are candidates only where their blocks outnumber the SMs. 32x128's
-    # threads hold 8x4, half the others' math per shared load: two of its blocks an SM still ran 1.18x the
-    # estimate (128x4096x4096 in 2 slices, 128x7680x2560 in 1) where three or more ran 1.02-1.05x and the
-    # others' two 0.98-1.04x (bench_results/2026-11-25-s14/sgemm_last_rows_probe.md): it needs a crowd (CROWD).
-    ("32x128/cp.async", dict(bm=32, bn=128, wm=32, wn=32, tm=8, tn=4, **_ASYNC), 0.65, CROWD),
+    # 128x2048x2048, 64x7680x2560), so they are candidates only where their blocks outnumber the SMs.
+    ("32x128/cp.async", dict(bm=32, bn=128, wm=32, wn=32, tm=8, tn=4, **_ASYNC), 0.65, COMPANY),
     ("64x128/cp.async", dict(bm=64, bn=128, wm=32, wn=64, tm=8, tn=8, **_ASYNC), 0.65, COMPANY),
     ("32x256/cp.async", dict(bm=32, bn=256, wm=32, wn=64, tm=8, tn=8, **dict(_ASYNC, stages=3)), 0.65, COMPANY),
 )
@@ -173,7 +168,7 @@ class Family:
     efficiency: float
     resident: int          # blocks an SM holds at once
     in_flight: int         # K tiles a block has in flight
-    needs_company: int = 0        # legal only where its blocks outnumber this many times the SMs (COMPANY, CROWD)
+    needs_company: bool = False   # legal only where its blocks outnumber the SMs (COMPANY)
     latency_s: float = 0.0        # a K tile's wait when none is in flight (0: COSTS' LATENCY_S)
 
     @property
@@ -264,7 +259,7 @@ def fitted_families(op, target: Target, layout: str, fit_m: int, fit_n: int) -> 
 
 
 def _family(op, target: Target, layout: str, name: str, over: dict, eff: float,
-            needs_company: int = 0) -> Family | None:
+            needs_company: bool = False) -> Family | None:
     k = dict(op.default_knobs(), **over)
     k.update(op.layout_knobs(layout, k["copy"], k["bm"]))
     if k["copy"] == "cp_async" and Operands(layout).b_t:
@@ -296,15 +291,10 @@ def estimate(fam: Family, split_k: int, reduce_k: str, M: int, N: int, K: int, t
     sm_flops = flops / target.sms * fam.efficiency * (1.0 if loads_aligned(k, layout, M, N, K) else c["UNALIGNED"])
 
     latency = cdiv(kchunk, bk) * (fam.latency_s or c["LATENCY_S"]) / fam.in_flight
-    # One block row of a register-copied tile (one K tile in flight): every B tile comes from DRAM for that
-    # block alone, and part of its wait shows past the math (128x128 at M = 96-128: 1.16-1.23x the estimate
-    # without this, where tiles of two or more block rows read 0.92-1.05x; bench_results/2026-11-25-s14/
-    # sgemm_last_rows_probe.md).
-    exposed = c["ONE_ROW_EXPOSED"] * latency if fam.in_flight == 1 and M <= bm and k["layout"] != "dot" else 0.0
 
     def wave(r: int) -> float:
         return max(r * 2.0 * bm * bn * kchunk / sm_flops, latency,
-                   r * 4.0 * (bm + bn) * kchunk / c["SM_BYTES_PER_S"]) + exposed
+                   r * 4.0 * (bm + bn) * kchunk / c["SM_BYTES_PER_S"])
 
     full, rest = divmod(blocks, target.sms * fam.resident)
     main = full * wave(fam.resident) + (wave(cdiv(rest, target.sms)) if rest else 0.0)
@@ -329,13 +319,13 @@ def loads_aligned(k: dict, layout: str, M: int, N: int, K: int) -> bool:
 
 def legal_here(fam: Family, split_k: int, reduce_k: str, M: int, N: int, K: int, sms: int) -> bool:
     """What the plan checks for these sizes (grid rows, the blocks' int number), no empty slices, a
-    workspace within MAX_WORKSPACE_BYTES, and more blocks than needs_company x `sms` for a family that needs company."""
+    workspace within MAX_WORKSPACE_BYTES, and more blocks than `sms` for a family that needs company."""
     k = fam.knobs
     if cdiv(M, k["bm"]) > 65535 or cdiv(M, k["bm"]) * cdiv(N, k["bn"]) > INT_MAX:
         return False
     if split_k > 1 and splitk.slices(K, split_k, fam.slice_tile) < split_k:
         return False
-    if fam.needs_company and cdiv(M, k["bm"]) * cdiv(N, k["bn"]) * split_k <= fam.needs_company * sms:
+    if fam.needs_company and cdiv(M, k["bm"]) * cdiv(N, k["bn"]) * split_k <= sms:
         return False
     return not (split_k > 1 and reduce_k == "workspace"
                 and 4 * split_k * splitk.slab(M, N) > COSTS["MAX_WORKSPACE_BYTES"])
