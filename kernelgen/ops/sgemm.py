@@ -30,6 +30,13 @@ over blockIdx.z (for grids too small to fill the SMs: long K, skinny or small pr
 `annotate("reduce_k", ...)` says: `atomic` adds them into C after a launch zeroes it (the order of the
 additions, and so C's last bits, can differ between runs), `workspace` stores each slice's partial
 tile in a slab of a workspace and a second kernel sums the slabs in order (the same bits every run).
+The dot layout (`layout=dot`, shared false, layout NT only: x . W^T, both operands' rows along K) binds K to
+lanes instead: `split(i, BM, TM).bind(i.1, warp)` and `split(j, BN, TN).bind(j.1, warp)` give each warp a TM x TN
+tile of C, `split(k, 128, 4).bind(k.1, lane)` gives each lane 4 floats of every 128 of K (one 128-bit load a
+row), and `reduction(k, shuffle)` adds the lanes' shares; `unroll(k.0, n)` loads n chunks a trip and
+`double_buffer(A|B, 2)` loads the streamed operand's next trip during this one's math. It serves products with
+a side of 1-16 (nn.Linear at a few tokens): the thin side's rows are held (read by every warp of the block,
+from L1), the other side's stream from DRAM once, with no shared memory and no barrier.
 Tile 0 of K holds K's remainder and is the only tile whose loads are tested; blocks wholly inside C
 test nothing else, and blocks on an edge of C clamp their loads into C and test only their stores.
 Inputs are small integers, so the check against the float64 reference is exact. `schedule_for` is a

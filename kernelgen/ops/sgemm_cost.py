@@ -39,6 +39,7 @@ roofline. The regimes it produces, for an H100 (132 SMs):
 | skinny N (<= ~64) | 3000x64x2000, 4096x8x100000 | bn = 8/16/32/64 tiles, slices | no columns of C computed for nothing |
 | skinny M (<= ~64) | 16x5000x4000 | bm = 8/16/32 tiles, slices | the same for rows |
 | a thin side of 17-24 or 33-48 | 8457x35x4096, 40x3000x3000 | a fitted 24/40/48-wide tile, slices | 40 columns for 35, not 64 |
+| x . W^T (NT) with a side of 1-16 | 16x4096x4096:NT, 1x11008x4096:NT, 8192x8x4096:NT | a dot tile (lanes split K) | the thin side held in L1, the other operand streamed from DRAM once |
 
 Operand layouts: where A is stored transposed (TN, TT) the cp.async families copy it 16 bytes at a time
 into the km tile, as its rows lie in memory (M = 16-32, N = 512-1024, K = 512 TN: 0.70-0.85x cuBLAS with
