@@ -4,6 +4,7 @@
                                                              # $OUT/attention_probe.json and .md
     PYTHONPATH=. python3 bench/attention_probe.py --types float16,bfloat16   # the tensor-core steps only
     PYTHONPATH=. python3 bench/attention_probe.py --mma      # the tensor-core kernel's variants, < 5 minutes
+    PYTHONPATH=. python3 bench/attention_probe.py --types float32 --shapes "batch=1,heads=32,seq=2048,head_dim=128,causal=1"
 
 Per shape (b8 h16 s2048 d64 non-causal and causal, d128 both; a d80 shape for the unaligned twins)
 and input type: the ladder steps that run in it, schedule_for's pick and a few neighbouring tilings,
@@ -39,7 +40,8 @@ SHAPES = ("batch=8,heads=16,seq=2048,head_dim=64", "batch=8,heads=16,seq=2048,he
           "batch=8,heads=16,seq=2048,head_dim=128", "batch=8,heads=16,seq=2048,head_dim=128,causal=1",
           "batch=4,heads=8,seq=1000,head_dim=80,causal=1")
 NEIGHBOURS = (dict(bq=32, rq=4), dict(bq=64, rq=4), dict(bq=128, rq=8), dict(bk=32, rk=2), dict(stages=3),
-              dict(bk=128, rk=8))
+              dict(bk=128, rk=8), dict(bk=32, rk=2, stages=3), dict(stages=1, copy="sync"),
+              dict(bq=128, rq=8, stages=1, copy="sync"))
 MMA_NEIGHBOURS = (dict(bq=64, wq=16), dict(bq=128, wq=16), dict(bq=128, wq=32), dict(bk=32), dict(bk=128),
                   dict(stages=3), dict(stages=1, copy="sync"))
 # --mma: the shapes and the types each is timed in
@@ -197,6 +199,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--types", default="float32,float16,bfloat16", help="input types of our kernels to time")
     ap.add_argument("--mma", action="store_true", help="the tensor-core kernel's variants against SDPA flash")
+    ap.add_argument("--shapes", help="SIZE;SIZE;... (as --size takes them) in place of the issue's shapes")
     args = ap.parse_args()
     gpu.require()
     out = Path(os.environ.get("OUT", "bench_out"))
@@ -207,7 +210,7 @@ def main() -> None:
         return mma_main(op, out, reps)
     from kernelgen.sizes import parse_size
     doc, md = {"device": gpu.device().gpu, "shapes": []}, [f"# attention probe on {gpu.device().gpu}", ""]
-    for text in SHAPES:
+    for text in (args.shapes.split(";") if args.shapes else SHAPES):
         t0 = time.time()
         rows = []
         for dt in args.types.split(","):

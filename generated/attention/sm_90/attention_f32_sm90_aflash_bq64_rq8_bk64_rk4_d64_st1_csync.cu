@@ -143,8 +143,8 @@ __device__ __forceinline__ float4 attention_f32_sm90_aflash_bq64_rq8_bk64_rk4_d6
 // FlashAttention in float32: a block owns 64 queries of one (batch, head) and walks K and V in tiles of
 // 64 keys (1 in shared memory, copied through registers), keeping per query row a running max m and sum l
 // of exp(s - m) and the row of O scaled by them: a new max rescales l and O once per tile. 8 x 16
-// threads: thread (tx, ty) owns query rows ty*8.. (8), keys tx + 16*c of each tile (4) and columns
-// tx*4.. of O (4); the 16 threads of a row combine their maxima by shuffles. Tiles wholly past the
+// threads: thread (tx, ty) owns query rows ty*8.. (8), keys tx + 16*c of each tile (4) and 4
+// columns of O (float4s at tx*4 + 64*g); the 16 threads of a row combine their maxima by shuffles. Tiles wholly past the
 // causal diagonal are never loaded; blockIdx.x is the (batch, head) pair and blockIdx.y the q-tile, so every
 // pair's heaviest q-tiles run first. Q, K and V tiles are 64 floats wide (head_dim <= 64,
 // zero-padded). Q, K, V and O are read and written through their (batch, head, seq) strides (q_sb, q_sh,
@@ -262,11 +262,11 @@ __device__ __forceinline__ void attention_f32_sm90_aflash_bq64_rq8_bk64_rk4_d64_
         #pragma unroll
         for (int r = 0; r < 8; ++r) pv[r] = *reinterpret_cast<const float4*>(Ps + (ty * 8 + r) * 68 + j);
         {
-          const float* const vrow = vs + (j + 0) * 64 + tx * 4;
+          const float* const vrow = vs + (j + 0) * 64;
           float v[4];
           #pragma unroll
           for (int i = 0; i < 4; i += 4) {
-            const float4 t = *reinterpret_cast<const float4*>(vrow + i);
+            const float4 t = *reinterpret_cast<const float4*>(vrow + (i) / 4 * 64 + tx * 4 + (i) % 4);
             v[i] = t.x; v[i + 1] = t.y; v[i + 2] = t.z; v[i + 3] = t.w;
           }
           #pragma unroll
@@ -276,11 +276,11 @@ __device__ __forceinline__ void attention_f32_sm90_aflash_bq64_rq8_bk64_rk4_d64_
           }
         }
         {
-          const float* const vrow = vs + (j + 1) * 64 + tx * 4;
+          const float* const vrow = vs + (j + 1) * 64;
           float v[4];
           #pragma unroll
           for (int i = 0; i < 4; i += 4) {
-            const float4 t = *reinterpret_cast<const float4*>(vrow + i);
+            const float4 t = *reinterpret_cast<const float4*>(vrow + (i) / 4 * 64 + tx * 4 + (i) % 4);
             v[i] = t.x; v[i + 1] = t.y; v[i + 2] = t.z; v[i + 3] = t.w;
           }
           #pragma unroll
@@ -290,11 +290,11 @@ __device__ __forceinline__ void attention_f32_sm90_aflash_bq64_rq8_bk64_rk4_d64_
           }
         }
         {
-          const float* const vrow = vs + (j + 2) * 64 + tx * 4;
+          const float* const vrow = vs + (j + 2) * 64;
           float v[4];
           #pragma unroll
           for (int i = 0; i < 4; i += 4) {
-            const float4 t = *reinterpret_cast<const float4*>(vrow + i);
+            const float4 t = *reinterpret_cast<const float4*>(vrow + (i) / 4 * 64 + tx * 4 + (i) % 4);
             v[i] = t.x; v[i + 1] = t.y; v[i + 2] = t.z; v[i + 3] = t.w;
           }
           #pragma unroll
@@ -304,11 +304,11 @@ __device__ __forceinline__ void attention_f32_sm90_aflash_bq64_rq8_bk64_rk4_d64_
           }
         }
         {
-          const float* const vrow = vs + (j + 3) * 64 + tx * 4;
+          const float* const vrow = vs + (j + 3) * 64;
           float v[4];
           #pragma unroll
           for (int i = 0; i < 4; i += 4) {
-            const float4 t = *reinterpret_cast<const float4*>(vrow + i);
+            const float4 t = *reinterpret_cast<const float4*>(vrow + (i) / 4 * 64 + tx * 4 + (i) % 4);
             v[i] = t.x; v[i + 1] = t.y; v[i + 2] = t.z; v[i + 3] = t.w;
           }
           #pragma unroll
@@ -334,7 +334,7 @@ __device__ __forceinline__ void attention_f32_sm90_aflash_bq64_rq8_bk64_rk4_d64_
     if (ALIGNED) {
       #pragma unroll
       for (int i = 0; i < 4; i += 4) {
-        const int col = tx * 4 + i;
+        const int col = (i) / 4 * 64 + tx * 4 + (i) % 4;
         if (col < head_dim)
           *reinterpret_cast<float4*>(orow + col) = make_float4(acc[r][i] * inv, acc[r][i + 1] * inv,
                                                                 acc[r][i + 2] * inv, acc[r][i + 3] * inv);
@@ -343,7 +343,7 @@ __device__ __forceinline__ void attention_f32_sm90_aflash_bq64_rq8_bk64_rk4_d64_
     {
       #pragma unroll
       for (int i = 0; i < 4; ++i) {
-        const int col = tx * 4 + i;
+        const int col = (i) / 4 * 64 + tx * 4 + (i) % 4;
         if (col < head_dim) orow[col] = acc[r][i] * inv;
       }
     }
