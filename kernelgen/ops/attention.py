@@ -354,11 +354,16 @@ class Attention(Op):
 
     @staticmethod
     def smem_layout(k: dict) -> dict:
-        """The flash kernel's shared-memory layout in floats: Q and K rows padded by 4 (float4 reads of
-        neighbouring rows land in different banks), V rows unpadded (a row is read along d), P rows
-        padded by 4; K and V `stages` times."""
-        ldq = ldk = k["dmax"] + 4
-        ldv, ldp = k["dmax"], k["bk"] + 4
+        """The flash kernel's shared-memory layout in floats: K rows padded by 4 (a warp's float4 reads of 16
+        neighbouring rows land in different banks), V rows unpadded (a row is read along d); Q and P rows
+        padded by 4 where that parts the two rows a warp reads (its two threadIdx.y, RQ rows apart): not at
+        RQ = 8, where 8 rows of 4 words of padding are 32 words, the same banks again, and the padding only
+        cost the shared memory that kept 128-query tiles of head_dim 128 out of a block (235520 bytes: with
+        it dropped they ran 12-16% faster than 64-query tiles, 2026-11-25, bench_results/2026-11-25-s15/
+        attention_probe_unpadded.md). K and V `stages` times."""
+        pad = 0 if 4 * k["rq"] % 32 == 0 else 4
+        ldq, ldk = k["dmax"] + pad, k["dmax"] + 4
+        ldv, ldp = k["dmax"], k["bk"] + pad
         q, kk, v = k["bq"] * ldq, k["stages"] * k["bk"] * ldk, k["stages"] * k["bk"] * ldv
         return dict(ldq=ldq, ldk=ldk, ldv=ldv, ldp=ldp, q_off=0, k_off=q, v_off=q + kk, p_off=q + kk + v,
                     floats=q + kk + v + k["bq"] * ldp)
@@ -633,13 +638,16 @@ class Attention(Op):
                                   "4-7% slower on the H100)", dtypes=HALF))
 
     def schedule_for(self, problem: Problem, target: Target | None = None) -> Schedule:
-        """float16 / bfloat16: the tensor-core kernel (_mma_pick). float32: the fused kernel: tiles as wide as the smallest DMAX that holds head_dim; 16 threads per
-        row (so each owns DMAX/16 columns of O), RQ rows per thread as many as keep O's registers at
-        <= 32 (8 rows at d <= 64, 4 at 128); BQ = 128 queries at d <= 64 where 128-query tiles still
-        give every SM two blocks (each K/V tile then serves twice the rows: 2.09x torch's math path
-        against 1.96x at 64, b8 h16 s2048 d64 on the H100), else 64, and 32 where 64-query tiles
-        cannot give every SM a block; then the first of (cp.async, 2 stages) and (through registers, 1 stage), each with
-        64- then 32-key tiles and BQ then BQ/2 queries, whose shared memory the target holds."""
+        """float16 / bfloat16: the tensor-core kernel (_mma_pick). float32: the fused kernel: tiles as wide as the
+        smallest DMAX that holds head_dim; 16 threads per row (so each owns DMAX/16 columns of O). BQ = 128
+        queries where 128-query tiles still give every SM two blocks at d <= 64 (each K/V tile then serves twice
+        the rows: 2.09x torch's math path against 1.96x at 64, b8 h16 s2048 d64 on the H100) or one at d 128
+        (its shared memory holds one block: 12-16% faster than 64-query tiles, b1 h32 s2048 causal and b8 h16
+        s2048, bench_results/2026-11-25-s15/attention_probe_unpadded.md), with 8 rows a thread (O's registers
+        8 x DMAX/16); else 64 with RQ as many as keep O's registers at <= 32 (8 rows at d <= 64, 4 at 128),
+        and 32 where 64-query tiles cannot give every SM a block; then the first of (cp.async, 2 stages) and
+        (through registers, 1 stage), each with 64- then 32-key tiles and BQ, BQ/2 then BQ/4 queries, whose
+        shared memory the target holds."""
         target = target or default_target()
         if problem.dtype("Q").name in HALF:
             return self.schedule_from_knobs(**self._mma_pick(problem, target))
@@ -647,12 +655,12 @@ class Attention(Op):
         dmax = widths_for(d)[0]
         bh = problem["batch"] * problem["heads"]
         bq = 64 if bh * cdiv(sq, 64) >= target.sms else 32
-        if dmax <= 64 and bh * cdiv(sq, 128) >= 2 * target.sms:
+        if bh * cdiv(sq, 128) >= (2 if dmax <= 64 else 1) * target.sms:
             bq = 128
         pipes = ((2, "cp_async"),) * target.has("cp_async") + ((1, "sync"),)
         for stages, copy in pipes:
-            for bq_, (bk, rk) in ((bq, (64, 4)), (bq, (32, 2)), (bq // 2, (32, 2))):
-                rq = min(max(1, 32 // (dmax // 16)), 8, bq_ // 4)
+            for bq_, (bk, rk) in ((bq, (64, 4)), (bq, (32, 2)), (bq // 2, (32, 2)), (max(bq // 4, 16), (32, 2))):
+                rq = 8 if bq_ == 128 else min(max(1, 32 // (dmax // 16)), 8, bq_ // 4)
                 k = dict(algo="flash", bq=bq_, rq=rq, bk=bk, rk=rk, dmax=dmax, stages=stages, copy=copy)
                 if 4 * self.smem_layout(k)["floats"] <= target.max_smem:
                     return self.schedule_from_knobs(**k)

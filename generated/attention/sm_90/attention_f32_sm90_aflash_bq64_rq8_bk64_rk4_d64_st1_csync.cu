@@ -37,10 +37,10 @@
 //   workspace: none
 //   kernels, in order on one stream:
 //     if head_dim % 4 == 0: attention_f32_sm90_aflash_bq64_rq8_bk64_rk4_d64_st1_csync
-//       grid (batch * heads, kg_cdiv(seq_q, 64), 1), block (16, 8, 1), 68608 bytes dynamic shared (needs cudaFuncSetAttribute MaxDynamicSharedMemorySize)
+//       grid (batch * heads, kg_cdiv(seq_q, 64), 1), block (16, 8, 1), 66560 bytes dynamic shared (needs cudaFuncSetAttribute MaxDynamicSharedMemorySize)
 //       args (Q, K, V, O, seq_q, seq_k, head_dim, causal, scale, heads, q_sb, q_sh, q_ss, k_sb, k_sh, kv_ss, v_sb, v_sh, o_sb, o_sh, o_ss)
 //     if head_dim % 4 != 0: attention_f32_sm90_aflash_bq64_rq8_bk64_rk4_d64_st1_csync_unaligned
-//       grid (batch * heads, kg_cdiv(seq_q, 64), 1), block (16, 8, 1), 68608 bytes dynamic shared (needs cudaFuncSetAttribute MaxDynamicSharedMemorySize)
+//       grid (batch * heads, kg_cdiv(seq_q, 64), 1), block (16, 8, 1), 66560 bytes dynamic shared (needs cudaFuncSetAttribute MaxDynamicSharedMemorySize)
 //       args (Q, K, V, O, seq_q, seq_k, head_dim, causal, scale, heads, q_sb, q_sh, q_ss, k_sb, k_sh, kv_ss, v_sb, v_sh, o_sb, o_sh, o_ss)
 //   note: the launcher takes Q, K, V and O contiguous (batch, heads, seq, head_dim) (layout bhsd); the kernels take any (batch, head, seq) strides as the arguments named *_sb, *_sh, *_ss
 // host launcher (build with -DKERNELGEN_HOST_LAUNCHER; returns cudaErrorInvalidValue for a null pointer, a size outside its range, a broken requirement, a misaligned pointer or a workspace too small):
@@ -156,10 +156,10 @@ __device__ __forceinline__ void attention_f32_sm90_aflash_bq64_rq8_bk64_rk4_d64_
                                                 int seq_k, int head_dim, int causal, float scale, int heads,
                                                 long long q_sb, long long q_sh, int q_ss, long long k_sb, long long k_sh, int kv_ss, long long v_sb, long long v_sh, long long o_sb, long long o_sh, int o_ss) {
   extern __shared__ float4 kg_smem4[];  // 16-byte aligned: float4 and cp.async stores
-  float* const Qs = reinterpret_cast<float*>(kg_smem4) + 0;   // [64][68]
-  float* const Ks = reinterpret_cast<float*>(kg_smem4) + 4352;   // [1][64][68]
-  float* const Vs = reinterpret_cast<float*>(kg_smem4) + 8704;   // [1][64][64]
-  float* const Ps = reinterpret_cast<float*>(kg_smem4) + 12800;   // [64][68]
+  float* const Qs = reinterpret_cast<float*>(kg_smem4) + 0;   // [64][64]
+  float* const Ks = reinterpret_cast<float*>(kg_smem4) + 4096;   // [1][64][68]
+  float* const Vs = reinterpret_cast<float*>(kg_smem4) + 8448;   // [1][64][64]
+  float* const Ps = reinterpret_cast<float*>(kg_smem4) + 12544;   // [64][64]
   const int tx = threadIdx.x, ty = threadIdx.y, tid = ty * 16 + tx;
   // The grid is (pairs, query blocks): blocks start in launch order (x fastest), so every (batch, head)
   // pair's query block j starts before any pair's block j + 1, the longest rows first, and a causal grid
@@ -176,7 +176,7 @@ __device__ __forceinline__ void attention_f32_sm90_aflash_bq64_rq8_bk64_rk4_d64_
   for (int it = 0; it < 8; ++it) {
     const int e = tid + it * 128;
     const int r = e / 16, c = e % 16 * 4;
-    *reinterpret_cast<float4*>(Qs + r * 68 + c) = attention_f32_sm90_aflash_bq64_rq8_bk64_rk4_d64_st1_csync_ld4<true, ALIGNED>(Qh, q0 + r, c, seq_q, head_dim, q_ss);
+    *reinterpret_cast<float4*>(Qs + r * 64 + c) = attention_f32_sm90_aflash_bq64_rq8_bk64_rk4_d64_st1_csync_ld4<true, ALIGNED>(Qh, q0 + r, c, seq_q, head_dim, q_ss);
   }
   const float sl2 = scale * 1.4426950408889634f;   // scores in log2 units: exp(x) = exp2(x * log2(e))
   float m[8], l[8], acc[8][4];
@@ -218,7 +218,7 @@ __device__ __forceinline__ void attention_f32_sm90_aflash_bq64_rq8_bk64_rk4_d64_
         for (int c = 0; c < 4; ++c) kv[c] = *reinterpret_cast<const float4*>(ks + (tx + 16 * c) * 68 + d);
         #pragma unroll
         for (int r = 0; r < 8; ++r) {
-          const float4 qv = *reinterpret_cast<const float4*>(Qs + (ty * 8 + r) * 68 + d);
+          const float4 qv = *reinterpret_cast<const float4*>(Qs + (ty * 8 + r) * 64 + d);
           #pragma unroll
           for (int c = 0; c < 4; ++c) {
             s[r][c] = fmaf(qv.x, kv[c].x, s[r][c]);
@@ -252,7 +252,7 @@ __device__ __forceinline__ void attention_f32_sm90_aflash_bq64_rq8_bk64_rk4_d64_
         for (int c = 0; c < 4; ++c) {
           const float p = exp2f(s[r][c] - mn);
           l[r] += p;
-          Ps[(ty * 8 + r) * 68 + tx + 16 * c] = p;
+          Ps[(ty * 8 + r) * 64 + tx + 16 * c] = p;
         }
       }
       __syncthreads();  // P complete
@@ -260,7 +260,7 @@ __device__ __forceinline__ void attention_f32_sm90_aflash_bq64_rq8_bk64_rk4_d64_
       for (int j = 0; j < 64; j += 4) {
         float4 pv[8];
         #pragma unroll
-        for (int r = 0; r < 8; ++r) pv[r] = *reinterpret_cast<const float4*>(Ps + (ty * 8 + r) * 68 + j);
+        for (int r = 0; r < 8; ++r) pv[r] = *reinterpret_cast<const float4*>(Ps + (ty * 8 + r) * 64 + j);
         {
           const float* const vrow = vs + (j + 0) * 64;
           float v[4];
@@ -431,14 +431,14 @@ extern "C" cudaError_t kg_launch_attention_f32_sm90_aflash_bq64_rq8_bk64_rk4_d64
   if ((head_dim % 4 != 0) && kg_misaligned(V, 4)) return cudaErrorInvalidValue;
   if ((head_dim % 4 != 0) && kg_misaligned(O, 4)) return cudaErrorInvalidValue;
   (void)workspace; (void)workspace_bytes;
-  { cudaError_t e = cudaFuncSetAttribute(attention_f32_sm90_aflash_bq64_rq8_bk64_rk4_d64_st1_csync, cudaFuncAttributeMaxDynamicSharedMemorySize, 68608); if (e != cudaSuccess) return e; }
-  { cudaError_t e = cudaFuncSetAttribute(attention_f32_sm90_aflash_bq64_rq8_bk64_rk4_d64_st1_csync_unaligned, cudaFuncAttributeMaxDynamicSharedMemorySize, 68608); if (e != cudaSuccess) return e; }
+  { cudaError_t e = cudaFuncSetAttribute(attention_f32_sm90_aflash_bq64_rq8_bk64_rk4_d64_st1_csync, cudaFuncAttributeMaxDynamicSharedMemorySize, 66560); if (e != cudaSuccess) return e; }
+  { cudaError_t e = cudaFuncSetAttribute(attention_f32_sm90_aflash_bq64_rq8_bk64_rk4_d64_st1_csync_unaligned, cudaFuncAttributeMaxDynamicSharedMemorySize, 66560); if (e != cudaSuccess) return e; }
   if (head_dim % 4 == 0) {
-    attention_f32_sm90_aflash_bq64_rq8_bk64_rk4_d64_st1_csync<<<dim3((unsigned)(batch * heads), (unsigned)(kg_cdiv(seq_q, 64)), (unsigned)(1)), dim3(16, 8, 1), 68608, stream>>>(Q, K, V, O, seq_q, seq_k, head_dim, causal, scale, heads, q_sb, q_sh, q_ss, k_sb, k_sh, kv_ss, v_sb, v_sh, o_sb, o_sh, o_ss);
+    attention_f32_sm90_aflash_bq64_rq8_bk64_rk4_d64_st1_csync<<<dim3((unsigned)(batch * heads), (unsigned)(kg_cdiv(seq_q, 64)), (unsigned)(1)), dim3(16, 8, 1), 66560, stream>>>(Q, K, V, O, seq_q, seq_k, head_dim, causal, scale, heads, q_sb, q_sh, q_ss, k_sb, k_sh, kv_ss, v_sb, v_sh, o_sb, o_sh, o_ss);
     { cudaError_t e = cudaGetLastError(); if (e != cudaSuccess) return e; }
   }
   if (head_dim % 4 != 0) {
-    attention_f32_sm90_aflash_bq64_rq8_bk64_rk4_d64_st1_csync_unaligned<<<dim3((unsigned)(batch * heads), (unsigned)(kg_cdiv(seq_q, 64)), (unsigned)(1)), dim3(16, 8, 1), 68608, stream>>>(Q, K, V, O, seq_q, seq_k, head_dim, causal, scale, heads, q_sb, q_sh, q_ss, k_sb, k_sh, kv_ss, v_sb, v_sh, o_sb, o_sh, o_ss);
+    attention_f32_sm90_aflash_bq64_rq8_bk64_rk4_d64_st1_csync_unaligned<<<dim3((unsigned)(batch * heads), (unsigned)(kg_cdiv(seq_q, 64)), (unsigned)(1)), dim3(16, 8, 1), 66560, stream>>>(Q, K, V, O, seq_q, seq_k, head_dim, causal, scale, heads, q_sb, q_sh, q_ss, k_sb, k_sh, kv_ss, v_sb, v_sh, o_sb, o_sh, o_ss);
     { cudaError_t e = cudaGetLastError(); if (e != cudaSuccess) return e; }
   }
   return cudaSuccess;
