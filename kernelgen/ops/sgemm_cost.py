@@ -64,7 +64,6 @@ from ..target import Target, default_target
 from .base import INT_MAX, Problem, cdiv
 from . import splitk
 from .operands import Operands, mixed_twins
-from .sgemm import DOT_CHUNK
 
 # The model's constants (H100 SXM figures, first guesses from the 2026-11-22 measurements; calibrate
 # with bench/sgemm_regimes_probe.py). Rates are per second.
@@ -171,17 +170,8 @@ class Family:
     in_flight: int         # K tiles a block has in flight
     needs_company: bool = False   # legal only where its blocks outnumber the SMs (COMPANY)
     latency_s: float = 0.0        # a K tile's wait when none is in flight (0: COSTS' LATENCY_S)
-
-    @property
-    def k_tile(self) -> int:
-        """K a block waits on at once: a shared tile (bk), or a dot trip (unroll_k chunks of DOT_CHUNK)."""
-        k = self.knobs
-        return DOT_CHUNK * max(k["unroll_k"], 1) if k["layout"] == "dot" else k["bk"]
-
-    @property
-    def slice_tile(self) -> int:
-        """The whole tiles K's slices are cut in (as the kernel's k_slice)."""
-        return DOT_CHUNK if self.knobs["layout"] == "dot" else self.knobs["bk"]
+    slice_tile: int = 0           # the whole tiles K's slices are cut in (op.k_tile: bk, or the dot layout's chunk)
+    k_tile: int = 0               # K a block waits on at once: bk, or a dot trip (unroll_k chunks)
 
 
 @dataclass(frozen=True)
@@ -274,10 +264,12 @@ def _family(op, target: Target, layout: str, name: str, over: dict, eff: float,
     smem = op.shared_bytes(k) + 1024          # the SM reserves 1 KB a block
     resident = max(1, min(32, target.max_threads_per_sm // threads, target.smem_per_sm // smem,
                           target.regs_per_sm // (regs * threads)))
+    tile = op.k_tile(k)
     if k["layout"] == "dot":          # a trip in flight, two where the next is loaded during its math
-        return Family(name, k, eff, resident, k["stages"], needs_company, COSTS["DOT_LATENCY_S"])
+        return Family(name, k, eff, resident, k["stages"], needs_company, COSTS["DOT_LATENCY_S"], tile,
+                      tile * max(k["unroll_k"], 1))
     in_flight = k["stages"] - 1 if k["copy"] == "cp_async" else 1
-    return Family(name, k, eff, resident, in_flight, needs_company)
+    return Family(name, k, eff, resident, in_flight, needs_company, 0.0, tile, tile)
 
 
 def estimate(fam: Family, split_k: int, reduce_k: str, M: int, N: int, K: int, target: Target,
