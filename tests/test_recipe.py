@@ -80,6 +80,12 @@ def kernels():
             (dict(wg, epilogue="direct", split_k=2), "TN", "relu(acc) + res", "sm_90a"), (wg, "TT", "acc + bias", "sm_90a")]):
         inst = gemm.for_problem(gemm.problem(epilogue=ep, layout=layout))
         yield pytest.param(inst, inst.kernel(inst.schedule(**knobs), target(arch), None, layout), id=f"gemm-slices{i}")
+    sgemm, dot = OPS["sgemm"], dict(shared=False, layout="dot", wm=0, wn=0, bm=16, tm=8, bn=32, tn=8)
+    for i, (knobs, ep) in enumerate([({}, None), (dict(split_k=3, reduce_k="workspace"), "acc + bias"),
+                                     (dict(bm=32, tm=4, bn=8, tn=8, split_k=2), None)]):   # the dot layout, x . W^T
+        inst = sgemm.for_problem(sgemm.problem(epilogue=ep, layout="NT"))
+        yield pytest.param(inst, inst.kernel(inst.schedule(**dict(dot, **knobs)), target("sm_90"), None, "NT"),
+                           id=f"sgemm-dot{i}")
     for mode in ("add", "add_store"):       # layer norm's residual add: more buffers, in every algorithm's launches
         inst = OPS["layernorm"].for_problem(OPS["layernorm"].problem(residual=mode))
         for i, knobs in enumerate([{}] + EXTRA["layernorm"]):

@@ -535,7 +535,7 @@ class Op:
         for step in sched.steps:
             if step.prim == knob.step.prim and step.target in knob.step.targets:
                 raise ScheduleError(step.prim, step.target, step.setting,
-                                    limit=f"knob {knob.name} applies only {knob.condition()}, not {knob.state(k)}")
+                                    limit=f"knob {knob.name} applies only {knob.condition()}, not {knob.state(k, quote=False)}")
 
     def all_loops(self) -> tuple[str, ...]:
         return self.loops + tuple(f"{l}.{i}" for l in self.loops for i in range(4))

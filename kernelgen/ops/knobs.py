@@ -204,9 +204,10 @@ class Knob:
             return ()
         return (self.when,) if isinstance(self.when[0], str) else tuple(self.when)
 
-    def state(self, knobs: dict) -> str:
-        """The values of the knobs this one's conditions read: "shared=False, layout='warp'"."""
-        return ", ".join(f"{on}={knobs[on]!r}" for on, _ in self.conditions)
+    def state(self, knobs: dict, quote: bool = True) -> str:
+        """The values of the knobs this one's conditions read: "shared=False, layout='warp'" (quote=False:
+        "shared=False, layout=warp", as a schedule's step states them)."""
+        return ", ".join(f"{on}={knobs[on]!r}" if quote else f"{on}={knobs[on]}" for on, _ in self.conditions)
 
     def condition(self) -> str:
         """When the knob applies: "with shared True", "with algo im2col or implicit", "with shared True or
