@@ -136,7 +136,7 @@ def families(op, target: Target, layout: str = "NN", batched: bool = False, dtyp
         resident = max(1, min(32, target.max_threads_per_sm // threads, target.smem_per_sm // smem,
                               target.regs_per_sm // (regs * threads)))
         in_flight = k["stages"] if k["instr"] == "wgmma" else k["stages"] - 1
-        out.append(Family(name, k, eff, resident, in_flight))
+        out.append(Family(name, k, eff, resident, in_flight, k["bk"]))
     return tuple(out)
 
 

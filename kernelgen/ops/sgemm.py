@@ -431,11 +431,17 @@ class Sgemm(Fusing, Op):
         p.update(a_iters=cdiv(p["a_vecs"], nt), b_iters=cdiv(p["b_vecs"], nt), b_offset=k["stages"] * p["a_tile"])
         staged = (p["a_iters"] * k["vec_a"] + p["b_iters"] * k["vec_b"]) if k["copy"] == "sync" else 0
         regs = k["tm"] * k["tn"] + k["tm"] + k["tn"] + staged + 28
-        cap = min(255, 65536 // (nt * k["min_blocks"]) // 8 * 8)
-        p["max_regs"] = cap
-        check(regs <= cap, "annotate", "min_blocks", k["min_blocks"],
-              limit=f"{k['min_blocks']} blocks of {nt} threads leave {cap} registers per thread; the tile needs ~{regs}")
+        p["max_regs"] = self._register_cap(k, nt, regs, "the tile")
         return p, self.shared_bytes(k), regs
+
+    @staticmethod
+    def _register_cap(k: dict, threads: int, regs: int, what: str) -> int:
+        """Registers a thread has where min_blocks blocks of `threads` share an SM (the __maxnreg__ budget), after
+        checking that `what`'s estimate of `regs` fits them."""
+        cap = min(255, 65536 // (threads * k["min_blocks"]) // 8 * 8)
+        check(regs <= cap, "annotate", "min_blocks", k["min_blocks"],
+              limit=f"{k['min_blocks']} blocks of {threads} threads leave {cap} registers per thread; {what} needs ~{regs}")
+        return cap
 
     @staticmethod
     def dot_held(k: dict) -> str:
@@ -456,10 +462,7 @@ class Sgemm(Fusing, Op):
         unroll, stream = max(k["unroll_k"], 1), k["tn"] if held == "A" else k["tm"]
         regs = (k["tm"] * k["tn"] + 3 * (k["tm"] + k["tn"]) * min(unroll, 2) + 4 * stream * unroll * (k["stages"] - 1)
                 + 24)
-        cap = min(255, 65536 // (p["threads"] * k["min_blocks"]) // 8 * 8)
-        check(regs <= cap, "annotate", "min_blocks", k["min_blocks"],
-              limit=f"{k['min_blocks']} blocks of {p['threads']} threads leave {cap} registers per thread; "
-                    f"the dot tile needs ~{regs}")
+        cap = self._register_cap(k, p["threads"], regs, "the dot tile")
         twins = tuple(dict(suffix=t.suffix, flags="false" if t.unaligned else "true",
                            note="K any: rows start at any 4-byte offset, so the loads are element-wise (the plan "
                                 f"picks this kernel when {t.when})" if t.unaligned else "")

@@ -168,10 +168,17 @@ class Family:
     efficiency: float
     resident: int          # blocks an SM holds at once
     in_flight: int         # K tiles a block has in flight
+    slice_tile: int        # the whole tiles K's slices are cut in (op.k_tile: bk, or the dot layout's chunk)
     needs_company: bool = False   # legal only where its blocks outnumber the SMs (COMPANY)
-    latency_s: float = 0.0        # a K tile's wait when none is in flight (0: COSTS' LATENCY_S)
-    slice_tile: int = 0           # the whole tiles K's slices are cut in (op.k_tile: bk, or the dot layout's chunk)
-    k_tile: int = 0               # K a block waits on at once: bk, or a dot trip (unroll_k chunks)
+
+    @property
+    def dot(self) -> bool:
+        return self.knobs["layout"] == "dot"
+
+    @property
+    def k_tile(self) -> int:
+        """K a block waits on at once: a tile, or a dot trip (unroll_k chunks)."""
+        return self.slice_tile * max(self.knobs["unroll_k"], 1) if self.dot else self.slice_tile
 
 
 @dataclass(frozen=True)
@@ -211,10 +218,10 @@ def dot_rows(thin_m: int, thin_n: int) -> list[tuple[str, dict, float]]:
         for thin, side in ((thin_m, "m"), (thin_n, "n")):
             if thin not in serves:
                 continue
-            b, w = (block or thin, warp or thin)
+            b, w = block or thin, warp or thin
             t = dict(bm=b, tm=w, bn=other * warps, tn=other) if side == "m" else \
                 dict(bn=b, tn=w, bm=other * warps, tm=other)
-            name = f"dot {t['bm']}x{t['bn']}/{t['tm']}x{t['tn']}" + (f" st{stages}u{unroll}")
+            name = f"dot {t['bm']}x{t['bn']}/{t['tm']}x{t['tn']} st{stages}u{unroll}"
             rows.append((name, dict(t, shared=False, layout="dot", wm=0, wn=0, stages=stages, unroll_k=unroll), eff))
     return rows
 
@@ -264,12 +271,9 @@ def _family(op, target: Target, layout: str, name: str, over: dict, eff: float,
     smem = op.shared_bytes(k) + 1024          # the SM reserves 1 KB a block
     resident = max(1, min(32, target.max_threads_per_sm // threads, target.smem_per_sm // smem,
                           target.regs_per_sm // (regs * threads)))
-    tile = op.k_tile(k)
-    if k["layout"] == "dot":          # a trip in flight, two where the next is loaded during its math
-        return Family(name, k, eff, resident, k["stages"], needs_company, COSTS["DOT_LATENCY_S"], tile,
-                      tile * max(k["unroll_k"], 1))
-    in_flight = k["stages"] - 1 if k["copy"] == "cp_async" else 1
-    return Family(name, k, eff, resident, in_flight, needs_company, 0.0, tile, tile)
+    # K tiles in flight: the dot layout's trip, two where the next is loaded during its math
+    in_flight = k["stages"] if k["layout"] == "dot" else k["stages"] - 1 if k["copy"] == "cp_async" else 1
+    return Family(name, k, eff, resident, in_flight, op.k_tile(k), needs_company)
 
 
 def estimate(fam: Family, split_k: int, reduce_k: str, M: int, N: int, K: int, target: Target,
@@ -283,7 +287,7 @@ def estimate(fam: Family, split_k: int, reduce_k: str, M: int, N: int, K: int, t
     blocks = cdiv(M, bm) * cdiv(N, bn) * slices
     sm_flops = flops / target.sms * fam.efficiency * (1.0 if loads_aligned(k, layout, M, N, K) else c["UNALIGNED"])
 
-    latency = cdiv(kchunk, bk) * (fam.latency_s or c["LATENCY_S"]) / fam.in_flight
+    latency = cdiv(kchunk, bk) * c["DOT_LATENCY_S" if fam.dot else "LATENCY_S"] / fam.in_flight
 
     def wave(r: int) -> float:
         return max(r * 2.0 * bm * bn * kchunk / sm_flops, latency,
