@@ -64,6 +64,7 @@ DOT_CHUNK = 128          # the dot layout's K a warp reads at once: 32 lanes of 
 TILES = Prim("split", ("i", "j"), args="BM | BM, TM | BM, S, 4 | BM, WM, S, 4 (j alike: BN, TN, WN)")
 SHARED = ("shared", (True,))      # the knobs of the shared-memory kernel apply with these
 RUN = 4                  # rows (columns) per run in the strided and warp layouts: one 128-bit shared load
+RUNS = (4, 1)            # the warp layout's runs: 4 (vectors along M or N), or 1 (lanes on adjacent rows: K vectors)
 MAX_GRID_Y = 65535
 REDUCE_K = ("atomic", "workspace")
 # Block tiles: powers of two (1-4: the dot layout's single warps over a side of C that thin), and the
@@ -118,6 +119,14 @@ class Sgemm(Fusing, Op):
              Prim("split", "k", args="BK"), when=SHARED, unused=0),
         Knob("a_layout", "km", ("mk", "km"), "A's shared tile: mk as in memory, km transposed", "a",
              Prim("annotate", "A.shared", absent="mk", always=True), when=SHARED, unused="mk"),
+        Knob("b_layout", "kn", ("kn", "nk"), "B's shared tile: kn as NN stores B, nk with rows along K (as NT and TT "
+             "store B: cp.async copies it 16 bytes at a time)", "b", Prim("annotate", "B.shared", absent="kn"),
+             when=SHARED, unused="kn"),
+        Knob("run_m", 4, RUNS, "adjacent rows of a thread's tile (layout warp): 4 (128-bit shared loads along M) or "
+             "1 (a warp's lanes on adjacent rows: A's mk tile read 4 values of K at a time, without bank conflicts)",
+             "rm", TILES, when=("layout", ("warp",)), unused=4),
+        Knob("run_n", 4, RUNS, "adjacent columns of a thread's tile (layout warp): 4 or 1 (B's nk tile read 4 values "
+             "of K at a time; C stored a float at a time)", "rn", TILES, when=("layout", ("warp",)), unused=4),
         Knob("pad_a", 4, (0, 1, 2, 4, 8), "floats of padding per shared row of A", "pa",
              Prim("storage_align", "A", absent=0, always=True), when=SHARED, unused=0),
         Knob("pad_b", 0, (0, 1, 2, 4, 8), "floats of padding per shared row of B", "pb",
@@ -162,11 +171,12 @@ class Sgemm(Fusing, Op):
         s = schedule(self.name)
         for loop, b, t, w, thread_axis in (("i", k["bm"], k["tm"], k["wm"], "y"), ("j", k["bn"], k["tn"], k["wn"], "x")):
             # (a split written by hand cannot say this: its innermost factor is the run itself)
-            check(k["layout"] in ("contiguous", "dot") or t % RUN == 0, "split", loop, f"t{'mn'[loop == 'j']}={t}",
-                  limit=f"the {k['layout']} layout gives a thread runs of {RUN} adjacent {('rows', 'columns')[loop == 'j']}",
-                  allowed=f"multiples of {RUN}, or layout contiguous or dot")
+            run = self._run(k, "m" if loop == "i" else "n")
+            check(k["layout"] in ("contiguous", "dot") or t % run == 0, "split", loop, f"t{'mn'[loop == 'j']}={t}",
+                  limit=f"the {k['layout']} layout gives a thread runs of {run} adjacent {('rows', 'columns')[loop == 'j']}",
+                  allowed=f"multiples of {run}, or layout contiguous or dot")
             if k["layout"] == "warp":
-                s = (s.split(loop, b, w, w * RUN // max(t, 1), RUN).bind(f"{loop}.0", f"blockIdx.{thread_axis}")
+                s = (s.split(loop, b, w, w * run // max(t, 1), run).bind(f"{loop}.0", f"blockIdx.{thread_axis}")
                      .bind(f"{loop}.1", "warp").bind(f"{loop}.3", "lane"))
             elif k["layout"] == "dot":      # warps of t rows (columns), their lanes along K (below)
                 s = s.split(loop, b, t).bind(f"{loop}.0", f"blockIdx.{thread_axis}").bind(f"{loop}.1", "warp")
@@ -183,7 +193,7 @@ class Sgemm(Fusing, Op):
         if not k["shared"]:
             s = s.unroll("k", k["unroll_k"]) if k["unroll_k"] != 0 else s
             return self.put(s, k, "min_blocks", "split_k", "reduce_k", "swizzle")
-        return self.put(s.split("k", k["bk"]), k, "shared", "a_layout", "pad_a", "pad_b", "vec_a", "vec_b", "vec_c",
+        return self.put(s.split("k", k["bk"]), k, "shared", "a_layout", "b_layout", "pad_a", "pad_b", "vec_a", "vec_b", "vec_c",
                         "stages", "copy", "unroll_k", "min_blocks", "split_k", "reduce_k", "swizzle")
 
     def schedule_for(self, problem: Problem, target: Target | None = None) -> Schedule:
@@ -213,33 +223,36 @@ class Sgemm(Fusing, Op):
         o = Operands(layout)
         knobs = dict(pad_b=4) if o.b_t and (copy == "cp_async" or bm <= 64) else {}
         if copy == "cp_async":
-            knobs.update({"a_layout": "km"} if o.a_t else {}, **({"vec_b": 1} if o.b_t else {}))
+            knobs.update({"a_layout": "km", "run_m": RUN} if o.a_t else {}, **({"vec_b": 1} if o.b_t else {}))
         return knobs
 
-    def _read_dim(self, r: ScheduleReader, loop: str, axis: str, default: tuple) -> tuple[str, int, int, int]:
-        """(layout, block extent, thread extent, warp extent) of loop i or j."""
+    def _read_dim(self, r: ScheduleReader, loop: str, axis: str, default: tuple) -> tuple[str, int, int, int, int]:
+        """(layout, block extent, thread extent, warp extent, run) of loop i or j."""
         f = r.split(loop, (1, 2, 3, 4), default)
         r.expect("bind", f"{loop}.0", f"blockIdx.{axis}")
         if len(f) <= 2:
             by = r.read("bind", f"{loop}.1", f"threadIdx.{axis}", (f"threadIdx.{axis}", "warp"))
-            return "dot" if by == "warp" else "contiguous", f[0], f[1] if len(f) == 2 else 1, 0
-        check(f[-1] == RUN, "split", loop, f, limit=f"the innermost factor is a run of {RUN} (one 128-bit load)")
+            return "dot" if by == "warp" else "contiguous", f[0], f[1] if len(f) == 2 else 1, 0, RUN
         if len(f) == 3:
+            check(f[-1] == RUN, "split", loop, f, limit=f"the innermost factor is a run of {RUN} (one 128-bit load)")
             check(f[1] > 0 and f[0] % f[1] == 0, "split", loop, f, limit="the run stride S divides the block extent")
             r.expect("bind", f"{loop}.2", f"threadIdx.{axis}")
-            return "strided", f[0], f[0] // f[1] * RUN, 0
-        check(f[0] % f[1] == 0 and f[1] % f[2] == 0, "split", loop, f,
+            return "strided", f[0], f[0] // f[1] * RUN, 0, RUN
+        check(f[-1] in RUNS, "split", loop, f, allowed=" or ".join(map(str, RUNS)),
+              limit="the innermost factor is a run: 4 adjacent rows (one 128-bit load) or 1 (lanes on adjacent rows)")
+        check(f[2] > 0 and f[0] % f[1] == 0 and f[1] % f[2] == 0, "split", loop, f,
               limit="each factor divides the one before it (block, warp, run stride)")
         r.expect("bind", f"{loop}.1", "warp")
         r.expect("bind", f"{loop}.3", "lane")
-        return "warp", f[0], f[1] // f[2] * RUN, f[1]
+        return "warp", f[0], f[1] // f[2] * f[-1], f[1], f[-1]
 
     def read_knobs(self, r: ScheduleReader) -> dict:
-        li, bm, tm, wm = self._read_dim(r, "i", "y", (128, 8))
-        lj, bn, tn, wn = self._read_dim(r, "j", "x", (128, 8))
+        li, bm, tm, wm, run_m = self._read_dim(r, "i", "y", (128, 8))
+        lj, bn, tn, wn, run_n = self._read_dim(r, "j", "x", (128, 8))
         layouts = {li, lj}
         check(len(layouts) == 1, "split", "j", lj, limit=f"i and j use the same layout; split(i) gives {li}")
-        k = dict(shared=self.take(r, "shared"), bm=bm, bn=bn, tm=tm, tn=tn, layout=li, wm=wm, wn=wn)
+        k = dict(shared=self.take(r, "shared"), bm=bm, bn=bn, tm=tm, tn=tn, layout=li, wm=wm, wn=wn, run_m=run_m,
+                 run_n=run_n)
         if li == "dot":
             check(not k["shared"], "cache_read", "A", "shared",
                   limit="the dot layout reads A and B from global memory (its lanes split K; nothing is staged)")
@@ -311,10 +324,15 @@ class Sgemm(Fusing, Op):
             else:
                 check(va == 1 or k["a_layout"] == "mk", "vectorize", "A", va,
                       limit="cp.async cannot transpose: annotate(A.shared, km) copies A 4 bytes at a time", allowed="1")
-            check(vb == 1 or not o.b_t, "vectorize", "B", vb, allowed="1",
-                  limit=f"cp.async cannot transpose: B stored transposed (layout {layout}) is copied into its "
-                        "[k][n] tile 4 bytes at a time")
-            for buf, v, ld in (("A", va, self._lda(k)), ("B", vb, k["bn"] + k["pad_b"])):
+            if k["b_layout"] == "kn":
+                check(vb == 1 or not o.b_t, "vectorize", "B", vb, allowed="1",
+                      limit=f"cp.async cannot transpose: B stored transposed (layout {layout}) is copied into its "
+                            "[k][n] tile 4 bytes at a time")
+            else:
+                check(vb == 1 or o.b_t, "vectorize", "B", vb, allowed="1",
+                      limit=f"cp.async cannot transpose: B as stored in layout {layout} (rows along N) is copied into "
+                            "annotate(B.shared, nk) 4 bytes at a time")
+            for buf, v, ld in (("A", va, self._lda(k)), ("B", vb, self._ldb(k))):
                 check(v == 1 or ld % 4 == 0, "storage_align", buf, k[f"pad_{buf.lower()}"],
                       limit=f"16-byte cp.async needs shared rows of a multiple of 4 floats, here {ld}")
         else:
@@ -345,9 +363,10 @@ class Sgemm(Fusing, Op):
                                 limit="a batched product runs its products on blockIdx.z, where the slices of K would go")
 
     def name_knobs(self, knobs: dict) -> dict:
-        # One slice of K is how every kernel was named before split_k existed, and atomics how every split
-        # kernel was named before reduce_k: keep those names.
-        return {n: v for n, v in knobs.items() if not (n == "split_k" and v == 1 or n == "reduce_k" and v == "atomic")}
+        # One slice of K is how every kernel was named before split_k existed, atomics how every split kernel
+        # was named before reduce_k, B's kn tile and runs of 4 how every kernel was before K vectors: keep those names.
+        before = {"split_k": 1, "reduce_k": "atomic", "b_layout": "kn", "run_m": RUN, "run_n": RUN}
+        return {n: v for n, v in knobs.items() if n not in before or v != before[n]}
 
     # -- derived sizes -----------------------------------------------------------------------------
     @staticmethod
@@ -361,19 +380,35 @@ class Sgemm(Fusing, Op):
     def _run(k: dict, dim: str) -> int:
         """Adjacent rows (dim m) or columns (n) of one thread's tile."""
         t = k["tm" if dim == "m" else "tn"]
+        if k["layout"] == "warp":
+            return k.get("run_" + dim, RUN)
         return t if k["layout"] == "contiguous" else RUN
 
     @staticmethod
     def _lda(k: dict) -> int:
         return (k["bm"] if k["a_layout"] == "km" else k["bk"]) + k["pad_a"]
 
+    @staticmethod
+    def _ldb(k: dict) -> int:
+        return (k["bk"] if k.get("b_layout") == "nk" else k["bn"]) + k["pad_b"]
+
     def shared_bytes(self, k: dict) -> int:
         if not k["shared"]:
             return 0
-        return 4 * k["stages"] * (self._a_tile(k) + k["bk"] * (k["bn"] + k["pad_b"]))
+        return 4 * k["stages"] * (self._a_tile(k) + self._b_tile(k))
 
     def _a_tile(self, k: dict) -> int:
         return (k["bk"] if k["a_layout"] == "km" else k["bm"]) * self._lda(k)
+
+    def _b_tile(self, k: dict) -> int:
+        return (k["bn"] if k.get("b_layout") == "nk" else k["bk"]) * self._ldb(k)
+
+    def k_vectors(self, k: dict) -> tuple[bool, bool]:
+        """Whether a thread reads its fragment of A (of B) 4 values of K at a time: a shared tile with rows along K
+        (mk, nk), read by a warp's lanes on adjacent rows (layout warp, run 1), rows of whole 16-byte vectors."""
+        kv = lambda tile, run, ld: tile and k["layout"] == "warp" and run == 1 and k["bk"] % 4 == 0 and ld % 4 == 0
+        return (kv(k["a_layout"] == "mk", self._run(k, "m"), self._lda(k)),
+                kv(k.get("b_layout") == "nk", self._run(k, "n"), self._ldb(k)))
 
     # -- lowering ----------------------------------------------------------------------------------
     def template(self, knobs: dict) -> str:
@@ -414,15 +449,21 @@ class Sgemm(Fusing, Op):
             if k["layout"] == "strided":
                 p[f"run_stride_{d}"], p[f"step_{d}"] = b * RUN // t, RUN
             elif k["layout"] == "warp":
-                p[f"run_stride_{d}"], p[f"step_{d}"] = k["wm" if d == "m" else "wn"] * RUN // t, RUN
+                p[f"run_stride_{d}"], p[f"step_{d}"] = k["wm" if d == "m" else "wn"] * run // t, run
             else:
                 p[f"run_stride_{d}"], p[f"step_{d}"] = 0, t
-        lda, ldb = self._lda(k), k["bn"] + k["pad_b"]
-        km = k["a_layout"] == "km"
-        p.update(lda=lda, ldb=ldb, a_tile=self._a_tile(k), b_tile=k["bk"] * ldb, km=km,
+        lda, ldb = self._lda(k), self._ldb(k)
+        km, nk = k["a_layout"] == "km", k["b_layout"] == "nk"
+        kvec_a, kvec_b = self.k_vectors(k)
+        p.update(lda=lda, ldb=ldb, a_tile=self._a_tile(k), b_tile=self._b_tile(k), km=km, nk=nk,
                  # 128-bit shared loads of a thread's fragment when its runs are 16-byte aligned
                  frag_vec_a=4 if km and p["run_m"] % 4 == 0 and lda % 4 == 0 else 1,
-                 frag_vec_b=4 if p["run_n"] % 4 == 0 and ldb % 4 == 0 else 1,
+                 frag_vec_b=4 if not nk and p["run_n"] % 4 == 0 and ldb % 4 == 0 else 1,
+                 # or 4 values of K at a time (k_vectors): the K loop then takes 4 a step, one operand's
+                 # vectors streamed row by row against 4 steps' fragments of the other, held (the side with
+                 # fewer elements where both are K vectors: its 4 x t floats are the registers it adds)
+                 kvec_a=kvec_a, kvec_b=kvec_b,
+                 stream=("a" if kvec_a and (not kvec_b or k["tm"] >= k["tn"]) else "b") if kvec_a or kvec_b else "",
                  a_vecs=k["bm"] * k["bk"] // k["vec_a"], b_vecs=k["bk"] * k["bn"] // k["vec_b"],
                  # one vector store per staged vector where the shared rows keep it aligned
                  a_sts_vec=lda % k["vec_a"] == 0, b_sts_vec=ldb % k["vec_b"] == 0,
@@ -430,7 +471,8 @@ class Sgemm(Fusing, Op):
         p.update(self._operands(k, Operands(layout)))
         p.update(a_iters=cdiv(p["a_vecs"], nt), b_iters=cdiv(p["b_vecs"], nt), b_offset=k["stages"] * p["a_tile"])
         staged = (p["a_iters"] * k["vec_a"] + p["b_iters"] * k["vec_b"]) if k["copy"] == "sync" else 0
-        regs = k["tm"] * k["tn"] + k["tm"] + k["tn"] + staged + 28
+        held = {"a": k["tn"], "b": k["tm"]}.get(p["stream"], 0)     # 4 K steps of the held side: 3 x more
+        regs = k["tm"] * k["tn"] + k["tm"] + k["tn"] + 3 * held + staged + 28
         p["max_regs"] = self._register_cap(k, nt, regs, "the tile")
         return p, self.shared_bytes(k), regs
 
@@ -513,7 +555,7 @@ class Sgemm(Fusing, Op):
         return dict(
             a, **b,
             a_per_row=(k["bm"] if o.a_t else k["bk"]) // va, b_per_row=(k["bk"] if o.b_t else k["bn"]) // vb,
-            a_sts_t=km != o.a_t, b_sts_t=o.b_t,        # the shared store transposes the stored tile
+            a_sts_t=km != o.a_t, b_sts_t=(k["b_layout"] == "nk") != o.b_t,   # the shared store transposes the stored tile
             a_slice="A + (size_t)kbeg * M" if o.a_t else "A + kbeg",
             b_slice="B + kbeg" if o.b_t else "B + (size_t)kbeg * N",
             kstride=stride, kstride_note=("ldA A's row stride (the whole K)" if o.layout == "NN" else
@@ -524,6 +566,11 @@ class Sgemm(Fusing, Op):
             # with element-wise loads or min_blocks > 1 ptxas sank that block to its stores, so there they
             # close the iteration before (tests/test_op_sgemm.py checks the SASS).
             prefetch_top=f"({al_a} && {al_b})" if k["min_blocks"] == 1 and va > 1 and vb > 1 else "false",
+            # A K slice's tile (split_k > 1) had those loads sunk to their stores, after the math, all the same
+            # (SASS of the 128x128 tiles in every layout; 128x4096x4096 NN at 8 slices 125.5 -> 107.0 us on the
+            # H100 pinned, 2026-11-25): a __syncwarp after them keeps them there. Tiles of one slice keep ptxas's
+            # order: pinned, the large ones ran 5-9% slower (bench_results/2026-11-25-s16/suite_pinned/).
+            pin_prefetch=k["split_k"] > 1,
             aligned_note=o.condition(widths, ", ") or "no vector accesses",
             layout_note="" if o.layout == "NN" else o.describe())
 
