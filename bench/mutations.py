@@ -36,6 +36,8 @@ NAIVE = dict(shared=False, layout="contiguous", wm=0, wn=0, bm=16, bn=16, bk=0, 
              pad_b=0, vec_a=1, vec_b=1, vec_c=1, stages=1, copy="sync", unroll_k=0, min_blocks=1, swizzle=1)   # sgemm's naive step
 BLK1 = dict(NAIVE, shared=True, bm=64, bn=64, bk=8, tm=8)   # sgemm's 1-D block tiling (contiguous layout)
 TF32 = dict(dtype="tf32", bm=64, bn=64, wm=32, wn=32)    # the gemm on fp32 data rounded to TF32
+KV_A = dict(bm=64, bn=64, wm=32, wn=32, tm=8, tn=4, a_layout="mk", run_m=1)     # sgemm: A's fragment in K vectors
+KV_NT = dict(KV_A, tm=4, tn=8, b_layout="nk", run_n=1, vec_c=1, pad_b=4, problem=dict(layout="NT"))   # and B's
 # (name, op, knobs, mutation): sizes are the op's test_problems (awkward: 1, odd, not tile multiples)
 # unless the knobs carry sizes=[...]; the op's default dtype unless they carry dtype=...; a plain problem
 # unless they carry problem=dict(...) (op.problem's epilogue=, batch=, stride_a=, stride_b=, residual=);
@@ -1234,6 +1236,18 @@ MUTATIONS = [
      M("sgemm_dot.cu.j2", "wn0 = n0 + warp % {{ bn // tn }} * {{ tn }};", "wn0 = n0 + warp / {{ bn // tn }} * {{ tn }};")),
     ("s15 sgemm_dot: single chunks after the trips skipped", "sgemm", dict(DOT_N, unroll_k=4),
      M("sgemm_dot.cu.j2", "  for (; k0 < whole; k0 += {{ chunk }}) {", "  for (; k0 < whole && false; k0 += {{ chunk }}) {")),
+    # ---- sgemm's K-vector fragments (written with the code, sixteenth session): tiles along K read 4 steps at a time
+    ("s16 gemm_mainloop: the held K vector's first two steps swapped", "sgemm", KV_NT,
+     M("lib/gemm_mainloop.j2", "h[0][e] = t.x; h[1][e] = t.y;", "h[0][e] = t.y; h[1][e] = t.x;")),
+    ("s16 gemm_mainloop: the streamed vector's last step multiplies the third's", "sgemm", KV_NT,
+     M("lib/gemm_mainloop.j2", '{% for c in "xyzw" %}\n#pragma unroll', '{% for c in "xyzz" %}\n#pragma unroll')),
+    ("s16 gemm_mainloop: the held fragment read step by step at the vector's first step", "sgemm", KV_A,
+     M("lib/gemm_mainloop.j2", "    const int kk = k4 + s;", "    const int kk = k4;")),
+    ("s16 sgemm: B's nk tile addressed as its kn tile", "sgemm", KV_NT,
+     M("sgemm.cu.j2", '"(%s) * %d + kk" % (x, ldb) if nk', '"kk * %d + %s" % (ldb, x) if nk')),
+    ("s16 sgemm: B stored into its nk tile untransposed from NN's rows", "sgemm", dict(KV_NT, problem=dict(layout="NN")),
+     M("sgemm.cu.j2", '{{ b_loop(to_shared("bs", ldb, vec_b, "rb[it]", b_sts_t, b_sts_vec)) | indent(2) }}',
+       '{{ b_loop(to_shared("bs", ldb, vec_b, "rb[it]", false, b_sts_vec)) | indent(2) }}')),
 ]
 
 

@@ -17,10 +17,15 @@ and threadIdx.x):
     split(i, BM, S, 4)       i.1 BM/S runs per thread, i.2 threads (threadIdx.y), i.3 4 rows:
                              a thread's rows are runs of 4 spaced S apart (seed 003's bank-conflict fix)
     split(i, BM, WM, S, 4)   i.1 warps (warp), i.2 WM/S runs, i.3 lanes (lane), i.4 4 rows: warp tiles
+    split(i, BM, WM, S, 1)   the same with runs of 1 row: a warp's lanes on adjacent rows (K vectors, below)
 
 `cache_read(A|B, shared)` with `split(k, BK)` stages K through shared memory; without it every
 thread reads A and B from global memory (the naive kernel). `annotate("A.shared", "km")` stores A's
-tile transposed so a thread's rows are adjacent (128-bit shared loads); `storage_align(A|B, pad)`
+tile transposed so a thread's rows are adjacent (128-bit shared loads); `annotate("B.shared", "nk")` keeps B's
+tile with its rows along K (as NT and TT store B: cp.async copies it 16 bytes at a time). A tile whose rows run
+along K (A's mk, B's nk) is read 4 values of K at a time where the warp's lanes sit on adjacent rows (runs of 1:
+`split(i, BM, WM, S, 1)`, `split(j, ...)` likewise; rows of a multiple of 4 floats): the K loop then takes 4 steps a
+time, the other operand's 4 steps held in registers; `storage_align(A|B, pad)`
 pads shared rows; `vectorize(A|B|C, 4)` makes global accesses 128-bit; `double_buffer(A|B, n)`
 keeps n tiles in flight, copied through registers (`annotate("copy", "sync")`, n <= 2) or with
 cp.async (`annotate("copy", "cp_async")`); `unroll(k.1)` unrolls the tile's K loop;
@@ -160,7 +165,8 @@ class Sgemm(Fusing, Op):
     )
     structure_help = ("split(i, BM) and bind(i.1, threadIdx.y): one row a thread; split(i, BM, TM): TM adjacent rows; "
                       "split(i, BM, S, 4) with bind(i.2, threadIdx.y): runs of 4 rows spaced S apart; "
-                      "split(i, BM, WM, S, 4) with bind(i.1, warp), bind(i.3, lane): warp tiles; j likewise "
+                      "split(i, BM, WM, S, 4 | 1) with bind(i.1, warp), bind(i.3, lane): warp tiles (runs of 1: K "
+                      "vectors); j likewise "
                       "(blockIdx.x, threadIdx.x)")
 
     def all_loops(self) -> tuple[str, ...]:

@@ -127,7 +127,9 @@ FAMILIES = (
     # their efficiency the best-ranking of 0.50-0.75 over every probe (bench_results/2026-11-25-s14/
     # sgemm_skinny_m_cp_async.md, sgemm_new_families_medium.md). Their blocks of 4 warps need company on an
     # SM (COMPANY): one an SM ran 0.76-0.83x cuBLAS where two or more ran 0.88-0.94x (64x4096x4096,
-    # 128x2048x2048, 64x7680x2560), so they are candidates only where their blocks outnumber the SMs.
+    # 128x2048x2048, 64x7680x2560), so they are candidates only where their blocks outnumber the SMs. The first two
+    # read A in K vectors (run_m=1): 1-2% faster at 9 of 12 shapes of 64-2048 rows (32x256 and 128x128/cp.async were
+    # 2-5% slower so; bench_results/2026-11-25-s16/s16_kvec_families.md). Layouts storing A transposed keep runs of 4.
     ("32x128/cp.async", dict(bm=32, bn=128, wm=32, wn=32, tm=8, tn=4, run_m=1, **_ASYNC), 0.65, COMPANY),
     ("64x128/cp.async", dict(bm=64, bn=128, wm=32, wn=64, tm=8, tn=8, run_m=1, **_ASYNC), 0.65, COMPANY),
     ("32x256/cp.async", dict(bm=32, bn=256, wm=32, wn=64, tm=8, tn=8, **dict(_ASYNC, stages=3)), 0.65, COMPANY),
