@@ -2,7 +2,7 @@
 
 No sweep of 2000 or more candidates has been recorded on a GPU yet, so the comparisons at that scale
 run on synthetic sweeps: a smooth function of the knobs (replay.synthetic_records) over the legal
-spaces of real ops (sgemm 392 points, conv2d 222, gemm 319 on sm_90), and over a GEMM-shaped knob
+spaces of real ops (sgemm 580 points, conv2d 222, gemm 319 on sm_90), and over a GEMM-shaped knob
 space of 8342 points built here. They test the search logic, not a claim about real kernels; the
 H100 records in bench_results/ are replayed too, where a sweep has enough records.
 """
@@ -75,11 +75,11 @@ def test_replay_counts_evaluations_until_one_within_95_percent_of_the_best():
 def test_synthetic_sweeps_are_smooth_flat_as_real_ones_and_marked_as_not_measurements():
     op = get_op("sgemm")
     records = synthetic_records(op, op.problem(), seed=0)
-    assert len(records) == 392 and {r.gpu for r in records} == {"synthetic"}
+    assert len(records) == 580 and {r.gpu for r in records} == {"synthetic"}
     assert all("not a measurement" in r.detail for r in records)
     times = sorted(r.time_us for r in records if r.status == "ok")
     assert 1.25 < times[len(times) // 2] / times[0] < 1.35            # the H100 sweeps: 1.05x to 1.6x
-    assert sum(r.status != "ok" for r in records) == int(0.05 * 392)
+    assert sum(r.status != "ok" for r in records) == int(0.05 * 580)
     again = synthetic_records(op, op.problem(), seed=0)
     assert [r.time_us for r in again] == [r.time_us for r in records]
 
@@ -121,7 +121,7 @@ def test_records_of_another_size_halve_the_evaluations_the_model_needs():
     op = get_op("sgemm")
     here, there = op.problem({"M": 2048, "N": 2048, "K": 1024}), op.problem({"M": 4096, "N": 4096, "K": 4096})
     sweep = load_sweep(op, synthetic_records(op, here, seed=0) + synthetic_records(op, there, seed=0), str(here))
-    assert len(sweep.others) == 392
+    assert len(sweep.others) == 580
     cold = median_evaluations([replay(sweep, "model", s, transfer=False) for s in range(5)])
     warm = median_evaluations([replay(sweep, "model", s, transfer=True) for s in range(5)])
     assert warm <= cold / 2, (warm, cold)
@@ -363,4 +363,4 @@ def test_cli_replay_takes_history_from_db_and_records_nothing_there(tmp_path):
         row = next(line for line in res.output.splitlines() if line.startswith("model"))
         runs[flag] = float(row.split()[1])
     assert runs["--transfer"] < runs["--no-transfer"]
-    assert other.path.read_bytes() == before and len(sweep_db.records()) == 392
+    assert other.path.read_bytes() == before and len(sweep_db.records()) == 580

@@ -766,11 +766,17 @@ class Sgemm(Fusing, Op):
                     for a_layout, vec_a in (("km", 4), ("km", 1), ("mk", 4)):
                         if copy == "sync" and vec_a == 1 or copy == "cp_async" and (a_layout, vec_a) == cp_a_refused:
                             continue
-                        for swizzle in (1, 8):
-                            yield dict(base, bm=bm, bn=bn, wm=wm, wn=wn, tm=tm, tn=tn, bk=bk, stages=stages,
-                                       copy=copy, a_layout=a_layout, vec_a=vec_a, swizzle=swizzle,
-                                       **({"vec_b": cp_vec_b} if copy == "cp_async" else {}),
-                                       pad_b=self.layout_knobs(o.layout, copy, bm).get("pad_b", 0))
+                        # A's mk tile in K vectors too (run_m 1); where B is stored along K, its nk tile so
+                        b = dict(vec_b=cp_vec_b) if copy == "cp_async" else {}
+                        bs = [dict(b, pad_b=self.layout_knobs(o.layout, copy, bm).get("pad_b", 0))]
+                        if o.b_t:
+                            bs.append(dict(b_layout="nk", run_n=1, vec_b=4, vec_c=1, pad_b=4))
+                        for run_m in (RUNS if a_layout == "mk" else (RUN,)):
+                            for b_knobs in bs:
+                                for swizzle in (1, 8):
+                                    yield dict(base, bm=bm, bn=bn, wm=wm, wn=wn, tm=tm, tn=tn, bk=bk, stages=stages,
+                                               copy=copy, a_layout=a_layout, vec_a=vec_a, swizzle=swizzle,
+                                               run_m=run_m, **b_knobs)
         for over in (dict(), dict(bm=128, bn=128)):   # K slices, for grids that cannot fill the SMs
             for split_k in (2, 3, 4, 8):
                 k = dict(base, **over, split_k=split_k)

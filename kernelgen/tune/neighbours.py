@@ -21,7 +21,7 @@
 `knobs` knobs, at its distance (the sum over knobs of the rank difference of a numeric knob among
 its values in the space, 1 for a changed label), nearest first. Two knobs matter because a space's
 one-knob moves often fall apart into islands: a block tile and a warp tile that must change
-together (sgemm's 392 points on an H100 are 10 islands, gemm's 319 are 7, three of them single
+together (sgemm's space of 392 points on an H100 was 10 islands, gemm's 319 are 7, three of them single
 points), so no walk of one-knob moves can reach some points at all.
 """
 from __future__ import annotations
