@@ -199,8 +199,8 @@ class Sgemm(Fusing, Op):
         if not k["shared"]:
             s = s.unroll("k", k["unroll_k"]) if k["unroll_k"] != 0 else s
             return self.put(s, k, "min_blocks", "split_k", "reduce_k", "swizzle")
-        return self.put(s.split("k", k["bk"]), k, "shared", "a_layout", "b_layout", "pad_a", "pad_b", "vec_a", "vec_b", "vec_c",
-                        "stages", "copy", "unroll_k", "min_blocks", "split_k", "reduce_k", "swizzle")
+        return self.put(s.split("k", k["bk"]), k, "shared", "a_layout", "b_layout", "pad_a", "pad_b", "vec_a", "vec_b",
+                        "vec_c", "stages", "copy", "unroll_k", "min_blocks", "split_k", "reduce_k", "swizzle")
 
     def schedule_for(self, problem: Problem, target: Target | None = None) -> Schedule:
         """The cheapest of a few tile families and numbers of K slices by a cost model of the shape and
@@ -387,7 +387,7 @@ class Sgemm(Fusing, Op):
         """Adjacent rows (dim m) or columns (n) of one thread's tile."""
         t = k["tm" if dim == "m" else "tn"]
         if k["layout"] == "warp":
-            return k.get("run_" + dim, RUN)
+            return k["run_" + dim]
         return t if k["layout"] == "contiguous" else RUN
 
     @staticmethod
@@ -396,7 +396,7 @@ class Sgemm(Fusing, Op):
 
     @staticmethod
     def _ldb(k: dict) -> int:
-        return (k["bk"] if k.get("b_layout") == "nk" else k["bn"]) + k["pad_b"]
+        return (k["bk"] if k["b_layout"] == "nk" else k["bn"]) + k["pad_b"]
 
     def shared_bytes(self, k: dict) -> int:
         if not k["shared"]:
@@ -407,14 +407,14 @@ class Sgemm(Fusing, Op):
         return (k["bk"] if k["a_layout"] == "km" else k["bm"]) * self._lda(k)
 
     def _b_tile(self, k: dict) -> int:
-        return (k["bn"] if k.get("b_layout") == "nk" else k["bk"]) * self._ldb(k)
+        return (k["bn"] if k["b_layout"] == "nk" else k["bk"]) * self._ldb(k)
 
     def k_vectors(self, k: dict) -> tuple[bool, bool]:
         """Whether a thread reads its fragment of A (of B) 4 values of K at a time: a shared tile with rows along K
         (mk, nk), read by a warp's lanes on adjacent rows (layout warp, run 1), rows of whole 16-byte vectors."""
         kv = lambda tile, run, ld: tile and k["layout"] == "warp" and run == 1 and k["bk"] % 4 == 0 and ld % 4 == 0
         return (kv(k["a_layout"] == "mk", self._run(k, "m"), self._lda(k)),
-                kv(k.get("b_layout") == "nk", self._run(k, "n"), self._ldb(k)))
+                kv(k["b_layout"] == "nk", self._run(k, "n"), self._ldb(k)))
 
     # -- lowering ----------------------------------------------------------------------------------
     def template(self, knobs: dict) -> str:
