@@ -89,13 +89,12 @@ def load_rows(paths: list[str]) -> dict:
 
 
 def ranked_first(rows: dict, est: dict, m: int, n: int, k: int, tgt) -> tuple:
-    """The measured candidate schedule_for would rank first (sgemm_cost.candidates' order: the legal ones,
-    split-K atomics weighed with DETERMINISM_PREMIUM, ties to fewer slices); a shape whose measured candidates
-    are none of them legal ranks them all."""
+    """The measured candidate schedule_for would rank first (sgemm_cost.candidates' order: the legal ones by
+    their weighed estimate, ties to fewer slices); a shape whose measured candidates are none of them legal ranks
+    them all."""
     legal = [key for key, (fam, _) in rows.items()
              if sgemm_cost.legal_here(fam, key[1], key[2], m, n, k, tgt.sms)] or list(rows)
-    weight = 1.0 + sgemm_cost.COSTS["DETERMINISM_PREMIUM"]
-    return min(legal, key=lambda key: (est[key] * (weight if key[2] == "atomic" and key[1] > 1 else 1.0), key[1]))
+    return min(legal, key=lambda key: (sgemm_cost.weighed(est[key], key[1], key[2]), key[1]))
 
 
 def score(shapes: dict, costs: dict) -> tuple[float, float]:

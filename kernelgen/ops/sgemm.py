@@ -49,6 +49,7 @@ cost model over tile families and K slices: kernelgen/ops/sgemm_cost.py.
 """
 from __future__ import annotations
 
+import itertools
 import math
 
 import numpy as np
@@ -323,21 +324,15 @@ class Sgemm(Fusing, Op):
             check(k["stages"] >= 2, "double_buffer", "A", k["stages"], limit="cp.async pipelines need 2..4 stages")
             check(va in (1, 4) and vb in (1, 4), "vectorize", "A" if va not in (1, 4) else "B", (va, vb),
                   limit="cp.async copies 4 or 16 bytes", allowed="1, 4")
-            if o.a_t:
-                check(va == 1 or k["a_layout"] == "km", "vectorize", "A", va, allowed="1",
-                      limit=f"cp.async cannot transpose: A stored transposed (layout {layout}) into "
-                            "annotate(A.shared, mk) is copied 4 bytes at a time")
-            else:
-                check(va == 1 or k["a_layout"] == "mk", "vectorize", "A", va,
-                      limit="cp.async cannot transpose: annotate(A.shared, km) copies A 4 bytes at a time", allowed="1")
-            if k["b_layout"] == "kn":
-                check(vb == 1 or not o.b_t, "vectorize", "B", vb, allowed="1",
-                      limit=f"cp.async cannot transpose: B stored transposed (layout {layout}) is copied into its "
-                            "[k][n] tile 4 bytes at a time")
-            else:
-                check(vb == 1 or o.b_t, "vectorize", "B", vb, allowed="1",
-                      limit=f"cp.async cannot transpose: B as stored in layout {layout} (rows along N) is copied into "
-                            "annotate(B.shared, nk) 4 bytes at a time")
+            # cp.async cannot transpose: an operand its shared tile stores transposed is copied 4 bytes at a time
+            a_t_store, b_t_store = self._stores_transposed(k, o)
+            check(va == 1 or not a_t_store, "vectorize", "A", va, allowed="1", limit="cp.async cannot transpose: " + (
+                f"A stored transposed (layout {layout}) into annotate(A.shared, mk) is copied 4 bytes at a time"
+                if o.a_t else "annotate(A.shared, km) copies A 4 bytes at a time"))
+            check(vb == 1 or not b_t_store, "vectorize", "B", vb, allowed="1", limit="cp.async cannot transpose: " + (
+                f"B stored transposed (layout {layout}) is copied into its [k][n] tile 4 bytes at a time"
+                if o.b_t else f"B as stored in layout {layout} (rows along N) is copied into annotate(B.shared, nk) "
+                              "4 bytes at a time"))
             for buf, v, ld in (("A", va, self._lda(k)), ("B", vb, self._ldb(k))):
                 check(v == 1 or ld % 4 == 0, "storage_align", buf, k[f"pad_{buf.lower()}"],
                       limit=f"16-byte cp.async needs shared rows of a multiple of 4 floats, here {ld}")
@@ -408,6 +403,12 @@ class Sgemm(Fusing, Op):
 
     def _b_tile(self, k: dict) -> int:
         return (k["bn"] if k["b_layout"] == "nk" else k["bk"]) * self._ldb(k)
+
+    @staticmethod
+    def _stores_transposed(k: dict, o: Operands) -> tuple[bool, bool]:
+        """Whether the copy into A's (B's) shared tile transposes the tile as stored: A's km tile of an A stored
+        along K, B's nk tile of a B stored along N, and the other way round."""
+        return (k["a_layout"] == "km") != o.a_t, (k["b_layout"] == "nk") != o.b_t
 
     def k_vectors(self, k: dict) -> tuple[bool, bool]:
         """Whether a thread reads its fragment of A (of B) 4 values of K at a time: a shared tile with rows along K
@@ -536,7 +537,7 @@ class Sgemm(Fusing, Op):
         (CHECK) clamps the M (N) index into C instead of testing it, whole vectors where rows are
         ALIGNED, and tests element-wise vectors along M (N) (`a_check`, `b_check`). The tile function's
         stride argument is the whole K (a slice of K starts inside rows that are K long)."""
-        km, va, vb = k["a_layout"] == "km", k["vec_a"], k["vec_b"]
+        va, vb = k["vec_a"], k["vec_b"]
         widths = (va, vb, k["vec_c"])
         stride = "ldA" if o.layout == "NN" else "ldK"       # NN kernels read as before layouts existed
         shift = f"(kfirst - {k['bk']})"
@@ -561,7 +562,7 @@ class Sgemm(Fusing, Op):
         return dict(
             a, **b,
             a_per_row=(k["bm"] if o.a_t else k["bk"]) // va, b_per_row=(k["bk"] if o.b_t else k["bn"]) // vb,
-            a_sts_t=km != o.a_t, b_sts_t=(k["b_layout"] == "nk") != o.b_t,   # the shared store transposes the stored tile
+            **dict(zip(("a_sts_t", "b_sts_t"), Sgemm._stores_transposed(k, o))),
             a_slice="A + (size_t)kbeg * M" if o.a_t else "A + kbeg",
             b_slice="B + kbeg" if o.b_t else "B + (size_t)kbeg * N",
             kstride=stride, kstride_note=("ldA A's row stride (the whole K)" if o.layout == "NN" else
@@ -763,20 +764,17 @@ class Sgemm(Fusing, Op):
                                        (256, 128, 64, 64, 16, 8), (64, 64, 32, 32, 4, 8)):
             for bk in (8, 16, 32):
                 for stages, copy in ((2, "sync"), (2, "cp_async"), (3, "cp_async"), (4, "cp_async")):
+                    # B's kn tile; where B is stored along K, its nk tile read in K vectors too
+                    bs = [dict(pad_b=self.layout_knobs(o.layout, copy, bm).get("pad_b", 0),
+                               **({"vec_b": cp_vec_b} if copy == "cp_async" else {}))]
+                    bs += [dict(b_layout="nk", run_n=1, vec_b=4, vec_c=1, pad_b=4)] if o.b_t else []
                     for a_layout, vec_a in (("km", 4), ("km", 1), ("mk", 4)):
                         if copy == "sync" and vec_a == 1 or copy == "cp_async" and (a_layout, vec_a) == cp_a_refused:
                             continue
-                        # A's mk tile in K vectors too (run_m 1); where B is stored along K, its nk tile so
-                        b = dict(vec_b=cp_vec_b) if copy == "cp_async" else {}
-                        bs = [dict(b, pad_b=self.layout_knobs(o.layout, copy, bm).get("pad_b", 0))]
-                        if o.b_t:
-                            bs.append(dict(b_layout="nk", run_n=1, vec_b=4, vec_c=1, pad_b=4))
-                        for run_m in (RUNS if a_layout == "mk" else (RUN,)):
-                            for b_knobs in bs:
-                                for swizzle in (1, 8):
-                                    yield dict(base, bm=bm, bn=bn, wm=wm, wn=wn, tm=tm, tn=tn, bk=bk, stages=stages,
-                                               copy=copy, a_layout=a_layout, vec_a=vec_a, swizzle=swizzle,
-                                               run_m=run_m, **b_knobs)
+                        runs_m = RUNS if a_layout == "mk" else (RUN,)       # A's mk tile in K vectors too
+                        for run_m, b_knobs, swizzle in itertools.product(runs_m, bs, (1, 8)):
+                            yield dict(base, bm=bm, bn=bn, wm=wm, wn=wn, tm=tm, tn=tn, bk=bk, stages=stages, copy=copy,
+                                       a_layout=a_layout, vec_a=vec_a, swizzle=swizzle, run_m=run_m, **b_knobs)
         for over in (dict(), dict(bm=128, bn=128)):   # K slices, for grids that cannot fill the SMs
             for split_k in (2, 3, 4, 8):
                 k = dict(base, **over, split_k=split_k)

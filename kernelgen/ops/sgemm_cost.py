@@ -344,15 +344,20 @@ def candidates(op, problem: Problem, target: Target | None = None) -> list[Choic
                     sec = estimate(fam, s, reduce_k, M, N, K, target, layout)
                     knobs = dict(fam.knobs, split_k=s, reduce_k=reduce_k)
                     out.append(Choice(fam.name, s, reduce_k, sec, tuple(knobs.items())))
-    weight = 1.0 + COSTS["DETERMINISM_PREMIUM"]
     eff = {f.name: f.efficiency for f in fams}
     # ties (several candidates at one bound, e.g. launch and latency): fewer slices, then fewer rows and columns
     # computed past C's edges, then the more efficient tile
     def padded(ch: Choice) -> int:
         k = dict(ch.knobs)
         return cdiv(M, k["bm"]) * k["bm"] * cdiv(N, k["bn"]) * k["bn"]
-    return sorted(out, key=lambda ch: (ch.seconds * (weight if ch.reduce_k == "atomic" and ch.split_k > 1 else 1.0),
-                                       ch.split_k, padded(ch), -eff[ch.family]))
+    return sorted(out, key=lambda ch: (weighed(ch.seconds, ch.split_k, ch.reduce_k), ch.split_k, padded(ch),
+                                       -eff[ch.family]))
+
+
+def weighed(seconds: float, split_k: int, reduce_k: str) -> float:
+    """An estimate as candidates ranks it: slices summed by atomics (C's last bits vary between runs) must be
+    DETERMINISM_PREMIUM faster than the workspace to win."""
+    return seconds * (1.0 + COSTS["DETERMINISM_PREMIUM"] if reduce_k == "atomic" and split_k > 1 else 1.0)
 
 
 def choose(op, problem: Problem, target: Target | None = None) -> Choice:
