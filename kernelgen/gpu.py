@@ -104,8 +104,9 @@ def functions(cubin: bytes, plan: Plan) -> dict[str, Any]:
 
 @functools.lru_cache(maxsize=8)
 def _torch_dtype(name: str):
+    """torch's type of kernelgen's `name`: tf32 and tf32x3 are float32 data (only a GEMM multiplies them otherwise)."""
     import torch
-    return getattr(torch, name)
+    return getattr(torch, "float32" if name in ("tf32", "tf32x3") else name)
 
 
 def _cupy_reader(name: str, shape: tuple[int, ...], dt) -> Callable[[Any], int]:

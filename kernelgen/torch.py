@@ -38,6 +38,7 @@ from .sizes import parse_size
 _log = logging.getLogger("kernelgen")
 TORCH_TYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
 KG_TYPES = {v: k for k, v in TORCH_TYPES.items()}
+TORCH_TYPES.update(tf32=torch.float32, tf32x3=torch.float32)     # fp32 data multiplied on tensor cores (gemm)
 
 
 @functools.lru_cache(maxsize=4096)
@@ -112,10 +113,13 @@ def run(op_name: str, problem: str, inputs, dtype: str | None = None, out_dtype:
     return torch.ops.kernelgen.run(op_name, problem, dtype, out_dtype or "", list(inputs))
 
 
-def linear(x, weight, bias=None, epilogue: str | None = None, out_dtype: str | None = None, residual=None):
+def linear(x, weight, bias=None, epilogue: str | None = None, out_dtype: str | None = None, residual=None,
+           dtype: str | None = None):
     """x @ weight.T (+ bias), torch.nn.functional.linear's layout (NT), fp32 on sgemm and 16-bit on the
     tensor-core gemm, with an optional fused epilogue (default `acc + bias` where a bias is given, `acc +
-    bias + res` where a residual is given too); `residual` is the epilogue's res, shaped like the output."""
+    bias + res` where a residual is given too); `residual` is the epilogue's res, shaped like the output.
+    `dtype` "tf32x3" (or "tf32") multiplies float32 tensors on the tensor-core gemm instead: each value split
+    into TF32 parts, about fp32's accuracy (tf32 alone: 10 fraction bits); default, the tensors' own type."""
     *lead, K = x.shape
     M = 1
     for v in lead:
@@ -123,7 +127,10 @@ def linear(x, weight, bias=None, epilogue: str | None = None, out_dtype: str | N
     N = weight.shape[0]
     epilogue = epilogue or ("acc" + (" + bias" if bias is not None else "") + (" + res" if residual is not None else "")
                             if bias is not None or residual is not None else None)
-    name = "sgemm" if x.dtype == torch.float32 else "gemm"
+    if dtype not in (None, "float32", "tf32", "tf32x3") or dtype and x.dtype != torch.float32:
+        raise ValueError(f"linear: dtype {dtype!r} for {x.dtype} tensors: a dtype is given for float32 ones only, "
+                         "float32, tf32 or tf32x3")
+    name = "sgemm" if x.dtype == torch.float32 and dtype in (None, "float32") else "gemm"
     problem = f"M={M},N={N},K={K},layout=NT" + (f";epilogue={epilogue}" if epilogue else "")
     used = _epilogue_inputs(epilogue) if epilogue else ()
     for buf, given in (("res", residual), ("bias", bias)):
@@ -133,7 +140,7 @@ def linear(x, weight, bias=None, epilogue: str | None = None, out_dtype: str | N
                              else f"does not read {buf}, yet {arg}= was given"))
     inputs = [x.reshape(M, K), weight] + ([bias] if "bias" in used else []) + \
         ([residual.reshape(M, N)] if "res" in used else [])
-    return run(name, problem, inputs, out_dtype=out_dtype)[0].reshape(*lead, N)
+    return run(name, problem, inputs, dtype=dtype, out_dtype=out_dtype)[0].reshape(*lead, N)
 
 
 @torch.compiler.assume_constant_result

@@ -18,10 +18,14 @@ strides) and writes O as (batch, seq, heads, head_dim), which the output project
 seq, d_model). The torch block splits alike and copies on the merge. GELU is the tanh form (GPT-2's) in both.
 
 `bench(..., breakdown=True)` (`kernelgen bench transformer --breakdown`) also times each stage of both
-blocks (CUDA events between the stages, eager): where the time goes.
+blocks (CUDA events between the stages, eager): where the time goes. dtype tf32x3 (`--dtype tf32x3`) is the
+float32 block with its four GEMMs on tensor cores (`kernelgen.torch.linear(..., dtype="tf32x3")`: each value split
+into a high and a low TF32 part, about fp32's accuracy), checked and timed against the same float32 torch block
+(TF32 off): what CUTLASS calls 3xTF32, opt-in; `--dtype float32` multiplies on CUDA cores (sgemm).
 """
 from __future__ import annotations
 
+import functools
 import math
 import statistics
 from dataclasses import asdict, dataclass
@@ -56,7 +60,19 @@ KEYS = ("d_model", "heads", "seq", "batch")
 # Relative error of the block's contribution (||y - ref|| / ||ref - x||, ref in float64) a dtype may have: the
 # 16-bit types round every intermediate (on the emulator the bf16 block, d_model 64 and 128, was off by 4.9e-3 and
 # 5.0e-3, torch's own bf16 block on the CPU by 5.5e-3 and 5.7e-3: 6x margin); fp32 sums up to 4d products a GEMM.
-TOLERANCE = {"float32": 1e-4, "float16": 6e-3, "bfloat16": 3e-2}
+# tf32x3: the float32 block with its GEMMs on tensor cores, each value split into TF32 parts (gemm's tf32x3: about
+# fp32's accuracy, 8x sgemm's error on a 2048^3 product); the other ops in float32.
+TOLERANCE = {"float32": 1e-4, "tf32x3": 1e-4, "float16": 6e-3, "bfloat16": 3e-2}
+
+
+def data_type(dtype: str) -> str:
+    """The torch type of the block's tensors: float32 for tf32x3 (only its GEMMs multiply otherwise)."""
+    return "float32" if dtype == "tf32x3" else dtype
+
+
+def gemm_type(dtype: str) -> str | None:
+    """kernelgen.torch.linear's dtype in a block of `dtype`: tf32x3, or None (the tensors' own)."""
+    return dtype if dtype == "tf32x3" else None
 
 
 def config(text: str) -> Config:
@@ -110,8 +126,9 @@ def attention_dtypes() -> tuple[str, ...]:
 def check_dtype(dtype: str) -> None:
     """A UsageError unless every op of the block takes `dtype`."""
     if dtype not in TOLERANCE:
-        raise UsageError(f"transformer: dtype {dtype!r} is not one of {', '.join(TOLERANCE)}")
-    if dtype not in attention_dtypes():
+        raise UsageError(f"transformer: dtype {dtype!r} is not one of {', '.join(TOLERANCE)} (tf32x3: the float32 "
+                         "block with its GEMMs on tensor cores in 3xTF32)")
+    if data_type(dtype) not in attention_dtypes():
         raise UsageError(f"transformer: kernelgen's attention op takes {', '.join(attention_dtypes())} only, not "
                          f"{dtype}; the {dtype} block runs once attention has a {dtype} kernel")
 
@@ -159,27 +176,33 @@ def _no_mark(stage: str) -> None:
     """The blocks' default `mark`: nothing (breakdown passes one recording a CUDA event)."""
 
 
-def kernelgen_block(x, p: dict, heads: int, mark=_no_mark):
+def kernelgen_block(x, p: dict, heads: int, mark=_no_mark, gemm: str | None = None):
     """The block on kernelgen ops: 2 layer norms, 4 GEMMs with fused epilogues, 1 attention. `mark(stage)`
-    is called after each stage (STAGES)."""
+    is called after each stage (STAGES); `gemm` is the GEMMs' dtype (kernelgen.torch.linear's)."""
     from . import torch as kgt
     b, s, d = x.shape
     a = kgt.layer_norm(x, p["ln1_g"], p["ln1_b"])
     mark("layer norm 1")
-    qkv = kgt.linear(a, p["w_qkv"], p["b_qkv"])
+    qkv = kgt.linear(a, p["w_qkv"], p["b_qkv"], dtype=gemm)
     mark("QKV GEMM")
     q, k, v = split_heads(qkv, heads)                                         # views of qkv
     o = kgt.attention(q, k, v, causal=True).transpose(1, 2).reshape(b, s, d)  # O stored (b, s, h, hd): a view
     mark("attention")
-    h = kgt.linear(o, p["w_o"], p["b_o"], residual=x)                         # x + o W_o^T + b_o
+    h = kgt.linear(o, p["w_o"], p["b_o"], residual=x, dtype=gemm)                         # x + o W_o^T + b_o
     mark("out-proj")
     a = kgt.layer_norm(h, p["ln2_g"], p["ln2_b"])
     mark("layer norm 2")
-    u = kgt.linear(a, p["w_up"], p["b_up"], epilogue="gelu(acc + bias)")
+    u = kgt.linear(a, p["w_up"], p["b_up"], epilogue="gelu(acc + bias)", dtype=gemm)
     mark("MLP up")
-    y = kgt.linear(u, p["w_down"], p["b_down"], residual=h)                   # h + u W_down^T + b_down
+    y = kgt.linear(u, p["w_down"], p["b_down"], residual=h, dtype=gemm)                   # h + u W_down^T + b_down
     mark("MLP down")
     return y
+
+
+def ours(dtype: str):
+    """kernelgen_block as a block of `dtype` runs it (tf32x3: its GEMMs so)."""
+    gemm = gemm_type(dtype)
+    return functools.partial(kernelgen_block, gemm=gemm) if gemm else kernelgen_block
 
 
 def torch_block(x, p: dict, heads: int, mark=_no_mark):
@@ -222,7 +245,7 @@ def block_error(y, ref, x) -> float:
 def inputs(cfg: Config, dtype: str, device="cuda", seed: int = 0) -> tuple:
     """(x, params) of the block in `dtype`, drawn on the CPU from `seed` (the same on every device)."""
     torch = _torch()
-    t = getattr(torch, dtype)
+    t = getattr(torch, data_type(dtype))
     x = torch.randn(cfg.batch, cfg.seq, cfg.d_model, generator=torch.Generator().manual_seed(seed + 1)).to(device, t)
     return x, init_params(cfg, t, device, seed)
 
@@ -236,7 +259,7 @@ def check(cfg: Config, dtype: str, device="cuda", seed: int = 0, given: tuple | 
     with torch.no_grad():
         ref = torch_block(x.double(), {k: v.double() for k, v in p.items()}, cfg.heads)
         errs = {name: block_error(f(x, p, cfg.heads), ref, x) for name, f in
-                (("kernelgen", kernelgen_block), ("torch", torch_block))}
+                (("kernelgen", ours(dtype)), ("torch", torch_block))}
     return dict(errs, tolerance=TOLERANCE[dtype], ok=errs["kernelgen"] <= TOLERANCE[dtype])
 
 
@@ -246,10 +269,10 @@ def trace(cfg: Config, dtype: str = "float32"):
     torch = _torch()
     from torch.fx.experimental.proxy_tensor import make_fx
     check_dtype(dtype)
-    t = getattr(torch, dtype)
+    t = getattr(torch, data_type(dtype))
     p = {name: torch.empty(shape, dtype=t, device="meta") for name, shape in param_shapes(cfg).items()}
     x = torch.empty(cfg.batch, cfg.seq, cfg.d_model, dtype=t, device="meta")
-    gm = make_fx(lambda x, p: kernelgen_block(x, p, cfg.heads), tracing_mode="fake")(x, p)
+    gm = make_fx(lambda x, p: ours(dtype)(x, p, cfg.heads), tracing_mode="fake")(x, p)
     calls = [n for n in gm.graph.nodes if n.op == "call_function" and "kernelgen.run" in str(n.target)]
     out = next(n for n in gm.graph.nodes if n.op == "output").args[0]
     shape = tuple((out[0] if isinstance(out, (list, tuple)) else out).meta["val"].shape)
@@ -296,9 +319,13 @@ def bench(cfg: Config, dtype: str, reps: int = 100, warmup: int = 10, breakdown:
     x, p = inputs(cfg, dtype)
     result = check(cfg, dtype, given=(x, p))
     compiled = torch.compile(torch_block)
-    runs = [("kernelgen", lambda: kernelgen_block(x, p, cfg.heads)), ("PyTorch eager", lambda: torch_block(x, p, cfg.heads)),
+    block = ours(dtype)
+    runs = [("kernelgen", lambda: block(x, p, cfg.heads)), ("PyTorch eager", lambda: torch_block(x, p, cfg.heads)),
             ("torch.compile", lambda: compiled(x, p, cfg.heads))]
     rows, notes = [], []
+    if gemm_type(dtype):
+        notes.append(f"{dtype}: the float32 block with kernelgen's four GEMMs on tensor cores ({dtype}); every other "
+                     "op, and PyTorch's blocks, in float32 (TF32 off)")
     with torch.no_grad():
         for name, fn in runs:
             rows.append(_row(name, _time(torch, fn, reps, warmup), cfg))
@@ -314,11 +341,11 @@ def bench(cfg: Config, dtype: str, reps: int = 100, warmup: int = 10, breakdown:
            "warmup": warmup, "device": torch.cuda.get_device_name(), "torch": torch.__version__,
            "check": result, "rows": rows, "notes": notes}
     if breakdown:
-        doc["breakdown"] = stage_times(cfg, (x, p), reps, warmup)
+        doc["breakdown"] = stage_times(cfg, (x, p), reps, warmup, dtype)
     return doc
 
 
-def stage_times(cfg: Config, given: tuple, reps: int = 100, warmup: int = 10) -> list[dict]:
+def stage_times(cfg: Config, given: tuple, reps: int = 100, warmup: int = 10, dtype: str = "float32") -> list[dict]:
     """Each stage's median milliseconds in both blocks, eager: a CUDA event recorded after every stage (and
     one before the first), `reps` passes after `warmup`. A stage's time is from the event before it to its
     own, so it includes any wait for the host to launch it (small beside these kernels). One row per stage
@@ -327,7 +354,7 @@ def stage_times(cfg: Config, given: tuple, reps: int = 100, warmup: int = 10) ->
     x, p = given
     medians = {}
     with torch.no_grad():
-        for name, block in (("kernelgen", kernelgen_block), ("torch", torch_block)):
+        for name, block in (("kernelgen", ours(dtype)), ("torch", torch_block)):
             passes = []
             for i in range(warmup + reps):
                 marks = [("start", torch.cuda.Event(enable_timing=True))]

@@ -209,6 +209,18 @@ def test_a_wrong_shape_or_dtype_is_refused_after_a_good_call(softmax, libraries,
     assert len(libraries.driver.launches) == 1                     # nothing refused reached the driver
 
 
+def test_tf32x3_data_are_float32_tensors(libraries):
+    op = get_op("gemm")
+    p = op.problem({"M": 64, "N": 64, "K": 64}, dtype="tf32x3")
+    cached = prepare(op, op.schedule_for(p), p)
+    prep = Prepared(cached.op, cached.kernel, cached.plan, cached.target)
+    prep.__dict__["_bound"] = gpu.Bound(prep.plan, {l.symbol: 7 for l in prep.plan.launches}, {}, prep._arguments.names)
+    prep(A=Tensor((64, 64), 0x10000), B=Tensor((64, 64), 0x20000), C=Tensor((64, 64), 0x30000))
+    assert len(libraries.driver.launches) == len(prep.plan.launches)
+    with pytest.raises(UsageError, match="array 'A' has dtype torch.float16; this kernel takes tf32x3"):
+        prep(A=Tensor((64, 64), 0x10000, "float16"), B=Tensor((64, 64), 0x20000), C=Tensor((64, 64), 0x30000))
+
+
 def test_a_torch_tensor_that_is_not_on_the_gpu_or_not_contiguous_is_refused(softmax, libraries):
     x, y = Tensor((4, 64), 0x10000), Tensor((4, 64), 0x20000)
     softmax(x=x, y=y)

@@ -39,7 +39,8 @@ def test_bad_configs_say_what_is_allowed(text, message):
 
 def test_dtypes_follow_what_attention_takes():
     tf.check_dtype("float32")
-    with pytest.raises(UsageError, match="dtype 'float64' is not one of float32, float16, bfloat16"):
+    tf.check_dtype("tf32x3")
+    with pytest.raises(UsageError, match="dtype 'float64' is not one of float32, tf32x3, float16, bfloat16 .tf32x3: "):
         tf.check_dtype("float64")
     if "bfloat16" not in tf.attention_dtypes():
         with pytest.raises(UsageError, match="attention op takes float32 only, not bfloat16"):
@@ -98,6 +99,18 @@ def test_the_block_traces_to_seven_kernelgen_ops(name):
 
 
 @needs_torch
+def test_the_tf32x3_block_runs_its_four_gemms_on_the_tensor_core_gemm():
+    gm, shape, ops = tf.trace(tf.config("7b"), "tf32x3")
+    assert ops == [o.replace("sgemm", "gemm") for o in OPS]
+    types = [n.args[2] for n in gm.graph.nodes if "kernelgen.run" in str(n.target)]
+    assert types == ["float32", "tf32x3", "float32", "tf32x3", "float32", "tf32x3", "tf32x3"]
+    meta = lambda *s, t=torch.float32: torch.empty(*s, device="meta", dtype=t)
+    assert kgt.linear(meta(4, 8), meta(6, 8), meta(6), dtype="tf32x3").dtype == torch.float32
+    with pytest.raises(ValueError, match="dtype 'tf32x3' for torch.bfloat16 tensors: a dtype is given for float32"):
+        kgt.linear(meta(4, 8, t=torch.bfloat16), meta(6, 8, t=torch.bfloat16), dtype="tf32x3")
+
+
+@needs_torch
 def test_torch_compile_captures_the_block_as_one_graph():
     cfg = tf.config("tiny")
     p = {n: torch.empty(s, device="meta") for n, s in tf.param_shapes(cfg).items()}
@@ -152,8 +165,7 @@ def emulated_run(op_name, problem, inputs, dtype=None, out_dtype=None):
     from kernelgen.prepared import prepare
     from kernelgen.target import target
     from kernelgen.validate import execute
-    names = {v: k for k, v in kgt.TORCH_TYPES.items()}
-    op, p = kgt._problem(op_name, problem, dtype or names[inputs[0].dtype], out_dtype or "")
+    op, p = kgt._problem(op_name, problem, dtype or kgt.KG_TYPES[inputs[0].dtype], out_dtype or "")
     kgt._check(op, p, inputs)
     tgt = target("sm_80")
     prep = prepare(op, op.schedule_for(p, tgt), p, tgt)
@@ -163,16 +175,16 @@ def emulated_run(op_name, problem, inputs, dtype=None, out_dtype=None):
 
 @needs_torch
 @pytest.mark.emulate
-@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+@pytest.mark.parametrize("dtype", ["float32", "tf32x3", "bfloat16"])
 def test_the_block_matches_torch_on_the_emulator(dtype, monkeypatch):
-    if dtype not in tf.attention_dtypes():
+    if tf.data_type(dtype) not in tf.attention_dtypes():
         pytest.skip(f"kernelgen's attention takes {', '.join(tf.attention_dtypes())} only")
     monkeypatch.setattr(kgt, "run", emulated_run)
-    cfg, t = tf.config("tiny"), getattr(torch, dtype)
+    cfg, t = tf.config("tiny"), getattr(torch, tf.data_type(dtype))
     p = tf.init_params(cfg, t, "cpu")
     x = torch.randn(cfg.batch, cfg.seq, cfg.d_model).to(t)
     ref = tf.torch_block(x.double(), {k: v.double() for k, v in p.items()}, cfg.heads)
-    assert tf.block_error(tf.kernelgen_block(x, p, cfg.heads), ref, x) < tf.TOLERANCE[dtype]
+    assert tf.block_error(tf.ours(dtype)(x, p, cfg.heads), ref, x) < tf.TOLERANCE[dtype]
 
 
 @needs_torch
@@ -215,10 +227,10 @@ SMALL = "d_model=256,heads=4,seq=200,batch=2"      # head_dim 64, seq no tile mu
 
 @needs_torch
 @pytest.mark.gpu
-@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+@pytest.mark.parametrize("dtype", ["float32", "tf32x3", "bfloat16"])
 @pytest.mark.parametrize("name", ["tiny", SMALL])
 def test_the_block_matches_pytorch_on_the_gpu(name, dtype):
-    if dtype not in tf.attention_dtypes():
+    if tf.data_type(dtype) not in tf.attention_dtypes():
         pytest.skip(f"kernelgen's attention takes {', '.join(tf.attention_dtypes())} only")
     torch.backends.cuda.matmul.allow_tf32 = False
     result = tf.check(tf.config(name), dtype)

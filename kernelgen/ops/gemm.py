@@ -464,7 +464,8 @@ class Gemm(Fusing, Op):
     def registers(self, k: dict, d=None) -> int:
         """A rough count: accumulators, one step's fragments (two with frag_buffers 2), staged copies, ~40
         for addresses; tf32x3 data (`d`) twice the fragments and their rounding's temporaries (64x64 warp tiles
-        ran at 255 registers and 400 bytes of local memory on sm_90)."""
+        ran at 255 registers and 400 bytes of local memory on sm_90), and a second set of accumulators (a stage's
+        products summed apart: 64x32 warp tiles 190 -> 241 registers)."""
         if k["instr"] == "wgmma":
             return k["wm"] // 64 * k["bn"] // 2 + 40
         ta, tb = self._tiles(k, ew=units(d) if d is not None else 1)   # tf32 data: twice the chunks
@@ -473,7 +474,7 @@ class Gemm(Fusing, Op):
             mi, ni = k["wm"] // 16, k["wn"] // 16
             return 8 * mi * ni + 8 * (mi + ni) + staged + 40
         mi, ni = k["wm"] // 16, k["wn"] // 8
-        split = 2 * (4 * mi + 2 * ni) if d is not None and d.name == "tf32x3" else 0
+        split = 2 * (4 * mi + 2 * ni) + 4 * mi * ni if d is not None and d.name == "tf32x3" else 0
         return 4 * mi * ni + (4 * mi + 2 * ni) * k["frag_buffers"] + split + staged + 40
 
     # -- lowering ----------------------------------------------------------------------------------
