@@ -85,6 +85,11 @@ def _check(op, p, inputs) -> None:
 
 @torch.library.custom_op("kernelgen::run", mutates_args=())
 def _run(op_name: str, problem: str, dtype: str, out_dtype: str, inputs: list[torch.Tensor]) -> list[torch.Tensor]:
+    return _launch(op_name, problem, dtype, out_dtype, inputs)
+
+
+def _launch(op_name: str, problem: str, dtype: str, out_dtype: str, inputs: list) -> list:
+    """The op's body: inputs checked, outputs allocated, the prepared kernel launched on torch's current stream."""
     from .prepared import prepare
     from . import gpu
     op, p = _problem(op_name, problem, dtype, out_dtype)
@@ -110,7 +115,19 @@ def run(op_name: str, problem: str, inputs, dtype: str | None = None, out_dtype:
     if dtype is None:
         dtype = KG_TYPES.get(inputs[0].dtype, "float32")
     kg_dtype(dtype)
+    if _plain(inputs):
+        return _launch(op_name, problem, dtype, out_dtype or "", list(inputs))
     return torch.ops.kernelgen.run(op_name, problem, dtype, out_dtype or "", list(inputs))
+
+
+def _plain(inputs) -> bool:
+    """Whether a call may skip the dispatcher: plain CUDA tensors, eager (not under torch.compile, a functorch
+    transform or fake tensors), none needing a gradient. The custom op's way to its body cost ~60-100 us of host time
+    a call on the H100's host (its aliasing check included), where torch's own linear takes ~24 us in all
+    (bench_results/2026-11-25-s17/s17_host_profile.txt); traced, compiled or with autograd it is the op's way."""
+    return (not torch.compiler.is_compiling() and not torch._C._are_functorch_transforms_active()
+            and all(type(t) is torch.Tensor and t.is_cuda for t in inputs)
+            and not (torch.is_grad_enabled() and any(t.requires_grad for t in inputs)))
 
 
 def linear(x, weight, bias=None, epilogue: str | None = None, out_dtype: str | None = None, residual=None,
@@ -147,6 +164,12 @@ def linear(x, weight, bias=None, epilogue: str | None = None, out_dtype: str | N
 def _epilogue_inputs(epilogue: str) -> tuple:
     """The tensors an epilogue reads ("bias", "res"). torch.compile takes the answer as a constant of the
     graph: dynamo cannot trace the expression parser (it calls Python's `compile`)."""
+    return _parsed_inputs(epilogue)
+
+
+@functools.lru_cache(maxsize=256)
+def _parsed_inputs(epilogue: str) -> tuple:
+    """_epilogue_inputs' answer, parsed once an epilogue (parsing took ~90 us of every eager call)."""
     from .ops.fusion import Epilogue
     return tuple(Epilogue.parse(epilogue).inputs)
 

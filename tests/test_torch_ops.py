@@ -117,6 +117,26 @@ def test_cuda_graph_capture_replays_on_torchs_stream():
 
 
 @pytest.mark.gpu
+def test_eager_calls_skip_the_dispatcher_and_give_the_ops_answer():
+    a, b, bias = _cuda((33, 5), (5, 17), (17,))
+    assert kgt._plain([a, b, bias])
+    (c,) = kgt.run("sgemm", SGEMM, [a, b, bias])
+    (d,) = torch.ops.kernelgen.run("sgemm", SGEMM, "float32", "", [a, b, bias])
+    assert torch.equal(c, d)
+    w = b.clone().requires_grad_()
+    assert not kgt._plain([a, w, bias])            # autograd: the op's way, which refuses a backward
+    with torch.no_grad():
+        assert kgt._plain([a, w, bias])
+
+
+def test_fake_meta_and_cpu_tensors_take_the_ops_way():
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    assert not kgt._plain([torch.empty(3, device="meta")]) and not kgt._plain([torch.empty(3)])
+    with FakeTensorMode():
+        assert not kgt._plain([torch.empty(3)])
+
+
+@pytest.mark.gpu
 def test_torch_compile_runs_the_op_on_the_gpu():
     def block(x, w, b):
         return kgt.linear(x, w, b, epilogue="relu(acc + bias)") + 1
