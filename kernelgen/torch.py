@@ -6,6 +6,7 @@ goes on torch's current stream, allocates nothing but its outputs, and never syn
     x, w, b = (torch.randn(s, device="cuda") for s in ((512, 768), (768, 3072), (3072,)))
     y = kgt.run("sgemm", "M=512,N=3072,K=768;epilogue=gelu(acc + bias)", [x, w, b])[0]   # gelu(x @ w + b)
     y = kgt.linear(x16, w16_t, b16, epilogue="gelu(acc + bias)")   # x @ w_t.T + b, gemm layout NT
+    y = kgt.linear(x, w_t, b, dtype="tf32x3")                # fp32 tensors on tensor cores, 3xTF32 (opt-in)
     y, h = kgt.layer_norm(x, gamma, beta, residual=r, return_sum=True)   # LN(x + r), and x + r
     o = kgt.attention(q, k, v, causal=True)                  # (batch, heads, seq, head_dim), views read in place
 
@@ -15,7 +16,8 @@ build the problem string from the shapes; examples/transformer.py builds a GPT-2
 Every op is one custom op, `kernelgen::run(op, problem, dtype, out_dtype, inputs) -> outputs`: the
 problem is the problem string the CLI takes (`kernelgen run OP --size ...`), the inputs are the op's
 inputs in order (op.inputs of the problem's instance: A, B, then bias and res for an epilogue) and the
-outputs come back in op.outputs' order. The schedule is the one `kernelgen run` would take
+outputs come back in op.outputs' order. An eager call on plain CUDA tensors runs the op's body directly (the
+dispatcher's way cost more host time than the launch); traced, compiled or autograd calls go through the op. The schedule is the one `kernelgen run` would take
 (tune.defaults.choose_default: the tuning database's best record for that problem on this GPU, else the
 nearest entry of the GPU's shipped tuned table, else the op's `schedule_for` heuristic); where it came from
 is logged once per problem (logger "kernelgen", level INFO) and returned by `schedule_source`. No backward: these ops
