@@ -1,6 +1,6 @@
 """A GPT-2-style decoder block built from kernelgen ops, checked against the same block in PyTorch.
 
-    python3 examples/transformer.py              # GPT-2 small and the 7B layer, fp32 and bf16 (GPU)
+    python3 examples/transformer.py              # GPT-2 small and the 7B layer: fp32, fp32 with tf32x3 GEMMs, bf16
     python3 examples/transformer.py tiny         # any config: a name or d_model=D,heads=H,seq=S,batch=B
 
 The block (kernelgen/transformer.py, `kernelgen_block`), seven kernelgen launches through kernelgen.torch:
@@ -26,9 +26,9 @@ from kernelgen import gpu, transformer as tf
 if __name__ == "__main__":
     configs = [tf.config(c) for c in sys.argv[1:]] or [tf.config("gpt2-small"), tf.config("7b")]
     for cfg in configs:
-        for dtype in ("float32", "bfloat16"):
+        for dtype in ("float32", "tf32x3", "bfloat16"):
             label = f"{cfg.name:12s} d_model {cfg.d_model:5d} heads {cfg.heads:3d} seq {cfg.seq:5d} batch {cfg.batch:2d} {dtype:9s}"
-            if dtype not in tf.attention_dtypes():
+            if tf.data_type(dtype) not in tf.attention_dtypes():
                 print(f"{label} NOT RUN: kernelgen's attention op takes {', '.join(tf.attention_dtypes())} only "
                       f"(the {dtype} block waits for the tensor-core attention)")
                 continue
