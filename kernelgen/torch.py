@@ -138,7 +138,11 @@ def linear(x, weight, bias=None, epilogue: str | None = None, out_dtype: str | N
     tensor-core gemm, with an optional fused epilogue (default `acc + bias` where a bias is given, `acc +
     bias + res` where a residual is given too); `residual` is the epilogue's res, shaped like the output.
     `dtype` "tf32x3" (or "tf32") multiplies float32 tensors on the tensor-core gemm instead: each value split
-    into TF32 parts, about fp32's accuracy (tf32 alone: 10 fraction bits); default, the tensors' own type."""
+    into TF32 parts, fp32's accuracy or better (tf32 alone: 10 fraction bits). Default: the tensors' own type, but
+    float32 tensors take tf32x3 where torch.set_float32_matmul_precision says "high" or "medium" (where torch's
+    own F.linear may round to TF32, 3xTF32 is the more accurate of what that allows)."""
+    if dtype is None and x.dtype == torch.float32 and _matmul_precision() != "highest":
+        dtype = "tf32x3"
     *lead, K = x.shape
     M = 1
     for v in lead:
@@ -160,6 +164,12 @@ def linear(x, weight, bias=None, epilogue: str | None = None, out_dtype: str | N
     inputs = [x.reshape(M, K), weight] + ([bias] if "bias" in used else []) + \
         ([residual.reshape(M, N)] if "res" in used else [])
     return run(name, problem, inputs, dtype=dtype, out_dtype=out_dtype)[0].reshape(*lead, N)
+
+
+@torch.compiler.assume_constant_result
+def _matmul_precision() -> str:
+    """torch.get_float32_matmul_precision(), a constant of a compiled graph (as torch's own matmuls take it)."""
+    return torch.get_float32_matmul_precision()
 
 
 @torch.compiler.assume_constant_result

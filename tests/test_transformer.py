@@ -111,6 +111,23 @@ def test_the_tf32x3_block_runs_its_four_gemms_on_the_tensor_core_gemm():
 
 
 @needs_torch
+@pytest.mark.parametrize("precision,op", [("highest", "sgemm"), ("high", "gemm"), ("medium", "gemm")])
+def test_linear_follows_torchs_float32_matmul_precision(precision, op):
+    from torch.fx.experimental.proxy_tensor import make_fx
+    before = torch.get_float32_matmul_precision()
+    torch.set_float32_matmul_precision(precision)
+    try:
+        meta = lambda *s: torch.empty(*s, device="meta")
+        gm = make_fx(lambda x, w: kgt.linear(x, w), tracing_mode="fake")(meta(4, 8), meta(6, 8))
+        calls = [n.args[:3] for n in gm.graph.nodes if "kernelgen.run" in str(n.target)]
+        assert [(c[0], c[2]) for c in calls] == [(op, "tf32x3" if op == "gemm" else "float32")]
+        half = make_fx(lambda x, w: kgt.linear(x, w), tracing_mode="fake")(meta(4, 8).half(), meta(6, 8).half())
+        assert [n.args[2] for n in half.graph.nodes if "kernelgen.run" in str(n.target)] == ["float16"]
+    finally:
+        torch.set_float32_matmul_precision(before)
+
+
+@needs_torch
 def test_torch_compile_captures_the_block_as_one_graph():
     cfg = tf.config("tiny")
     p = {n: torch.empty(s, device="meta") for n, s in tf.param_shapes(cfg).items()}
