@@ -129,6 +129,20 @@ def test_eager_calls_skip_the_dispatcher_and_give_the_ops_answer():
         assert kgt._plain([a, w, bias])
 
 
+@pytest.mark.gpu
+def test_linear_at_high_float32_precision_keeps_fp32_accuracy_on_the_gpu():
+    """torch's "high" lets its own matmuls round to TF32 (~1e-3 relative here); kgt.linear takes tf32x3 there."""
+    x, w, b = _cuda((256, 1024), (384, 1024), (384,))
+    ref = torch.nn.functional.linear(x.double(), w.double(), b.double())
+    before = torch.get_float32_matmul_precision()
+    torch.set_float32_matmul_precision("high")
+    try:
+        y = kgt.linear(x, w, b)
+    finally:
+        torch.set_float32_matmul_precision(before)
+    assert float((y.double() - ref).norm() / ref.norm()) < 2e-6
+
+
 def test_fake_meta_and_cpu_tensors_take_the_ops_way():
     from torch._subclasses.fake_tensor import FakeTensorMode
     assert not kgt._plain([torch.empty(3, device="meta")]) and not kgt._plain([torch.empty(3)])
