@@ -67,10 +67,17 @@ def schedule_source(op_name: str, problem: str, dtype: str = "float32", out_dtyp
     return _schedule(op_name, problem, dtype, out_dtype or "")[1]
 
 
-def _outputs(op_name: str, problem: str, dtype: str, out_dtype: str, device) -> list:
+@functools.lru_cache(maxsize=4096)
+def _signature(op_name: str, problem: str, dtype: str, out_dtype: str) -> tuple:
+    """(input names, (shape, torch type) of each input, output names, (shape, torch type) of each output)."""
     op, p = _problem(op_name, problem, dtype, out_dtype)
-    shapes = op.output_shapes(p)
-    return [torch.empty(shapes[b], dtype=TORCH_TYPES[p.dtype(b).name], device=device) for b in op.outputs]
+    ins, outs = op.input_shapes(p), op.output_shapes(p)
+    typed = lambda shapes, names: tuple((tuple(shapes[b]), TORCH_TYPES[p.dtype(b).name]) for b in names)
+    return tuple(op.inputs), typed(ins, op.inputs), tuple(op.outputs), typed(outs, op.outputs)
+
+
+def _outputs(op_name: str, problem: str, dtype: str, out_dtype: str, device) -> list:
+    return [torch.empty(s, dtype=t, device=device) for s, t in _signature(op_name, problem, dtype, out_dtype)[3]]
 
 
 def _check(op, p, inputs) -> None:
@@ -85,6 +92,23 @@ def _check(op, p, inputs) -> None:
                              f"{tuple(shapes[name])} {want}")
 
 
+def _check_call(op_name: str, problem: str, dtype: str, out_dtype: str, inputs) -> None:
+    """_check against the call's cached signature; its message where anything differs."""
+    want = _signature(op_name, problem, dtype, out_dtype)[1]
+    if len(inputs) != len(want) or any(tuple(t.shape) != s or t.dtype != d for t, (s, d) in zip(inputs, want)):
+        _check(*_problem(op_name, problem, dtype, out_dtype), inputs)
+
+
+@functools.lru_cache(maxsize=4096)
+def _prepared(op_name: str, problem: str, dtype: str, out_dtype: str):
+    """The call's Prepared on this GPU, found by its strings (hashing the schedule, problem and target again cost
+    host time every call)."""
+    from .prepared import prepare
+    from . import gpu
+    op, p = _problem(op_name, problem, dtype, out_dtype)
+    return prepare(op, _schedule(op_name, problem, dtype, out_dtype)[0], p, gpu.device())
+
+
 @torch.library.custom_op("kernelgen::run", mutates_args=())
 def _run(op_name: str, problem: str, dtype: str, out_dtype: str, inputs: list[torch.Tensor]) -> list[torch.Tensor]:
     return _launch(op_name, problem, dtype, out_dtype, inputs)
@@ -92,15 +116,12 @@ def _run(op_name: str, problem: str, dtype: str, out_dtype: str, inputs: list[to
 
 def _launch(op_name: str, problem: str, dtype: str, out_dtype: str, inputs: list) -> list:
     """The op's body: inputs checked, outputs allocated, the prepared kernel launched on torch's current stream."""
-    from .prepared import prepare
-    from . import gpu
-    op, p = _problem(op_name, problem, dtype, out_dtype)
-    _check(op, p, inputs)
+    _check_call(op_name, problem, dtype, out_dtype, inputs)
+    in_names, _, out_names, _ = _signature(op_name, problem, dtype, out_dtype)
     inputs = [t.contiguous() for t in inputs]
     outs = _outputs(op_name, problem, dtype, out_dtype, inputs[0].device)
-    prep = prepare(op, _schedule(op_name, problem, dtype, out_dtype)[0], p, gpu.device())
-    prep(stream=torch.cuda.current_stream(inputs[0].device).cuda_stream,
-         **dict(zip(op.inputs, inputs)), **dict(zip(op.outputs, outs)))
+    _prepared(op_name, problem, dtype, out_dtype)(stream=torch.cuda.current_stream(inputs[0].device).cuda_stream,
+                                                  **dict(zip(in_names, inputs)), **dict(zip(out_names, outs)))
     return outs
 
 
