@@ -39,6 +39,12 @@ class DType:
     pack: str = "make_float2"  # C function of two fp32 values to `pair`
 
     @property
+    def data(self) -> str:
+        """The element type of the arrays as a framework names it: float32 for tf32 and tf32x3 (float32 data that
+        only a matrix product multiplies otherwise), else the type's own name."""
+        return "float32" if self.math == "tf32" else self.name
+
+    @property
     def smallest_normal(self) -> float:
         """The smallest positive normal value (below it the spacing stops shrinking): 2^-126, 2^-14, 2^-126."""
         return 2.0 ** -14 if self.name == "float16" else 2.0 ** -126

@@ -104,9 +104,8 @@ def functions(cubin: bytes, plan: Plan) -> dict[str, Any]:
 
 @functools.lru_cache(maxsize=8)
 def _torch_dtype(name: str):
-    """torch's type of kernelgen's `name`: tf32 and tf32x3 are float32 data (only a GEMM multiplies them otherwise)."""
     import torch
-    return getattr(torch, "float32" if name in ("tf32", "tf32x3") else name)
+    return getattr(torch, name)
 
 
 def _cupy_reader(name: str, shape: tuple[int, ...], dt) -> Callable[[Any], int]:
@@ -121,7 +120,7 @@ def _cupy_reader(name: str, shape: tuple[int, ...], dt) -> Callable[[Any], int]:
 
 
 def _torch_reader(name: str, shape: tuple[int, ...], dt) -> Callable[[Any], int]:
-    want = _torch_dtype(dt.name)
+    want = _torch_dtype(dt.data)
 
     def read(x) -> int:
         if x.dtype is want and x.is_cuda and x.shape == shape and x.is_contiguous():

@@ -17,7 +17,8 @@ Every op is one custom op, `kernelgen::run(op, problem, dtype, out_dtype, inputs
 problem is the problem string the CLI takes (`kernelgen run OP --size ...`), the inputs are the op's
 inputs in order (op.inputs of the problem's instance: A, B, then bias and res for an epilogue) and the
 outputs come back in op.outputs' order. An eager call on plain CUDA tensors runs the op's body directly (the
-dispatcher's way cost more host time than the launch); traced, compiled or autograd calls go through the op. The schedule is the one `kernelgen run` would take
+dispatcher's way cost more host time than the launch); traced, compiled or autograd calls go through the op. The
+schedule is the one `kernelgen run` would take
 (tune.defaults.choose_default: the tuning database's best record for that problem on this GPU, else the
 nearest entry of the GPU's shipped tuned table, else the op's `schedule_for` heuristic); where it came from
 is logged once per problem (logger "kernelgen", level INFO) and returned by `schedule_source`. No backward: these ops
@@ -40,7 +41,6 @@ from .sizes import parse_size
 _log = logging.getLogger("kernelgen")
 TORCH_TYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
 KG_TYPES = {v: k for k, v in TORCH_TYPES.items()}
-TORCH_TYPES.update(tf32=torch.float32, tf32x3=torch.float32)     # fp32 data multiplied on tensor cores (gemm)
 
 
 @functools.lru_cache(maxsize=4096)
@@ -72,7 +72,7 @@ def _signature(op_name: str, problem: str, dtype: str, out_dtype: str) -> tuple:
     """(input names, (shape, torch type) of each input, output names, (shape, torch type) of each output)."""
     op, p = _problem(op_name, problem, dtype, out_dtype)
     ins, outs = op.input_shapes(p), op.output_shapes(p)
-    typed = lambda shapes, names: tuple((tuple(shapes[b]), TORCH_TYPES[p.dtype(b).name]) for b in names)
+    typed = lambda shapes, names: tuple((tuple(shapes[b]), TORCH_TYPES[p.dtype(b).data]) for b in names)
     return tuple(op.inputs), typed(ins, op.inputs), tuple(op.outputs), typed(outs, op.outputs)
 
 
@@ -86,7 +86,7 @@ def _check(op, p, inputs) -> None:
         raise ValueError(f"kernelgen {op.name} {p}: {len(inputs)} inputs given, it takes {len(op.inputs)}: "
                          f"{', '.join(op.inputs)}")
     for name, t in zip(op.inputs, inputs):
-        want = TORCH_TYPES[p.dtype(name).name]
+        want = TORCH_TYPES[p.dtype(name).data]
         if tuple(t.shape) != tuple(shapes[name]) or t.dtype != want:
             raise ValueError(f"kernelgen {op.name} {p}: input {name} is {tuple(t.shape)} {t.dtype}, it must be "
                              f"{tuple(shapes[name])} {want}")
@@ -171,10 +171,10 @@ def linear(x, weight, bias=None, epilogue: str | None = None, out_dtype: str | N
     N = weight.shape[0]
     epilogue = epilogue or ("acc" + (" + bias" if bias is not None else "") + (" + res" if residual is not None else "")
                             if bias is not None or residual is not None else None)
-    if dtype not in (None, "float32", "tf32", "tf32x3") or dtype and x.dtype != torch.float32:
+    if dtype is not None and (x.dtype != torch.float32 or dtype not in ("float32", "tf32", "tf32x3")):
         raise ValueError(f"linear: dtype {dtype!r} for {x.dtype} tensors: a dtype is given for float32 ones only, "
                          "float32, tf32 or tf32x3")
-    name = "sgemm" if x.dtype == torch.float32 and dtype in (None, "float32") else "gemm"
+    name = "gemm" if x.dtype != torch.float32 or dtype in ("tf32", "tf32x3") else "sgemm"
     problem = f"M={M},N={N},K={K},layout=NT" + (f";epilogue={epilogue}" if epilogue else "")
     used = _epilogue_inputs(epilogue) if epilogue else ()
     for buf, given in (("res", residual), ("bias", bias)):

@@ -60,14 +60,15 @@ KEYS = ("d_model", "heads", "seq", "batch")
 # Relative error of the block's contribution (||y - ref|| / ||ref - x||, ref in float64) a dtype may have: the
 # 16-bit types round every intermediate (on the emulator the bf16 block, d_model 64 and 128, was off by 4.9e-3 and
 # 5.0e-3, torch's own bf16 block on the CPU by 5.5e-3 and 5.7e-3: 6x margin); fp32 sums up to 4d products a GEMM.
-# tf32x3: the float32 block with its GEMMs on tensor cores, each value split into TF32 parts (gemm's tf32x3: about
-# fp32's accuracy, 8x sgemm's error on a 2048^3 product); the other ops in float32.
+# tf32x3: the float32 block with its GEMMs on tensor cores, each value split into TF32 parts and a K stage's products
+# summed apart (gemm's tf32x3: below sgemm's error at the 7B layer's GEMMs); the other ops in float32.
 TOLERANCE = {"float32": 1e-4, "tf32x3": 1e-4, "float16": 6e-3, "bfloat16": 3e-2}
 
 
 def data_type(dtype: str) -> str:
     """The torch type of the block's tensors: float32 for tf32x3 (only its GEMMs multiply otherwise)."""
-    return "float32" if dtype == "tf32x3" else dtype
+    from .dtypes import dtype as kg_dtype
+    return kg_dtype(dtype).data
 
 
 def gemm_type(dtype: str) -> str | None:
@@ -188,13 +189,13 @@ def kernelgen_block(x, p: dict, heads: int, mark=_no_mark, gemm: str | None = No
     q, k, v = split_heads(qkv, heads)                                         # views of qkv
     o = kgt.attention(q, k, v, causal=True).transpose(1, 2).reshape(b, s, d)  # O stored (b, s, h, hd): a view
     mark("attention")
-    h = kgt.linear(o, p["w_o"], p["b_o"], residual=x, dtype=gemm)                         # x + o W_o^T + b_o
+    h = kgt.linear(o, p["w_o"], p["b_o"], residual=x, dtype=gemm)             # x + o W_o^T + b_o
     mark("out-proj")
     a = kgt.layer_norm(h, p["ln2_g"], p["ln2_b"])
     mark("layer norm 2")
     u = kgt.linear(a, p["w_up"], p["b_up"], epilogue="gelu(acc + bias)", dtype=gemm)
     mark("MLP up")
-    y = kgt.linear(u, p["w_down"], p["b_down"], residual=h, dtype=gemm)                   # h + u W_down^T + b_down
+    y = kgt.linear(u, p["w_down"], p["b_down"], residual=h, dtype=gemm)       # h + u W_down^T + b_down
     mark("MLP down")
     return y
 

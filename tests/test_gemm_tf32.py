@@ -100,6 +100,7 @@ def test_3xtf32_takes_warp_tiles_whose_registers_fit():
 def test_tf32_data_is_fp32_in_and_out():
     t = op.types("tf32x3")
     assert t.short == "tf32x3" and t["C"].name == "float32" and op.out_dtypes("tf32") == ("float32",)
+    assert t["A"].data == "float32" and op.types("bfloat16")["A"].data == "bfloat16"     # what torch and CuPy hold
     p = op.problem({"M": 4, "N": 4, "K": 4}, dtype="tf32")
     assert op.bytes_moved(p) == 4 * 3 * 16 and op.math(p) == "tf32"
     with pytest.raises(KernelgenError, match="choose one of float32"):
