@@ -250,12 +250,14 @@ class _TensorMapSlot:
         if address == self.address:
             return
         tm, item = self.tm, self.dt.itemsize
-        dims = (ctypes.c_uint64 * 2)(tm.cols, tm.rows)              # innermost first
-        strides = (ctypes.c_uint64 * 1)((tm.pitch or tm.cols) * item)   # bytes from one row to the next
-        box = (ctypes.c_uint32 * 2)(tm.box_cols, tm.box_rows)
-        ones = (ctypes.c_uint32 * 2)(1, 1)
+        rank = 2 + len(tm.outer)
+        dims = (ctypes.c_uint64 * rank)(tm.cols, tm.rows, *(n for n, _ in tm.outer))    # innermost first
+        # bytes from one row (one outer index) to the next
+        strides = (ctypes.c_uint64 * (rank - 1))((tm.pitch or tm.cols) * item, *(s * item for _, s in tm.outer))
+        box = (ctypes.c_uint32 * rank)(tm.box_cols, tm.box_rows, *(1,) * len(tm.outer))
+        ones = (ctypes.c_uint32 * rank)(*(1,) * rank)
         _driver_check(_libcuda().cuTensorMapEncodeTiled(
-            ctypes.addressof(self.slot), _TMA_DTYPES[self.dt.name], 2, address, dims, strides, box, ones,
+            ctypes.addressof(self.slot), _TMA_DTYPES[self.dt.name], rank, address, dims, strides, box, ones,
             0, _TMA_SWIZZLE_128B, _TMA_L2_256B, 0), f"encoding the TMA descriptor {tm.name} of {tm.buffer}")
         self.address = address
 

@@ -50,7 +50,9 @@ class Map:
     buffer's address, as ops/base.py's TensorMap: `buffer` seen as a row-major rows x cols tensor of
     `dtype` (rows and cols C expressions of the sizes), copied in boxes of box_rows x box_cols; `pitch`
     (a C expression, "" = cols): elements from one row to the next; `when` (a C condition, "" = always):
-    where the map is encoded (two maps of one name stand for one argument, buffer or padded copy)."""
+    where the map is encoded (two maps of one name stand for one argument, buffer or padded copy);
+    `outer`: (size, stride in elements) C expressions of the dimensions beyond the rows, innermost first
+    (at most two), boxes 1 deep in each."""
     name: str
     buffer: str
     dtype: str
@@ -60,6 +62,7 @@ class Map:
     box_cols: int
     pitch: str = ""
     when: str = ""
+    outer: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -94,7 +97,7 @@ class Recipe:
     def expressions(self) -> list[str]:
         out = [e for _, _, e in self.lets] + [c for c, _ in self.requires]
         out += [w[2] for w in self.workspaces] + [a[2] for a in self.alignment]
-        out += [e for m in self.tensor_maps for e in (m.rows, m.cols, m.pitch, m.when)]
+        out += [e for m in self.tensor_maps for e in (m.rows, m.cols, m.pitch, m.when, *(x for o in m.outer for x in o))]
         for s in self.steps:
             out += list(s.grid) + [s.when] + (list(s.loop[1:]) if s.loop else [])
         return [e for e in out if e]
@@ -163,8 +166,7 @@ class Evaluated:
     workspaces: tuple[tuple[str, str, int, float | None], ...] = ()
     alignment: tuple[tuple[str, int], ...] = ()
     env: dict = field(default_factory=dict)
-    tensor_maps: tuple[tuple[str, str, int, int, int, int, int], ...] = ()   # (name, buffer, rows, cols, box rows,
-                                                                             # box cols, pitch)
+    tensor_maps: tuple[tuple, ...] = ()   # (name, buffer, rows, cols, box rows, box cols, pitch, ((size, stride), ...))
 
 
 def evaluate(recipe: Recipe, sizes: dict[str, int], sms: int) -> Evaluated:
@@ -193,7 +195,8 @@ def evaluate(recipe: Recipe, sizes: dict[str, int], sms: int) -> Evaluated:
                                          s.shared_bytes))
     workspaces = tuple((n, t, py(c, env), f) for n, t, c, f in recipe.workspaces)
     alignment = tuple((b, n) for b, n, when in recipe.alignment if not when or py(when, env))
-    maps = tuple((m.name, m.buffer, py(m.rows, env), py(m.cols, env), m.box_rows, m.box_cols, py(m.pitch or m.cols, env))
+    maps = tuple((m.name, m.buffer, py(m.rows, env), py(m.cols, env), m.box_rows, m.box_cols, py(m.pitch or m.cols, env),
+                  tuple((py(n, env), py(st, env)) for n, st in m.outer))
                  for m in recipe.tensor_maps if not m.when or py(m.when, env))
     return Evaluated(True, (), tuple(launches), workspaces, alignment, env, maps)
 
@@ -236,6 +239,7 @@ def describe(recipe: Recipe, name: str) -> list[str]:
         lines.append(f"  {m.name}: " + (f"where {m.when}, " if m.when else "") + "a CUtensorMap (128 bytes, by value) the "
                      f"launcher encodes with cuTensorMapEncodeTiled: {m.buffer} as a row-major {m.rows} x {m.cols} "
                      f"{m.dtype} tensor" + (f" with rows {m.pitch} elements apart" if m.pitch else "") +
+                     "".join(f", times {n} (each {st} elements on)" for n, st in m.outer) +
                      f", boxes of {m.box_rows} x {m.box_cols}, {TMA_SWIZZLE[0]}, {TMA_L2_PROMOTION[0]}")
     lines.append("  kernels, in order on one stream:")
     for i, group in enumerate(_groups(recipe.steps)):
@@ -307,17 +311,22 @@ TMA_HELPERS = """\
 static_assert(sizeof(CUtensorMap) == sizeof(kg_tensor_map), "kg_tensor_map holds a CUtensorMap");
 // A 2-D TMA descriptor: `base` seen as a row-major rows x cols tensor of `bytes`-byte elements, rows
 // `pitch` elements apart, copied in boxes of box_rows x box_cols, encoded as kernelgen/gpu.py encodes it (%(swizzle)s,
-// %(l2)s). The driver's cuTensorMapEncodeTiled is reached through the runtime,
+// %(l2)s); with `outer` further dimensions (sizes d2, d3 and strides s2, s3 in elements, boxes 1 deep in
+// them) a 3-D or 4-D one. The driver's cuTensorMapEncodeTiled is reached through the runtime,
 // so nothing links -lcuda. Returns
 // cudaErrorInvalidValue for a tensor TMA cannot take (base not 16-byte aligned, a row's bytes not a
 // multiple of 16) before touching the driver, and where the encoding fails.
 inline cudaError_t kg_encode_tensor_map(kg_tensor_map* map, CUtensorMapDataType type, const void* base,
                                         unsigned long long rows, unsigned long long cols, unsigned long long pitch,
-                                        unsigned long long bytes, unsigned box_rows, unsigned box_cols) {
-  const cuuint64_t dims[2] = {cols, rows}, strides[1] = {pitch * bytes};   // innermost first; bytes between rows
-  const cuuint32_t box[2] = {box_cols, box_rows}, ones[2] = {1, 1};
-  if (base == nullptr || kg_misaligned(base, 16) || strides[0] %% 16 != 0 || strides[0] >= (1ull << 40))
-    return cudaErrorInvalidValue;
+                                        unsigned long long bytes, unsigned box_rows, unsigned box_cols,
+                                        unsigned outer = 0, unsigned long long d2 = 1, unsigned long long s2 = 0,
+                                        unsigned long long d3 = 1, unsigned long long s3 = 0) {
+  // innermost first; bytes from one row (one index of an outer dimension) to the next
+  const cuuint64_t dims[4] = {cols, rows, d2, d3}, strides[3] = {pitch * bytes, s2 * bytes, s3 * bytes};
+  const cuuint32_t box[4] = {box_cols, box_rows, 1, 1}, ones[4] = {1, 1, 1, 1};
+  if (base == nullptr || kg_misaligned(base, 16) || outer > 2) return cudaErrorInvalidValue;
+  for (unsigned i = 0; i < 1 + outer; ++i)
+    if (strides[i] %% 16 != 0 || strides[i] >= (1ull << 40)) return cudaErrorInvalidValue;
   void* fn = nullptr;
   cudaDriverEntryPointQueryResult found = cudaDriverEntryPointSymbolNotFound;
 #if CUDART_VERSION >= 12050
@@ -329,7 +338,7 @@ inline cudaError_t kg_encode_tensor_map(kg_tensor_map* map, CUtensorMapDataType 
   if (found != cudaDriverEntryPointSuccess || fn == nullptr) return cudaErrorInsufficientDriver;
   CUtensorMap m;
   CUresult r = reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(fn)(
-      &m, type, 2, const_cast<void*>(base), dims, strides, box, ones, CU_TENSOR_MAP_INTERLEAVE_NONE,
+      &m, type, 2 + outer, const_cast<void*>(base), dims, strides, box, ones, CU_TENSOR_MAP_INTERLEAVE_NONE,
       %(swizzle)s, %(l2)s, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
   if (r != CUDA_SUCCESS) return cudaErrorInvalidValue;
   std::memcpy(map, &m, sizeof m);
@@ -347,7 +356,9 @@ def _encode(recipe: Recipe) -> list[str]:
     for m in recipe.tensor_maps:
         out.append(f"  {'if (' + m.when + ') ' if m.when else ''}{{ cudaError_t e = kg_encode_tensor_map(&{m.name}, "
                    f"{TMA_DATA_TYPES[m.dtype][0]}, {m.buffer}, (unsigned long long)({m.rows}), (unsigned long long)({m.cols}), "
-                   f"(unsigned long long)({m.pitch or m.cols}), sizeof({ctype[m.buffer]}), {m.box_rows}, {m.box_cols}); "
+                   f"(unsigned long long)({m.pitch or m.cols}), sizeof({ctype[m.buffer]}), {m.box_rows}, {m.box_cols}"
+                   + "".join([f", {len(m.outer)}"] + [f", (unsigned long long)({x})" for o in m.outer for x in o]
+                             if m.outer else []) + "); "
                    "if (e != cudaSuccess) return e; }")
     return out
 

@@ -97,7 +97,7 @@ def as_plan(plan):
     scalars = {s.name: s.value for s in plan.scalars}
     launches = [(l.symbol, l.grid, l.block, tuple(scalars.get(a) for a in l.args),
                  tuple(a for a in l.args if a not in scalars), l.shared_bytes) for l in plan.launches]
-    maps = [(t.name, t.buffer, t.rows, t.cols, t.box_rows, t.box_cols, t.pitch or t.cols) for t in plan.tensor_maps]
+    maps = [(t.name, t.buffer, t.rows, t.cols, t.box_rows, t.box_cols, t.pitch or t.cols, t.outer) for t in plan.tensor_maps]
     return launches, sorted((w.name, w.count, w.fill) for w in plan.workspaces), dict(plan.alignment), maps
 
 

@@ -71,18 +71,21 @@ from ..schedule import Schedule, ScheduleReader, schedule
 from ..target import Target, default_target
 from .base import INT_MAX, Dim, Kernel, Knob, LadderStep, Launch, Op, Plan, Problem, Scalar, Shorthand, \
     Workspace, cdiv, pow2
+from . import attention_hopper as hopper
+from .attention_hopper import HALF, WG_ROWS, WGMMA
 from .attention_layout import LAYOUTS, Strides, logical, store, stored_shapes
 from .attention_layout import strides as layout_strides
 from .gemm import smem_tile
 from .io import torch_tensor
 from .knobs import Prim
 
-ALGOS = ("unfused", "flash", "flash_mma")
-FLASH = ("algo", ("flash", "flash_mma"))   # the knobs of both fused kernels apply with this
+ALGOS = ("unfused", "flash", "flash_mma", "flash_wgmma")
+FLASH = ("algo", ("flash", "flash_mma", "flash_wgmma"))   # the knobs of every fused kernel apply with this
+CP_ASYNC = ("algo", ("flash", "flash_mma"))  # the fused kernels whose K/V copies are threads' (not TMA's)
 FMA = ("algo", ("flash",))                  # the float32 kernel's thread tiles
 MMA = ("algo", ("flash_mma",))              # the tensor-core kernel's warp tiles
+HOPPER = ("algo", ("flash_wgmma",))         # the wgmma kernel's (ops/attention_hopper.py)
 INTRINSIC = "mma.m16n8k16"
-HALF = ("float16", "bfloat16")
 MAX_GRID = 65535                        # gridDim.y and gridDim.z: flash_mma's and unfused's batch*heads, the
                                         # fp32 flash kernel's query blocks (gridDim.x, its pairs, holds INT_MAX)
 MAX_HEAD_DIM = 128
@@ -123,7 +126,8 @@ def pair_limit(algo: str) -> tuple[int, str]:
     """The most (batch, head) pairs kernel `algo` takes, and the grid dimension that holds them: the fp32 flash
     kernel's gridDim.x (2^31 - 1; its query blocks are y, so blocks start pair-fastest), flash_mma's gridDim.y
     and the unfused kernels' gridDim.z (65535)."""
-    return {"flash": (INT_MAX, "gridDim.x"), "flash_mma": (MAX_GRID, "gridDim.y")}.get(algo, (MAX_GRID, "gridDim.z"))
+    return {"flash": (INT_MAX, "gridDim.x"), "flash_mma": (MAX_GRID, "gridDim.y"),
+            "flash_wgmma": (MAX_GRID, "gridDim.y")}.get(algo, (MAX_GRID, "gridDim.z"))
 
 
 def widths_for(d: int) -> list[int]:
@@ -153,8 +157,10 @@ class Attention(Op):
     knobs = (
         Knob("algo", "flash", ALGOS, "unfused (S = Q Kᵀ, softmax, P V: three kernels and a workspace) | flash "
              "(one kernel, online softmax over K/V tiles; float32) | flash_mma (flash on tensor cores, mma.sync; "
-             "float16, bfloat16)", "a", Prim("annotate", "algo", absent="flash", always=True)),
-        Knob("bq", 64, (16, 32, 64, 128), "queries per block (i.0)", "bq", Prim("split", "i", args="BQ, RQ"), when=FLASH),
+             "float16, bfloat16) | flash_wgmma (Hopper: wgmma, TMA, a producer warpgroup; float16, bfloat16, sm_90a)",
+             "a", Prim("annotate", "algo", absent="flash", always=True)),
+        Knob("bq", 64, (16, 32, 64, 128, 192), "queries per block (i.0; flash_wgmma: 64 a consumer warpgroup)", "bq",
+             Prim("split", "i", args="BQ, RQ"), when=FLASH),
         Knob("rq", 8, (1, 2, 4, 8), "query rows per thread (i.2); BQ/RQ threads along y", "rq",
              Prim("split", "i", args="BQ, RQ"), when=FMA),
         Knob("wq", 16, (16, 32), "query rows per warp (i.1 -> warp, whole m16 tiles); BQ/WQ warps", "wq",
@@ -168,7 +174,7 @@ class Attention(Op):
         Knob("stages", 2, (1, 2, 3), "K/V tiles in shared memory (> 1: the next ones load during this one)", "st",
              Prim("double_buffer", ("K", "V"), absent=1, always=True), when=FLASH, unused=1),
         Knob("copy", "cp_async", ("sync", "cp_async"), "global->shared copy of K/V through registers, or cp.async", "c",
-             Prim("annotate", "copy", absent="sync", always=True), when=FLASH, unused="sync"),
+             Prim("annotate", "copy", absent="sync", always=True), when=CP_ASYNC, unused="sync"),
         Knob("pipe", "joint", ("joint", "split"), "cp.async groups: a tile's K and V in one (one barrier a tile), or "
              "each in its own, V(j) landing during S(j) and K(j+1) during P V(j) (FlashAttention-2's order: two "
              "barriers a tile, 1 stage suffices)", "kv", Prim("annotate", "kv_pipeline", absent="joint"), when=MMA,
@@ -187,11 +193,19 @@ class Attention(Op):
         Knob("min_blocks", 0, (0, 1, 2, 3, 4), "blocks per SM promised to __launch_bounds__ (caps the registers at "
              "65536 / (threads * min_blocks)); 0: no promise", "mb", Prim("annotate", "min_blocks", absent=0),
              when=MMA, unused=0),
+        Knob("overlap", True, (False, True), "flash_wgmma: tile j's softmax runs while tile j-1's P V does "
+             "(FlashAttention-3's intra-warpgroup pipelining: S(j) and P V(j-1) issued together, O rescaled after), "
+             "or each tile's S, softmax and P V in turn", "ov", Prim("annotate", "overlap", absent=False), when=HOPPER,
+             unused=False),
+        Knob("pingpong", True, (False, True), "flash_wgmma with 2-3 consumer warpgroups: they issue their MMAs in "
+             "turns (named barriers), so that one's softmax runs under the next one's MMAs (FlashAttention-3's "
+             "inter-warpgroup scheduling)", "pp", Prim("annotate", "pingpong", absent=False), when=HOPPER, unused=False),
     )
     structure_help = ("fuse(b, h); flash: bind(bh, blockIdx.x), bind(i.0, blockIdx.y), bind(i.1, threadIdx.y), "
                       "bind(j.1, threadIdx.x); flash_mma: bind(bh, blockIdx.y), split(i, BQ, WQ), bind(i.0, "
-                      f"blockIdx.x), bind(i.1, warp), split(j, BK), tensorize(j.1, {INTRINSIC}); unfused: bind(bh, "
-                      "blockIdx.z), no splits")
+                      f"blockIdx.x), bind(i.1, warp), split(j, BK), tensorize(j.1, {INTRINSIC}); flash_wgmma: as "
+                      f"flash_mma with split(i, BQ, {WG_ROWS}), bind(i.1, warpgroup), tensorize(j.1, {WGMMA}); unfused: "
+                      "bind(bh, blockIdx.z), no splits")
 
     # -- problems ----------------------------------------------------------------------------------
     def check_layout(self, layout: str | None) -> str | None:
@@ -215,6 +229,7 @@ class Attention(Op):
     def check_problem(self, problem: Problem) -> None:
         bh = problem["batch"] * problem["heads"]
         algo = "flash_mma" if problem.dtype("Q").name in HALF else "flash"   # the kernel of each type with most pairs
+                                                                            # (flash_wgmma's as flash_mma's)
         most, axis = pair_limit(algo)
         if bh > most:
             raise UsageError(f"attention: batch*heads = {problem['batch']}*{problem['heads']} = {bh} exceeds "
@@ -252,9 +267,13 @@ class Attention(Op):
         s = schedule(self.name).fuse("b", "h")
         if k["algo"] == "unfused":
             return self.put(s.bind("bh", "blockIdx.z"), k, "algo")
-        if k["algo"] == "flash_mma":
-            s = (s.bind("bh", "blockIdx.y").split("i", k["bq"], k["wq"]).bind("i.0", "blockIdx.x").bind("i.1", "warp")
-                 .split("j", k["bk"]).split("d", k["dmax"]).tensorize("j.1", INTRINSIC))
+        if k["algo"] in ("flash_mma", "flash_wgmma"):
+            hopper_ = k["algo"] == "flash_wgmma"
+            rows, unit, instr = (WG_ROWS, "warpgroup", WGMMA) if hopper_ else (k["wq"], "warp", INTRINSIC)
+            s = (s.bind("bh", "blockIdx.y").split("i", k["bq"], rows).bind("i.0", "blockIdx.x").bind("i.1", unit)
+                 .split("j", k["bk"]).split("d", k["dmax"]).tensorize("j.1", instr))
+            if hopper_:
+                return self.put(s, k, "stages", "algo", "overlap", "pingpong")
             return self.put(s, k, "stages", "copy", "algo", "pipe", "qreg", "epilogue", "rescale", "min_blocks")
         s = (s.bind("bh", "blockIdx.x").split("i", k["bq"], k["rq"]).bind("i.0", "blockIdx.y")
              .bind("i.1", "threadIdx.y").split("j", k["bk"], k["rk"]).bind("j.1", "threadIdx.x")
@@ -268,15 +287,20 @@ class Attention(Op):
         if algo == "unfused":
             r.expect("bind", "bh", "blockIdx.z")
             return dict(algo=algo)
-        if algo == "flash_mma":
+        if algo in ("flash_mma", "flash_wgmma"):
+            hopper_ = algo == "flash_wgmma"
             r.expect("bind", "bh", "blockIdx.y")
-            bq, wq = r.split("i", 2, (64, 16))
+            bq, wq = r.split("i", 2, (128, WG_ROWS) if hopper_ else (64, 16))
             (bk,) = r.split("j", 1, (64,))
             (dmax,) = r.split("d", 1, (64,))
-            for loop, axis in (("i.0", "blockIdx.x"), ("i.1", "warp")):
+            for loop, axis in (("i.0", "blockIdx.x"), ("i.1", "warpgroup" if hopper_ else "warp")):
                 r.expect("bind", loop, axis)
-            r.expect("tensorize", "j.1", INTRINSIC)
-            return dict(algo=algo, bq=bq, wq=wq, bk=bk, dmax=dmax)
+            r.expect("tensorize", "j.1", WGMMA if hopper_ else INTRINSIC)
+            if not hopper_:
+                return dict(algo=algo, bq=bq, wq=wq, bk=bk, dmax=dmax)
+            check(wq == WG_ROWS, "split", "i", (bq, wq), allowed=f"split(i, BQ, {WG_ROWS})",
+                  limit=f"a consumer warpgroup owns wgmma's {WG_ROWS} query rows")
+            return dict(algo=algo, bq=bq, bk=bk, dmax=dmax)
         bq, rq = r.split("i", 2, (64, 8))
         bk, rk = r.split("j", 2, (64, 4))
         (dmax,) = r.split("d", 1, (64,))
@@ -303,6 +327,8 @@ class Attention(Op):
     def check_knobs(self, k: dict, target: Target) -> None:
         if k["algo"] == "unfused":
             return
+        if k["algo"] == "flash_wgmma":     # TMA brings K and V: no copy knobs
+            return hopper.check_knobs(k, target)
         if k["algo"] == "flash_mma":
             self._check_mma(k, target)
         else:
@@ -349,8 +375,8 @@ class Attention(Op):
 
     # -- lowering ----------------------------------------------------------------------------------
     def template(self, knobs: dict) -> str:
-        return {"flash": "attention_flash.cu.j2", "flash_mma": "attention_mma.cu.j2"}.get(knobs["algo"],
-                                                                                          "attention_unfused.cu.j2")
+        return {"flash": "attention_flash.cu.j2", "flash_mma": "attention_mma.cu.j2",
+                "flash_wgmma": "attention_wgmma.cu.j2"}.get(knobs["algo"], "attention_unfused.cu.j2")
 
     @staticmethod
     def smem_layout(k: dict) -> dict:
@@ -413,6 +439,8 @@ class Attention(Op):
         return dict(p, **STRIDE_PARAMS), smem, regs
 
     def _params(self, k: dict, types: Types, target: Target) -> tuple[dict, int, int]:
+        if k["algo"] == "flash_wgmma":
+            return hopper.params(k, types, target, LOG2E)
         if k["algo"] == "flash_mma":
             return self._mma_params(k, types, target)
         check(types.input.name == "float32", "annotate", "algo", k["algo"], limit=f"algo {k['algo']} runs in float32; "
@@ -460,20 +488,26 @@ class Attention(Op):
                         scalars + (Scalar("rows", "long long", bh * sq),), align)
         check(d <= k["dmax"], "split", "d", f"head_dim={d}", limit=f"head_dim <= DMAX = {k['dmax']} (the tiles' width)")
         p = dict(kernel.params)
-        block = (p["threads"], 1, 1) if k["algo"] == "flash_mma" else (p["tx"], p["ty"], 1)
+        block = (p["tx"], p["ty"], 1) if k["algo"] == "flash" else (p["threads"], 1, 1)
         # the fp32 kernel's grid is (pairs, query blocks), launch order pair-fastest; the tensor-core kernel's
         # (query blocks, pairs), which lib/attention.j2's block_rows walks pair-fastest; seq_q's 1048560 rows
         # are at most 65535 blocks of 16 or more
         blocks = cdiv(sq, k["bq"])
         grid = (bh, blocks, 1) if k["algo"] == "flash" else (blocks, bh, 1)
+        if k["algo"] == "flash_wgmma":
+            check(aligned, "annotate", "algo", "flash_wgmma", limit=f"TMA reads rows that start 16-byte aligned: "
+                  f"head_dim ({d}) and every stride must be multiples of 8 elements", allowed="flash_mma (any strides)")
+            maps = hopper.tensor_maps(k, problem, st)
+            launch = Launch(kernel.name, grid, block, (*(m.name for m in maps), *FUSED_ARGS[3:]), kernel.static_smem)
+            return Plan(kernel, problem, (launch,), (), scalars, align, maps)
         launch = Launch(kernel.name + ("" if aligned else "_unaligned"), grid, block, FUSED_ARGS, kernel.static_smem)
         return Plan(kernel, problem, (launch,), (), scalars, align)
 
     @staticmethod
     def _vec(k: dict) -> int:
-        """Elements of one 16-byte global access: 4 floats, or 8 halves (flash_mma); rows start 16-byte
-        aligned where head_dim is a multiple of it."""
-        return 8 if k["algo"] == "flash_mma" else 4
+        """Elements of one 16-byte global access: 4 floats, or 8 halves (flash_mma, flash_wgmma); rows start
+        16-byte aligned where head_dim is a multiple of it."""
+        return 4 if k["algo"] == "flash" else 8
 
     def launch_recipe(self, kernel: Kernel):
         from ..recipe import Recipe, Step
@@ -507,7 +541,14 @@ class Attention(Op):
         requires.append((f"head_dim <= {k['dmax']}", f"head_dim <= DMAX = {k['dmax']} (the tiles' width)"))
         blocks = f"kg_cdiv(seq_q, {k['bq']})"
         grid = ("batch * heads", blocks, "1") if k["algo"] == "flash" else (blocks, "batch * heads", "1")   # as plan's
-        block = (p["threads"], 1, 1) if k["algo"] == "flash_mma" else (p["tx"], p["ty"], 1)
+        block = (p["tx"], p["ty"], 1) if k["algo"] == "flash" else (p["threads"], 1, 1)
+        if k["algo"] == "flash_wgmma":
+            requires.append((f"head_dim % {vec} == 0", "TMA reads rows that start 16-byte aligned: head_dim a multiple "
+                             f"of {vec}"))
+            maps = hopper.recipe_maps(k, (kernel.types or self.types()).input.name, STRIDE_ARGS)
+            step = Step(kernel.name, grid, block, (*(m.name for m in maps), *FUSED_ARGS[3:]), kernel.static_smem)
+            return Recipe(steps=(step,), lets=tuple(lets), requires=tuple(requires), tensor_maps=maps,
+                          **dict(common, alignment=tuple((b, 16, "") for b in BUFS)))
         steps = tuple(Step(kernel.name + sfx, grid, block, FUSED_ARGS, kernel.static_smem, when=when)
                       for sfx, when in (("", f"head_dim % {vec} == 0"), ("_unaligned", f"head_dim % {vec} != 0")))
         return Recipe(steps=steps, lets=tuple(lets), requires=tuple(requires), **common)

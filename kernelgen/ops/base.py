@@ -159,7 +159,10 @@ class TensorMap:
     rows x cols tensor of its element type, copied in boxes of box_rows x box_cols, 128-byte swizzled.
     Encoded on the host from the buffer's address at launch (again only when the address changes); a
     workspace's once. `pitch`: elements from one row to the next where more than cols (a padded copy);
-    `dtype`: the elements' type where `buffer` is a workspace (else the problem's type of `buffer`)."""
+    `dtype`: the elements' type where `buffer` is a workspace (else the problem's type of `buffer`);
+    `outer`: (size, stride in elements) of each dimension beyond the rows, innermost first, boxes 1 deep
+    in each (attention's (heads, batch): a 4-D map reads any (batch, head, seq) strides, and rows past the
+    sequence arrive as zeros rather than as the next head's)."""
     name: str
     buffer: str
     rows: int
@@ -168,6 +171,7 @@ class TensorMap:
     box_cols: int
     pitch: int = 0
     dtype: str = ""
+    outer: tuple[tuple[int, int], ...] = ()
 
 
 # How every TensorMap is encoded (cuTensorMapEncodeTiled's enums, as cuda.h names them and their

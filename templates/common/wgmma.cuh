@@ -46,6 +46,15 @@ __device__ __forceinline__ void kg_tma_load_2d(void* dst, const kg_tensor_map* m
                : "memory");
 }
 
+// The same for a box of a 4-D tensor (x innermost): attention's (head_dim, seq, heads, batch) with any strides.
+__device__ __forceinline__ void kg_tma_load_4d(void* dst, const kg_tensor_map* map, unsigned long long* bar, int x, int y,
+                                               int z, int w) {
+  asm volatile("cp.async.bulk.tensor.4d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, { %3, %4, %5, %6 }], [%2];\n"
+               :: "r"(kg_smem(dst)), "l"(reinterpret_cast<unsigned long long>(map)), "r"(kg_smem(bar)), "r"(x), "r"(y),
+                  "r"(z), "r"(w)
+               : "memory");
+}
+
 // ---- thread-block clusters: a copy multicast to every block of the cluster, barriers of a peer ----
 __device__ __forceinline__ unsigned kg_cluster_rank() {
   unsigned r;
@@ -84,6 +93,15 @@ __device__ __forceinline__ void kg_wgmma_fence() { asm volatile("wgmma.fence.syn
 __device__ __forceinline__ void kg_wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
 template <int N>
 __device__ __forceinline__ void kg_wgmma_wait() { asm volatile("wgmma.wait_group.sync.aligned %0;\n" :: "n"(N) : "memory"); }
+
+// Named barriers (ids 1-15; __syncthreads is 0): `threads` of the block meet at barrier `id`, those that
+// sync waiting for the rest, those that arrive going on. Warpgroups take turns through them (pingpong).
+__device__ __forceinline__ void kg_bar_sync(unsigned id, unsigned threads) {
+  asm volatile("bar.sync %0, %1;\n" :: "r"(id), "r"(threads) : "memory");
+}
+__device__ __forceinline__ void kg_bar_arrive(unsigned id, unsigned threads) {
+  asm volatile("bar.arrive %0, %1;\n" :: "r"(id), "r"(threads) : "memory");
+}
 
 // Warpgroup register reallocation: the producer gives registers back, the consumers take them.
 template <int R>

@@ -338,6 +338,15 @@ __device__ __forceinline__ void kg_tma_load_2d(void* dst, const kg_tensor_map* m
                : "memory");
 }
 
+// The same for a box of a 4-D tensor (x innermost): attention's (head_dim, seq, heads, batch) with any strides.
+__device__ __forceinline__ void kg_tma_load_4d(void* dst, const kg_tensor_map* map, unsigned long long* bar, int x, int y,
+                                               int z, int w) {
+  asm volatile("cp.async.bulk.tensor.4d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, { %3, %4, %5, %6 }], [%2];\n"
+               :: "r"(kg_smem(dst)), "l"(reinterpret_cast<unsigned long long>(map)), "r"(kg_smem(bar)), "r"(x), "r"(y),
+                  "r"(z), "r"(w)
+               : "memory");
+}
+
 // ---- thread-block clusters: a copy multicast to every block of the cluster, barriers of a peer ----
 __device__ __forceinline__ unsigned kg_cluster_rank() {
   unsigned r;
@@ -376,6 +385,15 @@ __device__ __forceinline__ void kg_wgmma_fence() { asm volatile("wgmma.fence.syn
 __device__ __forceinline__ void kg_wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
 template <int N>
 __device__ __forceinline__ void kg_wgmma_wait() { asm volatile("wgmma.wait_group.sync.aligned %0;\n" :: "n"(N) : "memory"); }
+
+// Named barriers (ids 1-15; __syncthreads is 0): `threads` of the block meet at barrier `id`, those that
+// sync waiting for the rest, those that arrive going on. Warpgroups take turns through them (pingpong).
+__device__ __forceinline__ void kg_bar_sync(unsigned id, unsigned threads) {
+  asm volatile("bar.sync %0, %1;\n" :: "r"(id), "r"(threads) : "memory");
+}
+__device__ __forceinline__ void kg_bar_arrive(unsigned id, unsigned threads) {
+  asm volatile("bar.arrive %0, %1;\n" :: "r"(id), "r"(threads) : "memory");
+}
 
 // Warpgroup register reallocation: the producer gives registers back, the consumers take them.
 template <int R>
@@ -620,17 +638,22 @@ inline bool kg_misaligned(const void* p, size_t bytes) { return ((uintptr_t)p) %
 static_assert(sizeof(CUtensorMap) == sizeof(kg_tensor_map), "kg_tensor_map holds a CUtensorMap");
 // A 2-D TMA descriptor: `base` seen as a row-major rows x cols tensor of `bytes`-byte elements, rows
 // `pitch` elements apart, copied in boxes of box_rows x box_cols, encoded as kernelgen/gpu.py encodes it (CU_TENSOR_MAP_SWIZZLE_128B,
-// CU_TENSOR_MAP_L2_PROMOTION_L2_256B). The driver's cuTensorMapEncodeTiled is reached through the runtime,
+// CU_TENSOR_MAP_L2_PROMOTION_L2_256B); with `outer` further dimensions (sizes d2, d3 and strides s2, s3 in elements, boxes 1 deep in
+// them) a 3-D or 4-D one. The driver's cuTensorMapEncodeTiled is reached through the runtime,
 // so nothing links -lcuda. Returns
 // cudaErrorInvalidValue for a tensor TMA cannot take (base not 16-byte aligned, a row's bytes not a
 // multiple of 16) before touching the driver, and where the encoding fails.
 inline cudaError_t kg_encode_tensor_map(kg_tensor_map* map, CUtensorMapDataType type, const void* base,
                                         unsigned long long rows, unsigned long long cols, unsigned long long pitch,
-                                        unsigned long long bytes, unsigned box_rows, unsigned box_cols) {
-  const cuuint64_t dims[2] = {cols, rows}, strides[1] = {pitch * bytes};   // innermost first; bytes between rows
-  const cuuint32_t box[2] = {box_cols, box_rows}, ones[2] = {1, 1};
-  if (base == nullptr || kg_misaligned(base, 16) || strides[0] % 16 != 0 || strides[0] >= (1ull << 40))
-    return cudaErrorInvalidValue;
+                                        unsigned long long bytes, unsigned box_rows, unsigned box_cols,
+                                        unsigned outer = 0, unsigned long long d2 = 1, unsigned long long s2 = 0,
+                                        unsigned long long d3 = 1, unsigned long long s3 = 0) {
+  // innermost first; bytes from one row (one index of an outer dimension) to the next
+  const cuuint64_t dims[4] = {cols, rows, d2, d3}, strides[3] = {pitch * bytes, s2 * bytes, s3 * bytes};
+  const cuuint32_t box[4] = {box_cols, box_rows, 1, 1}, ones[4] = {1, 1, 1, 1};
+  if (base == nullptr || kg_misaligned(base, 16) || outer > 2) return cudaErrorInvalidValue;
+  for (unsigned i = 0; i < 1 + outer; ++i)
+    if (strides[i] % 16 != 0 || strides[i] >= (1ull << 40)) return cudaErrorInvalidValue;
   void* fn = nullptr;
   cudaDriverEntryPointQueryResult found = cudaDriverEntryPointSymbolNotFound;
 #if CUDART_VERSION >= 12050
@@ -642,7 +665,7 @@ inline cudaError_t kg_encode_tensor_map(kg_tensor_map* map, CUtensorMapDataType 
   if (found != cudaDriverEntryPointSuccess || fn == nullptr) return cudaErrorInsufficientDriver;
   CUtensorMap m;
   CUresult r = reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(fn)(
-      &m, type, 2, const_cast<void*>(base), dims, strides, box, ones, CU_TENSOR_MAP_INTERLEAVE_NONE,
+      &m, type, 2 + outer, const_cast<void*>(base), dims, strides, box, ones, CU_TENSOR_MAP_INTERLEAVE_NONE,
       CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
   if (r != CUDA_SUCCESS) return cudaErrorInvalidValue;
   std::memcpy(map, &m, sizeof m);
