@@ -7,14 +7,16 @@ import numpy as np
 import pytest
 
 from kernelgen import get_op
-from kernelgen.errors import UsageError
+from kernelgen.errors import ScheduleError, UsageError
 from kernelgen.ops.attention_layout import layout_of, logical, store, stored_shapes, strides
 from kernelgen.sizes import parse_size
+from kernelgen.target import target
 from kernelgen.validate import validate
 
 op = get_op("attention")
 STEPS = op.ladder()
 TYPED = [(i, d) for i, st in enumerate(STEPS) for d in st.dtypes or ("float32",)]
+EMULATED = [(i, d) for i, d in TYPED if not STEPS[i].arch]   # the emulator runs no wgmma or TMA: the Hopper step on the GPU
 SIZES = {   # s 1; s 37 causal, 3 heads; head_dim 20 (16-bit: the element-wise twin); d 23 (every step's twin)
     "bshd": (dict(batch=1, heads=1, seq=1, head_dim=64, causal=0),
              dict(batch=2, heads=3, seq=37, head_dim=64, causal=1),
@@ -96,16 +98,17 @@ def test_store_and_logical_round_trip():
 # -- kernels and plans ------------------------------------------------------------------------------
 @pytest.mark.parametrize("step,dt", TYPED, ids=str)
 def test_one_kernel_serves_every_layout_and_the_plan_passes_its_strides(step, dt):
-    sched, types = STEPS[step].schedule, op.types(dt)
-    kernels = {layout: op.kernel(sched, types=types, layout=layout) for layout in ("bhsd", "bshd", "packed")}
+    sched, types, arch = STEPS[step].schedule, op.types(dt), target(STEPS[step].arch or "sm_90")
+    kernels = {layout: op.kernel(sched, arch, types, layout) for layout in ("bhsd", "bshd", "packed")}
     assert len({k.name for k in kernels.values()}) == 1 and all(k.layout is None for k in kernels.values())
     p = op.problem(dict(batch=2, heads=3, seq=37, head_dim=64), dtype=dt, layout="packed")
-    plan = op.plan(kernels["packed"], p)
+    plan = op.plan(kernels["packed"], p, arch)
     scalars = {s.name: s.value for s in plan.scalars}
     assert (scalars["heads"], scalars["q_sb"], scalars["q_sh"], scalars["q_ss"], scalars["kv_ss"], scalars["o_ss"]) == \
         (3, 37 * 3 * 3 * 64, 64, 3 * 3 * 64, 3 * 3 * 64, 3 * 64)
+    maps = {m.name for m in plan.tensor_maps}     # the Hopper step reads Q, K and V through tensor maps
     for launch in plan.launches:
-        assert all(a in scalars or a in ("Q", "K", "V", "O", "S") for a in launch.args)
+        assert all(a in scalars or a in maps or a in ("Q", "K", "V", "O", "S") for a in launch.args)
 
 
 def test_the_plan_takes_the_element_wise_twin_where_a_stride_breaks_16_byte_rows():
@@ -119,7 +122,7 @@ def test_the_plan_takes_the_element_wise_twin_where_a_stride_breaks_16_byte_rows
 
 # -- the emulator -----------------------------------------------------------------------------------
 @pytest.mark.emulate
-@pytest.mark.parametrize("step,dt", TYPED, ids=str)
+@pytest.mark.parametrize("step,dt", EMULATED, ids=str)
 @pytest.mark.parametrize("case", CASES, ids=_id)
 def test_every_step_is_correct_in_every_layout_on_the_emulator(step, dt, case):
     layout, sizes = case
@@ -151,7 +154,12 @@ def test_the_emulator_catches_a_kernel_that_ignores_a_stride(step, dt, old, new)
                                   ("packed", dict(batch=1, heads=2, seq=513, head_dim=60, causal=1))] + CASES, ids=_id)
 def test_every_step_is_correct_in_every_layout_on_the_gpu(step, dt, case):
     layout, sizes = case
-    v = validate(op, STEPS[step].schedule, op.problem(sizes, dtype=dt, layout=layout), backend="gpu")
+    p = op.problem(sizes, dtype=dt, layout=layout)
+    if STEPS[step].arch and (sizes["head_dim"] % 8 or not all(st.aligned(8) for st in op.strides(p).values())):
+        with pytest.raises(ScheduleError, match="TMA reads rows that start 16-byte aligned"):   # schedule_for's cue
+            validate(op, STEPS[step].schedule, p, backend="gpu")
+        return
+    v = validate(op, STEPS[step].schedule, p, backend="gpu")
     assert v.ok, v.summary()
 
 

@@ -18,6 +18,7 @@ op = get_op("attention")
 STEPS = op.ladder()
 # (step, input type): every step in each type it runs in
 TYPED = [(i, d) for i, st in enumerate(STEPS) for d in st.dtypes or ("float32",)]
+EMULATED = [(i, d) for i, d in TYPED if not STEPS[i].arch]   # the emulator runs no wgmma or TMA: the Hopper step on the GPU
 MMA = dict(algo="flash_mma")
 AWKWARD = (   # seq 1; seq 37 causal; d 64 with seq not a tile multiple; batch*heads 3; unaligned d
     dict(batch=1, heads=1, seq=1, head_dim=64, causal=0),
@@ -84,8 +85,9 @@ def test_each_kernel_refuses_the_other_types_by_name():
 # -- schedules and knobs ----------------------------------------------------------------------------
 def test_ladder_climbs_from_unfused_to_tensor_cores():
     knobs = [op.knobs_from_schedule(s.schedule) for s in STEPS]
-    assert [k["algo"] for k in knobs] == ["unfused", "flash", "flash", "flash_mma", "flash_mma"]
-    assert [s.dtypes for s in STEPS] == [("float32",)] * 3 + [("float16", "bfloat16")] * 2
+    assert [k["algo"] for k in knobs] == ["unfused", "flash", "flash", "flash_mma", "flash_mma", "flash_wgmma"]
+    assert [s.dtypes for s in STEPS] == [("float32",)] * 3 + [("float16", "bfloat16")] * 3
+    assert [s.arch for s in STEPS] == [""] * 5 + ["sm_90a"]      # the Hopper step names the arch it needs
     assert op.step_types(STEPS[3]).input.name == "float16" and op.step_types(STEPS[0]) is None
     assert op.step_types(STEPS[3], op.types("bfloat16")).input.name == "bfloat16"
     assert op.step_types(STEPS[1], op.types("bfloat16")).input.name == "float32"
@@ -295,13 +297,17 @@ def test_mma_kernels_compile_to_tensor_cores_without_spills(arch, dt, knobs):
 def test_every_step_compiles_for_sm_80_and_sm_90():
     for arch in ("sm_80", "sm_90"):
         for step in STEPS:
+            if step.arch:    # the Hopper step compiles for the arch it names (test_op_attention_wgmma.py)
+                with pytest.raises(ScheduleError, match=f"wgmma needs sm_90a .* {arch} lacks it"):
+                    op.kernel(step.schedule, target(arch), op.step_types(step))
+                continue
             k = op.kernel(step.schedule, target(arch), op.step_types(step))
             assert compile_cuda(render(k), arch, k.name).cubin[:4] == b"\x7fELF"
 
 
 # -- the emulator -----------------------------------------------------------------------------------
 @pytest.mark.emulate
-@pytest.mark.parametrize("step,dt", TYPED, ids=lambda c: str(c))
+@pytest.mark.parametrize("step,dt", EMULATED, ids=lambda c: str(c))
 @pytest.mark.parametrize("sizes", AWKWARD, ids=lambda s: ",".join(f"{k}={v}" for k, v in s.items()))
 def test_every_step_is_correct_on_the_emulator_at_awkward_sizes(step, dt, sizes):
     v = validate(op, STEPS[step].schedule, op.problem(sizes, dtype=dt), backend="emulate", order="random")
@@ -374,6 +380,10 @@ def test_the_emulator_catches_broken_online_softmax(old, new):
                                    dict(batch=1, heads=4, seq_q=333, seq_k=1027, head_dim=64, causal=0),
                                    dict(batch=1, heads=2, seq=513, head_dim=63, causal=1)] + list(AWKWARD))
 def test_every_step_is_correct_on_the_gpu(step, dt, sizes):
+    if STEPS[step].arch and sizes["head_dim"] % 8:      # rows TMA cannot read: refused, schedule_for's cue
+        with pytest.raises(ScheduleError, match="TMA reads rows that start 16-byte aligned"):
+            validate(op, STEPS[step].schedule, op.problem(sizes, dtype=dt), backend="gpu")
+        return
     v = validate(op, STEPS[step].schedule, op.problem(sizes, dtype=dt), backend="gpu")
     assert v.ok, v.summary()
 

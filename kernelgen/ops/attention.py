@@ -51,6 +51,18 @@ float4 kernel then, its `_unaligned` twin (element-wise global accesses) otherwi
   2^8 (FlashAttention-4); `annotate("min_blocks", n)` promises n blocks an SM to __launch_bounds__.
   Masks run only on tiles that cross seq_k or the diagonal, exp is one FFMA and ex2.approx, and a warp
   skips the tiles wholly past its rows' diagonal.
+- `annotate("algo", "flash_wgmma")`, float16 / bfloat16 on sm_90a: the Hopper form (FlashAttention-3's,
+  ops/attention_hopper.py). `split("i", BQ, 64)` with `bind("i.1", "warpgroup")`: BQ/64 consumer
+  warpgroups of 64 query rows (1 to 3) and a producer warpgroup whose one thread brings Q once and K and V
+  tile by tile by TMA (4-D tensor maps over (head_dim, seq, heads, batch): any strides that are multiples
+  of 8, rows past seq and columns past head_dim arriving as zeros), 128-byte swizzled panels of 64 columns,
+  `double_buffer(K|V, n)` stages each with a full and an empty barrier; `split("j", BK)` with
+  `tensorize("j.1", "wgmma.m64nNk16")`: S = Q Kᵀ by wgmma m64nBKk16 from shared memory and O += P V by
+  wgmma m64nDMAXk16 with P in registers (S's accumulators rounded: the same fragments as mma.sync's).
+  `annotate("pingpong", True)`: the consumers issue their MMAs in turns (named barriers), one's softmax
+  under another's MMAs; `annotate("overlap", True)`: tile j's softmax runs while tile j-1's P V does
+  (O rescaled after it). head_dim and the strides must be multiples of 8 (schedule_for takes flash_mma
+  otherwise); no emulator support (its instructions need the GPU), so it is proven by GPU tests.
 
 >>> str(op.problem({"batch": 2, "heads": 3, "seq": 37, "head_dim": 64}, layout="packed"))
 'batch=2,heads=3,seq=37,head_dim=64,layout=packed'
@@ -85,6 +97,7 @@ CP_ASYNC = ("algo", ("flash", "flash_mma"))  # the fused kernels whose K/V copie
 FMA = ("algo", ("flash",))                  # the float32 kernel's thread tiles
 MMA = ("algo", ("flash_mma",))              # the tensor-core kernel's warp tiles
 HOPPER = ("algo", ("flash_wgmma",))         # the wgmma kernel's (ops/attention_hopper.py)
+HOPPER_STEP = dict(algo="flash_wgmma", bq=192, bk=128, dmax=64, stages=2, overlap=False, pingpong=True)
 INTRINSIC = "mma.m16n8k16"
 MAX_GRID = 65535                        # gridDim.y and gridDim.z: flash_mma's and unfused's batch*heads, the
                                         # fp32 flash kernel's query blocks (gridDim.x, its pairs, holds INT_MAX)
@@ -165,8 +178,9 @@ class Attention(Op):
              Prim("split", "i", args="BQ, RQ"), when=FMA),
         Knob("wq", 16, (16, 32), "query rows per warp (i.1 -> warp, whole m16 tiles); BQ/WQ warps", "wq",
              Prim("split", "i", args="BQ, WQ"), when=MMA),
-        Knob("bk", 64, (16, 32, 64, 128), "keys per K/V tile (j.0 steps)", "bk", Prim("split", "j", args="BK, RK"),
-             when=FLASH),
+        Knob("bk", 64, (16, 32, 48, 64, 80, 96, 112, 128, 144, 160, 176, 192), "keys per K/V tile (j.0 steps; "
+             "flash and flash_mma take powers of two, flash_wgmma any multiple of 16: wgmma's n)", "bk",
+             Prim("split", "j", args="BK, RK"), when=FLASH),
         Knob("rk", 4, (1, 2, 4, 8), "keys of a tile per thread (j.2, BK/RK apart); BK/RK threads along x", "rk",
              Prim("split", "j", args="BK, RK"), when=FMA),
         Knob("dmax", 64, DMAXES, "width of the Q, K and V tiles: the largest head_dim the kernel takes", "d",
@@ -347,6 +361,8 @@ class Attention(Op):
         target.require("ldmatrix", "tensorize", "j.1", INTRINSIC)
         check(k["bq"] % k["wq"] == 0, "split", "i", (k["bq"], k["wq"]),
               limit=f"the warp's rows {k['wq']} divide the block's {k['bq']}")
+        check(pow2(k["bk"]), "split", "j", k["bk"], allowed="16, 32, 64, 128",
+              limit="the mma.sync kernel's K/V tiles are a power of two keys (its copies' rounds of rows)")
         threads = 32 * (k["bq"] // k["wq"])
         check(threads <= target.max_threads, "split", "i", (k["bq"], k["wq"]),
               limit=f"{threads} threads: at most {target.max_threads}")
@@ -676,10 +692,16 @@ class Attention(Op):
                                   "two m16 tiles), O stored through shared memory",
                                   self.schedule_from_knobs(**fa2), "issue 15: the inner loop, not the instruction; K and "
                                   "V in one cp.async group (FlashAttention-2's groups of their own, pipe split, measured "
-                                  "4-7% slower on the H100)", dtypes=HALF))
+                                  "4-7% slower on the H100)", dtypes=HALF),
+                       LadderStep("Hopper (FlashAttention-3's form): wgmma for both products (P from registers), Q, K "
+                                  "and V by TMA from a producer warpgroup, 3 consumer warpgroups of 64 rows taking "
+                                  "turns at the tensor cores", self.schedule_from_knobs(**HOPPER_STEP),
+                                  "issue 15's top step: 1.37x SDPA flash at b8 h16 s2048 d64 on the H100",
+                                  arch="sm_90a", dtypes=HALF))
 
     def schedule_for(self, problem: Problem, target: Target | None = None) -> Schedule:
-        """float16 / bfloat16: the tensor-core kernel (_mma_pick). float32: the fused kernel: tiles as wide as the
+        """float16 / bfloat16: the Hopper kernel where the target has wgmma and it applies (hopper.pick), else the
+        mma.sync kernel (_mma_pick). float32: the fused kernel: tiles as wide as the
         smallest DMAX that holds head_dim; 16 threads per row (so each owns DMAX/16 columns of O). BQ = 128
         queries where 128-query tiles still give every SM two blocks at d <= 64 (each K/V tile then serves twice
         the rows: 2.09x torch's math path against 1.96x at 64, b8 h16 s2048 d64 on the H100) or one at d 128
@@ -691,7 +713,8 @@ class Attention(Op):
         shared memory the target holds."""
         target = target or default_target()
         if problem.dtype("Q").name in HALF:
-            return self.schedule_from_knobs(**self._mma_pick(problem, target))
+            return self.schedule_from_knobs(**(hopper.pick(problem, self.strides(problem), target) or
+                                               self._mma_pick(problem, target)))
         d, sq = problem["head_dim"], problem["seq_q"]
         dmax = widths_for(d)[0]
         bh = problem["batch"] * problem["heads"]
@@ -730,6 +753,8 @@ class Attention(Op):
     def space(self, problem: Problem, target: Target):
         d = problem["head_dim"]
         if problem.dtype("Q").name in HALF:
+            if target.has("wgmma"):
+                yield from hopper.space(problem)
             pipes = (("joint", 2), ("joint", 3), ("split", 1), ("split", 2))
             for dmax, (bq, wq), bk, (pipe, stages), qreg in itertools.product(
                     widths_for(d), ((64, 16), (128, 16), (128, 32), (64, 32)), (32, 64, 128), pipes, (True, False)):
