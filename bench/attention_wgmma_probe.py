@@ -101,8 +101,10 @@ def main() -> None:
         for dt in dts:
             problem = parse_size(op, text, False, dt)
             dmax = 64 if problem["head_dim"] <= 64 else 128
-            rows.append(row_for(op, f"schedule_for ({dt})", op.knobs_from_schedule(op.schedule_for(problem)), problem, dt, reps))
-            mma = op._mma_pick(problem, gpu.device())
+            here = gpu.device()
+            rows.append(row_for(op, f"schedule_for ({dt})", op.knobs_from_schedule(op.schedule_for(problem, here)), problem,
+                                dt, reps))
+            mma = op._mma_pick(problem, here)
             rows.append(row_for(op, f"flash_mma pick ({dt})", dict(op.default_knobs(), **mma), problem, dt, reps))
             for change in [""] + args.variants.split(";"):
                 knobs = {**op.default_knobs(), **BASE, "dmax": dmax, **knobs_of(change)}

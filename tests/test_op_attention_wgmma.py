@@ -196,3 +196,16 @@ def test_kernelgen_torch_attention_runs_the_hopper_kernel_against_sdpa():
     err = ((out.double() - ref).norm() / ref.norm()).item()
     assert err < 3 * 2.0 ** -8, err
     assert np.isfinite(err)
+
+
+def test_the_tuning_space_holds_hopper_points_on_sm_90a_only():
+    p = op.problem(dict(batch=8, heads=16, seq=2048, head_dim=128), dtype="bf16")
+    hopper = [k for k in op.space(p, H100) if k["algo"] == "flash_wgmma"]
+    assert hopper and not [k for k in op.space(p, target("sm_90")) if k["algo"] == "flash_wgmma"]
+    legal = []
+    for k in hopper:
+        try:
+            legal.append(kernel(dict(op.default_knobs(), **k), "bfloat16").name)
+        except ScheduleError as e:     # over a consumer's registers, or the shared memory
+            assert "registers" in str(e) or "shared" in str(e), e
+    assert "attention_bf16_sm90a_aflashwgmma_bq192_bk96_d128_st2_pp1" in legal and len(legal) >= 8

@@ -298,8 +298,8 @@ attention_f16_sm90a_aflashwgmma_bq192_bk128_d64_st2_pp1(const __grid_constant__ 
     for (int s = 0; s < 2; ++s) {
       kg_mbar_init(&k_full[s], 1);
       kg_mbar_init(&v_full[s], 1);
-      kg_mbar_init(&k_empty[s], 384);
-      kg_mbar_init(&v_empty[s], 384);
+      kg_mbar_init(&k_empty[s], 12);   // a consumer warp's lane 0 (see release)
+      kg_mbar_init(&v_empty[s], 12);
     }
     kg_mbar_init_fence();
   }
@@ -325,7 +325,8 @@ attention_f16_sm90a_aflashwgmma_bq192_bk128_d64_st2_pp1(const __grid_constant__ 
   kg_setmaxnreg_inc<160>();
   const int wg = tid / 128 - 1, lane = tid & 31;
   const int r0 = q0 + wg * 64, wrow = r0 + (tid >> 5 & 3) * 16;   // the warpgroup's and the warp's first query rows
-  const unsigned char* const qa = Qs + wg * 8192;         // the warpgroup's 64 rows of each Q panel
+  // the descriptor of the warpgroup's 64 rows of Q's first panel (K-major, 8-row groups 1024 bytes apart)
+  const unsigned long long dq = kg_wgmma_desc(Qs + wg * 8192, 16, 1024);
   const float sl2 = scale * 1.4426950408889634f;   // scores in log2 units: exp(x) = exp2(x * log2(e))
   float mrow[1][2], lrow[1][2], acc[1][8][4], s[1][16][4];
   unsigned p[8][4];   // P's A fragments
@@ -346,10 +347,11 @@ attention_f16_sm90a_aflashwgmma_bq192_bk128_d64_st2_pp1(const __grid_constant__ 
     kg_bar_sync(1 + wg, 256);
     kg_mbar_wait(&k_full[st], phase);
     kg_wgmma_fence();
+    const unsigned long long dk = kg_wgmma_desc(Ks + st * 16384, 16, 1024);
     #pragma unroll
     for (int kk = 0; kk < 4; ++kk) {
-      const unsigned long long da = kg_wgmma_desc(qa + kk / 4 * 24576 + kk % 4 * 32, 16, 1024);
-      const unsigned long long db = kg_wgmma_desc(Ks + st * 16384 + kk / 4 * 16384 + kk % 4 * 32, 16, 1024);
+      const unsigned long long da = dq + (kk / 4 * 24576 + kk % 4 * 32) / 16;
+      const unsigned long long db = dk + (kk / 4 * 16384 + kk % 4 * 32) / 16;
       asm volatile(
           "{\n .reg .pred p;\n setp.ne.b32 p, %66, 0;\n"
           " wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16\n"
@@ -379,7 +381,7 @@ attention_f16_sm90a_aflashwgmma_bq192_bk128_d64_st2_pp1(const __grid_constant__ 
     kg_wgmma_commit();
     if (++turn < turns || wg != 2) kg_bar_arrive(1 + (wg + 1) % 3, 256);
     kg_wgmma_wait<0>();
-    kg_mbar_arrive(&k_empty[st]);
+    if (lane == 0) kg_mbar_arrive(&k_empty[st]);
     if ((kt) * 128 + 128 > seq_k || (causal && (kt) * 128 + 127 > wrow)) {
       #pragma unroll
       for (int i = 0; i < 1; ++i) {
@@ -437,9 +439,10 @@ attention_f16_sm90a_aflashwgmma_bq192_bk128_d64_st2_pp1(const __grid_constant__ 
     }
     kg_mbar_wait(&v_full[st], phase);
     kg_wgmma_fence();
+    const unsigned long long dv = kg_wgmma_desc(Vs + st * 16384, 16384, 1024);
     #pragma unroll
     for (int kk = 0; kk < 8; ++kk) {
-      const unsigned long long db = kg_wgmma_desc(Vs + st * 16384 + kk * 2048, 16384, 1024);
+      const unsigned long long db = dv + kk * 2048 / 16;
       asm volatile(
           "{\n .reg .pred p;\n setp.ne.b32 p, %37, 0;\n"
           " wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16\n"
@@ -458,7 +461,7 @@ attention_f16_sm90a_aflashwgmma_bq192_bk128_d64_st2_pp1(const __grid_constant__ 
     }
     kg_wgmma_commit();
     kg_wgmma_wait<0>();
-    kg_mbar_arrive(&v_empty[st]);
+    if (lane == 0) kg_mbar_arrive(&v_empty[st]);
   }
   // The block's tiles past this warpgroup's diagonal: waited for (so that no arrival runs a phase ahead)
   // and released unread.
@@ -468,9 +471,9 @@ attention_f16_sm90a_aflashwgmma_bq192_bk128_d64_st2_pp1(const __grid_constant__ 
     kg_bar_sync(1 + wg, 256);   // a turn passed on: the other warpgroups' turns count on it
     if (++turn < turns || wg != 2) kg_bar_arrive(1 + (wg + 1) % 3, 256);
     kg_mbar_wait(&k_full[st], phase);
-    kg_mbar_arrive(&k_empty[st]);
+    if (lane == 0) kg_mbar_arrive(&k_empty[st]);
     kg_mbar_wait(&v_full[st], phase);
-    kg_mbar_arrive(&v_empty[st]);
+    if (lane == 0) kg_mbar_arrive(&v_empty[st]);
   }
   #pragma unroll
   for (int i = 0; i < 1; ++i) {
