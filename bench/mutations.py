@@ -144,7 +144,7 @@ MUTATIONS = [
     ("tiles: grid-stride walk drops the last tile", "transpose", dict(store_align=16, grid_stride=1),
      M("lib/tiles.j2", "t < tiles_i * tiles_j; t += gridDim.x", "t < tiles_i * tiles_j - 1; t += gridDim.x")),
     ("attention_mma: online softmax misses the rescale of O", "attention", dict(MMA),
-     M("lib/attention_mma.j2", "  {{ acc }}[{{ i }}][j][2 * {{ h }}] *= alpha;\n", "")),
+     M("lib/attention_mma.j2", "  {{ acc }}[{{ i }}][j][2 * {{ h }}] *= {{ alpha }};\n", "")),
     ("attention_mma: online softmax misses the rescale of l", "attention", dict(MMA),
      M("lib/attention_mma.j2", "{{ l }}[{{ i }}][{{ h }}] *= alpha;\n", "")),
     ("attention_mma: row max over half the quad", "attention", dict(MMA),

@@ -20,7 +20,7 @@ from kernelgen.validate import validate
 
 op = get_op("attention")
 H100 = target("sm_90a")
-PICK_D64, PICK_D128 = HOPPER_STEP, dict(HOPPER_STEP, bk=96, dmax=128)     # schedule_for's at b8 h16 s2048
+PICK_D64, PICK_D128 = HOPPER_STEP, dict(HOPPER_STEP, bq=128, dmax=128, overlap=True)   # schedule_for's at b8 h16 s2048
 
 
 def kernel(knobs, dt="float16", arch=H100):
@@ -38,7 +38,7 @@ def test_the_knobs_round_trip_and_the_name_says_what_applies():
     assert 'split("i", 192, 64).bind("i.0", "blockIdx.x").bind("i.1", "warpgroup")' in text
     assert 'tensorize("j.1", "wgmma.m64nNk16")' in text and 'annotate("pingpong", True)' in text
     assert {k: v for k, v in op.knobs_from_schedule(sched).items() if k in PICK_D64} == PICK_D64
-    assert kernel(PICK_D64).name == "attention_f16_sm90a_aflashwgmma_bq192_bk128_d64_st2_pp1"   # no copy, wq, qreg
+    assert kernel(PICK_D64).name == "attention_f16_sm90a_aflashwgmma_bq192_bk128_d64_st2_boqueries_pp1"   # no copy, wq
 
 
 @pytest.mark.parametrize("change,message", [
@@ -104,13 +104,16 @@ def test_rows_tma_cannot_read_are_refused_with_the_rule():
     (dict(batch=8, heads=16, seq=2048, head_dim=64), "sm_90", "flash_mma"),       # no wgmma
     (dict(batch=8, heads=16, seq=2048, head_dim=60), "sm_90a", "flash_mma"),      # rows TMA cannot read
     (dict(batch=1, heads=2, seq=300, head_dim=64), "sm_90a", "flash_mma"),        # 4 blocks of 192 for 132 SMs
+    (dict(batch=2, heads=3, seq=1000, head_dim=128), "sm_90a", "flash_mma"),      # 48 blocks of 128
 ], ids=name)
 def test_schedule_for_takes_the_hopper_kernel_where_it_applies(sizes, arch, algo):
     p = op.problem(sizes, dtype="bf16")
     k = op.knobs_from_schedule(op.schedule_for(p, target(arch)))
     assert k["algo"] == algo
-    if algo == "flash_wgmma":   # 3 consumer warpgroups, the widest K/V tile whose S and O fit 160 registers
-        assert (k["bq"], k["bk"], k["dmax"]) == (192, 128 if sizes["head_dim"] <= 64 else 96, 64 if sizes["head_dim"] <= 64 else 128)
+    if algo == "flash_wgmma":   # 128-key tiles: 3 consumer warpgroups where S and O fit 160 registers, else 2 and the overlap
+        small = sizes["head_dim"] <= 64
+        assert (k["bq"], k["bk"], k["dmax"], k["overlap"], k["order"]) == \
+            ((192, 128, 64, False, "queries") if small else (128, 128, 128, True, "queries"))
         op.kernel(op.schedule_for(p, target(arch)), target(arch), p.types)   # legal as picked
 
 
@@ -125,7 +128,7 @@ def test_the_host_launcher_encodes_the_maps_the_plan_does():
     assert [(l.symbol, l.grid, l.block) for l in run.launches] == [(l.symbol, l.grid, l.block) for l in plan.launches]
     host = render(k).split("#ifdef KERNELGEN_HOST_LAUNCHER")[1]
     assert ("kg_encode_tensor_map(&tmK, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, K, (unsigned long long)(seq_k), (unsigned long "
-            "long)(head_dim), (unsigned long long)(kv_ss), sizeof(__nv_bfloat16), 96, 64, 2, (unsigned long long)(heads), "
+            "long)(head_dim), (unsigned long long)(kv_ss), sizeof(__nv_bfloat16), 128, 64, 2, (unsigned long long)(heads), "
             "(unsigned long long)(k_sh), (unsigned long long)(batch), (unsigned long long)(k_sb));") in host
     assert not evaluate(recipe, dict(sizes, head_dim=100), 132).ok       # TMA's rule, before any launch
 
@@ -153,7 +156,7 @@ def test_a_4d_map_is_encoded_with_its_outer_strides_in_bytes(monkeypatch):
 
 
 # -- the GPU --------------------------------------------------------------------------------------------
-GPU_VARIANTS = [PICK_D64, PICK_D128, dict(HOPPER_STEP, bq=128, overlap=True), dict(HOPPER_STEP, overlap=True, bk=64),
+GPU_VARIANTS = [PICK_D64, PICK_D128, dict(HOPPER_STEP, bq=128, overlap=True, order="pairs"), dict(HOPPER_STEP, overlap=True, bk=64),
                 dict(HOPPER_STEP, bq=64, pingpong=False, overlap=True), dict(HOPPER_STEP, bk=48, stages=3),
                 dict(HOPPER_STEP, bq=128, bk=176, dmax=128, overlap=True)]
 
@@ -208,4 +211,4 @@ def test_the_tuning_space_holds_hopper_points_on_sm_90a_only():
             legal.append(kernel(dict(op.default_knobs(), **k), "bfloat16").name)
         except ScheduleError as e:     # over a consumer's registers, or the shared memory
             assert "registers" in str(e) or "shared" in str(e), e
-    assert "attention_bf16_sm90a_aflashwgmma_bq192_bk96_d128_st2_pp1" in legal and len(legal) >= 8
+    assert "attention_bf16_sm90a_aflashwgmma_bq192_bk96_d128_st2_boqueries_pp1" in legal and len(legal) >= 8

@@ -112,12 +112,12 @@ def test_default_schedule_spills_nothing(name):
 def test_every_ladder_step_is_correct_on_the_emulator(case):
     op = OPS[case[0]]
     step = op.ladder()[case[1]]
+    dt = op.step_types(step)
     if step.arch in ("sm_90", "sm_90a"):   # TMA and wgmma need an SM's hardware state: refused by name, proven on the GPU
         with pytest.raises(CompileError, match="the CPU emulator does not support .*proven on the GPU"):
-            validate(op, step.schedule, op.problem(op.test_problems_for(step.schedule)[1]), backend="emulate",
-                     arch=step.arch)
+            validate(op, step.schedule, op.problem(op.test_problems_for(step.schedule)[1], dtype=dt and dt.input.name),
+                     backend="emulate", arch=step.arch)
         return
-    dt = op.step_types(step)
     v = validate(op, step.schedule, op.problem(small=True, dtype=dt and dt.input.name), backend="emulate", order="random")
     assert v.ok, v.summary()
 

@@ -97,7 +97,7 @@ CP_ASYNC = ("algo", ("flash", "flash_mma"))  # the fused kernels whose K/V copie
 FMA = ("algo", ("flash",))                  # the float32 kernel's thread tiles
 MMA = ("algo", ("flash_mma",))              # the tensor-core kernel's warp tiles
 HOPPER = ("algo", ("flash_wgmma",))         # the wgmma kernel's (ops/attention_hopper.py)
-HOPPER_STEP = dict(algo="flash_wgmma", bq=192, bk=128, dmax=64, stages=2, overlap=False, pingpong=True)
+HOPPER_STEP = dict(algo="flash_wgmma", bq=192, bk=128, dmax=64, stages=2, overlap=False, pingpong=True, order="queries")
 INTRINSIC = "mma.m16n8k16"
 MAX_GRID = 65535                        # gridDim.y and gridDim.z: flash_mma's and unfused's batch*heads, the
                                         # fp32 flash kernel's query blocks (gridDim.x, its pairs, holds INT_MAX)
@@ -211,6 +211,10 @@ class Attention(Op):
              "(FlashAttention-3's intra-warpgroup pipelining: S(j) and P V(j-1) issued together, O rescaled after), "
              "or each tile's S, softmax and P V in turn", "ov", Prim("annotate", "overlap", absent=False), when=HOPPER,
              unused=False),
+        Knob("order", "pairs", ("pairs", "queries"), "the order blocks start in: pair-fastest (every pair's longest "
+             "query block first) or each pair's query blocks in a row, longest first (the blocks in flight then share "
+             "few pairs' K and V, which stay in L2)", "bo", Prim("annotate", "block_order", absent="pairs"),
+             when=("algo", ("flash_mma", "flash_wgmma")), unused="pairs"),
         Knob("pingpong", True, (False, True), "flash_wgmma with 2-3 consumer warpgroups: they issue their MMAs in "
              "turns (named barriers), so that one's softmax runs under the next one's MMAs (FlashAttention-3's "
              "inter-warpgroup scheduling)", "pp", Prim("annotate", "pingpong", absent=False), when=HOPPER, unused=False),
@@ -287,8 +291,8 @@ class Attention(Op):
             s = (s.bind("bh", "blockIdx.y").split("i", k["bq"], rows).bind("i.0", "blockIdx.x").bind("i.1", unit)
                  .split("j", k["bk"]).split("d", k["dmax"]).tensorize("j.1", instr))
             if hopper_:
-                return self.put(s, k, "stages", "algo", "overlap", "pingpong")
-            return self.put(s, k, "stages", "copy", "algo", "pipe", "qreg", "epilogue", "rescale", "min_blocks")
+                return self.put(s, k, "stages", "algo", "overlap", "pingpong", "order")
+            return self.put(s, k, "stages", "copy", "algo", "pipe", "qreg", "epilogue", "rescale", "min_blocks", "order")
         s = (s.bind("bh", "blockIdx.x").split("i", k["bq"], k["rq"]).bind("i.0", "blockIdx.y")
              .bind("i.1", "threadIdx.y").split("j", k["bk"], k["rk"]).bind("j.1", "threadIdx.x")
              .split("d", k["dmax"]))
@@ -695,8 +699,9 @@ class Attention(Op):
                                   "4-7% slower on the H100)", dtypes=HALF),
                        LadderStep("Hopper (FlashAttention-3's form): wgmma for both products (P from registers), Q, K "
                                   "and V by TMA from a producer warpgroup, 3 consumer warpgroups of 64 rows taking "
-                                  "turns at the tensor cores", self.schedule_from_knobs(**HOPPER_STEP),
-                                  "issue 15's top step: 1.37x SDPA flash at b8 h16 s2048 d64 on the H100",
+                                  "turns at the tensor cores, each pair's query blocks in a row (K and V stay in L2)",
+                                  self.schedule_from_knobs(**HOPPER_STEP),
+                                  "issue 15's top step: 1.41x SDPA flash at b8 h16 s2048 d64 on the H100",
                                   arch="sm_90a", dtypes=HALF))
 
     def schedule_for(self, problem: Problem, target: Target | None = None) -> Schedule:

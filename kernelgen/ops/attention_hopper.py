@@ -82,31 +82,35 @@ def params(k: dict, types: Types, target: Target, log2e: float) -> tuple[dict, i
 
 def pick(problem, strides: dict, target: Target) -> dict | None:
     """The flash_wgmma knobs for `problem`, or None where the mma.sync kernel should run: the target has no
-    wgmma, TMA cannot read the rows (head_dim or a stride not a multiple of 8), or 192-query blocks would
-    leave SMs idle (the mma.sync kernel's 64-query blocks fill them). Three consumer warpgroups of 64 rows
-    (192 queries: their turns hide each one's softmax under the others' MMAs; two warpgroups of 128 queries
-    ran 1.12-1.16x SDPA flash at d64 where three ran 1.37x, and 1.00x at d128 where three ran 1.35x, b8 h16
-    s2048 on the H100, bench_results/2026-11-25-s18/attention_wgmma_probe_tiles.md), the product and the
-    softmax of a tile in turn (overlap off: 1.37x against 1.15x with it at d64), and K/V tiles of the most
-    keys, in steps of 32 up to 128, whose S and O fit a consumer's registers (128 at d64, 96 at d128:
-    wider tiles of 160-176 keys and narrower ones of 64-80 measured slower), 2 stages."""
+    wgmma, TMA cannot read the rows (head_dim or a stride not a multiple of 8), or the blocks would leave SMs
+    idle (the mma.sync kernel's 64-query blocks fill them). Each pair's query blocks start in a row (order
+    queries: the blocks in flight share few pairs' K and V, which then stay in L2; pair-fastest, the d128
+    kernels read K and V from DRAM once a block, 83% of its bandwidth under ncu, and ran 1.36x SDPA flash
+    where this order runs 1.55-1.64x, b8 h16 s2048 on the H100, bench_results/2026-11-25-s18/
+    attention_wgmma_probe_order.md). K/V tiles of 128 keys (64 and 96 measured slower where they fit, 160-176
+    too) with the most consumer warpgroups whose registers hold one: three of 160 with each tile's S, softmax
+    and P V in turn where S and O fit (d <= 64: 1.41x, three hiding each one's softmax under the others' MMAs),
+    else two of 240 with the overlap (tile j's softmax under tile j-1's P V: d128 1.64x against three
+    warpgroups of 96-key tiles' 1.55x); the consumers take turns (pingpong); 2 stages."""
     if not target.has("wgmma") or problem["head_dim"] % 8 or not all(st.aligned(8) for st in strides.values()):
         return None
-    bh, bq = problem["batch"] * problem["heads"], WG_ROWS * MAX_CONSUMERS
-    if bh * -(-problem["seq_q"] // bq) < target.sms:
-        return None
     dmax = PANEL * -(-problem["head_dim"] // PANEL)
-    k = dict(algo="flash_wgmma", bq=bq, dmax=dmax, stages=2, overlap=False, pingpong=True)
-    fits = [bk for bk in (128, 96, 64, 32) if registers(dict(k, bk=bk)) <= setmaxnreg(k)["consumer_regs"]]
-    return dict(k, bk=fits[0])
+    base = dict(algo="flash_wgmma", bk=128, dmax=dmax, stages=2, pingpong=True, order="queries")
+    three, two = dict(base, bq=3 * WG_ROWS, overlap=False), dict(base, bq=2 * WG_ROWS, overlap=True)
+    k = three if registers(three) <= setmaxnreg(three)["consumer_regs"] else two
+    if problem["batch"] * problem["heads"] * -(-problem["seq_q"] // k["bq"]) < target.sms:
+        return None
+    return k
 
 
 def space(problem):
     """The tuning space's flash_wgmma points: 2 or 3 consumer warpgroups, K/V tiles of 64 to 176 keys, 2 or 3
-    stages, with and without the overlap (those over the registers or shared memory are refused by kernel())."""
+    stages, with and without the overlap, each pair's query blocks in a row (those over the registers or shared
+    memory are refused by kernel())."""
     dmax = PANEL * -(-problem["head_dim"] // PANEL)
     for bq, bk, stages, overlap in itertools.product((128, 192), (64, 96, 128, 176), (2, 3), (False, True)):
-        yield dict(algo="flash_wgmma", bq=bq, bk=bk, dmax=dmax, stages=stages, overlap=overlap, pingpong=True)
+        yield dict(algo="flash_wgmma", bq=bq, bk=bk, dmax=dmax, stages=stages, overlap=overlap, pingpong=True,
+                   order="queries")
 
 
 def tensor_maps(k: dict, problem, strides) -> tuple[TensorMap, ...]:
