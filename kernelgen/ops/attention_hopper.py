@@ -83,22 +83,30 @@ def params(k: dict, types: Types, target: Target, log2e: float) -> tuple[dict, i
 def pick(problem, strides: dict, target: Target) -> dict | None:
     """The flash_wgmma knobs for `problem`, or None where the mma.sync kernel should run: the target has no
     wgmma, TMA cannot read the rows (head_dim or a stride not a multiple of 8), or the blocks would leave SMs
-    idle (the mma.sync kernel's 64-query blocks fill them). Each pair's query blocks start in a row (order
-    queries: the blocks in flight share few pairs' K and V, which then stay in L2; pair-fastest, the d128
-    kernels read K and V from DRAM once a block, 83% of its bandwidth under ncu, and ran 1.36x SDPA flash
-    where this order runs 1.55-1.64x, b8 h16 s2048 on the H100, bench_results/2026-11-25-s18/
-    attention_wgmma_probe_order.md). K/V tiles of 128 keys (64 and 96 measured slower where they fit, 160-176
-    too) with the most consumer warpgroups whose registers hold one: three of 160 with each tile's S, softmax
-    and P V in turn where S and O fit (d <= 64: 1.41x, three hiding each one's softmax under the others' MMAs),
-    else two of 240 with the overlap (tile j's softmax under tile j-1's P V: d128 1.64x against three
-    warpgroups of 96-key tiles' 1.55x); the consumers take turns (pingpong); 2 stages."""
+    idle (the mma.sync kernel's 64-query blocks fill them). Measured on the H100 against SDPA flash
+    (bench_results/2026-11-25-s18/attention_wgmma_probe_{order,two,small}.md):
+    - the order blocks start in: where every pair's K and V fit in L2 together, pair-fastest (each pair's
+      longest block first: b1 h32 s2048 d128 causal 2.03x against 1.83x); else each pair's query blocks in a
+      row, so the blocks in flight share few pairs' K and V (pair-fastest, b8 h16 s2048 d128 read them from
+      DRAM once a block, 83% of its bandwidth under ncu: 1.36x where this order runs 1.62x);
+    - K/V tiles of 128 keys (64 and 96 measured slower where they fit, 160-176 too), the consumers taking
+      turns (pingpong), 2 stages;
+    - three consumer warpgroups of 160 registers, each tile's S, softmax and P V in turn, where S and O fit and
+      the mask is off (d64: 1.41x against two warpgroups' 1.34x, three hiding each one's softmax under the
+      others' MMAs); else two of 240 with the overlap (tile j's softmax under tile j-1's P V): d128, and causal
+      grids, whose blocks differ in length and balance better in 128-query ones (b8 h12 s1024 d64 causal 1.44x
+      against 1.28x)."""
     if not target.has("wgmma") or problem["head_dim"] % 8 or not all(st.aligned(8) for st in strides.values()):
         return None
     dmax = PANEL * -(-problem["head_dim"] // PANEL)
-    base = dict(algo="flash_wgmma", bk=128, dmax=dmax, stages=2, pingpong=True, order="queries")
+    bh = problem["batch"] * problem["heads"]
+    kv_bytes = bh * 2 * problem["seq_k"] * problem["head_dim"] * problem.dtype("K").itemsize
+    base = dict(algo="flash_wgmma", bk=128, dmax=dmax, stages=2, pingpong=True,
+                order="pairs" if kv_bytes <= target.l2_bytes else "queries")
     three, two = dict(base, bq=3 * WG_ROWS, overlap=False), dict(base, bq=2 * WG_ROWS, overlap=True)
-    k = three if registers(three) <= setmaxnreg(three)["consumer_regs"] else two
-    if problem["batch"] * problem["heads"] * -(-problem["seq_q"] // k["bq"]) < target.sms:
+    fits = registers(three) <= setmaxnreg(three)["consumer_regs"]
+    k = three if fits and not problem["causal"] else two
+    if bh * -(-problem["seq_q"] // k["bq"]) < target.sms:
         return None
     return k
 
