@@ -38,6 +38,8 @@ VARIANTS = [
     ("float16", dict(MMA, bq=64, wq=16, dmax=32, stages=3, bk=16, epilogue="smem"), dict(batch=1, heads=1, seq=1, head_dim=32, causal=1)),
     ("bfloat16", dict(MMA, copy="sync", stages=2, qreg=False, epilogue="smem"), dict(batch=1, heads=2, seq_q=90, seq_k=77, head_dim=48, causal=1)),
     ("float16", dict(MMA, copy="sync", stages=1, rescale="lazy"), dict(batch=1, heads=1, seq_q=70, seq_k=45, head_dim=24, causal=1)),
+    # each pair's query blocks in a row (annotate(block_order, queries)): 2 query blocks of 6 pairs, causal
+    ("bfloat16", dict(PICK_D64, order="queries"), dict(batch=2, heads=3, seq_q=200, seq_k=150, head_dim=64, causal=1)),
 ]
 
 
