@@ -161,7 +161,8 @@ def test_a_4d_map_is_encoded_with_its_outer_strides_in_bytes(monkeypatch):
 # -- the GPU --------------------------------------------------------------------------------------------
 GPU_VARIANTS = [PICK_D64, PICK_D128, dict(HOPPER_STEP, bq=128, overlap=True, order="pairs"), dict(HOPPER_STEP, overlap=True, bk=64),
                 dict(HOPPER_STEP, bq=64, pingpong=False, overlap=True), dict(HOPPER_STEP, bk=48, stages=3),
-                dict(HOPPER_STEP, bq=128, bk=176, dmax=128, overlap=True)]
+                dict(HOPPER_STEP, bq=128, bk=176, dmax=128, overlap=True), dict(PICK_D64, persistent=True),
+                dict(PICK_D128, persistent=True, order="pairs"), dict(HOPPER_STEP, bq=64, pingpong=False, persistent=True)]
 
 
 @pytest.mark.gpu
@@ -171,6 +172,8 @@ GPU_VARIANTS = [PICK_D64, PICK_D128, dict(HOPPER_STEP, bq=128, overlap=True, ord
                                    dict(batch=1, heads=4, seq_q=333, seq_k=1027, head_dim=56, causal=0),
                                    dict(batch=2, heads=2, seq=777, head_dim=128, causal=0),
                                    dict(batch=1, heads=2, seq_q=400, seq_k=150, head_dim=104, causal=1),
+                                   # 256-384 tiles: a persistent block (one an SM) walks 2-3 of them
+                                   dict(batch=4, heads=16, seq_q=700, seq_k=900, head_dim=64, causal=1),
                                    dict(batch=1, heads=1, seq=1, head_dim=32, causal=1)], ids=name)
 def test_variants_are_correct_on_the_gpu(knobs, dt, sizes):
     if sizes["head_dim"] > knobs["dmax"]:

@@ -215,6 +215,9 @@ class Attention(Op):
              "query block first) or each pair's query blocks in a row, longest first (the blocks in flight then share "
              "few pairs' K and V, which stay in L2)", "bo", Prim("annotate", "block_order", absent="pairs"),
              when=("algo", ("flash_mma", "flash_wgmma")), unused="pairs"),
+        Knob("persistent", False, (False, True), "flash_wgmma: one block an SM walks the (query block, pair) tiles, "
+             "its K/V stages and barrier phases running on, so the next tile's Q and K/V load under this one's last "
+             "P V and store", "ps", Prim("annotate", "persistent", absent=False), when=HOPPER, unused=False),
         Knob("pingpong", True, (False, True), "flash_wgmma with 2-3 consumer warpgroups: they issue their MMAs in "
              "turns (named barriers), so that one's softmax runs under the next one's MMAs (FlashAttention-3's "
              "inter-warpgroup scheduling)", "pp", Prim("annotate", "pingpong", absent=False), when=HOPPER, unused=False),
@@ -291,7 +294,7 @@ class Attention(Op):
             s = (s.bind("bh", "blockIdx.y").split("i", k["bq"], rows).bind("i.0", "blockIdx.x").bind("i.1", unit)
                  .split("j", k["bk"]).split("d", k["dmax"]).tensorize("j.1", instr))
             if hopper_:
-                return self.put(s, k, "stages", "algo", "overlap", "pingpong", "order")
+                return self.put(s, k, "stages", "algo", "overlap", "pingpong", "order", "persistent")
             return self.put(s, k, "stages", "copy", "algo", "pipe", "qreg", "epilogue", "rescale", "min_blocks", "order")
         s = (s.bind("bh", "blockIdx.x").split("i", k["bq"], k["rq"]).bind("i.0", "blockIdx.y")
              .bind("i.1", "threadIdx.y").split("j", k["bk"], k["rk"]).bind("j.1", "threadIdx.x")
@@ -518,8 +521,11 @@ class Attention(Op):
             check(aligned, "annotate", "algo", "flash_wgmma", limit=f"TMA reads rows that start 16-byte aligned: "
                   f"head_dim ({d}) and every stride must be multiples of 8 elements", allowed="flash_mma (any strides)")
             maps = hopper.tensor_maps(k, problem, st)
-            launch = Launch(kernel.name, grid, block, (*(m.name for m in maps), *FUSED_ARGS[3:]), kernel.static_smem)
-            return Plan(kernel, problem, (launch,), (), scalars, align, maps)
+            if k["persistent"]:    # one block an SM, at most one a tile
+                grid = (min(blocks * bh, (target or default_target()).sms), 1, 1)
+            launch = Launch(kernel.name, grid, block, (*(m.name for m in maps), *FUSED_ARGS[3:], "pairs"),
+                            kernel.static_smem)
+            return Plan(kernel, problem, (launch,), (), scalars + (Scalar("pairs", "int", bh),), align, maps)
         launch = Launch(kernel.name + ("" if aligned else "_unaligned"), grid, block, FUSED_ARGS, kernel.static_smem)
         return Plan(kernel, problem, (launch,), (), scalars, align)
 
@@ -566,7 +572,10 @@ class Attention(Op):
             requires.append((f"head_dim % {vec} == 0", "TMA reads rows that start 16-byte aligned: head_dim a multiple "
                              f"of {vec}"))
             maps = hopper.recipe_maps(k, (kernel.types or self.types()).input.name, STRIDE_ARGS)
-            step = Step(kernel.name, grid, block, (*(m.name for m in maps), *FUSED_ARGS[3:]), kernel.static_smem)
+            if k["persistent"]:    # as plan's: one block an SM, at most one a tile
+                grid = (f"kg_min({blocks} * batch * heads, sms)", "1", "1")
+            lets.append(("pairs", "int", "batch * heads"))
+            step = Step(kernel.name, grid, block, (*(m.name for m in maps), *FUSED_ARGS[3:], "pairs"), kernel.static_smem)
             return Recipe(steps=(step,), lets=tuple(lets), requires=tuple(requires), tensor_maps=maps,
                           **dict(common, alignment=tuple((b, 16, "") for b in BUFS)))
         steps = tuple(Step(kernel.name + sfx, grid, block, FUSED_ARGS, kernel.static_smem, when=when)

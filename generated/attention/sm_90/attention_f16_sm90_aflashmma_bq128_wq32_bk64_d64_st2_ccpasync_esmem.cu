@@ -2,7 +2,7 @@
 // op: attention   kernel: attention_f16_sm90_aflashmma_bq128_wq32_bk64_d64_st2_ccpasync_esmem
 // target: sm_90   types: inputs float16, outputs float16, accumulate in float32
 // problem: sizes are runtime arguments; any size is handled (tails are guarded)
-// knobs: algo=flash_mma, bq=128, rq=8, wq=32, bk=64, rk=4, dmax=64, stages=2, copy=cp_async, pipe=joint, qreg=True, epilogue=smem, rescale=always, min_blocks=0, overlap=False, order=pairs, pingpong=False
+// knobs: algo=flash_mma, bq=128, rq=8, wq=32, bk=64, rk=4, dmax=64, stages=2, copy=cp_async, pipe=joint, qreg=True, epilogue=smem, rescale=always, min_blocks=0, overlap=False, order=pairs, persistent=False, pingpong=False
 // schedule:
 //   schedule("attention").fuse("b", "h").bind("bh", "blockIdx.y").split("i", 128, 32).bind("i.0",
 //       "blockIdx.x").bind("i.1", "warp").split("j", 64).split("d", 64).tensorize("j.1",

@@ -2,7 +2,7 @@
 // op: attention   kernel: attention_f32_sm90_aunfused
 // target: sm_90   types: inputs float32, outputs float32, accumulate in float32
 // problem: sizes are runtime arguments; any size is handled (tails are guarded)
-// knobs: algo=unfused, bq=64, rq=8, wq=16, bk=64, rk=4, dmax=64, stages=1, copy=sync, pipe=joint, qreg=True, epilogue=direct, rescale=always, min_blocks=0, overlap=False, order=pairs, pingpong=False
+// knobs: algo=unfused, bq=64, rq=8, wq=16, bk=64, rk=4, dmax=64, stages=1, copy=sync, pipe=joint, qreg=True, epilogue=direct, rescale=always, min_blocks=0, overlap=False, order=pairs, persistent=False, pingpong=False
 // schedule:
 //   schedule("attention").fuse("b", "h").bind("bh", "blockIdx.z").annotate("algo", "unfused")
 // launch recipe (sizes are runtime ints; expressions are C, kg_cdiv(a, b) = (a + b - 1) / b):

@@ -2,7 +2,7 @@
 // op: attention   kernel: attention_f16_sm90a_aflashwgmma_bq192_bk128_d64_st2_boqueries_pp1
 // target: sm_90a   types: inputs float16, outputs float16, accumulate in float32
 // problem: sizes are runtime arguments; any size is handled (tails are guarded)
-// knobs: algo=flash_wgmma, bq=192, rq=8, wq=16, bk=128, rk=4, dmax=64, stages=2, copy=sync, pipe=joint, qreg=True, epilogue=direct, rescale=always, min_blocks=0, overlap=False, order=queries, pingpong=True
+// knobs: algo=flash_wgmma, bq=192, rq=8, wq=16, bk=128, rk=4, dmax=64, stages=2, copy=sync, pipe=joint, qreg=True, epilogue=direct, rescale=always, min_blocks=0, overlap=False, order=queries, persistent=False, pingpong=True
 // schedule:
 //   schedule("attention").fuse("b", "h").bind("bh", "blockIdx.y").split("i", 192, 64).bind("i.0",
 //       "blockIdx.x").bind("i.1", "warpgroup").split("j", 128).split("d", 64).tensorize("j.1",
@@ -27,6 +27,7 @@
 //   long long o_sb = kg_ll(heads) * seq_q * head_dim
 //   long long o_sh = kg_ll(seq_q) * head_dim
 //   int o_ss = head_dim
+//   int pairs = batch * heads
 //   Q must be 16-byte aligned
 //   K must be 16-byte aligned
 //   V must be 16-byte aligned
@@ -38,7 +39,7 @@
 //   kernels, in order on one stream:
 //     attention_f16_sm90a_aflashwgmma_bq192_bk128_d64_st2_boqueries_pp1
 //       grid (kg_cdiv(seq_q, 192), batch * heads, 1), block (512, 1, 1), 91208 bytes dynamic shared (needs cudaFuncSetAttribute MaxDynamicSharedMemorySize)
-//       args (tmQ, tmK, tmV, O, seq_q, seq_k, head_dim, causal, scale, heads, q_sb, q_sh, q_ss, k_sb, k_sh, kv_ss, v_sb, v_sh, o_sb, o_sh, o_ss)
+//       args (tmQ, tmK, tmV, O, seq_q, seq_k, head_dim, causal, scale, heads, q_sb, q_sh, q_ss, k_sb, k_sh, kv_ss, v_sb, v_sh, o_sb, o_sh, o_ss, pairs)
 //   note: the launcher takes Q, K, V and O contiguous (batch, heads, seq, head_dim) (layout bhsd); the kernels take any (batch, head, seq) strides as the arguments named *_sb, *_sh, *_ss
 // host launcher (build with -DKERNELGEN_HOST_LAUNCHER; returns cudaErrorInvalidValue for a null pointer, a size outside its range, a broken requirement, a misaligned pointer or a workspace too small, and where a tensor map cannot be encoded):
 //   extern "C" size_t kg_workspace_bytes_attention_f16_sm90a_aflashwgmma_bq192_bk128_d64_st2_boqueries_pp1(int batch, int heads, int seq_q, int seq_k, int head_dim, int causal);
@@ -257,7 +258,6 @@ __device__ __forceinline__ float kg_ex2(float x) {
 #endif
 }
 #endif  // KERNELGEN_EX2
-
 // FlashAttention on Hopper (float16 in and out, wgmma with fp32 accumulators, sm_90a): a block owns 192 queries of one
 // (batch, head): 3 consumer warpgroup(s) of 64 rows and a producer warpgroup whose one thread brings Q once and
 // K and V in tiles of 128 keys by TMA (2 stage(s) of each, 128-byte swizzled panels of 64 columns; each tile
@@ -272,7 +272,7 @@ __device__ __forceinline__ float kg_ex2(float x) {
 extern "C" __global__ void __launch_bounds__(512, 1)
 attention_f16_sm90a_aflashwgmma_bq192_bk128_d64_st2_boqueries_pp1(const __grid_constant__ kg_tensor_map tmQ, const __grid_constant__ kg_tensor_map tmK,
                                                                   const __grid_constant__ kg_tensor_map tmV, __half* __restrict__ O, int seq_q, int seq_k,
-                                                                  int head_dim, int causal, float scale, int heads, long long q_sb, long long q_sh, int q_ss, long long k_sb, long long k_sh, int kv_ss, long long v_sb, long long v_sh, long long o_sb, long long o_sh, int o_ss) {
+                                                                  int head_dim, int causal, float scale, int heads, long long q_sb, long long q_sh, int q_ss, long long k_sb, long long k_sh, int kv_ss, long long v_sb, long long v_sh, long long o_sb, long long o_sh, int o_ss, int pairs) {
   extern __shared__ unsigned char kg_smem_raw[];
   // The 128-byte swizzle repeats every 1024 bytes and wgmma's descriptors assume it starts at a
   // tile's first byte: tiles start 1024-byte aligned (the allocation has 1024 bytes to spare).
@@ -280,27 +280,25 @@ attention_f16_sm90a_aflashwgmma_bq192_bk128_d64_st2_boqueries_pp1(const __grid_c
   unsigned char* const Ks = Qs + 24576;                        // [2][1][128][64]
   unsigned char* const Vs = Ks + 32768;              // [2][1][128][64]
   unsigned long long* const q_full = reinterpret_cast<unsigned long long*>(Vs + 32768);
-  unsigned long long* const k_full = q_full + 1;
+  unsigned long long* const q_empty = q_full + 1;   // the consumers' last S of a tile is done: Q may be refilled
+  unsigned long long* const k_full = q_empty + 1;
   unsigned long long* const v_full = k_full + 2;
   unsigned long long* const k_empty = v_full + 2;
   unsigned long long* const v_empty = k_empty + 2;
   constexpr bool CHECK = true;     // O's stores test rows and columns (tiles cross seq_q and head_dim)
   constexpr bool ALIGNED = true;   // and store pairs: TMA's rule makes head_dim and the strides multiples of 8
   const int tid = threadIdx.x;
-  // A pair's query blocks one after another (launch order, x fastest), the longest rows first: the blocks in
-  // flight share the K and V of ~SMs / query-blocks pairs, which stay in L2 (pair-fastest, every block in flight
-  // has a pair of its own and K and V come from DRAM once a block).
-  const int q0 = (int)(gridDim.x - 1 - blockIdx.x) * 192;
-  const int kg_pair = (int)blockIdx.y, b = kg_pair / heads, h = kg_pair % heads;   // the (batch, head) pair
-  const int kend = causal ? min(seq_k, q0 + 192) : seq_k;   // keys any row of the block sees
-  const int ntiles = (kend + 127) / 128;
+  const int nq = (seq_q + 191) / 192;   // query blocks of a pair
+  // One tile a block: the grid is (nq, pairs), launched x fastest, so the tile number is the launch order.
+  const int first = blockIdx.x + blockIdx.y * gridDim.x, step = 1, last = first + 1;
   if (tid == 0) {
     kg_mbar_init(q_full, 1);
+    kg_mbar_init(q_empty, 12);   // a consumer warp's lane 0 (see release)
     #pragma unroll
     for (int s = 0; s < 2; ++s) {
       kg_mbar_init(&k_full[s], 1);
       kg_mbar_init(&v_full[s], 1);
-      kg_mbar_init(&k_empty[s], 12);   // a consumer warp's lane 0 (see release)
+      kg_mbar_init(&k_empty[s], 12);
       kg_mbar_init(&v_empty[s], 12);
     }
     kg_mbar_init_fence();
@@ -309,209 +307,229 @@ attention_f16_sm90a_aflashwgmma_bq192_bk128_d64_st2_boqueries_pp1(const __grid_c
   if (tid < 128) {   // the producer warpgroup: one thread keeps the stages filled
     kg_setmaxnreg_dec<32>();
     if (tid == 0) {
-      kg_mbar_expect_bytes(q_full, 24576);
-      kg_tma_load_4d(Qs, &tmQ, q_full, 0, q0, h, b);
-      for (int kt = 0; kt < ntiles; ++kt) {
-        const int s = kt % 2;
-        // stage s last held tile kt - 2: wait until every consumer released it
-        if (kt >= 2) kg_mbar_wait(&k_empty[s], (kt / 2 - 1) & 1);
-        kg_mbar_expect_bytes(&k_full[s], 16384);
-        kg_tma_load_4d(Ks + s * 16384, &tmK, &k_full[s], 0, kt * 128, h, b);
-        if (kt >= 2) kg_mbar_wait(&v_empty[s], (kt / 2 - 1) & 1);
-        kg_mbar_expect_bytes(&v_full[s], 16384);
-        kg_tma_load_4d(Vs + s * 16384, &tmV, &v_full[s], 0, kt * 128, h, b);
+      int it = 0;   // K/V tiles loaded so far, over the block's tiles
+      for (int t = first, n = 0; t < last; t += step, ++n) {
+        const int q0 = (nq - 1 - t % nq) * 192;
+        const int ntiles = ((causal ? min(seq_k, q0 + 192) : seq_k) + 127) / 128;
+        const int kg_pair = t / nq, b = kg_pair / heads, h = kg_pair % heads;
+        if (n > 0) kg_mbar_wait(q_empty, (n - 1) & 1);   // every consumer's last S of the previous tile is done
+        kg_mbar_expect_bytes(q_full, 24576);
+        kg_tma_load_4d(Qs, &tmQ, q_full, 0, q0, h, b);
+        for (int kt = 0; kt < ntiles; ++kt, ++it) {
+          const int s = it % 2;
+          // stage s last held K/V tile it - 2: wait until every consumer released it
+          if (it >= 2) kg_mbar_wait(&k_empty[s], (it / 2 - 1) & 1);
+          kg_mbar_expect_bytes(&k_full[s], 16384);
+          kg_tma_load_4d(Ks + s * 16384, &tmK, &k_full[s], 0, kt * 128, h, b);
+          if (it >= 2) kg_mbar_wait(&v_empty[s], (it / 2 - 1) & 1);
+          kg_mbar_expect_bytes(&v_full[s], 16384);
+          kg_tma_load_4d(Vs + s * 16384, &tmV, &v_full[s], 0, kt * 128, h, b);
+        }
       }
     }
     return;
   }
   kg_setmaxnreg_inc<160>();
   const int wg = tid / 128 - 1, lane = tid & 31;
-  const int r0 = q0 + wg * 64, wrow = r0 + (tid >> 5 & 3) * 16;   // the warpgroup's and the warp's first query rows
   // the descriptor of the warpgroup's 64 rows of Q's first panel (K-major, 8-row groups 1024 bytes apart)
   const unsigned long long dq = kg_wgmma_desc(Qs + wg * 8192, 16, 1024);
   const float sl2 = scale * 1.4426950408889634f;   // scores in log2 units: exp(x) = exp2(x * log2(e))
-  float mrow[1][2], lrow[1][2], acc[1][8][4], s[1][16][4];
-  unsigned p[8][4];   // P's A fragments
-  mrow[0][0] = mrow[0][1] = KG_NEG_INF;
-  lrow[0][0] = lrow[0][1] = 0.0f;
-  #pragma unroll
-  for (int j = 0; j < 8; ++j) acc[0][j][0] = acc[0][j][1] = acc[0][j][2] = acc[0][j][3] = 0.0f;
-  // Tiles past the warpgroup's last row's diagonal hold nothing for it (causal); key 0's tile is always live.
-  const int live = causal ? min(ntiles, (r0 + 63) / 128 + 1) : ntiles;
-  // turns a warpgroup takes: a tile's S
-  const int turns = ntiles;
+  // turns a warpgroup takes: a tile's S, over the block's tiles
+  int turns = 0;
+  for (int t = first; t < last; t += step) {
+    const int q0 = (nq - 1 - t % nq) * 192;
+    const int ntiles = ((causal ? min(seq_k, q0 + 192) : seq_k) + 127) / 128;
+    turns += ntiles;
+  }
   int turn = 0;
   if (wg == 2) kg_bar_arrive(1, 256);   // warpgroup 0 goes first
-  kg_mbar_wait(q_full, 0);
-  for (int kt = 0; kt < live; ++kt) {
-    const int st = kt % 2;
-    const unsigned phase = (kt / 2) & 1;
-    kg_bar_sync(1 + wg, 256);
-    kg_mbar_wait(&k_full[st], phase);
-    kg_wgmma_fence();
-    const unsigned long long dk = kg_wgmma_desc(Ks + st * 16384, 16, 1024);
+  int it0 = 0;   // the block's K/V tiles before this tile's
+  for (int t = first, n = 0; t < last; t += step, ++n) {
+    const int q0 = (nq - 1 - t % nq) * 192;
+    const int ntiles = ((causal ? min(seq_k, q0 + 192) : seq_k) + 127) / 128;
+    const int kg_pair = t / nq, b = kg_pair / heads, h = kg_pair % heads;
+    const int r0 = q0 + wg * 64, wrow = r0 + (tid >> 5 & 3) * 16;   // the warpgroup's and the warp's first query rows
+    float mrow[1][2], lrow[1][2], acc[1][8][4], s[1][16][4];
+    unsigned p[8][4];   // P's A fragments
+    mrow[0][0] = mrow[0][1] = KG_NEG_INF;
+    lrow[0][0] = lrow[0][1] = 0.0f;
     #pragma unroll
-    for (int kk = 0; kk < 4; ++kk) {
-      const unsigned long long da = dq + (kk / 4 * 24576 + kk % 4 * 32) / 16;
-      const unsigned long long db = dk + (kk / 4 * 16384 + kk % 4 * 32) / 16;
-      asm volatile(
-          "{\n .reg .pred p;\n setp.ne.b32 p, %66, 0;\n"
-          " wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16\n"
-          " { %0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15,\n"
-          "   %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31,\n"
-          "   %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47,\n"
-          "   %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63 },\n"
-          " %64, %65, p, 1, 1, 0, 0;\n}\n"
-          : "+f"(s[0][0][0]), "+f"(s[0][0][1]), "+f"(s[0][0][2]), "+f"(s[0][0][3])
-          , "+f"(s[0][1][0]), "+f"(s[0][1][1]), "+f"(s[0][1][2]), "+f"(s[0][1][3])
-          , "+f"(s[0][2][0]), "+f"(s[0][2][1]), "+f"(s[0][2][2]), "+f"(s[0][2][3])
-          , "+f"(s[0][3][0]), "+f"(s[0][3][1]), "+f"(s[0][3][2]), "+f"(s[0][3][3])
-          , "+f"(s[0][4][0]), "+f"(s[0][4][1]), "+f"(s[0][4][2]), "+f"(s[0][4][3])
-          , "+f"(s[0][5][0]), "+f"(s[0][5][1]), "+f"(s[0][5][2]), "+f"(s[0][5][3])
-          , "+f"(s[0][6][0]), "+f"(s[0][6][1]), "+f"(s[0][6][2]), "+f"(s[0][6][3])
-          , "+f"(s[0][7][0]), "+f"(s[0][7][1]), "+f"(s[0][7][2]), "+f"(s[0][7][3])
-          , "+f"(s[0][8][0]), "+f"(s[0][8][1]), "+f"(s[0][8][2]), "+f"(s[0][8][3])
-          , "+f"(s[0][9][0]), "+f"(s[0][9][1]), "+f"(s[0][9][2]), "+f"(s[0][9][3])
-          , "+f"(s[0][10][0]), "+f"(s[0][10][1]), "+f"(s[0][10][2]), "+f"(s[0][10][3])
-          , "+f"(s[0][11][0]), "+f"(s[0][11][1]), "+f"(s[0][11][2]), "+f"(s[0][11][3])
-          , "+f"(s[0][12][0]), "+f"(s[0][12][1]), "+f"(s[0][12][2]), "+f"(s[0][12][3])
-          , "+f"(s[0][13][0]), "+f"(s[0][13][1]), "+f"(s[0][13][2]), "+f"(s[0][13][3])
-          , "+f"(s[0][14][0]), "+f"(s[0][14][1]), "+f"(s[0][14][2]), "+f"(s[0][14][3])
-          , "+f"(s[0][15][0]), "+f"(s[0][15][1]), "+f"(s[0][15][2]), "+f"(s[0][15][3])
-          : "l"(da), "l"(db), "r"(kk));
-    }
-    kg_wgmma_commit();
-    if (++turn < turns || wg != 2) kg_bar_arrive(1 + (wg + 1) % 3, 256);
-    kg_wgmma_wait<0>();
-    if (lane == 0) kg_mbar_arrive(&k_empty[st]);
-    if ((kt) * 128 + 128 > seq_k || (causal && (kt) * 128 + 127 > wrow)) {
+    for (int j = 0; j < 8; ++j) acc[0][j][0] = acc[0][j][1] = acc[0][j][2] = acc[0][j][3] = 0.0f;
+    // Tiles past the warpgroup's last row's diagonal hold nothing for it (causal); key 0's tile is always live.
+    const int live = causal ? min(ntiles, (r0 + 63) / 128 + 1) : ntiles;
+    kg_mbar_wait(q_full, n & 1);
+    for (int kt = 0; kt < live; ++kt) {
+      const int st = (it0 + kt) % 2;
+      const unsigned phase = ((it0 + kt) / 2) & 1;
+      kg_bar_sync(1 + wg, 256);
+      kg_mbar_wait(&k_full[st], phase);
+      kg_wgmma_fence();
+      const unsigned long long dk = kg_wgmma_desc(Ks + st * 16384, 16, 1024);
       #pragma unroll
-      for (int i = 0; i < 1; ++i) {
+      for (int kk = 0; kk < 4; ++kk) {
+        const unsigned long long da = dq + (kk / 4 * 24576 + kk % 4 * 32) / 16;
+        const unsigned long long db = dk + (kk / 4 * 16384 + kk % 4 * 32) / 16;
+        asm volatile(
+            "{\n .reg .pred p;\n setp.ne.b32 p, %66, 0;\n"
+            " wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16\n"
+            " { %0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15,\n"
+            "   %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31,\n"
+            "   %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47,\n"
+            "   %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63 },\n"
+            " %64, %65, p, 1, 1, 0, 0;\n}\n"
+            : "+f"(s[0][0][0]), "+f"(s[0][0][1]), "+f"(s[0][0][2]), "+f"(s[0][0][3])
+            , "+f"(s[0][1][0]), "+f"(s[0][1][1]), "+f"(s[0][1][2]), "+f"(s[0][1][3])
+            , "+f"(s[0][2][0]), "+f"(s[0][2][1]), "+f"(s[0][2][2]), "+f"(s[0][2][3])
+            , "+f"(s[0][3][0]), "+f"(s[0][3][1]), "+f"(s[0][3][2]), "+f"(s[0][3][3])
+            , "+f"(s[0][4][0]), "+f"(s[0][4][1]), "+f"(s[0][4][2]), "+f"(s[0][4][3])
+            , "+f"(s[0][5][0]), "+f"(s[0][5][1]), "+f"(s[0][5][2]), "+f"(s[0][5][3])
+            , "+f"(s[0][6][0]), "+f"(s[0][6][1]), "+f"(s[0][6][2]), "+f"(s[0][6][3])
+            , "+f"(s[0][7][0]), "+f"(s[0][7][1]), "+f"(s[0][7][2]), "+f"(s[0][7][3])
+            , "+f"(s[0][8][0]), "+f"(s[0][8][1]), "+f"(s[0][8][2]), "+f"(s[0][8][3])
+            , "+f"(s[0][9][0]), "+f"(s[0][9][1]), "+f"(s[0][9][2]), "+f"(s[0][9][3])
+            , "+f"(s[0][10][0]), "+f"(s[0][10][1]), "+f"(s[0][10][2]), "+f"(s[0][10][3])
+            , "+f"(s[0][11][0]), "+f"(s[0][11][1]), "+f"(s[0][11][2]), "+f"(s[0][11][3])
+            , "+f"(s[0][12][0]), "+f"(s[0][12][1]), "+f"(s[0][12][2]), "+f"(s[0][12][3])
+            , "+f"(s[0][13][0]), "+f"(s[0][13][1]), "+f"(s[0][13][2]), "+f"(s[0][13][3])
+            , "+f"(s[0][14][0]), "+f"(s[0][14][1]), "+f"(s[0][14][2]), "+f"(s[0][14][3])
+            , "+f"(s[0][15][0]), "+f"(s[0][15][1]), "+f"(s[0][15][2]), "+f"(s[0][15][3])
+            : "l"(da), "l"(db), "r"(kk));
+      }
+      kg_wgmma_commit();
+      if (++turn < turns || wg != 2) kg_bar_arrive(1 + (wg + 1) % 3, 256);
+      kg_wgmma_wait<0>();
+      if (lane == 0) kg_mbar_arrive(&k_empty[st]);
+      if ((kt) * 128 + 128 > seq_k || (causal && (kt) * 128 + 127 > wrow)) {
         #pragma unroll
-        for (int h = 0; h < 2; ++h) {
-          const int row = wrow + i * 16 + h * 8 + (lane >> 2);
+        for (int i = 0; i < 1; ++i) {
           #pragma unroll
-          for (int j = 0; j < 16; ++j) {
+          for (int h = 0; h < 2; ++h) {
+            const int row = wrow + i * 16 + h * 8 + (lane >> 2);
             #pragma unroll
-            for (int c = 0; c < 2; ++c) {
-              const int key = (kt) * 128 + j * 8 + (lane & 3) * 2 + c;
-              if (key >= seq_k || (causal && key > row)) s[i][j][2 * h + c] = KG_NEG_INF;
+            for (int j = 0; j < 16; ++j) {
+              #pragma unroll
+              for (int c = 0; c < 2; ++c) {
+                const int key = (kt) * 128 + j * 8 + (lane & 3) * 2 + c;
+                if (key >= seq_k || (causal && key > row)) s[i][j][2 * h + c] = KG_NEG_INF;
+              }
             }
           }
         }
       }
+      #pragma unroll
+      for (int i = 0; i < 1; ++i) {
+        #pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          float mt = mrow[i][h];
+          #pragma unroll
+          for (int j = 0; j < 16; ++j) mt = fmaxf(mt, fmaxf(s[i][j][2 * h], s[i][j][2 * h + 1]));
+          #pragma unroll
+          for (int o = 2; o > 0; o >>= 1) mt = fmaxf(mt, __shfl_xor_sync(KG_FULL_MASK, mt, o));
+          const float alpha = kg_ex2(fmaf(mrow[i][h], sl2, -mt * sl2));
+          mrow[i][h] = mt;
+          lrow[i][h] *= alpha;
+          #pragma unroll
+          for (int j = 0; j < 8; ++j) {
+            acc[i][j][2 * h] *= alpha;
+            acc[i][j][2 * h + 1] *= alpha;
+          }
+          const float ms = mrow[i][h] * sl2;
+          float sum = 0.0f;
+          #pragma unroll
+          for (int j = 0; j < 16; ++j) {
+            #pragma unroll
+            for (int c = 0; c < 2; ++c) {
+              const float p = kg_ex2(fmaf(s[i][j][2 * h + c], sl2, -ms));
+              s[i][j][2 * h + c] = p;
+              sum += p;
+            }
+          }
+          lrow[i][h] += sum;
+        }
+      }
+      #pragma unroll
+      for (int kk = 0; kk < 8; ++kk) {
+        p[kk][0] = attention_f16_sm90a_aflashwgmma_bq192_bk128_d64_st2_boqueries_pp1_pack(s[0][2 * kk][0], s[0][2 * kk][1]);
+        p[kk][1] = attention_f16_sm90a_aflashwgmma_bq192_bk128_d64_st2_boqueries_pp1_pack(s[0][2 * kk][2], s[0][2 * kk][3]);
+        p[kk][2] = attention_f16_sm90a_aflashwgmma_bq192_bk128_d64_st2_boqueries_pp1_pack(s[0][2 * kk + 1][0], s[0][2 * kk + 1][1]);
+        p[kk][3] = attention_f16_sm90a_aflashwgmma_bq192_bk128_d64_st2_boqueries_pp1_pack(s[0][2 * kk + 1][2], s[0][2 * kk + 1][3]);
+      }
+      kg_mbar_wait(&v_full[st], phase);
+      kg_wgmma_fence();
+      const unsigned long long dv = kg_wgmma_desc(Vs + st * 16384, 16384, 1024);
+      #pragma unroll
+      for (int kk = 0; kk < 8; ++kk) {
+        const unsigned long long db = dv + kk * 2048 / 16;
+        asm volatile(
+            "{\n .reg .pred p;\n setp.ne.b32 p, %37, 0;\n"
+            " wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16\n"
+            " { %0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15,\n"
+            "   %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31 },\n"
+            " { %32, %33, %34, %35 }, %36, p, 1, 1, 1;\n}\n"
+            : "+f"(acc[0][0][0]), "+f"(acc[0][0][1]), "+f"(acc[0][0][2]), "+f"(acc[0][0][3])
+            , "+f"(acc[0][1][0]), "+f"(acc[0][1][1]), "+f"(acc[0][1][2]), "+f"(acc[0][1][3])
+            , "+f"(acc[0][2][0]), "+f"(acc[0][2][1]), "+f"(acc[0][2][2]), "+f"(acc[0][2][3])
+            , "+f"(acc[0][3][0]), "+f"(acc[0][3][1]), "+f"(acc[0][3][2]), "+f"(acc[0][3][3])
+            , "+f"(acc[0][4][0]), "+f"(acc[0][4][1]), "+f"(acc[0][4][2]), "+f"(acc[0][4][3])
+            , "+f"(acc[0][5][0]), "+f"(acc[0][5][1]), "+f"(acc[0][5][2]), "+f"(acc[0][5][3])
+            , "+f"(acc[0][6][0]), "+f"(acc[0][6][1]), "+f"(acc[0][6][2]), "+f"(acc[0][6][3])
+            , "+f"(acc[0][7][0]), "+f"(acc[0][7][1]), "+f"(acc[0][7][2]), "+f"(acc[0][7][3])
+            : "r"(p[kk][0]), "r"(p[kk][1]), "r"(p[kk][2]), "r"(p[kk][3]), "l"(db), "r"(1));
+      }
+      kg_wgmma_commit();
+      kg_wgmma_wait<0>();
+      if (lane == 0) kg_mbar_arrive(&v_empty[st]);
+    }
+    if (lane == 0) kg_mbar_arrive(q_empty);   // every S of the tile is done
+    // The tile's K/V tiles past this warpgroup's diagonal: waited for (so that no arrival runs a phase ahead)
+    // and released unread.
+    for (int kt = live; kt < ntiles; ++kt) {
+      const int st = (it0 + kt) % 2;
+      const unsigned phase = ((it0 + kt) / 2) & 1;
+      kg_bar_sync(1 + wg, 256);   // a turn passed on: the other warpgroups' turns count on it
+      if (++turn < turns || wg != 2) kg_bar_arrive(1 + (wg + 1) % 3, 256);
+      kg_mbar_wait(&k_full[st], phase);
+      if (lane == 0) kg_mbar_arrive(&k_empty[st]);
+      kg_mbar_wait(&v_full[st], phase);
+      if (lane == 0) kg_mbar_arrive(&v_empty[st]);
     }
     #pragma unroll
     for (int i = 0; i < 1; ++i) {
       #pragma unroll
       for (int h = 0; h < 2; ++h) {
-        float mt = mrow[i][h];
+        float lr = lrow[i][h];
         #pragma unroll
-        for (int j = 0; j < 16; ++j) mt = fmaxf(mt, fmaxf(s[i][j][2 * h], s[i][j][2 * h + 1]));
-        #pragma unroll
-        for (int o = 2; o > 0; o >>= 1) mt = fmaxf(mt, __shfl_xor_sync(KG_FULL_MASK, mt, o));
-        const float alpha = kg_ex2(fmaf(mrow[i][h], sl2, -mt * sl2));
-        mrow[i][h] = mt;
-        lrow[i][h] *= alpha;
+        for (int o = 2; o > 0; o >>= 1) lr = lr + __shfl_xor_sync(KG_FULL_MASK, lr, o);
+        const float inv = 1.0f / lr;
         #pragma unroll
         for (int j = 0; j < 8; ++j) {
-          acc[i][j][2 * h] *= alpha;
-          acc[i][j][2 * h + 1] *= alpha;
+          acc[i][j][2 * h] *= inv;
+          acc[i][j][2 * h + 1] *= inv;
         }
-        const float ms = mrow[i][h] * sl2;
-        float sum = 0.0f;
+      }
+    }
+    __half* const Oh = O + (long long)b * o_sb + (long long)h * o_sh;
+    #pragma unroll
+    for (int i = 0; i < 1; ++i) {
+      #pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int m = wrow + i * 16 + h * 8 + (lane >> 2);
+        if (CHECK && m >= seq_q) continue;
+        __half* const crow = Oh + (size_t)m * o_ss;
         #pragma unroll
-        for (int j = 0; j < 16; ++j) {
-          #pragma unroll
-          for (int c = 0; c < 2; ++c) {
-            const float p = kg_ex2(fmaf(s[i][j][2 * h + c], sl2, -ms));
-            s[i][j][2 * h + c] = p;
-            sum += p;
+        for (int j = 0; j < 8; ++j) {
+          const int n = 0 + j * 8 + (lane & 3) * 2;
+          const float x = acc[i][j][2 * h], y = acc[i][j][2 * h + 1];
+          if (ALIGNED) {
+            if (!CHECK || n < head_dim) *reinterpret_cast<__half2*>(crow + n) = __floats2half2_rn(x, y);
+          } else {
+            if (!CHECK || n < head_dim) crow[n] = __float2half_rn(x);
+            if (!CHECK || n + 1 < head_dim) crow[n + 1] = __float2half_rn(y);
           }
         }
-        lrow[i][h] += sum;
       }
     }
-    #pragma unroll
-    for (int kk = 0; kk < 8; ++kk) {
-      p[kk][0] = attention_f16_sm90a_aflashwgmma_bq192_bk128_d64_st2_boqueries_pp1_pack(s[0][2 * kk][0], s[0][2 * kk][1]);
-      p[kk][1] = attention_f16_sm90a_aflashwgmma_bq192_bk128_d64_st2_boqueries_pp1_pack(s[0][2 * kk][2], s[0][2 * kk][3]);
-      p[kk][2] = attention_f16_sm90a_aflashwgmma_bq192_bk128_d64_st2_boqueries_pp1_pack(s[0][2 * kk + 1][0], s[0][2 * kk + 1][1]);
-      p[kk][3] = attention_f16_sm90a_aflashwgmma_bq192_bk128_d64_st2_boqueries_pp1_pack(s[0][2 * kk + 1][2], s[0][2 * kk + 1][3]);
-    }
-    kg_mbar_wait(&v_full[st], phase);
-    kg_wgmma_fence();
-    const unsigned long long dv = kg_wgmma_desc(Vs + st * 16384, 16384, 1024);
-    #pragma unroll
-    for (int kk = 0; kk < 8; ++kk) {
-      const unsigned long long db = dv + kk * 2048 / 16;
-      asm volatile(
-          "{\n .reg .pred p;\n setp.ne.b32 p, %37, 0;\n"
-          " wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16\n"
-          " { %0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15,\n"
-          "   %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31 },\n"
-          " { %32, %33, %34, %35 }, %36, p, 1, 1, 1;\n}\n"
-          : "+f"(acc[0][0][0]), "+f"(acc[0][0][1]), "+f"(acc[0][0][2]), "+f"(acc[0][0][3])
-          , "+f"(acc[0][1][0]), "+f"(acc[0][1][1]), "+f"(acc[0][1][2]), "+f"(acc[0][1][3])
-          , "+f"(acc[0][2][0]), "+f"(acc[0][2][1]), "+f"(acc[0][2][2]), "+f"(acc[0][2][3])
-          , "+f"(acc[0][3][0]), "+f"(acc[0][3][1]), "+f"(acc[0][3][2]), "+f"(acc[0][3][3])
-          , "+f"(acc[0][4][0]), "+f"(acc[0][4][1]), "+f"(acc[0][4][2]), "+f"(acc[0][4][3])
-          , "+f"(acc[0][5][0]), "+f"(acc[0][5][1]), "+f"(acc[0][5][2]), "+f"(acc[0][5][3])
-          , "+f"(acc[0][6][0]), "+f"(acc[0][6][1]), "+f"(acc[0][6][2]), "+f"(acc[0][6][3])
-          , "+f"(acc[0][7][0]), "+f"(acc[0][7][1]), "+f"(acc[0][7][2]), "+f"(acc[0][7][3])
-          : "r"(p[kk][0]), "r"(p[kk][1]), "r"(p[kk][2]), "r"(p[kk][3]), "l"(db), "r"(1));
-    }
-    kg_wgmma_commit();
-    kg_wgmma_wait<0>();
-    if (lane == 0) kg_mbar_arrive(&v_empty[st]);
-  }
-  // The block's tiles past this warpgroup's diagonal: waited for (so that no arrival runs a phase ahead)
-  // and released unread.
-  for (int kt = live; kt < ntiles; ++kt) {
-    const int st = kt % 2;
-    const unsigned phase = (kt / 2) & 1;
-    kg_bar_sync(1 + wg, 256);   // a turn passed on: the other warpgroups' turns count on it
-    if (++turn < turns || wg != 2) kg_bar_arrive(1 + (wg + 1) % 3, 256);
-    kg_mbar_wait(&k_full[st], phase);
-    if (lane == 0) kg_mbar_arrive(&k_empty[st]);
-    kg_mbar_wait(&v_full[st], phase);
-    if (lane == 0) kg_mbar_arrive(&v_empty[st]);
-  }
-  #pragma unroll
-  for (int i = 0; i < 1; ++i) {
-    #pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      float lr = lrow[i][h];
-      #pragma unroll
-      for (int o = 2; o > 0; o >>= 1) lr = lr + __shfl_xor_sync(KG_FULL_MASK, lr, o);
-      const float inv = 1.0f / lr;
-      #pragma unroll
-      for (int j = 0; j < 8; ++j) {
-        acc[i][j][2 * h] *= inv;
-        acc[i][j][2 * h + 1] *= inv;
-      }
-    }
-  }
-  __half* const Oh = O + (long long)b * o_sb + (long long)h * o_sh;
-  #pragma unroll
-  for (int i = 0; i < 1; ++i) {
-    #pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      const int m = wrow + i * 16 + h * 8 + (lane >> 2);
-      if (CHECK && m >= seq_q) continue;
-      __half* const crow = Oh + (size_t)m * o_ss;
-      #pragma unroll
-      for (int j = 0; j < 8; ++j) {
-        const int n = 0 + j * 8 + (lane & 3) * 2;
-        const float x = acc[i][j][2 * h], y = acc[i][j][2 * h + 1];
-        if (ALIGNED) {
-          if (!CHECK || n < head_dim) *reinterpret_cast<__half2*>(crow + n) = __floats2half2_rn(x, y);
-        } else {
-          if (!CHECK || n < head_dim) crow[n] = __float2half_rn(x);
-          if (!CHECK || n + 1 < head_dim) crow[n + 1] = __float2half_rn(y);
-        }
-      }
-    }
+    it0 += ntiles;
   }
 }
 
@@ -616,6 +634,7 @@ extern "C" cudaError_t kg_launch_attention_f16_sm90a_aflashwgmma_bq192_bk128_d64
   const long long o_sb = (long long)(kg_ll(heads) * seq_q * head_dim); (void)o_sb;
   const long long o_sh = (long long)(kg_ll(seq_q) * head_dim); (void)o_sh;
   const int o_ss = (int)(head_dim); (void)o_ss;
+  const int pairs = (int)(batch * heads); (void)pairs;
   if (kg_misaligned(Q, 16)) return cudaErrorInvalidValue;
   if (kg_misaligned(K, 16)) return cudaErrorInvalidValue;
   if (kg_misaligned(V, 16)) return cudaErrorInvalidValue;
@@ -627,7 +646,7 @@ extern "C" cudaError_t kg_launch_attention_f16_sm90a_aflashwgmma_bq192_bk128_d64
   { cudaError_t e = kg_encode_tensor_map(&tmV, CU_TENSOR_MAP_DATA_TYPE_FLOAT16, V, (unsigned long long)(seq_k), (unsigned long long)(head_dim), (unsigned long long)(kv_ss), sizeof(__half), 128, 64, 2, (unsigned long long)(heads), (unsigned long long)(v_sh), (unsigned long long)(batch), (unsigned long long)(v_sb)); if (e != cudaSuccess) return e; }
   { cudaError_t e = cudaFuncSetAttribute(attention_f16_sm90a_aflashwgmma_bq192_bk128_d64_st2_boqueries_pp1, cudaFuncAttributeMaxDynamicSharedMemorySize, 91208); if (e != cudaSuccess) return e; }
   {
-    attention_f16_sm90a_aflashwgmma_bq192_bk128_d64_st2_boqueries_pp1<<<dim3((unsigned)(kg_cdiv(seq_q, 192)), (unsigned)(batch * heads), (unsigned)(1)), dim3(512, 1, 1), 91208, stream>>>(tmQ, tmK, tmV, O, seq_q, seq_k, head_dim, causal, scale, heads, q_sb, q_sh, q_ss, k_sb, k_sh, kv_ss, v_sb, v_sh, o_sb, o_sh, o_ss);
+    attention_f16_sm90a_aflashwgmma_bq192_bk128_d64_st2_boqueries_pp1<<<dim3((unsigned)(kg_cdiv(seq_q, 192)), (unsigned)(batch * heads), (unsigned)(1)), dim3(512, 1, 1), 91208, stream>>>(tmQ, tmK, tmV, O, seq_q, seq_k, head_dim, causal, scale, heads, q_sb, q_sh, q_ss, k_sb, k_sh, kv_ss, v_sb, v_sh, o_sb, o_sh, o_ss, pairs);
     { cudaError_t e = cudaGetLastError(); if (e != cudaSuccess) return e; }
   }
   return cudaSuccess;
