@@ -57,7 +57,8 @@ LADDER = {
     "4 128 queries, 32 rows a warp, O staged": pipelined(tensor_cores(bq=128, wq=32), 2, "cp_async")
     .annotate("algo", "flash_mma").cache_write("O", "shared"),
     "5 Hopper: wgmma, TMA, warpgroups taking turns": hopper().double_buffer("K", 2).double_buffer("V", 2)
-    .annotate("algo", "flash_wgmma").annotate("pingpong", True).annotate("block_order", "queries"),
+    .annotate("algo", "flash_wgmma").annotate("pingpong", True).annotate("block_order", "queries")
+    .annotate("persistent", True),
 }
 
 if __name__ == "__main__":

@@ -21,6 +21,7 @@ from kernelgen.validate import validate
 op = get_op("attention")
 H100 = target("sm_90a")
 PICK_D64, PICK_D128 = HOPPER_STEP, dict(HOPPER_STEP, bq=128, dmax=128, overlap=True)   # schedule_for's at b8 h16 s2048
+ONE_TILE = dict(HOPPER_STEP, persistent=False)       # one tile a block
 
 
 def kernel(knobs, dt="float16", arch=H100):
@@ -38,7 +39,7 @@ def test_the_knobs_round_trip_and_the_name_says_what_applies():
     assert 'split("i", 192, 64).bind("i.0", "blockIdx.x").bind("i.1", "warpgroup")' in text
     assert 'tensorize("j.1", "wgmma.m64nNk16")' in text and 'annotate("pingpong", True)' in text
     assert {k: v for k, v in op.knobs_from_schedule(sched).items() if k in PICK_D64} == PICK_D64
-    assert kernel(PICK_D64).name == "attention_f16_sm90a_aflashwgmma_bq192_bk128_d64_st2_boqueries_pp1"   # no copy, wq
+    assert kernel(PICK_D64).name == "attention_f16_sm90a_aflashwgmma_bq192_bk128_d64_st2_boqueries_ps1_pp1"   # no copy, wq
 
 
 @pytest.mark.parametrize("change,message", [
@@ -82,13 +83,18 @@ def test_variants_compile_to_wgmma_and_tma_without_spills(knobs, panels):
 @pytest.mark.parametrize("layout", [None, "bshd", "packed"])
 def test_the_plan_reads_q_k_v_through_4d_maps_of_their_strides(layout):
     p = op.problem(dict(batch=2, heads=3, seq=300, head_dim=64, causal=1), dtype="bf16", layout=layout)
-    plan = op.plan(kernel(PICK_D64, "bfloat16"), p, H100)
+    plan = op.plan(kernel(ONE_TILE, "bfloat16"), p, H100)
     st = op.strides(p)
     assert [(m.name, m.buffer, m.rows, m.cols, m.box_rows, m.box_cols, m.pitch, m.outer) for m in plan.tensor_maps] == [
         (f"tm{b}", b, 300, 64, box, 64, st[b].seq, ((3, st[b].head), (2, st[b].batch)))
         for b, box in (("Q", 192), ("K", 128), ("V", 128))]
     (launch,) = plan.launches
     assert launch.args[:4] == ("tmQ", "tmK", "tmV", "O") and launch.grid == (2, 6, 1) and launch.block == (512, 1, 1)
+    assert launch.args[-1] == "pairs" and {s.name: s.value for s in plan.scalars}["pairs"] == 6
+    # persistent: a block an SM, at most one a tile (12 tiles here; 4 * 6 * 16 = 384 there)
+    assert op.plan(kernel(PICK_D64, "bfloat16"), p, H100).launches[0].grid == (12, 1, 1)
+    big = op.problem(dict(batch=4, heads=16, seq=1000, head_dim=64), dtype="bf16", layout=layout)
+    assert op.plan(kernel(PICK_D64, "bfloat16"), big, H100).launches[0].grid == (132, 1, 1)
     assert dict(plan.alignment) == {b: 16 for b in "QKVO"}
 
 
@@ -116,6 +122,7 @@ def test_schedule_for_takes_the_hopper_kernel_where_it_applies(sizes, arch, algo
         three = sizes["head_dim"] <= 64 and not sizes.get("causal")
         kv_mb = sizes["batch"] * sizes["heads"] * 2 * sizes["seq"] * sizes["head_dim"] * 2 / 2**20
         assert (k["bq"], k["bk"], k["dmax"], k["overlap"]) == ((192, 128, 64, False) if three else (128, 128, 128, True))
+        assert k["persistent"] == (not sizes.get("causal"))     # a causal grid's tiles differ in length
         assert k["order"] == ("pairs" if kv_mb <= 50 else "queries"), kv_mb
         op.kernel(op.schedule_for(p, target(arch)), target(arch), p.types)   # legal as picked
 
@@ -161,7 +168,7 @@ def test_a_4d_map_is_encoded_with_its_outer_strides_in_bytes(monkeypatch):
 # -- the GPU --------------------------------------------------------------------------------------------
 GPU_VARIANTS = [PICK_D64, PICK_D128, dict(HOPPER_STEP, bq=128, overlap=True, order="pairs"), dict(HOPPER_STEP, overlap=True, bk=64),
                 dict(HOPPER_STEP, bq=64, pingpong=False, overlap=True), dict(HOPPER_STEP, bk=48, stages=3),
-                dict(HOPPER_STEP, bq=128, bk=176, dmax=128, overlap=True), dict(PICK_D64, persistent=True),
+                dict(HOPPER_STEP, bq=128, bk=176, dmax=128, overlap=True), ONE_TILE,
                 dict(PICK_D128, persistent=True, order="pairs"), dict(HOPPER_STEP, bq=64, pingpong=False, persistent=True)]
 
 

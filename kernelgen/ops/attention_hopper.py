@@ -95,7 +95,11 @@ def pick(problem, strides: dict, target: Target) -> dict | None:
       the mask is off (d64: 1.41x against two warpgroups' 1.34x, three hiding each one's softmax under the
       others' MMAs); else two of 240 with the overlap (tile j's softmax under tile j-1's P V): d128, and causal
       grids, whose blocks differ in length and balance better in 128-query ones (b8 h12 s1024 d64 causal 1.44x
-      against 1.28x)."""
+      against 1.28x);
+    - persistent blocks (one an SM walking the tiles, the next tile's loads under this one's last P V and store)
+      where the grid is not causal (d64 1.48x, d128 1.66x against 1.40x and 1.61x one tile a block); a causal
+      grid's tiles differ in length and the static walk left SMs idle (d64 causal 0.90x with 3 warpgroups,
+      d128 causal 1.50x against 1.58x; attention_wgmma_probe_persistent.md)."""
     if not target.has("wgmma") or problem["head_dim"] % 8 or not all(st.aligned(8) for st in strides.values()):
         return None
     dmax = PANEL * -(-problem["head_dim"] // PANEL)
@@ -103,6 +107,7 @@ def pick(problem, strides: dict, target: Target) -> dict | None:
     kv_bytes = bh * 2 * problem["seq_k"] * problem["head_dim"] * problem.dtype("K").itemsize
     base = dict(algo="flash_wgmma", bk=128, dmax=dmax, stages=2, pingpong=True,
                 order="pairs" if kv_bytes <= target.l2_bytes else "queries")
+    base["persistent"] = not problem["causal"]
     three, two = dict(base, bq=3 * WG_ROWS, overlap=False), dict(base, bq=2 * WG_ROWS, overlap=True)
     fits = registers(three) <= setmaxnreg(three)["consumer_regs"]
     k = three if fits and not problem["causal"] else two
