@@ -225,3 +225,18 @@ def test_the_tuning_space_holds_hopper_points_on_sm_90a_only():
         except ScheduleError as e:     # over a consumer's registers, or the shared memory
             assert "registers" in str(e) or "shared" in str(e), e
     assert "attention_bf16_sm90a_aflashwgmma_bq192_bk96_d128_st2_boqueries_pp1" in legal and len(legal) >= 8
+
+
+@pytest.mark.parametrize("knobs", [PICK_D64, dict(PICK_D128, stages=3)], ids=name)
+def test_shared_memory_holds_the_tiles_every_barrier_and_the_alignment(knobs):
+    """The allocation: 1024 bytes to align the tiles, Q's panels, the K and V stages, and 8 bytes for each
+    barrier the kernel initialises (those outside the stage loop once, those inside it once a stage)."""
+    k = kernel(knobs, "bfloat16")
+    src = render(k)
+    body = src[src.index("if (tid == 0) {\n    kg_mbar_init"):]
+    body = body[:body.index("kg_mbar_init_fence")]
+    loop = body[body.index("for (int s = 0;"):]
+    barriers = body.count("kg_mbar_init(") - loop.count("kg_mbar_init(") + knobs["stages"] * loop.count("kg_mbar_init(")
+    panels = knobs["dmax"] // 64
+    tiles = 128 * panels * (knobs["bq"] + 2 * knobs["stages"] * knobs["bk"])
+    assert k.static_smem == 1024 + tiles + 8 * barriers and barriers == 2 + 4 * knobs["stages"]

@@ -46,11 +46,11 @@ def registers(k: dict) -> int:
 
 def smem(k: dict) -> dict:
     """Bytes of the tiles (1024-byte aligned: the swizzle's period), each as 64-column panels: Q's BQ rows,
-    then `stages` K tiles and `stages` V tiles of BK rows; then the barriers (Q's, and a full and an empty one
-    a stage for K and for V); 1024 to spare for aligning the start."""
+    then `stages` K tiles and `stages` V tiles of BK rows; then the barriers (a full and an empty one for Q, and
+    for K and for V a stage); 1024 to spare for aligning the start."""
     panels = k["dmax"] // PANEL
     q, kv = k["bq"] * 128 * panels, k["bk"] * 128 * panels
-    return dict(panels=panels, q_bytes=q, kv_bytes=kv, total=1024 + q + 2 * k["stages"] * kv + 8 * (1 + 4 * k["stages"]))
+    return dict(panels=panels, q_bytes=q, kv_bytes=kv, total=1024 + q + 2 * k["stages"] * kv + 8 * (2 + 4 * k["stages"]))
 
 
 def check_knobs(k: dict, target: Target) -> None:

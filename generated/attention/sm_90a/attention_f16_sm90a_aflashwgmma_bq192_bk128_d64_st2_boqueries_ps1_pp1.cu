@@ -40,7 +40,7 @@
 //   tmV: a CUtensorMap (128 bytes, by value) the launcher encodes with cuTensorMapEncodeTiled: V as a row-major seq_k x head_dim float16 tensor with rows kv_ss elements apart, times heads (each v_sh elements on), times batch (each v_sb elements on), boxes of 128 x 64, CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B
 //   kernels, in order on one stream:
 //     attention_f16_sm90a_aflashwgmma_bq192_bk128_d64_st2_boqueries_ps1_pp1
-//       grid (kg_min(kg_cdiv(seq_q, 192) * batch * heads, sms), 1, 1), block (512, 1, 1), 91208 bytes dynamic shared (needs cudaFuncSetAttribute MaxDynamicSharedMemorySize)
+//       grid (kg_min(kg_cdiv(seq_q, 192) * batch * heads, sms), 1, 1), block (512, 1, 1), 91216 bytes dynamic shared (needs cudaFuncSetAttribute MaxDynamicSharedMemorySize)
 //       args (tmQ, tmK, tmV, O, seq_q, seq_k, head_dim, causal, scale, heads, q_sb, q_sh, q_ss, k_sb, k_sh, kv_ss, v_sb, v_sh, o_sb, o_sh, o_ss, pairs)
 //   note: the launcher takes Q, K, V and O contiguous (batch, heads, seq, head_dim) (layout bhsd); the kernels take any (batch, head, seq) strides as the arguments named *_sb, *_sh, *_ss
 // host launcher (build with -DKERNELGEN_HOST_LAUNCHER; returns cudaErrorInvalidValue for a null pointer, a size outside its range, a broken requirement, a misaligned pointer or a workspace too small, and where a tensor map cannot be encoded):
@@ -650,9 +650,9 @@ extern "C" cudaError_t kg_launch_attention_f16_sm90a_aflashwgmma_bq192_bk128_d64
   { cudaError_t e = kg_encode_tensor_map(&tmQ, CU_TENSOR_MAP_DATA_TYPE_FLOAT16, Q, (unsigned long long)(seq_q), (unsigned long long)(head_dim), (unsigned long long)(q_ss), sizeof(__half), 192, 64, 2, (unsigned long long)(heads), (unsigned long long)(q_sh), (unsigned long long)(batch), (unsigned long long)(q_sb)); if (e != cudaSuccess) return e; }
   { cudaError_t e = kg_encode_tensor_map(&tmK, CU_TENSOR_MAP_DATA_TYPE_FLOAT16, K, (unsigned long long)(seq_k), (unsigned long long)(head_dim), (unsigned long long)(kv_ss), sizeof(__half), 128, 64, 2, (unsigned long long)(heads), (unsigned long long)(k_sh), (unsigned long long)(batch), (unsigned long long)(k_sb)); if (e != cudaSuccess) return e; }
   { cudaError_t e = kg_encode_tensor_map(&tmV, CU_TENSOR_MAP_DATA_TYPE_FLOAT16, V, (unsigned long long)(seq_k), (unsigned long long)(head_dim), (unsigned long long)(kv_ss), sizeof(__half), 128, 64, 2, (unsigned long long)(heads), (unsigned long long)(v_sh), (unsigned long long)(batch), (unsigned long long)(v_sb)); if (e != cudaSuccess) return e; }
-  { cudaError_t e = cudaFuncSetAttribute(attention_f16_sm90a_aflashwgmma_bq192_bk128_d64_st2_boqueries_ps1_pp1, cudaFuncAttributeMaxDynamicSharedMemorySize, 91208); if (e != cudaSuccess) return e; }
+  { cudaError_t e = cudaFuncSetAttribute(attention_f16_sm90a_aflashwgmma_bq192_bk128_d64_st2_boqueries_ps1_pp1, cudaFuncAttributeMaxDynamicSharedMemorySize, 91216); if (e != cudaSuccess) return e; }
   {
-    attention_f16_sm90a_aflashwgmma_bq192_bk128_d64_st2_boqueries_ps1_pp1<<<dim3((unsigned)(kg_min(kg_cdiv(seq_q, 192) * batch * heads, sms)), (unsigned)(1), (unsigned)(1)), dim3(512, 1, 1), 91208, stream>>>(tmQ, tmK, tmV, O, seq_q, seq_k, head_dim, causal, scale, heads, q_sb, q_sh, q_ss, k_sb, k_sh, kv_ss, v_sb, v_sh, o_sb, o_sh, o_ss, pairs);
+    attention_f16_sm90a_aflashwgmma_bq192_bk128_d64_st2_boqueries_ps1_pp1<<<dim3((unsigned)(kg_min(kg_cdiv(seq_q, 192) * batch * heads, sms)), (unsigned)(1), (unsigned)(1)), dim3(512, 1, 1), 91216, stream>>>(tmQ, tmK, tmV, O, seq_q, seq_k, head_dim, causal, scale, heads, q_sb, q_sh, q_ss, k_sb, k_sh, kv_ss, v_sb, v_sh, o_sb, o_sh, o_ss, pairs);
     { cudaError_t e = cudaGetLastError(); if (e != cudaSuccess) return e; }
   }
   return cudaSuccess;
