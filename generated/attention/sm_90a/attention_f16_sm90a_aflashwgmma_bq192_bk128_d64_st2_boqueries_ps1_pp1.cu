@@ -261,8 +261,8 @@ __device__ __forceinline__ float kg_ex2(float x) {
 }
 #endif  // KERNELGEN_EX2
 // FlashAttention on Hopper (float16 in and out, wgmma with fp32 accumulators, sm_90a): a block owns 192 queries of one
-// (batch, head): 3 consumer warpgroup(s) of 64 rows and a producer warpgroup whose one thread brings Q once and
-// K and V in tiles of 128 keys by TMA (2 stage(s) of each, 128-byte swizzled panels of 64 columns; each tile
+// (batch, head): 3 consumer warpgroup(s) of 64 rows and a producer warpgroup whose one thread brings Q (once a
+// block's tile) and K and V in tiles of 128 keys by TMA (2 stage(s) of each, 128-byte swizzled panels of 64 columns; each tile
 // has a `full` barrier its bytes complete and an `empty` one its consumers release it on, K and V apart so S can
 // start before V has landed). Per tile a consumer warpgroup computes S = Q Kᵀ (wgmma m64n128k16, both operands
 // from shared memory), the online softmax on S's fp32 accumulators, and O += P V (wgmma m64n64k16 with P in
