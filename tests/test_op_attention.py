@@ -324,6 +324,7 @@ def test_every_step_is_correct_on_the_emulator_at_awkward_sizes(step, dt, sizes)
     ("bfloat16", dict(stages=2, copy="sync", bk=32), dict(batch=1, heads=2, seq_q=50, seq_k=150, head_dim=48, causal=1)),
     ("float16", dict(stages=3, bk=32, dmax=32), dict(batch=2, heads=1, seq_q=100, seq_k=130, head_dim=32, causal=1)),
     ("bfloat16", dict(bk=128), dict(batch=1, heads=1, seq=300, head_dim=64, causal=1)),
+    ("float16", dict(bq=192, wq=32), dict(batch=1, heads=2, seq_q=400, seq_k=300, head_dim=64, causal=1)),   # 6 warps
 ])
 def test_other_mma_tiles_are_correct_on_the_emulator(dt, knobs, sizes):
     v = validate(op, op.schedule(**MMA, **knobs), op.problem(sizes, dtype=dt), backend="emulate", order="random")
@@ -352,6 +353,7 @@ def test_the_emulator_catches_broken_mma_softmax(old, new):
     (dict(dmax=128, rq=4), dict(batch=1, heads=1, seq=33, head_dim=97, causal=0)),
     (dict(bq=32, rq=4, bk=32, rk=2, dmax=32, stages=3), dict(batch=2, heads=1, seq_q=100, seq_k=130, head_dim=32, causal=1)),
     (dict(bq=16, rq=2, bk=16, rk=2, dmax=32, stages=2, copy="sync"), dict(batch=1, heads=2, seq=50, head_dim=20, causal=1)),
+    (dict(bq=192, rq=8), dict(batch=1, heads=2, seq_q=400, seq_k=300, head_dim=64, causal=1)),   # 24 rows of threads
 ])
 def test_other_tiles_are_correct_on_the_emulator(knobs, sizes):
     v = validate(op, op.schedule(**knobs), op.problem(sizes), backend="emulate", order="random")
