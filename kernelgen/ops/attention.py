@@ -494,9 +494,8 @@ class Attention(Op):
         scalars += (Scalar("heads", "int", problem["heads"]),) + tuple(Scalar(n, t, values[n])
                                                                        for n, t in _stride_args("QKVO"))
         vec = self._vec(k)     # elements of a 16-byte access
-        # rows start 16-byte aligned (float4 / cp.async / 16-byte loads) where head_dim and every stride are
-        # multiples of vec; the _unaligned twin's element-wise accesses take any strides
-        aligned = d % vec == 0 and all(x.aligned(vec) for x in st.values())
+        # the _unaligned twin's element-wise accesses take any strides
+        aligned = self.rows_aligned(problem, vec)
         align = tuple((buf, 16 if aligned else 16 // vec) for buf in BUFS)
         most, axis = pair_limit(k["algo"])
         check(bh <= most, "bind", "bh", f"batch*heads={bh}", limit=f"the {k['algo']} kernels' {axis} holds {most} "
@@ -529,6 +528,12 @@ class Attention(Op):
             return Plan(kernel, problem, (launch,), (), scalars + (Scalar("pairs", "int", bh),), align, maps)
         launch = Launch(kernel.name + ("" if aligned else "_unaligned"), grid, block, FUSED_ARGS, kernel.static_smem)
         return Plan(kernel, problem, (launch,), (), scalars, align)
+
+    @classmethod
+    def rows_aligned(cls, problem: Problem, vec: int) -> bool:
+        """Whether every row of Q, K, V and O starts 16-byte aligned (float4, cp.async, 16-byte loads, TMA): head_dim
+        and every stride multiples of `vec`, the elements of a 16-byte access."""
+        return problem["head_dim"] % vec == 0 and all(x.aligned(vec) for x in cls.strides(problem).values())
 
     @staticmethod
     def _vec(k: dict) -> int:
@@ -728,7 +733,7 @@ class Attention(Op):
         shared memory the target holds."""
         target = target or default_target()
         if problem.dtype("Q").name in HALF:
-            return self.schedule_from_knobs(**(hopper.pick(problem, self.strides(problem), target) or
+            return self.schedule_from_knobs(**(hopper.pick(problem, self.rows_aligned(problem, 8), target) or
                                                self._mma_pick(problem, target)))
         d, sq = problem["head_dim"], problem["seq_q"]
         dmax = widths_for(d)[0]

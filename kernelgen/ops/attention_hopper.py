@@ -80,9 +80,9 @@ def params(k: dict, types: Types, target: Target, log2e: float) -> tuple[dict, i
     return p, lay["total"], registers(k)
 
 
-def pick(problem, strides: dict, target: Target) -> dict | None:
+def pick(problem, aligned: bool, target: Target) -> dict | None:
     """The flash_wgmma knobs for `problem`, or None where the mma.sync kernel should run: the target has no
-    wgmma, TMA cannot read the rows (head_dim or a stride not a multiple of 8), or the blocks would leave SMs
+    wgmma, TMA cannot read the rows (not `aligned`: head_dim or a stride not a multiple of 8), or the blocks would leave SMs
     idle (the mma.sync kernel's 64-query blocks fill them). Measured on the H100 against SDPA flash
     (bench_results/2026-11-25-s18/attention_wgmma_probe_{order,two,small}.md):
     - the order blocks start in: where every pair's K and V fit in L2 together, pair-fastest (each pair's
@@ -100,7 +100,7 @@ def pick(problem, strides: dict, target: Target) -> dict | None:
       where the grid is not causal (d64 1.48x, d128 1.66x against 1.40x and 1.61x one tile a block); a causal
       grid's tiles differ in length and the static walk left SMs idle (d64 causal 0.90x with 3 warpgroups,
       d128 causal 1.50x against 1.58x; attention_wgmma_probe_persistent.md)."""
-    if not target.has("wgmma") or problem["head_dim"] % 8 or not all(st.aligned(8) for st in strides.values()):
+    if not target.has("wgmma") or not aligned:
         return None
     dmax = PANEL * -(-problem["head_dim"] // PANEL)
     bh = problem["batch"] * problem["heads"]

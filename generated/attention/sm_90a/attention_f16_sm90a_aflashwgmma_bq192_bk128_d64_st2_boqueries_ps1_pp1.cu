@@ -313,9 +313,9 @@ attention_f16_sm90a_aflashwgmma_bq192_bk128_d64_st2_boqueries_ps1_pp1(const __gr
     if (tid == 0) {
       int it = 0;   // K/V tiles loaded so far, over the block's tiles
       for (int t = first, n = 0; t < last; t += step, ++n) {
-        const int q0 = (nq - 1 - t % nq) * 192;
+        const int q0 = (int)(nq - 1 - t % nq) * 192;   // the longest rows first
+        const int kg_pair = (int)(t / nq), b = kg_pair / heads, h = kg_pair % heads;   // the (batch, head) pair
         const int ntiles = ((causal ? min(seq_k, q0 + 192) : seq_k) + 127) / 128;
-        const int kg_pair = t / nq, b = kg_pair / heads, h = kg_pair % heads;
         if (n > 0) kg_mbar_wait(q_empty, (n - 1) & 1);   // every consumer's last S of the previous tile is done
         kg_mbar_expect_bytes(q_full, 24576);
         kg_tma_load_4d(Qs, &tmQ, q_full, 0, q0, h, b);
@@ -341,7 +341,7 @@ attention_f16_sm90a_aflashwgmma_bq192_bk128_d64_st2_boqueries_ps1_pp1(const __gr
   // turns a warpgroup takes: a tile's S, over the block's tiles
   int turns = 0;
   for (int t = first; t < last; t += step) {
-    const int q0 = (nq - 1 - t % nq) * 192;
+    const int q0 = (int)(nq - 1 - t % nq) * 192;   // the longest rows first
     const int ntiles = ((causal ? min(seq_k, q0 + 192) : seq_k) + 127) / 128;
     turns += ntiles;
   }
@@ -349,9 +349,9 @@ attention_f16_sm90a_aflashwgmma_bq192_bk128_d64_st2_boqueries_ps1_pp1(const __gr
   if (wg == 2) kg_bar_arrive(1, 256);   // warpgroup 0 goes first
   int it0 = 0;   // the block's K/V tiles before this tile's
   for (int t = first, n = 0; t < last; t += step, ++n) {
-    const int q0 = (nq - 1 - t % nq) * 192;
+    const int q0 = (int)(nq - 1 - t % nq) * 192;   // the longest rows first
+    const int kg_pair = (int)(t / nq), b = kg_pair / heads, h = kg_pair % heads;   // the (batch, head) pair
     const int ntiles = ((causal ? min(seq_k, q0 + 192) : seq_k) + 127) / 128;
-    const int kg_pair = t / nq, b = kg_pair / heads, h = kg_pair % heads;
     const int r0 = q0 + wg * 64, wrow = r0 + (tid >> 5 & 3) * 16;   // the warpgroup's and the warp's first query rows
     float mrow[1][2], lrow[1][2], acc[1][8][4], s[1][16][4];
     unsigned p[8][4];   // P's A fragments
