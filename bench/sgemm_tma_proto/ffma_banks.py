@@ -1,28 +1,52 @@
-"""Register-bank statistics of the FFMAs in a SASS listing (nvdisasm -c): how many register-file reads each
-FFMA makes (operands the reuse cache does not serve) and how many of them share a bank, under three models of
-the banks (reg % 2, reg % 4, and 64-bit pairs: (reg >> 1) % 2). Used to test whether dispatch stalls follow
-bank conflicts (they did not: bench_results/2026-11-25-s19/).
+"""Register-file reads of the FFMAs in a SASS listing (`nvdisasm -c`): an FFMA reads up to three registers, and
+an operand the instruction before left in the reuse cache (`.reuse`, same slot, same register) is not read again.
+Prints, per listing, the share of FFMAs that read 2 and 3 registers and how many of those reads share a bank
+under three models of the banks (reg % 2, reg % 4, 64-bit pairs (reg >> 1) % 2).
     python3 bench/sgemm_tma_proto/ffma_banks.py kernel.sass ...
 """
-import re, sys
-def analyse(path):
-    prev = {}
-    stats = {}
-    total = 0
-    for line in open(path):
-        m = re.search(r"\bFFMA\s+(R\d+|RZ), (-?)(R\d+|RZ)(\.reuse)?, (-?)(R\d+|RZ)(\.reuse)?, (-?)(R\d+|RZ)(\.reuse)?", line)
+import collections
+import re
+import sys
+
+FFMA = re.compile(r"\bFFMA\s+(R\d+|RZ), -?(R\d+|RZ)(\.reuse)?, -?(R\d+|RZ)(\.reuse)?, -?(R\d+|RZ)(\.reuse)?")
+FENCE = re.compile(r"\b(BRA|BAR|SYNCS|EXIT)\b")      # the reuse cache is not relied on across these
+MODELS = {"mod2": lambda r: r % 2, "mod4": lambda r: r % 4, "pair": lambda r: (r >> 1) & 1}
+
+
+def ffma_reads(lines):
+    """(position, registers read from the register file) of each FFMA among `lines` (SASS instruction texts);
+    other lines give (position, None)."""
+    cached = {}
+    for n, line in enumerate(lines):
+        m = FFMA.search(line)
         if not m:
-            if re.search(r"\b(BRA|BAR|SYNCS|EXIT)\b", line): prev = {}
+            if FENCE.search(line):
+                cached = {}
+            yield n, None
             continue
-        ops = [(m.group(3), m.group(4)), (m.group(6), m.group(7)), (m.group(9), m.group(10))]
-        reads = [int(r[1:]) for slot, (r, _) in enumerate(ops) if r != "RZ" and prev.get(slot) != r]
-        prev = {slot: r for slot, (r, reuse) in enumerate(ops) if reuse}
-        total += 1
-        for banks in (2, 4, "pair"):
-            b = [(r >> 1) & 1 if banks == "pair" else r % banks for r in reads]
-            worst = max((b.count(x) for x in set(b)), default=0)
-            stats.setdefault((banks, worst), 0)
-            stats[(banks, worst)] += 1
-        stats.setdefault(("reads", len(reads)), 0); stats[("reads", len(reads))] += 1
-    print(path, total, {k: f"{100*v/total:.1f}%" for k, v in sorted(stats.items(), key=str)})
-for p in sys.argv[1:]: analyse(p)
+        ops = [(m.group(2), m.group(3)), (m.group(4), m.group(5)), (m.group(6), m.group(7))]
+        yield n, [int(r[1:]) for slot, (r, _) in enumerate(ops) if r != "RZ" and cached.get(slot) != r]
+        cached = {slot: r for slot, (r, reuse) in enumerate(ops) if reuse}
+
+
+def worst_bank(reads, model):
+    """How many of `reads` fall in the fullest bank under `model`."""
+    banks = [MODELS[model](r) for r in reads]
+    return max((banks.count(b) for b in set(banks)), default=0)
+
+
+def main(paths):
+    for path in paths:
+        stats, total = collections.Counter(), 0
+        for _, reads in ffma_reads(open(path).read().splitlines()):
+            if reads is None:
+                continue
+            total += 1
+            stats[("reads", len(reads))] += 1
+            for model in MODELS:
+                stats[(model, len(reads), worst_bank(reads, model))] += 1
+        print(path, total, "FFMA", {k: f"{100 * v / total:.1f}%" for k, v in sorted(stats.items(), key=str)})
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
