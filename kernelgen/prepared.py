@@ -57,17 +57,20 @@ class Prepared:
         return gpu.Arguments(self.op.name, self.shapes(), self.problem.dtype)
 
     @functools.cached_property
-    def _bound(self) -> gpu.Bound:
+    def bound(self) -> gpu.Bound:
+        """The plan's kernels loaded on the current GPU; `bound.enqueue(addresses, stream)` launches them on the
+        arrays' device addresses in `bound.arrays` order, unchecked (kernelgen.torch's eager calls, which check
+        the tensors themselves)."""
         return gpu.bind(self.plan, self.binary.cubin, self._arguments.names)
 
     def __call__(self, *, stream=None, **arrays: Any) -> None:
         """Launch on `stream` (default: the caller's current torch or CuPy stream); does not wait."""
         addresses, current = self._arguments.read(arrays)     # checked before anything is compiled
-        self._bound.enqueue(addresses, current() if stream is None else gpu.stream_handle(stream))
+        self.bound.enqueue(addresses, current() if stream is None else gpu.stream_handle(stream))
 
     def launcher(self, arrays: dict[str, Any]):
         """A no-argument launcher on fixed device arrays (for timing loops and CUDA-graph capture)."""
-        return gpu.launcher(self._bound, arrays, self.shapes(), self.problem.dtype)
+        return gpu.launcher(self.bound, arrays, self.shapes(), self.problem.dtype)
 
 
 @functools.lru_cache(maxsize=1024)

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import functools
 import logging
+from dataclasses import dataclass
 
 try:
     import torch
@@ -109,18 +110,63 @@ def _prepared(op_name: str, problem: str, dtype: str, out_dtype: str):
     return prepare(op, _schedule(op_name, problem, dtype, out_dtype)[0], p, gpu.device())
 
 
+@dataclass(frozen=True)
+class _Call:
+    """What a call of (op, problem, types) needs on this GPU, found once: each input's and output's (shape, torch
+    type), the kernels bound to the GPU, and for each array of the bound launch its place among inputs + outputs."""
+    inputs: tuple
+    outputs: tuple
+    bound: object
+    order: tuple
+
+    def accepts(self, tensors: list) -> bool:
+        """Whether `tensors` are exactly the inputs the launch reads: shapes, types, contiguous CUDA tensors."""
+        return len(tensors) == len(self.inputs) and all(
+            t.shape == s and t.dtype is d and t.is_cuda and t.is_contiguous() for t, (s, d) in zip(tensors, self.inputs))
+
+
+@functools.lru_cache(maxsize=4096)
+def _call(op_name: str, problem: str, dtype: str, out_dtype: str) -> _Call:
+    in_names, ins, out_names, outs = _signature(op_name, problem, dtype, out_dtype)
+    prep = _prepared(op_name, problem, dtype, out_dtype)
+    names = in_names + out_names
+    return _Call(ins, outs, prep.bound, tuple(names.index(n) for n in prep.bound.arrays))
+
+
+_raw_stream = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+
+
+def _current_stream(device) -> int:
+    """torch's current stream on `device`, as a raw handle (torch.cuda.current_stream builds a Stream object:
+    ~6 us a call on the H100's host, against 0.2; bench_results/2026-11-25-s19/host_parts.txt)."""
+    return _raw_stream(device.index) if _raw_stream else torch.cuda.current_stream(device).cuda_stream
+
+
 @torch.library.custom_op("kernelgen::run", mutates_args=())
 def _run(op_name: str, problem: str, dtype: str, out_dtype: str, inputs: list[torch.Tensor]) -> list[torch.Tensor]:
     return _launch(op_name, problem, dtype, out_dtype, inputs)
 
 
 def _launch(op_name: str, problem: str, dtype: str, out_dtype: str, inputs: list) -> list:
-    """The op's body: inputs checked, outputs allocated, the prepared kernel launched on torch's current stream."""
+    """The op's body: outputs allocated, the prepared kernel launched on torch's current stream. Inputs that are
+    exactly what the kernels read go straight to the launch; any others take _launch_checked's way, which copies
+    strided ones and names what is wrong with the rest."""
+    call = _call(op_name, problem, dtype, out_dtype)
+    if not call.accepts(inputs):
+        return _launch_checked(op_name, problem, dtype, out_dtype, inputs)
+    device = inputs[0].device
+    arrays = list(inputs) + [torch.empty(s, dtype=d, device=device) for s, d in call.outputs]
+    call.bound.enqueue([arrays[i].data_ptr() for i in call.order], _current_stream(device))
+    return arrays[len(inputs):]
+
+
+def _launch_checked(op_name: str, problem: str, dtype: str, out_dtype: str, inputs: list) -> list:
+    """_launch with every input checked (its message where anything differs) and made contiguous."""
     _check_call(op_name, problem, dtype, out_dtype, inputs)
     in_names, _, out_names, _ = _signature(op_name, problem, dtype, out_dtype)
     inputs = [t.contiguous() for t in inputs]
     outs = _outputs(op_name, problem, dtype, out_dtype, inputs[0].device)
-    _prepared(op_name, problem, dtype, out_dtype)(stream=torch.cuda.current_stream(inputs[0].device).cuda_stream,
+    _prepared(op_name, problem, dtype, out_dtype)(stream=_current_stream(inputs[0].device),
                                                   **dict(zip(in_names, inputs)), **dict(zip(out_names, outs)))
     return outs
 
@@ -164,27 +210,41 @@ def linear(x, weight, bias=None, epilogue: str | None = None, out_dtype: str | N
     own F.linear may round to TF32, 3xTF32 is the more accurate of what that allows)."""
     if dtype is None and x.dtype == torch.float32 and _matmul_precision() != "highest":
         dtype = "tf32x3"
-    *lead, K = x.shape
+    # eager calls find the call's problem by its shapes and options (building it took ~8 us a call); traced ones,
+    # whose shapes may be symbols, build it
+    plan = _linear_plan.__wrapped__ if torch.compiler.is_compiling() else _linear_plan
+    name, problem, used = plan(tuple(x.shape), weight.shape[0], x.dtype, epilogue, bias is not None,
+                               residual is not None, dtype)
+    N, flat = weight.shape[0], x.dim() == 2
+    rows = x if flat else x.reshape(-1, x.shape[-1])
+    inputs = [rows, weight] + ([bias] if "bias" in used else []) + \
+        ([residual if residual.dim() == 2 else residual.reshape(-1, N)] if "res" in used else [])
+    out = run(name, problem, inputs, dtype=dtype, out_dtype=out_dtype)[0]
+    return out if flat else out.reshape(*x.shape[:-1], N)
+
+
+@functools.lru_cache(maxsize=4096)
+def _linear_plan(x_shape: tuple, N: int, x_dtype, epilogue: str | None, bias: bool, residual: bool,
+                 dtype: str | None) -> tuple[str, str, tuple]:
+    """(op name, problem string, the epilogue's inputs) of a linear call, its options checked."""
+    *lead, K = x_shape
     M = 1
     for v in lead:
         M *= v
-    N = weight.shape[0]
-    epilogue = epilogue or ("acc" + (" + bias" if bias is not None else "") + (" + res" if residual is not None else "")
-                            if bias is not None or residual is not None else None)
-    if dtype is not None and (x.dtype != torch.float32 or dtype not in ("float32", "tf32", "tf32x3")):
-        raise ValueError(f"linear: dtype {dtype!r} for {x.dtype} tensors: a dtype is given for float32 ones only, "
+    epilogue = epilogue or ("acc" + (" + bias" if bias else "") + (" + res" if residual else "")
+                            if bias or residual else None)
+    if dtype is not None and (x_dtype != torch.float32 or dtype not in ("float32", "tf32", "tf32x3")):
+        raise ValueError(f"linear: dtype {dtype!r} for {x_dtype} tensors: a dtype is given for float32 ones only, "
                          "float32, tf32 or tf32x3")
-    name = "gemm" if x.dtype != torch.float32 or dtype in ("tf32", "tf32x3") else "sgemm"
+    name = "gemm" if x_dtype != torch.float32 or dtype in ("tf32", "tf32x3") else "sgemm"
     problem = f"M={M},N={N},K={K},layout=NT" + (f";epilogue={epilogue}" if epilogue else "")
     used = _epilogue_inputs(epilogue) if epilogue else ()
     for buf, given in (("res", residual), ("bias", bias)):
-        if (buf in used) != (given is not None):
+        if (buf in used) != given:
             arg = "residual" if buf == "res" else buf
-            raise ValueError(f"linear: epilogue {epilogue!r} " + (f"reads {buf} but no {arg}= was given" if given is None
+            raise ValueError(f"linear: epilogue {epilogue!r} " + (f"reads {buf} but no {arg}= was given" if not given
                              else f"does not read {buf}, yet {arg}= was given"))
-    inputs = [x.reshape(M, K), weight] + ([bias] if "bias" in used else []) + \
-        ([residual.reshape(M, N)] if "res" in used else [])
-    return run(name, problem, inputs, dtype=dtype, out_dtype=out_dtype)[0].reshape(*lead, N)
+    return name, problem, used
 
 
 @torch.compiler.assume_constant_result

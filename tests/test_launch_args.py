@@ -167,7 +167,7 @@ def softmax(libraries):
     op = get_op("softmax")
     cached = prepare(op, op.default_schedule(), op.problem({"rows": 4, "cols": 64}))
     prep = Prepared(cached.op, cached.kernel, cached.plan, cached.target)     # not the process-wide one
-    prep.__dict__["_bound"] = gpu.Bound(prep.plan, {l.symbol: 7 for l in prep.plan.launches}, {}, prep._arguments.names)
+    prep.__dict__["bound"] = gpu.Bound(prep.plan, {l.symbol: 7 for l in prep.plan.launches}, {}, prep._arguments.names)
     return prep
 
 
@@ -214,7 +214,7 @@ def test_tf32x3_data_are_float32_tensors(libraries):
     p = op.problem({"M": 64, "N": 64, "K": 64}, dtype="tf32x3")
     cached = prepare(op, op.schedule_for(p), p)
     prep = Prepared(cached.op, cached.kernel, cached.plan, cached.target)
-    prep.__dict__["_bound"] = gpu.Bound(prep.plan, {l.symbol: 7 for l in prep.plan.launches}, {}, prep._arguments.names)
+    prep.__dict__["bound"] = gpu.Bound(prep.plan, {l.symbol: 7 for l in prep.plan.launches}, {}, prep._arguments.names)
     prep(A=Tensor((64, 64), 0x10000), B=Tensor((64, 64), 0x20000), C=Tensor((64, 64), 0x30000))
     assert len(libraries.driver.launches) == len(prep.plan.launches)
     with pytest.raises(UsageError, match="array 'A' has dtype torch.float16; this kernel takes tf32x3"):

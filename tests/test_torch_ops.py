@@ -1,6 +1,8 @@
 """kernelgen.torch: the custom op's fake implementation (shapes and types without a GPU: FakeTensorMode,
 meta tensors, make_fx and torch.compile graph capture on CPU), bad inputs, and on a GPU real launches
 against torch, inside a CUDA graph and under torch.compile."""
+import types
+
 import pytest
 
 torch = pytest.importorskip("torch")
@@ -127,6 +129,29 @@ def test_eager_calls_skip_the_dispatcher_and_give_the_ops_answer():
     assert not kgt._plain([a, w, bias])            # autograd: the op's way, which refuses a backward
     with torch.no_grad():
         assert kgt._plain([a, w, bias])
+
+
+def test_a_call_takes_the_unchecked_launch_only_for_exactly_its_tensors():
+    """_Call.accepts lets a call go straight to the launch; any difference takes the checked way."""
+    call = kgt._Call(inputs=(((4, 3), torch.float32), ((3,), torch.float32)), outputs=(), bound=None, order=())
+    like = lambda shape, dtype=torch.float32, cuda=True, contiguous=True: types.SimpleNamespace(
+        shape=torch.Size(shape), dtype=dtype, is_cuda=cuda, is_contiguous=lambda: contiguous)
+    assert call.accepts([like((4, 3)), like((3,))])
+    for wrong in ([like((4, 3))], [like((3, 4)), like((3,))], [like((4, 3), torch.float16), like((3,))],
+                  [like((4, 3), cuda=False), like((3,))], [like((4, 3), contiguous=False), like((3,))]):
+        assert not call.accepts(wrong)
+
+
+@pytest.mark.gpu
+def test_strided_and_wrong_inputs_take_the_checked_launch_on_the_gpu():
+    a, b, bias = _cuda((33, 5), (5, 17), (17,))
+    (c,) = kgt.run("sgemm", SGEMM, [a, b, bias])
+    wide = torch.randn(33, 10, device="cuda")
+    wide[:, ::2] = a                                   # a as a strided view: copied, same answer
+    (d,) = kgt.run("sgemm", SGEMM, [wide[:, ::2], b, bias])
+    assert torch.equal(c, d)
+    with pytest.raises(ValueError, match="input A is"):
+        kgt.run("sgemm", SGEMM, [a[:, :4], b, bias], dtype="float32")
 
 
 @pytest.mark.gpu

@@ -1,0 +1,61 @@
+"""Host time of the parts of one eager kernelgen.torch call (bf16 linear with a bias at a tiny size, the GPU
+idle), each timed alone over many repetitions: where kgt.linear's ~50 us a call go, against torch's F.linear.
+    PYTHONPATH=. python3 bench/host_parts.py > $OUT/host_parts.txt"""
+import time
+
+import torch
+
+from kernelgen import torch as kgt
+
+
+def us(fn, n=3000):
+    for _ in range(100):
+        fn()
+    torch.cuda.synchronize()
+    t = time.perf_counter()
+    for _ in range(n):
+        fn()
+    torch.cuda.synchronize()
+    return (time.perf_counter() - t) / n * 1e6
+
+
+def main():
+    bf = torch.bfloat16
+    x, w, b = (torch.randn(*s, device="cuda", dtype=bf) for s in ((64, 128), (256, 128), (256,)))
+    kgt.linear(x, w, b)
+    torch.cuda.synchronize()
+    args = ("gemm", "M=64,N=256,K=128,layout=NT;epilogue=acc + bias", "bfloat16", "")
+    prep = kgt._prepared(*args)
+    names = kgt._signature(*args)
+    outs = kgt._outputs(*args, x.device)
+    arrays = dict(zip(names[0], [x, w, b]), **dict(zip(names[2], outs)))
+    addresses, _ = prep._arguments.read(arrays)
+    stream = torch.cuda.current_stream().cuda_stream
+    dev = x.device
+    parts = {
+        "kgt.linear (all)": lambda: kgt.linear(x, w, b),
+        "torch F.linear": lambda: torch.nn.functional.linear(x, w, b),
+        "kgt.run (from the problem string)": lambda: kgt.run("gemm", args[1], [x, w, b], dtype="bfloat16"),
+        "_launch": lambda: kgt._launch(*args, [x, w, b]),
+        "_launch_checked (every input checked)": lambda: kgt._launch_checked(*args, [x, w, b]),
+        "_current_stream": lambda: kgt._current_stream(dev),
+        "_plain": lambda: kgt._plain([x, w, b]),
+        "_check_call": lambda: kgt._check_call(*args, [x, w, b]),
+        "_outputs (torch.empty)": lambda: kgt._outputs(*args, dev),
+        "x.device": lambda: x.device,
+        "x.get_device()": lambda: x.get_device(),
+        "torch.cuda.current_stream(dev).cuda_stream": lambda: torch.cuda.current_stream(dev).cuda_stream,
+        "torch._C._cuda_getCurrentRawStream(0)": lambda: torch._C._cuda_getCurrentRawStream(0),
+        "Prepared(stream=, **arrays)": lambda: prep(stream=stream, **arrays),
+        "Arguments.read": lambda: prep._arguments.read(arrays),
+        "Bound.enqueue": lambda: prep.bound.enqueue(addresses, stream),
+        "[t.contiguous() for 3]": lambda: [t.contiguous() for t in (x, w, b)],
+        "[t.data_ptr() for 3]": lambda: [t.data_ptr() for t in (x, w, b)],
+        "x.reshape(64, 128)": lambda: x.reshape(64, 128),
+    }
+    for name, fn in parts.items():
+        print(f"{name:48s} {us(fn):7.2f} us")
+
+
+if __name__ == "__main__":
+    main()
