@@ -24,8 +24,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from kernelgen import gpu                                  # noqa: E402
 from kernelgen.ops import get_op                           # noqa: E402
 from kernelgen.sizes import parse_size                     # noqa: E402
-from kernelgen.timing import measure, time_callable        # noqa: E402
+from kernelgen.timing import measure                        # noqa: E402
 from kernelgen.validate import validate                    # noqa: E402
+from attention_probe import torch_rows                      # noqa: E402  (bench/, beside this file)
 
 SHAPES = (("batch=8,heads=16,seq=2048,head_dim=64", ("float16", "bfloat16")),
           ("batch=8,heads=16,seq=2048,head_dim=64,causal=1", ("float16",)),
@@ -51,17 +52,8 @@ def knobs_of(text: str) -> dict:
 
 
 def sdpa_flash(problem, dt: str, reps: int) -> float | None:
-    import torch
-    from torch.nn.attention import SDPBackend, sdpa_kernel
-    b, h, sq, sk, d = (problem[n] for n in ("batch", "heads", "seq_q", "seq_k", "head_dim"))
-    dtype = getattr(torch, dt)
-    q = torch.randn(b, h, sq, d, device="cuda", dtype=dtype)
-    k, v = torch.randn(b, h, sk, d, device="cuda", dtype=dtype), torch.randn(b, h, sk, d, device="cuda", dtype=dtype)
-
-    def run():
-        with sdpa_kernel(SDPBackend.FLASH_ATTENTION):
-            return torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=bool(problem["causal"]))
-    return time_callable(run, reps=reps).median_us
+    """torch SDPA's flash kernel on `problem` in `dt`: median microseconds (attention_probe's timing)."""
+    return torch_rows(problem, reps, flash_only=(dt,))[0].get("time_us")
 
 
 def row_for(op, what: str, knobs: dict, problem, dt: str, reps: int) -> dict:
