@@ -32,7 +32,16 @@ def main():
     addresses, _ = prep._arguments.read(arrays)
     stream = torch.cuda.current_stream().cuda_stream
     dev = x.device
+    x3, g, be = torch.randn(8, 64, 128, device="cuda", dtype=bf), torch.ones(128, device="cuda", dtype=bf), \
+        torch.zeros(128, device="cuda", dtype=bf)
+    qkv = torch.randn(1, 64, 3 * 128, device="cuda", dtype=bf)
+    q, k, v = (t.view(1, 64, 2, 64).transpose(1, 2) for t in qkv.split(128, dim=-1))    # the packed views
     parts = {
+        "kgt.layer_norm (3-D x)": lambda: kgt.layer_norm(x3, g, be),
+        "kgt.layer_norm (3-D x, residual, return_sum)": lambda: kgt.layer_norm(x3, g, be, residual=x3, return_sum=True),
+        "torch F.layer_norm (3-D x)": lambda: torch.nn.functional.layer_norm(x3, (128,), g, be),
+        "kgt.attention (packed views, causal)": lambda: kgt.attention(q, k, v, causal=True),
+        "torch SDPA (same views, causal)": lambda: torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True),
         "kgt.linear (all)": lambda: kgt.linear(x, w, b),
         "torch F.linear": lambda: torch.nn.functional.linear(x, w, b),
         "kgt.run (from the problem string)": lambda: kgt.run("gemm", args[1], [x, w, b], dtype="bfloat16"),

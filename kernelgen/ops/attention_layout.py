@@ -25,6 +25,8 @@ three overlapping windows onto one projection and no copy is made.
 """
 from __future__ import annotations
 
+import functools
+
 from dataclasses import dataclass
 
 LAYOUTS = ("bhsd", "bshd", "packed")
@@ -93,6 +95,7 @@ def store(tensors: dict, layout: str | None, xp) -> dict:
     return {name: flat[i * h * d:i * h * d + n].copy() for i, name in enumerate("QKV")}
 
 
+@functools.lru_cache(maxsize=1024)
 def layout_of(shape: tuple[int, ...], stride: tuple[int, ...], seq_q: int) -> str | None:
     """The layout word of a (batch, heads, seq, head_dim) tensor's strides (a dim of size 1 matches any
     stride, as torch's is_contiguous has it), or None where none has them. `seq_q` is Q's seq (the packed
