@@ -108,6 +108,7 @@ def test_rows_tma_cannot_read_are_refused_with_the_rule():
     (dict(batch=8, heads=16, seq=2048, head_dim=64), "sm_90a", "flash_wgmma"),
     (dict(batch=1, heads=32, seq=2048, head_dim=128, causal=1), "sm_90a", "flash_wgmma"),   # K and V: 32 MiB
     (dict(batch=8, heads=16, seq=2048, head_dim=128), "sm_90a", "flash_wgmma"),             # K and V: 128 MiB
+    (dict(batch=8, heads=12, seq=1024, head_dim=64), "sm_90a", "flash_wgmma"),   # 6 x 192 queries pad 1024 by 1/8
     (dict(batch=8, heads=16, seq=2048, head_dim=64), "sm_90", "flash_mma"),       # no wgmma
     (dict(batch=8, heads=16, seq=2048, head_dim=60), "sm_90a", "flash_mma"),      # rows TMA cannot read
     (dict(batch=1, heads=2, seq=300, head_dim=64), "sm_90a", "flash_mma"),        # 4 blocks of 192 for 132 SMs
@@ -117,13 +118,13 @@ def test_schedule_for_takes_the_hopper_kernel_where_it_applies(sizes, arch, algo
     p = op.problem(sizes, dtype="bf16")
     k = op.knobs_from_schedule(op.schedule_for(p, target(arch)))
     assert k["algo"] == algo
-    if algo == "flash_wgmma":   # 128-key tiles: 3 consumer warpgroups where S and O fit 160 registers and the grid
-        # is not causal, else 2 and the overlap; pair-fastest where every pair's K and V fit in L2 (50 MB)
-        three = sizes["head_dim"] <= 64 and not sizes.get("causal")
-        kv_mb = sizes["batch"] * sizes["heads"] * 2 * sizes["seq"] * sizes["head_dim"] * 2 / 2**20
-        assert (k["bq"], k["bk"], k["dmax"], k["overlap"]) == ((192, 128, 64, False) if three else (128, 128, 128, True))
-        assert k["persistent"] == (not sizes.get("causal"))     # a causal grid's tiles differ in length
-        assert k["order"] == ("pairs" if kv_mb <= 50 else "queries"), kv_mb
+    if algo == "flash_wgmma":   # 128-key tiles: 3 consumer warpgroups where S and O fit 160 registers, the grid
+        # is not causal and 192-query blocks pad seq little more than 128-query ones, else 2 and the overlap
+        padded = lambda bq: -(-sizes["seq"] // bq) * bq      # s2048: 2112 and 2048 rows; s1024: 1152 and 1024
+        three = sizes["head_dim"] <= 64 and not sizes.get("causal") and padded(192) < 1.05 * padded(128)
+        assert (k["bq"], k["bk"], k["dmax"], k["overlap"]) == ((192, 128, 64, False) if three else
+                                                               (128, 128, sizes["head_dim"], True))
+        assert k["persistent"] and k["order"] == "queries"    # causal grids too: the walk balances their tiles
         op.kernel(op.schedule_for(p, target(arch)), target(arch), p.types)   # legal as picked
 
 

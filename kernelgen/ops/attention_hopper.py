@@ -16,6 +16,9 @@ from .base import TensorMap
 WGMMA = "wgmma.m64nNk16"         # m64 a warpgroup; N the tile's keys (S = Q Kᵀ) or head_dim's tile (O += P V)
 WG_ROWS = 64                     # query rows of a consumer warpgroup
 MAX_CONSUMERS = 3                # 3 x 160 registers a consumer thread + 32 a producer's fill the register file
+# three consumer warpgroups' speed over two's a query row computed (pick): b8 h16 s2048 d64, persistent, 317.7 against
+# 336.0 us (bench_results/2026-11-25-s18/attention_wgmma_probe_persistent.md)
+THREE_GAIN = 336.0 / 317.7
 PANEL = 64                       # columns of a 128-byte swizzle panel (TMA's widest box with that swizzle)
 MAPS = (("tmQ", "Q", "seq_q", "bq"), ("tmK", "K", "seq_k", "bk"), ("tmV", "V", "seq_k", "bk"))
 HALF = ("float16", "bfloat16")            # the types wgmma multiplies here (attention.py's HALF is this)
@@ -85,32 +88,38 @@ def pick(problem, aligned: bool, target: Target) -> dict | None:
     wgmma, TMA cannot read the rows (not `aligned`: head_dim or a stride not a multiple of 8), or the blocks would leave SMs
     idle (the mma.sync kernel's 64-query blocks fill them). Measured on the H100 against SDPA flash
     (bench_results/2026-11-25-s18/attention_wgmma_probe_{order,two,small}.md):
-    - the order blocks start in: where every pair's K and V fit in L2 together, pair-fastest (each pair's
-      longest block first: b1 h32 s2048 d128 causal 2.03x against 1.83x); else each pair's query blocks in a
-      row, so the blocks in flight share few pairs' K and V (pair-fastest, b8 h16 s2048 d128 read them from
-      DRAM once a block, 83% of its bandwidth under ncu: 1.36x where this order runs 1.62x);
+    - the order blocks start in: each pair's query blocks in a row, so the blocks in flight share few pairs' K and
+      V (pair-fastest, b8 h16 s2048 d128 read them from DRAM once a block, 83% of its bandwidth under ncu: 1.36x
+      where this order runs 1.62x). One tile a block, pair-fastest had been faster where every pair's K and V fit
+      in L2 (b1 h32 s2048 d128 causal 2.03x against 1.83x); the persistent walk below runs each pair's blocks in a
+      row as fast or faster there too: that shape 2.23x against 2.16x, and not causal 1.64x against 1.57x; b8 h12
+      s1024 d64 causal 1.69x against 1.65x, not causal 1.38x against 1.40x (bench_results/2026-11-25-s19/
+      attention_wgmma_probe_zigzag.md, attention_wgmma_probe_order.md);
     - K/V tiles of 128 keys (64 and 96 measured slower where they fit, 160-176 too), the consumers taking
       turns (pingpong), 2 stages;
-    - three consumer warpgroups of 160 registers, each tile's S, softmax and P V in turn, where S and O fit and
-      the mask is off (d64: 1.41x against two warpgroups' 1.34x, three hiding each one's softmax under the
-      others' MMAs); else two of 240 with the overlap (tile j's softmax under tile j-1's P V): d128, and causal
-      grids, whose blocks differ in length and balance better in 128-query ones (b8 h12 s1024 d64 causal 1.44x
-      against 1.28x);
-    - persistent blocks (one an SM walking the tiles, the next tile's loads under this one's last P V and store)
-      where the grid is not causal (d64 1.48x, d128 1.66x against 1.40x and 1.61x one tile a block); a causal
-      grid's tiles differ in length and the static walk left SMs idle (d64 causal 0.90x with 3 warpgroups,
-      d128 causal 1.50x against 1.58x; attention_wgmma_probe_persistent.md)."""
+    - three consumer warpgroups of 160 registers, each tile's S, softmax and P V in turn, where S and O fit, the
+      mask is off and seq_q in 192-query blocks is padded at most THREE_GAIN times as much as in 128-query ones
+      (b8 h16 s2048 d64, persistent: 317.7 us against two warpgroups' 336.0, three hiding each one's softmax under
+      the others' MMAs; at s1024 the last of six 192-query blocks is two thirds padding: 80.6 us against 71.4,
+      attention_wgmma_probe_order.md); else two of 240 with the overlap (tile j's softmax under tile j-1's P V):
+      d128, and causal grids, whose blocks differ in length and balance better in 128-query ones (b8 h12 s1024
+      d64 causal 1.44x against 1.28x);
+    - persistent blocks (one an SM walking the tiles, the next tile's loads under this one's last P V and store):
+      d64 1.48x, d128 1.66x against 1.40x and 1.61x one tile a block. A causal grid's tiles differ in length: walked
+      in rounds, block i taking every round's i-th tile, the longest-first tiles left SMs idle (d128 causal 1.50x
+      against 1.58x one tile a block, attention_wgmma_probe_persistent.md); walked forwards and backwards in turn
+      (each_tile in templates/attention_wgmma.cu.j2) they balance: b8 h16 s2048 causal d64 1.41x and d128 1.71x
+      against 1.27x and 1.59x, b1 h32 s2048 d128 causal 2.23x against 2.02x, b8 h12 s1024 d64 causal 1.69x against
+      1.41x (attention_wgmma_probe_zigzag.md)."""
     if not target.has("wgmma") or not aligned:
         return None
     dmax = PANEL * -(-problem["head_dim"] // PANEL)
-    bh = problem["batch"] * problem["heads"]
-    kv_bytes = bh * 2 * problem["seq_k"] * problem["head_dim"] * problem.dtype("K").itemsize
-    base = dict(algo="flash_wgmma", bk=128, dmax=dmax, stages=2, pingpong=True,
-                order="pairs" if kv_bytes <= target.l2_bytes else "queries")
-    base["persistent"] = not problem["causal"]
+    bh, seq_q = problem["batch"] * problem["heads"], problem["seq_q"]
+    base = dict(algo="flash_wgmma", bk=128, dmax=dmax, stages=2, pingpong=True, persistent=True, order="queries")
     three, two = dict(base, bq=3 * WG_ROWS, overlap=False), dict(base, bq=2 * WG_ROWS, overlap=True)
     fits = registers(three) <= setmaxnreg(three)["consumer_regs"]
-    k = three if fits and not problem["causal"] else two
+    padded = lambda bq: -(-seq_q // bq) * bq
+    k = three if fits and not problem["causal"] and padded(three["bq"]) <= THREE_GAIN * padded(two["bq"]) else two
     if bh * -(-problem["seq_q"] // k["bq"]) < target.sms:
         return None
     return k

@@ -292,8 +292,9 @@ attention_f16_sm90a_aflashwgmma_bq192_bk128_d64_st2_boqueries_ps1_pp1(const __gr
   constexpr bool ALIGNED = true;   // and store pairs: TMA's rule makes head_dim and the strides multiples of 8
   const int tid = threadIdx.x;
   const int nq = (seq_q + 191) / 192;   // query blocks of a pair
-  // Persistent: gridDim.x blocks walk the nq * pairs tiles, tile blockIdx.x + i * gridDim.x; K/V stages and barrier
-  // phases run on across a block's tiles, so the next tile's Q and K/V load during this one's last P V and store.
+  // Persistent: gridDim.x blocks walk the nq * pairs tiles in rounds of gridDim.x, forwards and backwards in turn
+  // (each_tile); K/V stages and barrier phases run on across a block's tiles, so the next tile's Q and K/V load
+  // during this one's last P V and store.
   const int first = blockIdx.x, step = gridDim.x, last = nq * pairs;
   if (tid == 0) {
     kg_mbar_init(q_full, 1);
@@ -312,7 +313,7 @@ attention_f16_sm90a_aflashwgmma_bq192_bk128_d64_st2_boqueries_ps1_pp1(const __gr
     kg_setmaxnreg_dec<32>();
     if (tid == 0) {
       int it = 0;   // K/V tiles loaded so far, over the block's tiles
-      for (int t = first, n = 0; t < last; t += step, ++n) {
+      for (int n = 0, t = first; t < last; ++n, t = (n + 1) / 2 * 2 * step + (n & 1 ? -1 - first : first)) {
         const int q0 = (int)(nq - 1 - t % nq) * 192;   // the longest rows first
         const int kg_pair = (int)(t / nq), b = kg_pair / heads, h = kg_pair % heads;   // the (batch, head) pair
         const int ntiles = ((causal ? min(seq_k, q0 + 192) : seq_k) + 127) / 128;
@@ -340,7 +341,7 @@ attention_f16_sm90a_aflashwgmma_bq192_bk128_d64_st2_boqueries_ps1_pp1(const __gr
   const float sl2 = scale * 1.4426950408889634f;   // scores in log2 units: exp(x) = exp2(x * log2(e))
   // turns a warpgroup takes: a tile's S, over the block's tiles
   int turns = 0;
-  for (int t = first; t < last; t += step) {
+  for (int n = 0, t = first; t < last; ++n, t = (n + 1) / 2 * 2 * step + (n & 1 ? -1 - first : first)) {
     const int q0 = (int)(nq - 1 - t % nq) * 192;   // the longest rows first
     const int ntiles = ((causal ? min(seq_k, q0 + 192) : seq_k) + 127) / 128;
     turns += ntiles;
@@ -348,7 +349,7 @@ attention_f16_sm90a_aflashwgmma_bq192_bk128_d64_st2_boqueries_ps1_pp1(const __gr
   int turn = 0;
   if (wg == 2) kg_bar_arrive(1, 256);   // warpgroup 0 goes first
   int it0 = 0;   // the block's K/V tiles before this tile's
-  for (int t = first, n = 0; t < last; t += step, ++n) {
+  for (int n = 0, t = first; t < last; ++n, t = (n + 1) / 2 * 2 * step + (n & 1 ? -1 - first : first)) {
     const int q0 = (int)(nq - 1 - t % nq) * 192;   // the longest rows first
     const int kg_pair = (int)(t / nq), b = kg_pair / heads, h = kg_pair % heads;   // the (batch, head) pair
     const int ntiles = ((causal ? min(seq_k, q0 + 192) : seq_k) + 127) / 128;
