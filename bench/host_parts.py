@@ -1,22 +1,10 @@
 """Host time of the parts of one eager kernelgen.torch call (bf16 linear with a bias at a tiny size, the GPU
 idle), each timed alone over many repetitions: where kgt.linear's ~50 us a call go, against torch's F.linear.
     PYTHONPATH=. python3 bench/host_parts.py > $OUT/host_parts.txt"""
-import time
-
 import torch
 
 from kernelgen import torch as kgt
-
-
-def us(fn, n=3000):
-    for _ in range(100):
-        fn()
-    torch.cuda.synchronize()
-    t = time.perf_counter()
-    for _ in range(n):
-        fn()
-    torch.cuda.synchronize()
-    return (time.perf_counter() - t) / n * 1e6
+from s17_host_profile import per_call_us     # bench/, beside this file
 
 
 def main():
@@ -63,7 +51,7 @@ def main():
         "x.reshape(64, 128)": lambda: x.reshape(64, 128),
     }
     for name, fn in parts.items():
-        print(f"{name:48s} {us(fn):7.2f} us")
+        print(f"{name:48s} {per_call_us(fn, 3000):7.2f} us")
 
 
 if __name__ == "__main__":
