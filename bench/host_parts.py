@@ -3,7 +3,7 @@ idle), each timed alone over many repetitions: where kgt.linear's ~50 us a call 
     PYTHONPATH=. python3 bench/host_parts.py > $OUT/host_parts.txt"""
 import torch
 
-from kernelgen import torch as kgt
+from kernelgen import gpu, torch as kgt
 from s17_host_profile import per_call_us     # bench/, beside this file
 
 
@@ -52,6 +52,15 @@ def main():
     }
     for name, fn in parts.items():
         print(f"{name:48s} {per_call_us(fn, 3000):7.2f} us")
+    # the Hopper attention kernel (b4 h40 s128 d64: 160 blocks) on two QKV buffers in turn, so its TMA descriptors'
+    # addresses change every call: each encoded again (KEPT = 1, as before they were kept), or copied back
+    for kept, seq in ((1, 128), (gpu._TensorMapSlot.KEPT, 136)):
+        gpu._TensorMapSlot.KEPT = kept             # a fresh shape: its slots start empty
+        qkvs = [torch.randn(4, seq, 3 * 40 * 64, device="cuda", dtype=bf) for _ in range(2)]
+        views = [[t.view(4, seq, 40, 64).transpose(1, 2) for t in qkv.split(40 * 64, dim=-1)] for qkv in qkvs]
+        turn = iter(range(10 ** 9))
+        call = lambda: kgt.attention(*views[next(turn) & 1], causal=True)
+        print(f"{f'kgt.attention, two buffers in turn, kept {kept}':48s} {per_call_us(call, 3000):7.2f} us")
 
 
 if __name__ == "__main__":

@@ -238,17 +238,31 @@ _TMA_SWIZZLE_128B, _TMA_L2_256B = TMA_SWIZZLE[1], TMA_L2_PROMOTION[1]
 
 
 class _TensorMapSlot:
-    """The 128 bytes of a CUtensorMap kernel argument (64-byte aligned, as the driver wants them),
-    encoded again only when the buffer's address changes."""
+    """The 128 bytes of a CUtensorMap kernel argument (64-byte aligned, as the driver wants them), set for the
+    buffer's address at each launch: encoded once an address, the last KEPT addresses' descriptors kept and
+    copied back on a hit (a model's layers pass one prepared kernel their own buffers in turn)."""
+    KEPT = 16
 
     def __init__(self, tm, dt):
         self.tm, self.dt, self.address = tm, dt, None
         self._raw = (ctypes.c_ubyte * 192)()
         self.slot = (ctypes.c_ubyte * 128).from_buffer(self._raw, (-ctypes.addressof(self._raw)) % 64)
+        self._encoded: dict[int, bytes] = {}      # address -> descriptor, oldest first
 
     def update(self, address: int) -> None:
         if address == self.address:
             return
+        kept = self._encoded.get(address)
+        if kept is None:
+            self._encode(address)
+            if len(self._encoded) >= self.KEPT:
+                del self._encoded[next(iter(self._encoded))]
+            self._encoded[address] = bytes(self.slot)
+        else:
+            ctypes.memmove(self.slot, kept, len(kept))
+        self.address = address
+
+    def _encode(self, address: int) -> None:
         tm, item = self.tm, self.dt.itemsize
         rank = 2 + len(tm.outer)
         dims = (ctypes.c_uint64 * rank)(tm.cols, tm.rows, *(n for n, _ in tm.outer))    # innermost first
@@ -259,7 +273,6 @@ class _TensorMapSlot:
         _driver_check(_libcuda().cuTensorMapEncodeTiled(
             ctypes.addressof(self.slot), _TMA_DTYPES[self.dt.name], rank, address, dims, strides, box, ones,
             0, _TMA_SWIZZLE_128B, _TMA_L2_256B, 0), f"encoding the TMA descriptor {tm.name} of {tm.buffer}")
-        self.address = address
 
 
 # f(x) for a map over (reader, array) pairs without a Python frame per pair (operator.call: Python 3.11+)

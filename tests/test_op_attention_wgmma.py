@@ -166,6 +166,35 @@ def test_a_4d_map_is_encoded_with_its_outer_strides_in_bytes(monkeypatch):
     assert calls == [(4, (64, 300, 3, 2), (384, 128, 115200), (64, 128, 1, 1), (1, 1, 1, 1))]
 
 
+def test_a_map_is_encoded_once_an_address_and_copied_back_after(monkeypatch):
+    from kernelgen.ops.base import TensorMap
+    encoded = []
+    encode_t = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_int, ctypes.c_uint32, ctypes.c_uint64,
+                                *([ctypes.c_void_p] * 4), *([ctypes.c_int] * 4))
+
+    def encode(out, dt, rank, addr, *rest):
+        encoded.append(addr)
+        ctypes.memmove(out, addr.to_bytes(8, "little") * 16, 128)      # a descriptor that names its address
+        return 0
+
+    class Driver:
+        cuTensorMapEncodeTiled = encode_t(encode)
+
+    monkeypatch.setattr(gpu, "_libcuda", lambda: Driver())
+    slot = gpu._TensorMapSlot(TensorMap("tmQ", "Q", rows=64, cols=64, box_rows=64, box_cols=64), dtype("float16"))
+    layers = [0x10000 * (i + 1) for i in range(3)]
+    for address in layers * 3:          # three layers' buffers through one prepared kernel, three times over
+        slot.update(address)
+        assert bytes(slot.slot) == address.to_bytes(8, "little") * 16
+    assert encoded == layers            # encoded once each, then copied back
+    monkeypatch.setattr(gpu._TensorMapSlot, "KEPT", 2)
+    slot = gpu._TensorMapSlot(slot.tm, dtype("float16"))
+    encoded.clear()
+    for address in layers * 2:          # more buffers than kept: the oldest is encoded again
+        slot.update(address)
+    assert encoded == layers * 2
+
+
 # -- the GPU --------------------------------------------------------------------------------------------
 GPU_VARIANTS = [PICK_D64, PICK_D128, dict(HOPPER_STEP, bq=128, overlap=True, order="pairs"), dict(HOPPER_STEP, overlap=True, bk=64),
                 dict(HOPPER_STEP, bq=64, pingpong=False, overlap=True), dict(HOPPER_STEP, bk=48, stages=3),
