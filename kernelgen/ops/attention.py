@@ -216,9 +216,10 @@ class Attention(Op):
              "query block first) or each pair's query blocks in a row, longest first (the blocks in flight then share "
              "few pairs' K and V, which stay in L2)", "bo", Prim("annotate", "block_order", absent="pairs"),
              when=("algo", ("flash_mma", "flash_wgmma")), unused="pairs"),
-        Knob("persistent", False, (False, True), "flash_wgmma: one block an SM walks the (query block, pair) tiles, "
-             "its K/V stages and barrier phases running on, so the next tile's Q and K/V load under this one's last "
-             "P V and store", "ps", Prim("annotate", "persistent", absent=False), when=HOPPER, unused=False),
+        Knob("persistent", False, (False, True), "flash_wgmma: one block an SM walks the (query block, pair) tiles "
+             "in rounds, forwards and backwards in turn (which balances a causal grid's longest-first tiles), its K/V "
+             "stages and barrier phases running on, so the next tile's Q and K/V load under this one's last P V and "
+             "store", "ps", Prim("annotate", "persistent", absent=False), when=HOPPER, unused=False),
         Knob("pingpong", True, (False, True), "flash_wgmma with 2-3 consumer warpgroups: they issue their MMAs in "
              "turns (named barriers), so that one's softmax runs under the next one's MMAs (FlashAttention-3's "
              "inter-warpgroup scheduling)", "pp", Prim("annotate", "pingpong", absent=False), when=HOPPER, unused=False),
