@@ -121,8 +121,8 @@ class _Call:
 
     def accepts(self, tensors: list) -> bool:
         """Whether `tensors` are exactly the inputs the launch reads: shapes, types, contiguous CUDA tensors."""
-        return len(tensors) == len(self.inputs) and all(
-            t.shape == s and t.dtype is d and t.is_cuda and t.is_contiguous() for t, (s, d) in zip(tensors, self.inputs))
+        return len(tensors) == len(self.inputs) and all(t.shape == s and t.dtype is d and t.is_cuda and t.is_contiguous()
+                                                        for t, (s, d) in zip(tensors, self.inputs))
 
 
 @functools.lru_cache(maxsize=4096)
@@ -138,7 +138,7 @@ _raw_stream = getattr(torch._C, "_cuda_getCurrentRawStream", None)
 
 def _current_stream(device) -> int:
     """torch's current stream on `device`, as a raw handle (torch.cuda.current_stream builds a Stream object:
-    ~6 us a call on the H100's host, against 0.2; bench_results/2026-11-25-s19/host_parts.txt)."""
+    ~6 us a call on the H100's host, against 0.2; bench_results/2026-11-25-s19/host_parts_before.txt)."""
     return _raw_stream(device.index) if _raw_stream else torch.cuda.current_stream(device).cuda_stream
 
 

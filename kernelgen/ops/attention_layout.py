@@ -26,7 +26,6 @@ three overlapping windows onto one projection and no copy is made.
 from __future__ import annotations
 
 import functools
-
 from dataclasses import dataclass
 
 LAYOUTS = ("bhsd", "bshd", "packed")

@@ -158,8 +158,9 @@ class TensorMap:
     """A TMA descriptor argument (CUtensorMap, 128 bytes by value): `buffer` seen as a row-major
     rows x cols tensor of its element type, copied in boxes of box_rows x box_cols, 128-byte swizzled.
     Encoded on the host from the buffer's address at launch, once an address (gpu._TensorMapSlot keeps the
-    last addresses' descriptors); a workspace's once. `pitch`: elements from one row to the next where more than cols (a padded copy);
-    `dtype`: the elements' type where `buffer` is a workspace (else the problem's type of `buffer`);
+    last addresses' descriptors); a workspace's once. `pitch`: elements from one row to the next where more
+    than cols (a padded copy); `dtype`: the elements' type where `buffer` is a workspace (else the problem's
+    type of `buffer`);
     `outer`: (size, stride in elements) of each dimension beyond the rows, innermost first, boxes 1 deep
     in each (attention's (heads, batch): a 4-D map reads any (batch, head, seq) strides, and rows past the
     sequence arrive as zeros rather than as the next head's)."""
