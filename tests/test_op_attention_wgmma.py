@@ -3,6 +3,7 @@ the numbers in the message, the SASS (wgmma and TMA, spill-free on sm_90a), the 
 plan and host launcher for every layout, schedule_for's choice between it and the mma.sync kernel, and the
 GPU: every variant at sizes that cross its tiles (the emulator cannot run wgmma, TMA or mbarriers)."""
 import ctypes
+import re
 
 import numpy as np
 import pytest
@@ -164,6 +165,26 @@ def test_a_4d_map_is_encoded_with_its_outer_strides_in_bytes(monkeypatch):
     gpu._TensorMapSlot(tm, dtype("float16")).update(0x10000)
     # (head_dim, seq, heads, batch), innermost first; a row, a head and a batch apart in bytes; boxes one deep
     assert calls == [(4, (64, 300, 3, 2), (384, 128, 115200), (64, 128, 1, 1), (1, 1, 1, 1))]
+
+
+def test_the_persistent_walk_takes_every_tile_once_forwards_and_backwards():
+    """The rendered loop's next-tile expression, run in Python: every tile once, for grids of one block to more tiles
+    than blocks; a block's rounds alternate direction, so the block that took a round's first (longest) tile takes
+    the next round's last."""
+    loop = re.search(r"for \(int n = 0, t = first; t < last; \+\+n, t = (.+?)\) \{", render(kernel(PICK_D64)))
+    expr = re.sub(r"\(([^?()]+)\?([^:()]+):([^()]+)\)", r"((\2) if (\1) else (\3))", loop.group(1)).replace("/", "//")
+    for tiles, sms in ((1, 132), (5, 132), (132, 132), (133, 132), (1408, 132), (23, 5)):
+        step, walks = min(sms, tiles), []       # the plan launches a block an SM, at most one a tile
+        for first in range(step):
+            walk, n, t = [], 0, first
+            while t < tiles:
+                walk.append(t)
+                n += 1
+                t = eval(expr, {"n": n, "first": first, "step": step})
+            walks.append(walk)
+        assert sorted(t for w in walks for t in w) == list(range(tiles)), (tiles, sms)
+        if tiles >= 2 * step:
+            assert walks[0][:2] == [0, 2 * step - 1] and walks[-1][:2] == [step - 1, step]
 
 
 def test_a_map_is_encoded_once_an_address_and_copied_back_after(monkeypatch):
