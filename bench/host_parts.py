@@ -37,7 +37,6 @@ def main():
         "_launch_checked (every input checked)": lambda: kgt._launch_checked(*args, [x, w, b]),
         "_current_stream": lambda: kgt._current_stream(dev),
         "_plain": lambda: kgt._plain([x, w, b]),
-        "_check_call": lambda: kgt._check_call(*args, [x, w, b]),
         "_outputs (torch.empty)": lambda: kgt._outputs(*args, dev),
         "x.device": lambda: x.device,
         "x.get_device()": lambda: x.get_device(),

@@ -93,13 +93,6 @@ def _check(op, p, inputs) -> None:
                              f"{tuple(shapes[name])} {want}")
 
 
-def _check_call(op_name: str, problem: str, dtype: str, out_dtype: str, inputs) -> None:
-    """_check against the call's cached signature; its message where anything differs."""
-    want = _signature(op_name, problem, dtype, out_dtype)[1]
-    if len(inputs) != len(want) or any(tuple(t.shape) != s or t.dtype != d for t, (s, d) in zip(inputs, want)):
-        _check(*_problem(op_name, problem, dtype, out_dtype), inputs)
-
-
 @functools.lru_cache(maxsize=4096)
 def _prepared(op_name: str, problem: str, dtype: str, out_dtype: str):
     """The call's Prepared on this GPU, found by its strings (hashing the schedule, problem and target again cost
@@ -161,8 +154,9 @@ def _launch(op_name: str, problem: str, dtype: str, out_dtype: str, inputs: list
 
 
 def _launch_checked(op_name: str, problem: str, dtype: str, out_dtype: str, inputs: list) -> list:
-    """_launch with every input checked (its message where anything differs) and made contiguous."""
-    _check_call(op_name, problem, dtype, out_dtype, inputs)
+    """_launch with every input checked (its message where anything differs) and made contiguous: the way of the
+    tensors _Call.accepts refused, so the cheap comparison is not made again."""
+    _check(*_problem(op_name, problem, dtype, out_dtype), inputs)
     in_names, _, out_names, _ = _signature(op_name, problem, dtype, out_dtype)
     inputs = [t.contiguous() for t in inputs]
     outs = _outputs(op_name, problem, dtype, out_dtype, inputs[0].device)

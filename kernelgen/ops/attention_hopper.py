@@ -120,7 +120,7 @@ def pick(problem, aligned: bool, target: Target) -> dict | None:
     fits = registers(three) <= setmaxnreg(three)["consumer_regs"]
     padded = lambda bq: -(-seq_q // bq) * bq
     k = three if fits and not problem["causal"] and padded(three["bq"]) <= THREE_GAIN * padded(two["bq"]) else two
-    if bh * -(-problem["seq_q"] // k["bq"]) < target.sms:
+    if bh * -(-seq_q // k["bq"]) < target.sms:
         return None
     return k
 
