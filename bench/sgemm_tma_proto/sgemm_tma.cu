@@ -6,6 +6,8 @@
 // register-copied 256x128 tile's 0.94-0.95x; ncu: issue slots 77-79% busy, dispatch stalls 0.33-0.35 an
 // instruction against cuBLAS's 0.10. Build flags: BM BN TM TN STAGES LAG UNROLL PIPE (B's next fragments during
 // this step's math) HB64 / A64 (8-byte fragment loads) MINB GROUP; -DKERNEL_ONLY for ptxas' report alone.
+// The figures were measured at commit 76892f1; since then both loops share loadb and math, which left the SASS's
+// instructions and FFMA register reads as they were and renumbered its registers (ffma_banks.py).
 #include <cuda.h>
 #include <cuda_runtime.h>
 #ifndef KERNEL_ONLY
@@ -107,20 +109,34 @@ sgemm_tma(const __grid_constant__ kg_tensor_map tmA, const __grid_constant__ kg_
   for (int i = 0; i < TM; ++i)
 #pragma unroll
     for (int j = 0; j < TN; ++j) acc[i][j] = 0.f;
-#if PIPE
-  // B's fragments of the next step of K are loaded during this step's FMAs (h0 / h1 in turn); the last step
-  // of a tile loads the next tile's first, after waiting for it.
+  // A step of K (chunk c, 4 floats, of the stage at as / bs): B's rows' fragments into h (HB64: two 8-byte loads a
+  // row, whose pairs land in registers ptxas places freely, where a float4 of B and one of A put the same step of K
+  // in the same register bank), then each A row's (A64: likewise) times them.
   auto loadb = [&](float4 (&h)[TN], const unsigned char* bs, int c) {
     const unsigned char* const pb = bs + ((c << 4) ^ xb);
 #pragma unroll
-    for (int j = 0; j < TN; ++j) h[j] = *reinterpret_cast<const float4*>(pb + j * LN * 128);
+    for (int j = 0; j < TN; ++j) {
+#if HB64
+      const float2 lo = *reinterpret_cast<const float2*>(pb + j * LN * 128);
+      const float2 hi = *reinterpret_cast<const float2*>(pb + j * LN * 128 + 8);
+      h[j] = make_float4(lo.x, lo.y, hi.x, hi.y);
+#else
+      h[j] = *reinterpret_cast<const float4*>(pb + j * LN * 128);
+#endif
+    }
   };
   auto math = [&](const float4 (&hb)[TN], const unsigned char* as, int c) {
     const unsigned char* const pa0 = as + ((c << 4) ^ xa0);
     const unsigned char* const pa1 = as + ((c << 4) ^ xa1);
 #pragma unroll
     for (int i = 0; i < TM; ++i) {
-      const float4 a = *reinterpret_cast<const float4*>(((i & 1) ? pa1 : pa0) + i * LM * 128);
+      const unsigned char* const pa = ((i & 1) ? pa1 : pa0) + i * LM * 128;
+#if A64
+      const float2 alo = *reinterpret_cast<const float2*>(pa), ahi = *reinterpret_cast<const float2*>(pa + 8);
+      const float4 a = make_float4(alo.x, alo.y, ahi.x, ahi.y);
+#else
+      const float4 a = *reinterpret_cast<const float4*>(pa);
+#endif
 #pragma unroll
       for (int j = 0; j < TN; ++j) acc[i][j] = fmaf(a.x, hb[j].x, acc[i][j]);
 #pragma unroll
@@ -131,6 +147,9 @@ sgemm_tma(const __grid_constant__ kg_tensor_map tmA, const __grid_constant__ kg_
       for (int j = 0; j < TN; ++j) acc[i][j] = fmaf(a.w, hb[j].w, acc[i][j]);
     }
   };
+#if PIPE
+  // B's fragments of the next step of K are loaded during this step's FMAs (h0 / h1 in turn); the last step
+  // of a tile loads the next tile's first, after waiting for it.
   float4 h0[TN], h1[TN];
   kg_mbar_wait(&full[0], 0);
   loadb(h0, b_base, 0);
@@ -161,42 +180,9 @@ sgemm_tma(const __grid_constant__ kg_tensor_map tmA, const __grid_constant__ kg_
     const unsigned char* const bs = b_base + s * STAGE_BYTES;
 #pragma unroll (KUNROLL)
     for (int c = 0; c < 8; ++c) {
-      const int cb = c << 4;
-      const unsigned char* const pa0 = as + (cb ^ xa0);
-      const unsigned char* const pa1 = as + (cb ^ xa1);
-      const unsigned char* const pb = bs + (cb ^ xb);
       float4 hb[TN];
-#if HB64
-      // two 8-byte loads a row: the pairs land in registers ptxas places freely (a float4 of B and one of A
-      // put the same step of K in the same register bank)
-#pragma unroll
-      for (int j = 0; j < TN; ++j) {
-        const float2 lo = *reinterpret_cast<const float2*>(pb + j * LN * 128);
-        const float2 hi = *reinterpret_cast<const float2*>(pb + j * LN * 128 + 8);
-        hb[j] = make_float4(lo.x, lo.y, hi.x, hi.y);
-      }
-#else
-#pragma unroll
-      for (int j = 0; j < TN; ++j) hb[j] = *reinterpret_cast<const float4*>(pb + j * LN * 128);
-#endif
-#pragma unroll
-      for (int i = 0; i < TM; ++i) {
-#if A64
-        const float2 alo = *reinterpret_cast<const float2*>(((i & 1) ? pa1 : pa0) + i * LM * 128);
-        const float2 ahi = *reinterpret_cast<const float2*>(((i & 1) ? pa1 : pa0) + i * LM * 128 + 8);
-        const float4 a = make_float4(alo.x, alo.y, ahi.x, ahi.y);
-#else
-        const float4 a = *reinterpret_cast<const float4*>(((i & 1) ? pa1 : pa0) + i * LM * 128);
-#endif
-#pragma unroll
-        for (int j = 0; j < TN; ++j) acc[i][j] = fmaf(a.x, hb[j].x, acc[i][j]);
-#pragma unroll
-        for (int j = 0; j < TN; ++j) acc[i][j] = fmaf(a.y, hb[j].y, acc[i][j]);
-#pragma unroll
-        for (int j = 0; j < TN; ++j) acc[i][j] = fmaf(a.z, hb[j].z, acc[i][j]);
-#pragma unroll
-        for (int j = 0; j < TN; ++j) acc[i][j] = fmaf(a.w, hb[j].w, acc[i][j]);
-      }
+      loadb(hb, bs, c);
+      math(hb, as, c);
     }
     kg_mbar_arrive(&empty[s]);
   }
