@@ -216,17 +216,25 @@ def stream_handle(stream) -> int:
     raise UsageError(f"stream {stream!r} is not a CuPy stream, a torch stream or a handle")
 
 
+@functools.lru_cache(maxsize=1)
+def torch_stream_of() -> Callable[[int], int]:
+    """A function of a CUDA device's index to torch's current stream there, as a raw handle: torch's raw-stream
+    call (what Inductor's generated code uses) where torch has it, which skips building a Stream object (~6 us a
+    call against 0.2 on the H100's host, bench_results/2026-11-25-s19/host_parts_before.txt)."""
+    import torch
+    raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+    return raw if raw is not None else (lambda index: torch.cuda.current_stream(index).cuda_stream)
+
+
 @functools.lru_cache(maxsize=2)
 def _stream_reader(library: str) -> Callable[[], int]:
-    """A function giving the handle of the caller's current stream in `library` ("torch" or "cupy"),
-    looked up once; the stream itself is read on every call, since the caller may switch streams.
-    torch's raw-stream call (what Inductor's generated code uses) skips building a Stream object."""
+    """A function giving the handle of the caller's current stream in `library` ("torch" or "cupy", torch's on
+    its current device), looked up once; the stream itself is read on every call, since the caller may switch
+    streams."""
     if library == "torch":
         import torch
-        raw, device = (getattr(torch._C, f, None) for f in ("_cuda_getCurrentRawStream", "_cuda_getDevice"))
-        if raw is not None and device is not None:
-            return lambda: raw(device())
-        return lambda: torch.cuda.current_stream().cuda_stream
+        of, device = torch_stream_of(), getattr(torch._C, "_cuda_getDevice", None) or torch.cuda.current_device
+        return lambda: of(device())
     get = _cupy().cuda.get_current_stream
     return lambda: get().ptr
 

@@ -36,6 +36,7 @@ except ImportError as e:             # torch stays optional
     raise ImportError("kernelgen.torch needs PyTorch: pip install 'kernelgen[torch]' (or torch itself)") from e
 
 from .dtypes import dtype as kg_dtype
+from .gpu import torch_stream_of
 from .ops import get_op
 from .sizes import parse_size
 
@@ -126,13 +127,9 @@ def _call(op_name: str, problem: str, dtype: str, out_dtype: str) -> _Call:
     return _Call(ins, outs, prep.bound, tuple(names.index(n) for n in prep.bound.arrays))
 
 
-_raw_stream = getattr(torch._C, "_cuda_getCurrentRawStream", None)
-
-
 def _current_stream(device) -> int:
-    """torch's current stream on `device`, as a raw handle (torch.cuda.current_stream builds a Stream object:
-    ~6 us a call on the H100's host, against 0.2; bench_results/2026-11-25-s19/host_parts_before.txt)."""
-    return _raw_stream(device.index) if _raw_stream else torch.cuda.current_stream(device).cuda_stream
+    """torch's current stream on `device`, as a raw handle (gpu.torch_stream_of)."""
+    return torch_stream_of()(device.index)
 
 
 @torch.library.custom_op("kernelgen::run", mutates_args=())

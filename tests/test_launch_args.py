@@ -154,10 +154,10 @@ def libraries(monkeypatch):
     monkeypatch.setitem(sys.modules, "torch", torch)
     drv = FakeDriver(signature=(ctypes.c_uint64, ctypes.c_uint64, ctypes.c_int32, ctypes.c_int32))
     monkeypatch.setattr(gpu, "_libcuda", lambda: drv)
-    for cache in (gpu._torch_dtype, gpu._stream_reader):
+    for cache in (gpu._torch_dtype, gpu._stream_reader, gpu.torch_stream_of):
         cache.cache_clear()
     yield types.SimpleNamespace(cupy=cupy, torch=torch, driver=drv)
-    for cache in (gpu._torch_dtype, gpu._stream_reader):
+    for cache in (gpu._torch_dtype, gpu._stream_reader, gpu.torch_stream_of):
         cache.cache_clear()
 
 
