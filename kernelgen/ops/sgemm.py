@@ -51,13 +51,14 @@ from __future__ import annotations
 
 import itertools
 import math
+from dataclasses import replace
 
 import numpy as np
 
 from ..errors import ScheduleError, UsageError, check
 from ..schedule import Schedule, ScheduleReader, schedule
 from .base import INT_MAX, LAYOUTS as OPERAND_LAYOUTS, Dim, Kernel, Knob, LadderStep, Launch, Op, Plan, Problem, \
-    Scalar, cdiv
+    Scalar, Workspace, cdiv
 from .knobs import Prim, Range
 from .operands import Operands, mixed_twins
 from .fusion import Fusing
@@ -78,6 +79,27 @@ REDUCE_K = ("atomic", "workspace")
 # 5, 6 or 7 (sgemm_cost.fitted_families).
 BLOCK_TILES = (1, 2, 4, 8, 16, 24, 32, 40, 48, 56, 64, 128, 256)
 THREAD_TILES = (1, 2, 3, 4, 5, 6, 7, 8, 16)
+
+
+STREAM_K_ARGS = ("sk_part", "sk_flags", "slots")     # the stream-K kernel's trailing arguments
+
+
+def stream_k_blocks(tiles: int, slots: int) -> int:
+    """The stream-K launch's blocks (lib/streamk.j2): where the tiles outnumber the slots and leave a
+    remainder, `slots` blocks share the last partial wave and one whole wave before it, and the other tiles
+    take a block each (tiles - tiles % slots in all); otherwise a block a tile."""
+    return tiles - tiles % slots if tiles > slots else tiles
+
+
+def stream_k_region(tiles: int, slots: int) -> int:
+    """The tiles the stream-K blocks share (0: none)."""
+    return tiles % slots + slots if tiles > slots and tiles % slots else 0
+
+
+def stream_k_workspaces(slots: int, bm: int, bn: int) -> tuple[Workspace, Workspace]:
+    """Two partial tiles a boundary between consecutive stream-K blocks, and a flag each, zeroed before every
+    launch: the second block to count itself in at a flag sums the tile."""
+    return (Workspace("sk_part", "float32", 2 * slots * bm * bn), Workspace("sk_flags", "int32", slots, fill=0))
 
 
 def powers_of_two(values: tuple[int, ...]) -> tuple[int, ...]:
@@ -163,6 +185,11 @@ class Sgemm(Fusing, Op):
              "stores its partial tile in a workspace slab, a second kernel sums the slabs in order: the same bits "
              "every run)", "r", Prim("annotate", "reduce_k", absent="atomic"), when=("split_k", Range(2, MAX_SPLIT_K)),
              unused="atomic"),
+        Knob("stream_k", False, (False, True), "stream-K (K whole, one product): where the tiles fill their last "
+             "wave only in part, that wave's tiles and one whole wave before them are cut along K into equal runs of "
+             "K tiles, one a block of the SMs' slots (SMs x min_blocks), so every SM finishes together; a tile two "
+             "blocks share is summed by the second to finish (the same bits every run)", "stk",
+             Prim("annotate", "stream_k", absent=False), when=SHARED, unused=False),
     )
     structure_help = ("split(i, BM) and bind(i.1, threadIdx.y): one row a thread; split(i, BM, TM): TM adjacent rows; "
                       "split(i, BM, S, 4) with bind(i.2, threadIdx.y): runs of 4 rows spaced S apart; "
@@ -201,7 +228,8 @@ class Sgemm(Fusing, Op):
             s = s.unroll("k", k["unroll_k"]) if k["unroll_k"] != 0 else s
             return self.put(s, k, "min_blocks", "split_k", "reduce_k", "swizzle")
         return self.put(s.split("k", k["bk"]), k, "shared", "a_layout", "b_layout", "pad_a", "pad_b", "vec_a", "vec_b",
-                        "vec_c", "stages", "copy", "unroll_k", "min_blocks", "split_k", "reduce_k", "swizzle")
+                        "vec_c", "stages", "copy", "unroll_k", "min_blocks", "split_k", "reduce_k", "swizzle",
+                        "stream_k")
 
     def schedule_for(self, problem: Problem, target: Target | None = None) -> Schedule:
         """The cheapest of a few tile families and numbers of K slices by a cost model of the shape and
@@ -362,11 +390,18 @@ class Sgemm(Fusing, Op):
         if k["split_k"] > 1 and self.batched:
             raise ScheduleError("annotate", "split_k", k["split_k"], allowed="1",
                                 limit="a batched product runs its products on blockIdx.z, where the slices of K would go")
+        if k["stream_k"] and k["split_k"] > 1:
+            raise ScheduleError("annotate", "stream_k", True, allowed="False with split_k > 1",
+                                limit=f"stream-K cuts K into runs of its own; split_k={k['split_k']} cuts it into slices")
+        if k["stream_k"] and self.batched:
+            raise ScheduleError("annotate", "stream_k", True, allowed="False",
+                                limit="stream-K walks one product's tiles; a batched product runs its products on blockIdx.z")
 
     def name_knobs(self, knobs: dict) -> dict:
         # One slice of K is how every kernel was named before split_k existed, atomics how every split kernel
-        # was named before reduce_k, B's kn tile and runs of 4 how every kernel was before K vectors: keep those names.
-        before = {"split_k": 1, "reduce_k": "atomic", "b_layout": "kn", "run_m": RUN, "run_n": RUN}
+        # was named before reduce_k, B's kn tile and runs of 4 how every kernel was before K vectors, tiles one a
+        # block how every kernel was before stream-K: keep those names.
+        before = {"split_k": 1, "reduce_k": "atomic", "b_layout": "kn", "run_m": RUN, "run_n": RUN, "stream_k": False}
         return {n: v for n, v in knobs.items() if n not in before or v != before[n]}
 
     # -- derived sizes -----------------------------------------------------------------------------
@@ -614,9 +649,15 @@ class Sgemm(Fusing, Op):
         symbol = kernel.name + Operands(kernel.layout).twin(widths, problem, mixed_twins(k)).suffix
         out = "partials" if p["workspace"] else "C"
         args = ("A", "B", out, "M", "N", "K") + (() if p["workspace"] else self.fusion_args())
-        launches = (Launch(symbol, grid, tuple(p["block"]), args, kernel.static_smem),)
         scalars = tuple(Scalar(n, "int", v) for n, v in (("M", M), ("N", N), ("K", K))) + self.fusion_scalars(problem)
         workspaces = ()
+        if k.get("stream_k"):      # one launch of the region's runs and the other tiles (lib/streamk.j2)
+            slots = (target or default_target()).sms * k["min_blocks"]
+            grid = (stream_k_blocks(grid[0] * grid[1], slots), 1, 1)
+            args += STREAM_K_ARGS
+            scalars += (Scalar("slots", "int", slots),)
+            workspaces = stream_k_workspaces(slots, k["bm"], k["bn"])
+        launches = (Launch(symbol, grid, tuple(p["block"]), args, kernel.static_smem),)
         if p["atomic"]:      # the slices of K add into C: zero it first
             fill = Launch(kernel.name + "_zero", (min(cdiv(M * N, 256), 4096), 1, 1), (256, 1, 1), ("C", "MN"), role="fill")
             launches, scalars = (fill,) + launches, scalars + (Scalar("MN", "long long", M * N),)
@@ -642,6 +683,14 @@ class Sgemm(Fusing, Op):
         steps = tuple(Step(kernel.name + t.suffix, grid, tuple(p["block"]), args, kernel.static_smem, when=t.when)
                       for t in Operands(kernel.layout).twins(self.vector_widths(k), mixed_twins(k)))
         lets, workspaces = (), ()
+        if k.get("stream_k"):   # as plan: one launch, the SMs' slots and the two workspaces
+            tiles = f"kg_cdiv(M, {k['bm']}) * kg_cdiv(N, {k['bn']})"
+            lets = (("slots", "int", f"{k['min_blocks']} * sms"), ("tiles", "int", tiles))
+            steps = tuple(replace(st, grid=("tiles - (tiles > slots) * (tiles % slots)", "1", "1"),
+                                  args=st.args + STREAM_K_ARGS) for st in steps)
+            workspaces = tuple((w.name, "float" if w.dtype == "float32" else "int", count, w.fill)
+                               for w, count in zip(stream_k_workspaces(1, k["bm"], k["bn"]),
+                                                   (f"{2 * k['bm'] * k['bn']} * slots", "slots")))
         if p["atomic"]:   # the slices of K add into C: zero it first
             steps = (Step(kernel.name + "_zero", ("kg_min(kg_cdiv(MN, 256), 4096)", "1", "1"), (256, 1, 1), ("C", "MN")),) + steps
             lets = (("MN", "long long", "kg_ll(M) * N"),)
