@@ -11,7 +11,7 @@ import pytest
 from kernelgen import validate as validation
 from kernelgen.errors import ScheduleError
 from kernelgen.ops import get_op
-from kernelgen.ops.sgemm import stream_k_blocks, stream_k_region
+from kernelgen.ops.streamk import stream_k_blocks, stream_k_region
 from kernelgen.recipe import evaluate
 from kernelgen.target import default_target
 

@@ -58,11 +58,12 @@ import numpy as np
 from ..errors import ScheduleError, UsageError, check
 from ..schedule import Schedule, ScheduleReader, schedule
 from .base import INT_MAX, LAYOUTS as OPERAND_LAYOUTS, Dim, Kernel, Knob, LadderStep, Launch, Op, Plan, Problem, \
-    Scalar, Workspace, cdiv
+    Scalar, cdiv
 from .knobs import Prim, Range
 from .operands import Operands, mixed_twins
 from .fusion import Fusing
 from .splitk import MAX_SPLIT_K, reduce_launch, reduce_recipe, workspace as splitk_workspace
+from .streamk import STREAM_K_ARGS, stream_k_blocks, stream_k_workspaces
 from ..dtypes import FLOAT32, Types
 from ..target import Target, default_target
 
@@ -79,27 +80,6 @@ REDUCE_K = ("atomic", "workspace")
 # 5, 6 or 7 (sgemm_cost.fitted_families).
 BLOCK_TILES = (1, 2, 4, 8, 16, 24, 32, 40, 48, 56, 64, 128, 256)
 THREAD_TILES = (1, 2, 3, 4, 5, 6, 7, 8, 16)
-
-
-STREAM_K_ARGS = ("sk_part", "sk_flags", "slots")     # the stream-K kernel's trailing arguments
-
-
-def stream_k_blocks(tiles: int, slots: int) -> int:
-    """The stream-K launch's blocks (lib/streamk.j2): where the tiles outnumber the slots and leave a
-    remainder, `slots` blocks share the last partial wave and one whole wave before it, and the other tiles
-    take a block each (tiles - tiles % slots in all); otherwise a block a tile."""
-    return tiles - tiles % slots if tiles > slots else tiles
-
-
-def stream_k_region(tiles: int, slots: int) -> int:
-    """The tiles the stream-K blocks share (0: none)."""
-    return tiles % slots + slots if tiles > slots and tiles % slots else 0
-
-
-def stream_k_workspaces(slots: int, bm: int, bn: int) -> tuple[Workspace, Workspace]:
-    """Two partial tiles a boundary between consecutive stream-K blocks, and a flag each, zeroed before every
-    launch: the second block to count itself in at a flag sums the tile."""
-    return (Workspace("sk_part", "float32", 2 * slots * bm * bn), Workspace("sk_flags", "int32", slots, fill=0))
 
 
 def powers_of_two(values: tuple[int, ...]) -> tuple[int, ...]:

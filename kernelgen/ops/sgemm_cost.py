@@ -63,6 +63,7 @@ from ..errors import KernelgenError
 from ..target import Target, default_target
 from .base import INT_MAX, Problem, cdiv
 from . import splitk
+from .streamk import stream_k_region
 from .operands import Operands, mixed_twins
 
 # The model's constants (H100 SXM figures, first guesses from the 2026-11-22 measurements; calibrate
@@ -78,6 +79,10 @@ COSTS = dict(
     DETERMINISM_PREMIUM=0.05,       # atomics must be estimated this much faster to be picked
     MAX_WORKSPACE_BYTES=1 << 30,    # no workspace beyond this (atomics instead)
     DOT_LATENCY_S=1.5e-6,           # a dot-layout trip's wait on its stream's loads (DRAM under that kernel's load)
+    # stream-K's price over evenly spread waves: the split tiles' exchange, each run's pipeline start, and a kernel
+    # of more registers (232 against 221 at 256x128). Fitted to five shapes of 3.9-7.8 waves (H200, 2026-11-29,
+    # bench_results/2026-11-29-s20/s20_stream_k_probe.md): 1.014-1.032 times the quantisation-free time, mean 1.023.
+    STREAM_K_COST=0.023,
 )
 
 DEFAULT_PEAK = (66.9e12, 3.35e12)  # fp32 flop/s and bytes/s where the target names no GPU
@@ -279,8 +284,9 @@ def _family(op, target: Target, layout: str, name: str, over: dict, eff: float,
 
 
 def estimate(fam: Family, split_k: int, reduce_k: str, M: int, N: int, K: int, target: Target,
-             layout: str = "NN") -> float:
-    """Seconds for `fam` with K in `split_k` slices summed by `reduce_k` (see the module doc)."""
+             layout: str = "NN", stream_k: bool = False) -> float:
+    """Seconds for `fam` with K in `split_k` slices summed by `reduce_k` (see the module doc); with `stream_k`
+    (K whole) the waves are evenly spread, at STREAM_K_COST more."""
     c = COSTS
     k = fam.knobs
     bm, bn, bk = k["bm"], k["bn"], fam.k_tile
@@ -297,6 +303,8 @@ def estimate(fam: Family, split_k: int, reduce_k: str, M: int, N: int, K: int, t
 
     full, rest = divmod(blocks, target.sms * fam.resident)
     main = full * wave(fam.resident) + (wave(cdiv(rest, target.sms)) if rest else 0.0)
+    if stream_k:
+        main = blocks / (target.sms * fam.resident) * wave(fam.resident) * (1.0 + c["STREAM_K_COST"])
     main = max(main, 4.0 * (M * K + K * N + M * N) / (bw * c["DRAM_EFFICIENCY"]))
     if slices == 1:
         reduce = 0.0
@@ -316,15 +324,20 @@ def loads_aligned(k: dict, layout: str, M: int, N: int, K: int) -> bool:
     return all(twin.aligned(o.lead(x)) for x in "AB")
 
 
-def legal_here(fam: Family, split_k: int, reduce_k: str, M: int, N: int, K: int, sms: int) -> bool:
+def legal_here(fam: Family, split_k: int, reduce_k: str, M: int, N: int, K: int, sms: int,
+               stream_k: bool = False) -> bool:
     """What the plan checks for these sizes (grid rows, the blocks' int number), no empty slices, a
-    workspace within MAX_WORKSPACE_BYTES, and more blocks than `sms` for a family that needs company."""
+    workspace within MAX_WORKSPACE_BYTES, more blocks than `sms` for a family that needs company, and for
+    stream-K K whole, a tile family and a last wave the tiles fill in part (else it changes nothing)."""
     k = fam.knobs
     if cdiv(M, k["bm"]) > 65535 or cdiv(M, k["bm"]) * cdiv(N, k["bn"]) > INT_MAX:
         return False
     if split_k > 1 and splitk.slices(K, split_k, fam.slice_tile) < split_k:
         return False
     if fam.needs_company and cdiv(M, k["bm"]) * cdiv(N, k["bn"]) * split_k <= sms:
+        return False
+    if stream_k and (split_k > 1 or fam.dot or not stream_k_region(cdiv(M, k["bm"]) * cdiv(N, k["bn"]),
+                                                                 sms * k["min_blocks"])):
         return False
     return not (split_k > 1 and reduce_k == "workspace"
                 and 4 * split_k * splitk.slab(M, N) > COSTS["MAX_WORKSPACE_BYTES"])
@@ -339,10 +352,11 @@ def candidates(op, problem: Problem, target: Target | None = None) -> list[Choic
     fams = families_for(op, target, layout, M, N)
     for fam in fams:
         for s in SPLITS:
-            for reduce_k in (("atomic",) if s == 1 else ("workspace", "atomic")):
-                if legal_here(fam, s, reduce_k, M, N, K, target.sms):
-                    sec = estimate(fam, s, reduce_k, M, N, K, target, layout)
-                    knobs = dict(fam.knobs, split_k=s, reduce_k=reduce_k)
+            for reduce_k, sk in ((("atomic", False), ("atomic", True)) if s == 1 else
+                                 (("workspace", False), ("atomic", False))):
+                if legal_here(fam, s, reduce_k, M, N, K, target.sms, sk):
+                    sec = estimate(fam, s, reduce_k, M, N, K, target, layout, sk)
+                    knobs = dict(fam.knobs, split_k=s, reduce_k=reduce_k, **({"stream_k": True} if sk else {}))
                     out.append(Choice(fam.name, s, reduce_k, sec, tuple(knobs.items())))
     eff = {f.name: f.efficiency for f in fams}
     # ties (several candidates at one bound, e.g. launch and latency): fewer slices, then fewer rows and columns

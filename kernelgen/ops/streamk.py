@@ -1,0 +1,33 @@
+"""Stream-K's host side (the kernels' side is templates/lib/streamk.j2), for sgemm's tiles: where the tiles
+outnumber the `slots` blocks the SMs hold at once and fill their last wave only in part, the last partial wave's
+tiles and one whole wave before them (the region) are cut along K into `slots` equal runs, one a block; the
+other tiles take a block each.
+
+>>> from kernelgen.ops.streamk import stream_k_region, stream_k_blocks
+>>> stream_k_region(768, 132), stream_k_blocks(768, 132)     # 2048 x 12288 in 256x128 tiles on 132 SMs
+(240, 660)
+>>> stream_k_region(264, 132), stream_k_blocks(264, 132)     # whole waves: nothing to even out
+(0, 264)
+"""
+from __future__ import annotations
+
+from .base import Workspace
+
+STREAM_K_ARGS = ("sk_part", "sk_flags", "slots")     # the stream-K kernel's trailing arguments
+
+
+def stream_k_region(tiles: int, slots: int) -> int:
+    """The tiles the stream-K blocks share (0: none). A run of at least a tile's K leaves a tile two blocks at most."""
+    return tiles % slots + slots if tiles > slots and tiles % slots else 0
+
+
+def stream_k_blocks(tiles: int, slots: int) -> int:
+    """The launch's blocks: `slots` for the region and one for each other tile (tiles - tiles % slots in all);
+    a block a tile where there is no region."""
+    return tiles - tiles % slots if tiles > slots else tiles
+
+
+def stream_k_workspaces(slots: int, bm: int, bn: int) -> tuple[Workspace, Workspace]:
+    """Two partial tiles for each boundary between consecutive blocks of the region, and a flag each, zeroed before
+    every launch: the second block to count itself in at a flag sums the tile."""
+    return (Workspace("sk_part", "float32", 2 * slots * bm * bn), Workspace("sk_flags", "int32", slots, fill=0))
