@@ -591,10 +591,8 @@ class Sgemm(Fusing, Op):
             # A K slice's tile (split_k > 1) had those loads sunk to their stores, after the math, all the same
             # (SASS of the 128x128 tiles in every layout; 128x4096x4096 NN at 8 slices 125.5 -> 107.0 us on the
             # H100 pinned, 2026-11-25): a __syncwarp after them keeps them there. Tiles of one slice keep ptxas's
-            # order: pinned, the large ones ran 5-9% slower (bench_results/2026-11-25-s16/suite_pinned/). A stream-K
-            # tile (inside the units loop) with a GELU epilogue at 255 registers had them sunk too: 4044 against
-            # 2880 us at 2048x8448x4096 NT (H200, bench_results/2026-11-29-s20/s20_gelu_probe.txt): pinned.
-            pin_prefetch=k["split_k"] > 1 or k.get("stream_k", False),
+            # order: pinned, the large ones ran 5-9% slower (bench_results/2026-11-25-s16/suite_pinned/).
+            pin_prefetch=k["split_k"] > 1,
             aligned_note=o.condition(widths, ", ") or "no vector accesses",
             layout_note="" if o.layout == "NN" else o.describe())
 
