@@ -63,6 +63,7 @@ from ..errors import KernelgenError
 from ..target import Target, default_target
 from .base import INT_MAX, Problem, cdiv
 from . import splitk
+from .fusion import Epilogue
 from .streamk import stream_k_region
 from .operands import Operands, mixed_twins
 
@@ -350,9 +351,10 @@ def candidates(op, problem: Problem, target: Target | None = None) -> list[Choic
     layout = problem.layout or "NN"
     out = []
     fams = families_for(op, target, layout, M, N)
+    sk_ok = stream_k_fits(problem.epilogue)
     for fam in fams:
         for s in SPLITS:
-            for reduce_k, sk in ((("atomic", False), ("atomic", True)) if s == 1 else
+            for reduce_k, sk in ((("atomic", False),) + ((("atomic", True),) if sk_ok else ()) if s == 1 else
                                  (("workspace", False), ("atomic", False))):
                 if legal_here(fam, s, reduce_k, M, N, K, target.sms, sk):
                     sec = estimate(fam, s, reduce_k, M, N, K, target, layout, sk)
@@ -366,6 +368,18 @@ def candidates(op, problem: Problem, target: Target | None = None) -> list[Choic
         return cdiv(M, k["bm"]) * k["bm"] * cdiv(N, k["bn"]) * k["bn"]
     return sorted(out, key=lambda ch: (weighed(ch.seconds, ch.split_k, ch.reduce_k), ch.split_k, padded(ch),
                                        -eff[ch.family]))
+
+
+def stream_k_fits(epilogue: str | None) -> bool:
+    """Whether stream-K is a candidate with this fused epilogue. Its units loop holds ~10 registers more than the
+    tile one a block (221 -> 231 at 256x128); where an epilogue already takes the tile to the 255 cap (a GELU's or
+    SiLU's helper, or a residual read in the store) ptxas then sank the next tile's loads to their stores: GELU
+    at 2048x8448x4096 NT 4044 against 2880 us (H200, bench_results/2026-11-29-s20/s20_gelu_probe.txt); pinning
+    them cost every stream-K tile 5-8% (s20_stream_k_pinned.md). A bias, a scale or a relu keeps the registers."""
+    if not epilogue:
+        return True
+    ep = Epilogue.parse(epilogue)
+    return not set(ep.helpers) - {"relu"} and "res" not in ep.inputs
 
 
 def weighed(seconds: float, split_k: int, reduce_k: str) -> float:
