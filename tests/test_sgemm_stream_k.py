@@ -153,6 +153,25 @@ def test_kernels_without_stream_k_keep_their_names():
     assert op.kernel(SK).name.endswith("_stk1")
 
 
+@pytest.mark.parametrize("M,N,K,layout,epilogue,picked", [
+    (2047, 2049, 1023, "NN", None, True),                    # 136 tiles of 256x128 on 132 SMs: a second wave of 4
+    (2048, 12288, 4096, "NT", "acc + bias", True),           # the 7B QKV projection: 5.8 waves
+    (2048, 12288, 4096, "NT", "gelu(acc + bias)", False),    # a GELU: the tile at its register cap (stream_k_fits)
+    (2048, 4096, 16384, "NT", "acc + bias + res", False),    # a residual read in the store: likewise
+    (2048, 8448, 4096, "NT", None, False),                   # 528 tiles: four whole waves, nothing to spread
+    (512, 512, 512, "NN", None, False),                      # fewer tiles than SMs: K slices instead
+])
+def test_schedule_for_takes_stream_k_where_the_last_wave_is_partial(M, N, K, layout, epilogue, picked):
+    p = op.problem({"M": M, "N": N, "K": K}, layout=layout, epilogue=epilogue)
+    assert op.knobs_from_schedule(op.for_problem(p).schedule_for(p))["stream_k"] is picked
+
+
+def test_the_tuning_space_holds_stream_k():
+    p = op.problem({"M": 3000, "N": 3000, "K": 3000})
+    picks = [k for k in op.space(p, default_target()) if k.get("stream_k")]
+    assert picks and all(op.kernel(op.schedule_from_knobs(**k)) for k in picks)
+
+
 @pytest.mark.gpu
 @pytest.mark.parametrize("M,N,K,layout,epilogue", [
     (2100, 2100, 1000, "NN", None),            # 153 tiles on 132 SMs: 21 + 132 in the region

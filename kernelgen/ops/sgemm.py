@@ -808,6 +808,8 @@ class Sgemm(Fusing, Op):
             for split_k in (2, 3, 4, 8):
                 k = dict(base, **over, split_k=split_k)
                 yield dict(k, **self.layout_knobs(o.layout, k["copy"], k["bm"]))
+            # stream-K, for a last wave the tiles fill in part
+            yield dict(base, **over, stream_k=True, **self.layout_knobs(o.layout, base["copy"], over.get("bm", base["bm"])))
         from .sgemm_cost import dot_rows, dot_side, fitted_rows, fitted_side
         # a thin side no power of two fits (N = 35): the cost model's tiles of its own width, K in slices
         for _, over, _ in fitted_rows(fitted_side(problem["M"]), fitted_side(problem["N"])):

@@ -22,6 +22,8 @@ listed anywhere):
         wave(r)   = max(compute, latency, bandwidth)
     main kernel   = max(full waves * wave(r) + wave(last wave's blocks per SM),
                         4 * (M*K + K*N + M*N) / (DRAM bandwidth * DRAM_EFFICIENCY))
+                    stream-K (K whole; ops/streamk.py): blocks / (SMs * r) * wave(r) * (1 + STREAM_K_COST), the
+                    last partial wave spread over every SM
     reduction     = atomic:    LAUNCH_S + 4*M*N / bandwidth + 4*M*N*slices / ATOMIC_BYTES_PER_S
                     workspace: LAUNCH_S + 4*M*N*(2*slices + 1) / WORKSPACE_BYTES_PER_S
     estimate      = LAUNCH_S + main kernel + reduction
@@ -32,8 +34,8 @@ roofline. The regimes it produces, for an H100 (132 SMs):
 
 | regime | example | picked | why |
 | --- | --- | --- | --- |
-| large, full waves | 4096^3 | 256x128, K whole | best tile efficiency, waves full |
-| tiles fill 1-2 waves badly | 2047x2049x1023 | 128x128 (2 an SM), K in 2-3 slices | the last wave's idle SMs |
+| large, full waves | 2048x8448x4096 | 256x128, K whole | best tile efficiency, waves full |
+| a last wave the tiles fill in part | 4096^3, 3000^3, 2047x2049x1023 | 256x128, stream-K | the last wave's idle SMs (K slices before stream-K) |
 | small | 1000^3, 512^3 | 128x128 or 64x64, K in 2-8 slices | 132 SMs need more blocks than the tiles give |
 | very long K | M=1024, N=16, K=500000 | a skinny tile, K in up to 256 slices, workspace | blocks in flight to stream A at full bandwidth |
 | skinny N (<= ~64) | 3000x64x2000, 4096x8x100000 | bn = 8/16/32/64 tiles, slices | no columns of C computed for nothing |
@@ -337,8 +339,8 @@ def legal_here(fam: Family, split_k: int, reduce_k: str, M: int, N: int, K: int,
         return False
     if fam.needs_company and cdiv(M, k["bm"]) * cdiv(N, k["bn"]) * split_k <= sms:
         return False
-    if stream_k and (split_k > 1 or fam.dot or not stream_k_region(cdiv(M, k["bm"]) * cdiv(N, k["bn"]),
-                                                                 sms * k["min_blocks"])):
+    if stream_k and (split_k > 1 or not stream_k_family(k) or
+                     not stream_k_region(cdiv(M, k["bm"]) * cdiv(N, k["bn"]), sms * k["min_blocks"])):
         return False
     return not (split_k > 1 and reduce_k == "workspace"
                 and 4 * split_k * splitk.slab(M, N) > COSTS["MAX_WORKSPACE_BYTES"])
@@ -368,6 +370,13 @@ def candidates(op, problem: Problem, target: Target | None = None) -> list[Choic
         return cdiv(M, k["bm"]) * k["bm"] * cdiv(N, k["bn"]) * k["bn"]
     return sorted(out, key=lambda ch: (weighed(ch.seconds, ch.split_k, ch.reduce_k), ch.split_k, padded(ch),
                                        -eff[ch.family]))
+
+
+def stream_k_family(k: dict) -> bool:
+    """Stream-K's families: the register-copied warp tiles, where it was measured (256x128, 128x128). A cp.async
+    family lost with it (2047x2049x1023, 32x128/cp.async: 357 -> 403 us, bench_results/2026-11-29-s20/
+    s20_stream_k_probe.md)."""
+    return k["layout"] == "warp" and k["copy"] == "sync"
 
 
 def stream_k_fits(epilogue: str | None) -> bool:
