@@ -144,6 +144,14 @@ class Target:
                     else f"{first_arch_with(feature)} or later")
             raise ScheduleError(primitive, target, value, limit=f"{feature} needs {need}; {self.arch} lacks it")
 
+    def resident(self, threads: int, smem_bytes: int, registers: int) -> int:
+        """Blocks of `threads` threads, `smem_bytes` of shared memory and ~`registers` a thread an SM holds at
+        once (1-32): its threads, its shared memory (1 KB a block reserved) and its registers (allocated 8 at a
+        time, at most 255)."""
+        regs = min(255, -(-max(registers, 32) // 8) * 8)
+        return max(1, min(32, self.max_threads_per_sm // threads, self.smem_per_sm // (smem_bytes + 1024),
+                          self.regs_per_sm // (regs * threads)))
+
     def peak_flops(self, math: str) -> float:
         """Dense flop/s of a math path ("fp32", "tf32", "fp16"), 0 when unknown."""
         return getattr(self.peaks, math, 0.0) if self.peaks else 0.0

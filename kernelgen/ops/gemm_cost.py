@@ -130,11 +130,7 @@ def families(op, target: Target, layout: str = "NN", batched: bool = False, dtyp
             kernel = op.kernel(op.schedule_from_knobs(**k), target, types, layout)
         except KernelgenError:
             continue
-        threads = op.threads(k)
-        regs = min(255, -(-max(kernel.registers_estimate, 32) // 8) * 8)
-        smem = kernel.static_smem + 1024          # the SM reserves 1 KB a block
-        resident = max(1, min(32, target.max_threads_per_sm // threads, target.smem_per_sm // smem,
-                              target.regs_per_sm // (regs * threads)))
+        resident = target.resident(op.threads(k), kernel.static_smem, kernel.registers_estimate)
         in_flight = k["stages"] if k["instr"] == "wgmma" else k["stages"] - 1
         out.append(Family(name, k, eff, resident, in_flight, k["bk"]))
     return tuple(out)

@@ -65,7 +65,7 @@ from .fusion import Fusing
 from .splitk import MAX_SPLIT_K, reduce_launch, reduce_recipe, workspace as splitk_workspace
 from .streamk import STREAM_K_ARGS, stream_k_blocks, stream_k_workspaces
 from ..dtypes import FLOAT32, Types
-from ..target import Target, default_target
+from ..target import Target, default_target, target as arch_target
 
 LAYOUTS = ("contiguous", "strided", "warp", "dot")
 DOT_CHUNK = 128          # the dot layout's K a warp reads at once: 32 lanes of 4 floats (one 128-bit load each)
@@ -632,7 +632,7 @@ class Sgemm(Fusing, Op):
         scalars = tuple(Scalar(n, "int", v) for n, v in (("M", M), ("N", N), ("K", K))) + self.fusion_scalars(problem)
         workspaces = ()
         if k.get("stream_k"):      # one launch of the region's runs and the other tiles (lib/streamk.j2)
-            slots = (target or default_target()).sms * k["min_blocks"]
+            slots = (target or default_target()).sms * self.stream_k_per_sm(kernel)
             grid = (stream_k_blocks(grid[0] * grid[1], slots), 1, 1)
             args += STREAM_K_ARGS
             scalars += (Scalar("slots", "int", slots),)
@@ -647,6 +647,14 @@ class Sgemm(Fusing, Op):
             workspaces = (splitk_workspace(k["split_k"], M, N),)
         align = tuple((b, 4 * v) for b, v in zip("ABC", widths) if v > 1)
         return Plan(kernel, problem, launches, workspaces, scalars, align)
+
+    def stream_k_per_sm(self, kernel: Kernel) -> int:
+        """Stream-K's blocks an SM: as many as it holds at once (the kernel's threads, shared memory and register
+        estimate on its arch), so that the region's runs fill every slot (the SM count's multiple of min_blocks
+        alone left 32x128 tiles, which an SM holds several of, a quarter of the GPU: 700x1024x512 0.88x -> 0.36x
+        cuBLAS, H200, bench_results/2026-11-29-s20/s20_suite_stream_k.md)."""
+        k = dict(kernel.knobs)
+        return arch_target(kernel.arch).resident(self.threads(k), self.shared_bytes(k), kernel.registers_estimate)
 
     def launch_recipe(self, kernel: Kernel):
         from ..recipe import Recipe, Step
@@ -665,7 +673,7 @@ class Sgemm(Fusing, Op):
         lets, workspaces = (), ()
         if k.get("stream_k"):   # as plan: one launch, the SMs' slots and the two workspaces
             tiles = f"kg_cdiv(M, {k['bm']}) * kg_cdiv(N, {k['bn']})"
-            lets = (("slots", "int", f"{k['min_blocks']} * sms"), ("tiles", "int", tiles))
+            lets = (("slots", "int", f"{self.stream_k_per_sm(kernel)} * sms"), ("tiles", "int", tiles))
             steps = tuple(replace(st, grid=("tiles - (tiles > slots) * (tiles % slots)", "1", "1"),
                                   args=st.args + STREAM_K_ARGS) for st in steps)
             workspaces = tuple((w.name, "float" if w.dtype == "float32" else "int", count, w.fill)

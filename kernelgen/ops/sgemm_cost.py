@@ -276,11 +276,7 @@ def _family(op, target: Target, layout: str, name: str, over: dict, eff: float,
         kernel = op.kernel(op.schedule_from_knobs(**k), target, None, layout)
     except KernelgenError:
         return None
-    threads = op.threads(k)
-    regs = min(255, -(-max(kernel.registers_estimate, 32) // 8) * 8)
-    smem = op.shared_bytes(k) + 1024          # the SM reserves 1 KB a block
-    resident = max(1, min(32, target.max_threads_per_sm // threads, target.smem_per_sm // smem,
-                          target.regs_per_sm // (regs * threads)))
+    resident = target.resident(op.threads(k), op.shared_bytes(k), kernel.registers_estimate)
     # K tiles in flight: the dot layout's trip, two where the next is loaded during its math
     in_flight = k["stages"] if k["layout"] == "dot" else k["stages"] - 1 if k["copy"] == "cp_async" else 1
     return Family(name, k, eff, resident, in_flight, op.k_tile(k), needs_company)
@@ -340,7 +336,7 @@ def legal_here(fam: Family, split_k: int, reduce_k: str, M: int, N: int, K: int,
     if fam.needs_company and cdiv(M, k["bm"]) * cdiv(N, k["bn"]) * split_k <= sms:
         return False
     if stream_k and (split_k > 1 or not stream_k_family(k) or
-                     not stream_k_region(cdiv(M, k["bm"]) * cdiv(N, k["bn"]), sms * k["min_blocks"])):
+                     not stream_k_region(cdiv(M, k["bm"]) * cdiv(N, k["bn"]), sms * fam.resident)):
         return False
     return not (split_k > 1 and reduce_k == "workspace"
                 and 4 * split_k * splitk.slab(M, N) > COSTS["MAX_WORKSPACE_BYTES"])
