@@ -2,7 +2,7 @@
 // op: sgemm   kernel: sgemm_f32_sm90_s1_bm128_bn128_tm8_tn8_lwarp_wm64_wn32_bk8_akm_pa4_pb0_va4_vb4_vc4_st2_csync_u0_mb2_sw1
 // target: sm_90   types: inputs float32, outputs float32, accumulate in float32
 // problem: sizes are runtime arguments; any size is handled (tails are guarded)
-// knobs: shared=True, bm=128, bn=128, tm=8, tn=8, layout=warp, wm=64, wn=32, bk=8, a_layout=km, b_layout=kn, run_m=4, run_n=4, pad_a=4, pad_b=0, vec_a=4, vec_b=4, vec_c=4, stages=2, copy=sync, unroll_k=0, min_blocks=2, swizzle=1, split_k=1, reduce_k=atomic
+// knobs: shared=True, bm=128, bn=128, tm=8, tn=8, layout=warp, wm=64, wn=32, bk=8, a_layout=km, b_layout=kn, run_m=4, run_n=4, pad_a=4, pad_b=0, vec_a=4, vec_b=4, vec_c=4, stages=2, copy=sync, unroll_k=0, min_blocks=2, swizzle=1, split_k=1, reduce_k=atomic, stream_k=False
 // schedule:
 //   schedule("sgemm").split("i", 128, 64, 32, 4).bind("i.0", "blockIdx.y").bind("i.1",
 //       "warp").bind("i.3", "lane").split("j", 128, 32, 16, 4).bind("j.0", "blockIdx.x").bind("j.1",

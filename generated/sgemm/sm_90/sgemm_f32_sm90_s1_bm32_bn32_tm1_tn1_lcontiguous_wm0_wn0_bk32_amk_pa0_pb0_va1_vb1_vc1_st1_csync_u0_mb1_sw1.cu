@@ -2,7 +2,7 @@
 // op: sgemm   kernel: sgemm_f32_sm90_s1_bm32_bn32_tm1_tn1_lcontiguous_wm0_wn0_bk32_amk_pa0_pb0_va1_vb1_vc1_st1_csync_u0_mb1_sw1
 // target: sm_90   types: inputs float32, outputs float32, accumulate in float32
 // problem: sizes are runtime arguments; any size is handled (tails are guarded)
-// knobs: shared=True, bm=32, bn=32, tm=1, tn=1, layout=contiguous, wm=0, wn=0, bk=32, a_layout=mk, b_layout=kn, run_m=4, run_n=4, pad_a=0, pad_b=0, vec_a=1, vec_b=1, vec_c=1, stages=1, copy=sync, unroll_k=0, min_blocks=1, swizzle=1, split_k=1, reduce_k=atomic
+// knobs: shared=True, bm=32, bn=32, tm=1, tn=1, layout=contiguous, wm=0, wn=0, bk=32, a_layout=mk, b_layout=kn, run_m=4, run_n=4, pad_a=0, pad_b=0, vec_a=1, vec_b=1, vec_c=1, stages=1, copy=sync, unroll_k=0, min_blocks=1, swizzle=1, split_k=1, reduce_k=atomic, stream_k=False
 // schedule:
 //   schedule("sgemm").split("i", 32).bind("i.0", "blockIdx.y").bind("i.1", "threadIdx.y").split("j",
 //       32).bind("j.0", "blockIdx.x").bind("j.1", "threadIdx.x").split("k", 32).cache_read("A",
