@@ -35,6 +35,10 @@ over blockIdx.z (for grids too small to fill the SMs: long K, skinny or small pr
 `annotate("reduce_k", ...)` says: `atomic` adds them into C after a launch zeroes it (the order of the
 additions, and so C's last bits, can differ between runs), `workspace` stores each slice's partial
 tile in a slab of a workspace and a second kernel sums the slabs in order (the same bits every run).
+`annotate("stream_k", True)` (K whole) evens out a last wave the tiles fill only in part: the last partial wave's
+tiles and one whole wave before them are cut along K into equal runs, one for each block the SMs hold at once, so
+every SM finishes together; a tile two blocks share is summed by the second to finish, from both partials (the
+same bits every run; ops/streamk.py, templates/lib/streamk.j2).
 The dot layout (`layout=dot`, shared false, layout NT only: x . W^T, both operands' rows along K) binds K to
 lanes instead: `split(i, BM, TM).bind(i.1, warp)` and `split(j, BN, TN).bind(j.1, warp)` give each warp a TM x TN
 tile of C, `split(k, 128, 4).bind(k.1, lane)` gives each lane 4 floats of every 128 of K (one 128-bit load a
