@@ -83,7 +83,7 @@ COSTS = dict(
     MAX_WORKSPACE_BYTES=1 << 30,    # no workspace beyond this (atomics instead)
     DOT_LATENCY_S=1.5e-6,           # a dot-layout trip's wait on its stream's loads (DRAM under that kernel's load)
     # stream-K's price over evenly spread waves: the split tiles' exchange, each run's pipeline start, and a kernel
-    # of more registers (232 against 221 at 256x128). Fitted to five shapes of 3.9-7.8 waves (H200, 2026-11-29,
+    # of more registers (231 against 221 at 256x128). Fitted to five shapes of 1.9-7.8 waves (H200, 2026-11-29,
     # bench_results/2026-11-29-s20/s20_stream_k_probe.md): 1.014-1.032 times the quantisation-free time, mean 1.023.
     STREAM_K_COST=0.023,
 )
