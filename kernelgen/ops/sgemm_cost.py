@@ -324,7 +324,7 @@ def loads_aligned(k: dict, layout: str, M: int, N: int, K: int) -> bool:
 
 
 def legal_here(fam: Family, split_k: int, reduce_k: str, M: int, N: int, K: int, sms: int,
-               stream_k: bool = False) -> bool:
+               stream_k: bool = False, layout: str = "NN") -> bool:
     """What the plan checks for these sizes (grid rows, the blocks' int number), no empty slices, a
     workspace within MAX_WORKSPACE_BYTES, more blocks than `sms` for a family that needs company, and for
     stream-K K whole, a tile family and a last wave the tiles fill in part (else it changes nothing)."""
@@ -336,7 +336,8 @@ def legal_here(fam: Family, split_k: int, reduce_k: str, M: int, N: int, K: int,
     if fam.needs_company and cdiv(M, k["bm"]) * cdiv(N, k["bn"]) * split_k <= sms:
         return False
     if stream_k and (split_k > 1 or not stream_k_family(k) or
-                     not stream_k_region(cdiv(M, k["bm"]) * cdiv(N, k["bn"]), sms * fam.resident)):
+                     not stream_k_region(cdiv(M, k["bm"]) * cdiv(N, k["bn"]), sms * fam.resident) or
+                     fam.resident == 1 and not stream_k_prefetches(k, layout, M, N, K)):
         return False
     return not (split_k > 1 and reduce_k == "workspace"
                 and 4 * split_k * splitk.slab(M, N) > COSTS["MAX_WORKSPACE_BYTES"])
@@ -354,7 +355,7 @@ def candidates(op, problem: Problem, target: Target | None = None) -> list[Choic
         for s in SPLITS:
             for reduce_k, sk in ((("atomic", False),) + ((("atomic", True),) if sk_ok else ()) if s == 1 else
                                  (("workspace", False), ("atomic", False))):
-                if legal_here(fam, s, reduce_k, M, N, K, target.sms, sk):
+                if legal_here(fam, s, reduce_k, M, N, K, target.sms, sk, layout):
                     sec = estimate(fam, s, reduce_k, M, N, K, target, layout, sk)
                     knobs = dict(fam.knobs, split_k=s, reduce_k=reduce_k, **({"stream_k": True} if sk else {}))
                     out.append(Choice(fam.name, s, reduce_k, sec, tuple(knobs.items())))
@@ -373,6 +374,19 @@ def stream_k_family(k: dict) -> bool:
     family lost with it (2047x2049x1023, 32x128/cp.async: 357 -> 403 us, bench_results/2026-11-29-s20/
     s20_stream_k_probe.md)."""
     return k["layout"] == "warp" and k["copy"] == "sync"
+
+
+# The stream-K kernel's twins of a tile an SM holds one of (256x128) whose next K tile's loads ptxas keeps ahead of
+# the math (tests/test_op_sgemm.py checks their SASS); in the others it sank them to their stores, which one block an
+# SM cannot hide (a GELU's tile, sunk so: 1.4x slower). With two or more blocks an SM the other's math covers them
+# (128x128, 7133x2048x2048 TN: 0.80x -> 0.91x cuBLAS, bench_results/2026-11-29-s20/s20_suite_stream_k_slots.md).
+STREAM_K_PREFETCHES = {"NN": ("", "_unaligned", "_unaligned_k", "_unaligned_n"), "NT": ("", "_unaligned", "_unaligned_k")}
+
+
+def stream_k_prefetches(k: dict, layout: str, M: int, N: int, K: int) -> bool:
+    """Whether the stream-K twin these sizes launch keeps its loads ahead of the math (STREAM_K_PREFETCHES)."""
+    twin = Operands(layout).twin((k["vec_a"], k["vec_b"], k["vec_c"]), {"M": M, "N": N, "K": K}, mixed_twins(k))
+    return twin.suffix in STREAM_K_PREFETCHES.get(layout, ())
 
 
 def stream_k_fits(epilogue: str | None) -> bool:
