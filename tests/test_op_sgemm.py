@@ -133,7 +133,8 @@ def test_schedule_for_follows_the_regimes():
     # rules of the cost model (kernelgen/ops/sgemm_cost.py), not a table of picks
     pick = lambda m, n, k: op.knobs_from_schedule(op.schedule_for(op.problem({"M": m, "N": n, "K": k})))
     assert op.schedule_for(op.problem()) == op.default_schedule()          # 128 blocks fill one wave
-    assert pick(4096, 4096, 4096) == pick(2048, 2048, 1024) == op.default_knobs()
+    assert pick(2048, 8448, 4096) == pick(2048, 2048, 1024) == op.default_knobs()  # 4 whole waves; 128 tiles, one
+    assert pick(4096, 4096, 4096) == dict(op.default_knobs(), stream_k=True)          # 512 tiles: 3.88 waves
     blocks = lambda k, m, n: -(-m // k["bm"]) * -(-n // k["bn"]) * k["split_k"]
     small = pick(1000, 1000, 1000)            # 16 default tiles for 132 SMs: smaller tiles or K in slices fill them
     assert blocks(small, 1000, 1000) >= 0.9 * 132 and (small["bm"] * small["bn"] < 256 * 128 or small["split_k"] > 1)
