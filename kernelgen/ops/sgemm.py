@@ -91,9 +91,14 @@ def powers_of_two(values: tuple[int, ...]) -> tuple[int, ...]:
     return tuple(v for v in values if v & (v - 1) == 0)
 
 
-def check_grid(op: str, problem: Problem, grid: tuple[int, int, int], bm: int, swizzle: int) -> None:
+def check_grid(op: str, problem: Problem, grid: tuple[int, int, int], bm: int, swizzle: int,
+               stream_k: bool = False) -> None:
     """The block rows fit gridDim.y; with grouped block order (swizzle > 1) the blocks' linear number,
-    blockIdx.y * gridDim.x + blockIdx.x, fits the kernel's int (sgemm and gemm)."""
+    blockIdx.y * gridDim.x + blockIdx.x, fits the kernel's int (sgemm and gemm); with stream-K, which numbers
+    the tiles in one int, so does their count."""
+    if stream_k and grid[0] * grid[1] > INT_MAX:
+        raise UsageError(f"{op}: M={problem['M']}, N={problem['N']} make {grid[0] * grid[1]} tiles; stream-K numbers "
+                         f"them as an int: at most {INT_MAX} (use stream_k False)")
     if grid[1] > MAX_GRID_Y:
         raise UsageError(f"{op}: M={problem['M']} needs {grid[1]} block rows of {bm}; the grid holds {MAX_GRID_Y} "
                          f"(M <= {MAX_GRID_Y * bm} with bm={bm})")
@@ -626,7 +631,7 @@ class Sgemm(Fusing, Op):
         self.same_fusion(kernel, problem)
         M, N, K = problem["M"], problem["N"], problem["K"]
         grid = (cdiv(N, k["bn"]), cdiv(M, k["bm"]), problem.batch.count if problem.batch else k["split_k"])
-        check_grid(self.name, problem, grid, k["bm"], k["swizzle"])
+        check_grid(self.name, problem, grid, k["bm"], k["swizzle"], k.get("stream_k", False))
         # An operand's rows start vector-aligned when their length (K or N for NN's A and B) is a multiple
         # of its width: the twin whose accesses are element-wise for the others alone.
         widths = self.vector_widths(k)
@@ -665,8 +670,9 @@ class Sgemm(Fusing, Op):
         k, p = dict(kernel.knobs), dict(kernel.params)
         grid = (f"kg_cdiv(N, {k['bn']})", f"kg_cdiv(M, {k['bm']})", str(k["split_k"]))
         requires = [(f"kg_cdiv(M, {k['bm']}) <= {MAX_GRID_Y}", f"gridDim.y holds {MAX_GRID_Y} block rows of {k['bm']}")]
-        if k["swizzle"] > 1:
+        if k["swizzle"] > 1 or k.get("stream_k"):
             requires.append((f"kg_cdiv(M, {k['bm']}) * kg_cdiv(N, {k['bn']}) <= {INT_MAX}",
+                             "stream-K numbers the tiles in an int" if k.get("stream_k") else
                              "with swizzle the blocks' linear number is an int"))
         args = ("A", "B", "partials" if p["workspace"] else "C", "M", "N", "K") + \
             (() if p["workspace"] else self.fusion_args())
