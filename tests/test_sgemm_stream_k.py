@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from kernelgen import validate as validation
-from kernelgen.errors import ScheduleError
+from kernelgen.errors import ScheduleError, UsageError
 from kernelgen.ops import get_op
 from kernelgen.ops.streamk import stream_k_blocks, stream_k_region
 from kernelgen.recipe import evaluate
@@ -146,6 +146,12 @@ def test_a_batched_product_refuses_stream_k():
     inst = op.for_problem(p)
     with pytest.raises(ScheduleError, match="stream-K walks one product's tiles"):
         inst.kernel(inst.schedule(stream_k=True))
+
+
+def test_a_tile_count_past_the_int_that_numbers_them_is_refused_with_the_numbers():
+    kern = op.kernel(op.schedule(stream_k=True, swizzle=1))
+    with pytest.raises(UsageError, match=r"976562500000 tiles; stream-K numbers them as an int: at most 2147483647"):
+        op.plan(kern, op.problem({"M": 16000000, "N": 2000000000, "K": 8}))
 
 
 def test_kernels_without_stream_k_keep_their_names():
