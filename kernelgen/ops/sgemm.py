@@ -67,9 +67,9 @@ from .knobs import Prim, Range
 from .operands import Operands, mixed_twins
 from .fusion import Fusing
 from .splitk import MAX_SPLIT_K, reduce_launch, reduce_recipe, workspace as splitk_workspace
-from .streamk import STREAM_K_ARGS, stream_k_blocks, stream_k_workspaces
+from .streamk import STREAM_K_ARGS, stream_k_blocks, stream_k_recipe, stream_k_workspaces
 from ..dtypes import FLOAT32, Types
-from ..target import Target, default_target, target as arch_target
+from ..target import Target, default_target
 
 LAYOUTS = ("contiguous", "strided", "warp", "dot")
 DOT_CHUNK = 128          # the dot layout's K a warp reads at once: 32 lanes of 4 floats (one 128-bit load each)
@@ -176,7 +176,7 @@ class Sgemm(Fusing, Op):
              unused="atomic"),
         Knob("stream_k", False, (False, True), "stream-K (K whole, one product): where the tiles fill their last "
              "wave only in part, that wave's tiles and one whole wave before them are cut along K into equal runs of "
-             "K tiles, one a block of the SMs' slots (SMs x min_blocks), so every SM finishes together; a tile two "
+             "K tiles, one for each block the SMs hold at once, so every SM finishes together; a tile two "
              "blocks share is summed by the second to finish (the same bits every run)", "stk",
              Prim("annotate", "stream_k", absent=False), when=SHARED, unused=False),
     )
@@ -505,6 +505,10 @@ class Sgemm(Fusing, Op):
         held = {"a": k["tn"], "b": k["tm"]}.get(p["stream"], 0)     # 4 K steps of the held side: 3 x more
         regs = k["tm"] * k["tn"] + k["tm"] + k["tn"] + 3 * held + staged + 28
         p["max_regs"] = self._register_cap(k, nt, regs, "the tile")
+        if k["stream_k"]:   # its runs, one for each block an SM holds at once (SMs x min_blocks alone left 32x128
+            # tiles, which an SM holds five of, a fifth of the GPU: 700x1024x512 0.88x -> 0.36x cuBLAS, H200,
+            # bench_results/2026-11-29-s20/s20_suite_stream_k.md)
+            p["sk_per_sm"] = target.resident(nt, self.shared_bytes(k), regs)
         return p, self.shared_bytes(k), regs
 
     @staticmethod
@@ -631,7 +635,7 @@ class Sgemm(Fusing, Op):
         self.same_fusion(kernel, problem)
         M, N, K = problem["M"], problem["N"], problem["K"]
         grid = (cdiv(N, k["bn"]), cdiv(M, k["bm"]), problem.batch.count if problem.batch else k["split_k"])
-        check_grid(self.name, problem, grid, k["bm"], k["swizzle"], k.get("stream_k", False))
+        check_grid(self.name, problem, grid, k["bm"], k["swizzle"], k["stream_k"])
         # An operand's rows start vector-aligned when their length (K or N for NN's A and B) is a multiple
         # of its width: the twin whose accesses are element-wise for the others alone.
         widths = self.vector_widths(k)
@@ -640,8 +644,8 @@ class Sgemm(Fusing, Op):
         args = ("A", "B", out, "M", "N", "K") + (() if p["workspace"] else self.fusion_args())
         scalars = tuple(Scalar(n, "int", v) for n, v in (("M", M), ("N", N), ("K", K))) + self.fusion_scalars(problem)
         workspaces = ()
-        if k.get("stream_k"):      # one launch of the region's runs and the other tiles (lib/streamk.j2)
-            slots = (target or default_target()).sms * self.stream_k_per_sm(kernel)
+        if k["stream_k"]:      # one launch of the region's runs and the other tiles (lib/streamk.j2)
+            slots = (target or default_target()).sms * p["sk_per_sm"]
             grid = (stream_k_blocks(grid[0] * grid[1], slots), 1, 1)
             args += STREAM_K_ARGS
             scalars += (Scalar("slots", "int", slots),)
@@ -657,22 +661,14 @@ class Sgemm(Fusing, Op):
         align = tuple((b, 4 * v) for b, v in zip("ABC", widths) if v > 1)
         return Plan(kernel, problem, launches, workspaces, scalars, align)
 
-    def stream_k_per_sm(self, kernel: Kernel) -> int:
-        """Stream-K's blocks an SM: as many as it holds at once (the kernel's threads, shared memory and register
-        estimate on its arch), so that the region's runs fill every slot (the SM count's multiple of min_blocks
-        alone left 32x128 tiles, which an SM holds several of, a quarter of the GPU: 700x1024x512 0.88x -> 0.36x
-        cuBLAS, H200, bench_results/2026-11-29-s20/s20_suite_stream_k.md)."""
-        k = dict(kernel.knobs)
-        return arch_target(kernel.arch).resident(self.threads(k), self.shared_bytes(k), kernel.registers_estimate)
-
     def launch_recipe(self, kernel: Kernel):
         from ..recipe import Recipe, Step
         k, p = dict(kernel.knobs), dict(kernel.params)
         grid = (f"kg_cdiv(N, {k['bn']})", f"kg_cdiv(M, {k['bm']})", str(k["split_k"]))
         requires = [(f"kg_cdiv(M, {k['bm']}) <= {MAX_GRID_Y}", f"gridDim.y holds {MAX_GRID_Y} block rows of {k['bm']}")]
-        if k["swizzle"] > 1 or k.get("stream_k"):
+        if k["swizzle"] > 1 or k["stream_k"]:
             requires.append((f"kg_cdiv(M, {k['bm']}) * kg_cdiv(N, {k['bn']}) <= {INT_MAX}",
-                             "stream-K numbers the tiles in an int" if k.get("stream_k") else
+                             "stream-K numbers the tiles in an int" if k["stream_k"] else
                              "with swizzle the blocks' linear number is an int"))
         args = ("A", "B", "partials" if p["workspace"] else "C", "M", "N", "K") + \
             (() if p["workspace"] else self.fusion_args())
@@ -681,14 +677,9 @@ class Sgemm(Fusing, Op):
         steps = tuple(Step(kernel.name + t.suffix, grid, tuple(p["block"]), args, kernel.static_smem, when=t.when)
                       for t in Operands(kernel.layout).twins(self.vector_widths(k), mixed_twins(k)))
         lets, workspaces = (), ()
-        if k.get("stream_k"):   # as plan: one launch, the SMs' slots and the two workspaces
-            tiles = f"kg_cdiv(M, {k['bm']}) * kg_cdiv(N, {k['bn']})"
-            lets = (("slots", "int", f"{self.stream_k_per_sm(kernel)} * sms"), ("tiles", "int", tiles))
-            steps = tuple(replace(st, grid=("tiles - (tiles > slots) * (tiles % slots)", "1", "1"),
-                                  args=st.args + STREAM_K_ARGS) for st in steps)
-            workspaces = tuple((w.name, "float" if w.dtype == "float32" else "int", count, w.fill)
-                               for w, count in zip(stream_k_workspaces(1, k["bm"], k["bn"]),
-                                                   (f"{2 * k['bm'] * k['bn']} * slots", "slots")))
+        if k["stream_k"]:   # as plan: one launch, the SMs' slots and the two workspaces
+            lets, sk_grid, workspaces = stream_k_recipe(p["sk_per_sm"], k["bm"], k["bn"])
+            steps = tuple(replace(st, grid=sk_grid, args=st.args + STREAM_K_ARGS) for st in steps)
         if p["atomic"]:   # the slices of K add into C: zero it first
             steps = (Step(kernel.name + "_zero", ("kg_min(kg_cdiv(MN, 256), 4096)", "1", "1"), (256, 1, 1), ("C", "MN")),) + steps
             lets = (("MN", "long long", "kg_ll(M) * N"),)

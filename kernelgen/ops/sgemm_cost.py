@@ -300,10 +300,11 @@ def estimate(fam: Family, split_k: int, reduce_k: str, M: int, N: int, K: int, t
         return max(r * 2.0 * bm * bn * kchunk / sm_flops, latency,
                    r * 4.0 * (bm + bn) * kchunk / c["SM_BYTES_PER_S"])
 
-    full, rest = divmod(blocks, target.sms * fam.resident)
-    main = full * wave(fam.resident) + (wave(cdiv(rest, target.sms)) if rest else 0.0)
     if stream_k:
         main = blocks / (target.sms * fam.resident) * wave(fam.resident) * (1.0 + c["STREAM_K_COST"])
+    else:
+        full, rest = divmod(blocks, target.sms * fam.resident)
+        main = full * wave(fam.resident) + (wave(cdiv(rest, target.sms)) if rest else 0.0)
     main = max(main, 4.0 * (M * K + K * N + M * N) / (bw * c["DRAM_EFFICIENCY"]))
     if slices == 1:
         reduce = 0.0
@@ -350,11 +351,11 @@ def candidates(op, problem: Problem, target: Target | None = None) -> list[Choic
     layout = problem.layout or "NN"
     out = []
     fams = families_for(op, target, layout, M, N)
-    sk_ok = stream_k_fits(problem.epilogue)
+    # K whole: tiles one a block, or stream-K where the epilogue allows it; K in slices: summed either way
+    whole = (("atomic", False), ("atomic", True)) if stream_k_fits(problem.epilogue) else (("atomic", False),)
     for fam in fams:
         for s in SPLITS:
-            for reduce_k, sk in ((("atomic", False),) + ((("atomic", True),) if sk_ok else ()) if s == 1 else
-                                 (("workspace", False), ("atomic", False))):
+            for reduce_k, sk in whole if s == 1 else (("workspace", False), ("atomic", False)):
                 if legal_here(fam, s, reduce_k, M, N, K, target.sms, sk, layout):
                     sec = estimate(fam, s, reduce_k, M, N, K, target, layout, sk)
                     knobs = dict(fam.knobs, split_k=s, reduce_k=reduce_k, **({"stream_k": True} if sk else {}))
