@@ -87,7 +87,7 @@ from . import attention_hopper as hopper
 from .attention_hopper import HALF, WG_ROWS, WGMMA
 from .attention_layout import LAYOUTS, Strides, logical, store, stored_shapes
 from .attention_layout import strides as layout_strides
-from .gemm import smem_tile
+from .gemm import smem_tile, units
 from .io import torch_tensor
 from .knobs import Prim
 
@@ -100,6 +100,8 @@ HOPPER = ("algo", ("flash_wgmma",))         # the wgmma kernel's (ops/attention_
 HOPPER_STEP = dict(algo="flash_wgmma", bq=192, bk=128, dmax=64, stages=2, overlap=False, pingpong=True, order="queries",
                    persistent=True)
 INTRINSIC = "mma.m16n8k16"
+MMA_TYPES = HALF + ("tf32x3",)
+PV_COLS = 4         # tf32x3's P V: O's n8 column blocks summed apart at a time (lib/attention_mma.j2's part)          # flash_mma's: 16-bit data, or fp32 data in 3xTF32 (m16n8k8, opt-in)
 MAX_GRID = 65535                        # gridDim.y and gridDim.z: flash_mma's and unfused's batch*heads, the
                                         # fp32 flash kernel's query blocks (gridDim.x, its pairs, holds INT_MAX)
 MAX_HEAD_DIM = 128
@@ -167,7 +169,7 @@ class Attention(Op):
     loops = ("b", "h", "i", "j", "d")
     inputs = ("Q", "K", "V")
     outputs = ("O",)
-    dtypes = ("float32",) + HALF
+    dtypes = ("float32",) + MMA_TYPES
     knobs = (
         Knob("algo", "flash", ALGOS, "unfused (S = Q Kᵀ, softmax, P V: three kernels and a workspace) | flash "
              "(one kernel, online softmax over K/V tiles; float32) | flash_mma (flash on tensor cores, mma.sync; "
@@ -251,7 +253,7 @@ class Attention(Op):
 
     def check_problem(self, problem: Problem) -> None:
         bh = problem["batch"] * problem["heads"]
-        algo = "flash_mma" if problem.dtype("Q").name in HALF else "flash"   # the kernel of each type with most pairs
+        algo = "flash_mma" if problem.dtype("Q").name in MMA_TYPES else "flash"   # the kernel of each type with most pairs
                                                                             # (flash_wgmma's as flash_mma's)
         most, axis = pair_limit(algo)
         if bh > most:
@@ -262,9 +264,11 @@ class Attention(Op):
             raise UsageError(f"attention: layout packed holds Q, K and V in one projection, so seq_q = seq_k; got "
                              f"seq_q={problem['seq_q']}, seq_k={problem['seq_k']} (use bhsd or bshd)")
         seq = max(st.seq for st in self.strides(problem).values())
-        if seq > INT_MAX:
-            raise UsageError(f"attention: a row stride of {seq} elements exceeds {INT_MAX} (the kernels' row "
-                             "strides are int); use fewer heads or a smaller head_dim")
+        most = INT_MAX // units(problem.dtype("Q")) if problem.dtype("Q").name in MMA_TYPES else INT_MAX
+        if seq > most:
+            raise UsageError(f"attention: a row stride of {seq} elements exceeds {most} (the kernels' row strides "
+                             f"are int{', counted in halves' if most < INT_MAX else ''}); use fewer heads or a smaller "
+                             "head_dim")
 
     @staticmethod
     def strides(problem: Problem) -> dict[str, Strides]:
@@ -377,15 +381,17 @@ class Attention(Op):
               limit=f"{threads} threads: at most {target.max_threads}")
         check(k["pipe"] == "joint" or k["copy"] == "cp_async", "annotate", "kv_pipeline", k["pipe"],
               limit="K and V in groups of their own are cp.async groups: annotate(copy, cp_async)", allowed="joint")
-        if k["min_blocks"]:
-            cap, regs = target.regs_per_sm // (threads * k["min_blocks"]), self._mma_registers(k)
-            check(regs <= cap, "annotate", "min_blocks", k["min_blocks"], limit=f"{k['min_blocks']} blocks of {threads} "
-                  f"threads leave {cap} registers a thread; the tiles need ~{regs} (fewer rows a warp, or cache_read(Q, shared))")
-            smem = 2 * self.mma_layout(k)["halves"]
-            check(k["min_blocks"] * threads <= target.max_threads_per_sm, "annotate", "min_blocks", k["min_blocks"],
-                  limit=f"{k['min_blocks']} blocks of {threads} threads; an SM holds {target.max_threads_per_sm}")
-            check(k["min_blocks"] * smem <= target.smem_per_sm, "annotate", "min_blocks", k["min_blocks"],
-                  limit=f"{k['min_blocks']} blocks of {smem} bytes of shared memory; an SM holds {target.smem_per_sm}")
+
+    def _check_min_blocks(self, k: dict, target: Target, smem: int, regs: int) -> None:
+        """annotate(min_blocks, n): n blocks of the kernel's threads, `smem` bytes and ~`regs` registers each fit an SM."""
+        threads, n = 32 * (k["bq"] // k["wq"]), k["min_blocks"]
+        cap = target.regs_per_sm // (threads * n)
+        check(regs <= cap, "annotate", "min_blocks", n, limit=f"{n} blocks of {threads} threads leave {cap} registers "
+              f"a thread; the tiles need ~{regs} (fewer rows a warp, or cache_read(Q, shared))")
+        check(n * threads <= target.max_threads_per_sm, "annotate", "min_blocks", n,
+              limit=f"{n} blocks of {threads} threads; an SM holds {target.max_threads_per_sm}")
+        check(n * smem <= target.smem_per_sm, "annotate", "min_blocks", n,
+              limit=f"{n} blocks of {smem} bytes of shared memory; an SM holds {target.smem_per_sm}")
 
     def _check_fma(self, k: dict, target: Target) -> None:
         for loop, b, r in (("i", k["bq"], k["rq"]), ("j", k["bk"], k["rk"])):
@@ -420,43 +426,66 @@ class Attention(Op):
                     floats=q + kk + v + k["bq"] * ldp)
 
     @staticmethod
-    def mma_layout(k: dict) -> dict:
+    def mma_layout(k: dict, ew: int = 1) -> dict:
         """The tensor-core kernel's shared memory in halves: Q's tile, then `stages` K tiles and `stages` V
-        tiles, each bk x dmax, rows XOR-swizzled in 16-byte chunks (lib/tc_copy.j2's tile dicts)."""
+        tiles, each bk x dmax elements of `ew` halves (2: fp32 data), rows XOR-swizzled in 16-byte chunks
+        (lib/tc_copy.j2's tile dicts)."""
         threads = 32 * (k["bq"] // k["wq"])
-        tq, tk = smem_tile(k["bq"], k["dmax"], 0, True, threads), smem_tile(k["bk"], k["dmax"], 0, True, threads)
+        tq, tk = (smem_tile(rows, k["dmax"] * ew, 0, True, threads) for rows in (k["bq"], k["bk"]))
         q, kv = tq["rows"] * tq["ld"], tk["rows"] * tk["ld"]
         return dict(tq=tq, tk=tk, kv_stage=kv, q_off=0, k_off=q, v_off=q + k["stages"] * kv,
                     halves=q + 2 * k["stages"] * kv, threads=threads)
 
     def _mma_params(self, k: dict, types: Types, target: Target) -> tuple[dict, int, int]:
         d = types.input
-        check(d.name in HALF, "tensorize", "j.1", INTRINSIC, limit=f"{INTRINSIC} takes float16 or bfloat16 inputs, "
-              f"not {d.name}; float32 runs algo flash", allowed="float16, bfloat16")
+        check(d.name in MMA_TYPES, "tensorize", "j.1", INTRINSIC, limit=f"{INTRINSIC} takes float16 or bfloat16 inputs "
+              f"(or fp32 data as tf32x3), not {d.name}; float32 runs algo flash", allowed=", ".join(MMA_TYPES))
+        x3 = d.name == "tf32x3"
         if d.name == "bfloat16":
             target.require("mma_m16n8k16_bf16", "tensorize", "j.1", f"{INTRINSIC} on bfloat16")
-        lay = self.mma_layout(k)
-        mi, nk, nd, dk = k["wq"] // 16, k["bk"] // 8, k["dmax"] // 8, k["dmax"] // 16
+        if x3:
+            target.require("mma_m16n8k8_tf32", "tensorize", "j.1", "mma.m16n8k8 on tf32x3")
+            check(k["epilogue"] == "direct", "cache_write", "O", "shared", allowed="no cache_write(O) (O stored from "
+                  "the fragments)", limit="O goes through the Q tile as 16-bit pairs; tf32x3's fp32 O is stored from "
+                  "its fragments")
+        ew = units(d)
+        lay = self.mma_layout(k, ew)
+        mi, nk, nd, dk = k["wq"] // 16, k["bk"] // 8, k["dmax"] // 8, k["dmax"] * ew // 16
         tq, tk = lay["tq"], lay["tk"]
         # lib/tc_fragment.j2's hoisted ldmatrix addresses: unpadded rows, a swizzle repeating every 8 rows,
         # Q's tile read with K's and V's lane offsets (the same width)
         assert all(t["ld"] == t["cols"] and t["xor_div"] * t["xor_mod"] == 8 for t in (tq, tk)) and tq["ld"] == tk["ld"]
+        regs = self._mma_registers(k, x3)
+        if k["min_blocks"]:
+            self._check_min_blocks(k, target, 2 * lay["halves"], regs)
+        # the body reads Q, K and V as halves: their strides scaled to halves on the way in (O's stay elements)
+        unit_strides = ", ".join(n if ew == 1 or n.startswith("o_") else f"{n} * {ew}" for n, _ in _stride_args("QKVO"))
         p = dict(k, **lay, warps=lay["threads"] // 32, mi=mi, nk=nk, nd=nd, dk=dk, log2e=LOG2E, out=types.output,
                  in_header=d.header, mma_fn=f"kg_mma_m16n8k16_{d.short}", o_staged=k["epilogue"] == "smem",
-                 lazy=LAZY_LOG2 if k["rescale"] == "lazy" else None,
+                 lazy=LAZY_LOG2 if k["rescale"] == "lazy" else None, tf32x3=x3, ew=ew, vec=16 // d.itemsize,
+                 pv_cols=min(nd, PV_COLS),
+                 unit_stride_args=unit_strides,
                  walk=tk["row_step"] > 0 and tk["row_step"] % 8 == 0)   # lib/tc_copy.j2's walk_copy
-        return p, 2 * lay["halves"], self._mma_registers(k)
+        return p, 2 * lay["halves"], regs
 
     @staticmethod
-    def _mma_registers(k: dict) -> int:
+    def _mma_registers(k: dict, x3: bool = False) -> int:
         """Per thread: S and O fragments, Q's fragments (all of them in registers, else one k16 step's), one
         k16 step's B fragments, m and l, ~40 for addresses and what ptxas keeps in flight. ptxas takes
         more where it may (244 at d64 wq32 with Q in registers: 224 here) and spills past this (sm_90:
         wq32 bk64 d128 and wq32 bk128 d64 with Q in shared, 280 here, spill 116 and 448 bytes; wq32 bk32
-        d128, 248 here, takes 238 and none)."""
-        mi, nk, nd, dk = k["wq"] // 16, k["bk"] // 8, k["dmax"] // 8, k["dmax"] // 16
-        staged = 8 * cdiv(k["bk"] * k["dmax"] // 8, 32 * (k["bq"] // k["wq"])) if k["copy"] == "sync" and \
-            k["stages"] > 1 else 0
+        d128, 248 here, takes 238 and none).
+        x3 (fp32 data in 3xTF32): twice S's, O's and Q's fragment registers (Q's held ones twice as many: k8
+        steps), 2 a column block of O and 50: fitted to ptxas (sm_90) over d 32/64/128, wq 16/32, bk 32/64/128
+        and Q held or not, every tile below 255 here compiled without spills (d128 wq16 bk32 with Q in shared
+        memory: 242 here, 168 used) and every tile that spilled is above (d64 wq16 bk64 with Q held: 258 here,
+        24 bytes)."""
+        mi, nk, nd = k["wq"] // 16, k["bk"] // 8, k["dmax"] // 8
+        staged = 8 * cdiv(k["bk"] * k["dmax"] * (2 if x3 else 1) // 8, 32 * (k["bq"] // k["wq"])) \
+            if k["copy"] == "sync" and k["stages"] > 1 else 0
+        if x3:
+            return 2 * 4 * mi * (nk + nd + (k["dmax"] // 8 if k["qreg"] else 0)) + 2 * nd + 50 + staged
+        dk = k["dmax"] // 16
         return 4 * mi * (nk + nd + (dk if k["qreg"] else 1)) + 2 * max(nk, nd) + 4 * mi + 40 + staged
 
     def template_params(self, k: dict, types: Types, target: Target) -> tuple[dict, int, int]:
@@ -494,7 +523,7 @@ class Attention(Op):
         values = {n: v for b in BUFS for n, v in zip(STRIDE_ARGS[b], (st[b].batch, st[b].head, st[b].seq))}
         scalars += (Scalar("heads", "int", problem["heads"]),) + tuple(Scalar(n, t, values[n])
                                                                        for n, t in _stride_args("QKVO"))
-        vec = self._vec(k)     # elements of a 16-byte access
+        vec = self._vec(k, kernel.types or self.types())     # elements of a 16-byte access
         # the _unaligned twin's element-wise accesses take any strides
         aligned = self.rows_aligned(problem, vec)
         align = tuple((buf, 16 if aligned else 16 // vec) for buf in BUFS)
@@ -537,10 +566,10 @@ class Attention(Op):
         return problem["head_dim"] % vec == 0 and all(x.aligned(vec) for x in cls.strides(problem).values())
 
     @staticmethod
-    def _vec(k: dict) -> int:
-        """Elements of one 16-byte global access: 4 floats, or 8 halves (flash_mma, flash_wgmma); rows start
-        16-byte aligned where head_dim is a multiple of it."""
-        return 4 if k["algo"] == "flash" else 8
+    def _vec(k: dict, types: Types) -> int:
+        """Elements of one 16-byte global access: 4 floats (flash; flash_mma's tf32x3 data), or 8 halves (flash_mma,
+        flash_wgmma); rows start 16-byte aligned where head_dim is a multiple of it."""
+        return 4 if k["algo"] == "flash" else 16 // types.input.itemsize
 
     def launch_recipe(self, kernel: Kernel):
         from ..recipe import Recipe, Step
@@ -553,7 +582,7 @@ class Attention(Op):
         lets += [(n, t, exprs[n]) for n, t in _stride_args("QKVO")]
         most, axis = pair_limit(k["algo"])   # batch * heads in 64 bits: two ints' product passes 2^31
         requires = [(f"kg_ll(batch) * heads <= {most}", f"{axis} holds {most} (batch, head) pairs")]
-        vec = self._vec(k)
+        vec = self._vec(k, kernel.types or self.types())
         align = tuple((b, n, when) for n, when in ((16, f"head_dim % {vec} == 0"), (16 // vec, f"head_dim % {vec} != 0"))
                       for b in ("Q", "K", "V", "O"))
         common = dict(arch=kernel.arch, sizes=sizes, buffers=self.recipe_buffers(kernel), alignment=align,
@@ -646,14 +675,14 @@ class Attention(Op):
     rel_tolerance = 1e-5
 
     def tolerance(self, problem: Problem) -> float:
-        """float32: 1e-5. 16-bit: 3 u (u the type's unit roundoff, 2^-11 for fp16 and 2^-8 for bf16: 1.5e-3
+        """float32 and tf32x3 (fp32 data): 1e-5. 16-bit: 3 u (u the type's unit roundoff, 2^-11 for fp16 and 2^-8 for bf16: 1.5e-3
         and 1.2e-2). The reference reads the same rounded inputs and S, the softmax and O accumulate in
         fp32, so what is left is P rounded to 16 bits before P·V (<= u on each weight, averaging down
         over the keys) and O rounded once on its store (<= u each, ~u/sqrt(3) rms): 0.44 u measured on
         the emulator for both types. 3 u leaves room for the unlucky draw; a missed mask or rescale
         costs whole rows (errors of 1e-1 and more)."""
         d = problem.dtype("Q")
-        return self.rel_tolerance if d.name == "float32" else 3 * d.unit_roundoff
+        return self.rel_tolerance if d.storage == "float32" else 3 * d.unit_roundoff
 
     def math(self, problem: Problem) -> str:
         return problem.dtype("Q").math
@@ -670,9 +699,10 @@ class Attention(Op):
 
     def vendor(self, dev_inputs, problem):
         """torch's scaled_dot_product_attention: float32 restricted to its math backend (the unfused
-        products and softmax that the issue's fp32 target is measured against), float16 / bfloat16 to its
-        flash backend (FlashAttention-2, the half-precision target); bench/attention_probe.py times the
-        other backends too."""
+        products and softmax that the issue's fp32 target is measured against), tf32x3 to its efficient backend
+        (the kernel torch runs for fp32 by default: CUTLASS's memory-efficient attention, whose products are
+        3xTF32 on sm_80+, the same arithmetic), float16 / bfloat16 to its flash backend (FlashAttention-2, the
+        half-precision target); bench/attention_probe.py times the other backends too."""
         try:
             import torch
             from torch.nn.attention import SDPBackend, sdpa_kernel
@@ -684,8 +714,10 @@ class Attention(Op):
         q, k, v = (torch_tensor(dev_inputs[n], d).reshape(-1).as_strided(
             shapes[n], (st[n].batch, st[n].head, st[n].seq, 1)) for n in ("Q", "K", "V"))
         causal = bool(problem["causal"])
-        backend, label = ((SDPBackend.MATH, "torch SDPA (math backend, TF32 off)") if d.name == "float32" else
-                          (SDPBackend.FLASH_ATTENTION, f"torch SDPA (flash backend, {d.short})"))
+        backend, label = {"float32": (SDPBackend.MATH, "torch SDPA (math backend, TF32 off)"),
+                          # torch's own fp32 kernel: CUTLASS's memory-efficient attention, 3xTF32 on sm_80+
+                          "tf32x3": (SDPBackend.EFFICIENT_ATTENTION, "torch SDPA (efficient backend: fp32 in 3xTF32)")
+                          }.get(d.name, (SDPBackend.FLASH_ATTENTION, f"torch SDPA (flash backend, {d.short})"))
 
         def run():
             with sdpa_kernel(backend):
@@ -736,6 +768,8 @@ class Attention(Op):
         if problem.dtype("Q").name in HALF:
             return self.schedule_from_knobs(**(hopper.pick(problem, self.rows_aligned(problem, 8), target) or
                                                self._mma_pick(problem, target)))
+        if problem.dtype("Q").name == "tf32x3":
+            return self.schedule_from_knobs(**self._mma_pick(problem, target))
         d, sq = problem["head_dim"], problem["seq_q"]
         dmax = widths_for(d)[0]
         bh = problem["batch"] * problem["heads"]
@@ -763,24 +797,28 @@ class Attention(Op):
         H100 at every shape probed (2026-11-24, bench_results/2026-11-24-s5/attention_probe.md: d64 435 vs
         456 us, d128 861 vs 916 us, SDPA flash 467 / 790 us), 2 stages, O stored through shared memory."""
         d, bh = problem["head_dim"], problem["batch"] * problem["heads"]
+        x3 = problem.dtype("Q").name == "tf32x3"
         bq = 128 if bh * cdiv(problem["seq_q"], 128) >= target.sms else 64
         base = dict(algo="flash_mma", bq=bq, dmax=widths_for(d)[0], stages=2, copy="cp_async", pipe="joint",
-                    epilogue="smem")
+                    epilogue="direct" if x3 else "smem")
         tiles = [dict(wq=32, bk=64, qreg=True), dict(wq=32, bk=64, qreg=False), dict(wq=32, bk=32, qreg=False),
                  dict(wq=16, bk=64, qreg=True), dict(wq=16, bk=32, qreg=False)]
         fits = [dict(base, **w) for w in tiles if w["wq"] <= bq // 4]
-        return next((k for k in fits if self._mma_registers(k) <= target.max_registers), fits[-1])
+        smem = lambda k: 2 * self.mma_layout(k, 2 if x3 else 1)["halves"]
+        return next((k for k in fits if self._mma_registers(k, x3) <= target.max_registers and
+                     smem(k) <= target.max_smem), fits[-1])
 
     def space(self, problem: Problem, target: Target):
         d = problem["head_dim"]
-        if problem.dtype("Q").name in HALF:
-            if target.has("wgmma"):
+        name = problem.dtype("Q").name
+        if name in MMA_TYPES:
+            if name in HALF and target.has("wgmma"):
                 yield from hopper.space(problem)
             pipes = (("joint", 2), ("joint", 3), ("split", 1), ("split", 2))
             for dmax, (bq, wq), bk, (pipe, stages), qreg in itertools.product(
                     widths_for(d), ((64, 16), (128, 16), (128, 32), (64, 32)), (32, 64, 128), pipes, (True, False)):
                 yield dict(algo="flash_mma", bq=bq, wq=wq, bk=bk, dmax=dmax, stages=stages, copy="cp_async", pipe=pipe,
-                           qreg=qreg, epilogue="smem")
+                           qreg=qreg, epilogue="smem" if name in HALF else "direct")
             return
         for dmax in widths_for(d):
             for bq, rq in ((32, 4), (64, 4), (64, 8), (128, 8)):
