@@ -4,6 +4,7 @@
                                                              # $OUT/attention_probe.json and .md
     PYTHONPATH=. python3 bench/attention_probe.py --types float16,bfloat16   # the tensor-core steps only
     PYTHONPATH=. python3 bench/attention_probe.py --mma      # the tensor-core kernel's variants, < 5 minutes
+    PYTHONPATH=. python3 bench/attention_probe.py --tf32x3   # fp32 data in 3xTF32 against torch's fp32 SDPA
     PYTHONPATH=. python3 bench/attention_probe.py --types float32 --shapes "batch=1,heads=32,seq=2048,head_dim=128,causal=1"
 
 Per shape (b8 h16 s2048 d64 non-causal and causal, d128 both; a d80 shape for the unaligned twins)
@@ -23,6 +24,7 @@ causal setting (b2 h3 seq_q 777 seq_k 1000; the picks also at the timed shape) b
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
 import sys
@@ -33,6 +35,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from kernelgen import gpu                                  # noqa: E402
 from kernelgen.ops import get_op                           # noqa: E402
+from kernelgen.ops.attention import widths_for             # noqa: E402
 from kernelgen.timing import measure, time_callable        # noqa: E402
 from kernelgen.validate import validate                    # noqa: E402
 
@@ -58,6 +61,16 @@ MMA_VARIANTS = (dict(pipe="joint"), dict(stages=1), dict(stages=3), dict(qreg=Fa
                 dict(wq=16, qreg=False, min_blocks=2), dict(wq=16, bk=64, qreg=True),
                 dict(bq=64, wq=16, bk=64, qreg=False, min_blocks=4), dict(rescale="lazy", stages=1))
 VALIDATE_AT = "batch=2,heads=3,seq_q=777,seq_k=1000,head_dim={d},causal={c}"
+# --tf32x3: fp32 data on tensor cores (3xTF32) at the transformer blocks' attention (7B, GPT-2 small: q, k, v read from
+# the packed projection) and b8 h16 s2048 d64, against torch's fp32 kernels and kernelgen's fp32 CUDA-core pick
+X3_SHAPES = ("batch=1,heads=32,seq=2048,head_dim=128,causal=1,layout=packed",
+             "batch=8,heads=12,seq=1024,head_dim=64,causal=1,layout=packed", "batch=8,heads=16,seq=2048,head_dim=64")
+# the tiles whose registers fit (ops/attention.py _mma_registers), and one-knob changes of each
+X3_TILES = {128: (dict(wq=16, bk=32, qreg=False),),
+            64: (dict(wq=16, bk=32, qreg=False), dict(wq=16, bk=32, qreg=True), dict(wq=16, bk=64, qreg=False))}
+X3_CHANGES = (dict(), dict(bq=128), dict(stages=3), dict(pipe="split", stages=1), dict(pipe="split", stages=2),
+              dict(rescale="lazy"), dict(order="queries"), dict(min_blocks=1), dict(min_blocks=2),
+              dict(bq=128, min_blocks=1), dict(bq=128, order="queries"))   # of the first tile; the others: 2 first
 
 
 def torch_rows(problem, reps: int, flash_only: tuple[str, ...] = ()) -> list[dict]:
@@ -195,11 +208,67 @@ def mma_main(op, out: Path, reps: int) -> None:
         print("\n".join(md[-len(rows) - 4:]), flush=True)
 
 
+def x3_main(op, out: Path, reps: int) -> None:
+    """--tf32x3: schedule_for's pick and the fitting tiles' one-knob neighbours, validated at an awkward size (the
+    picks also at the timed shape), against torch SDPA's fp32 efficient (3xTF32) and math kernels."""
+    from kernelgen.sizes import parse_size
+    base = dict(algo="flash_mma", bq=64, stages=2, copy="cp_async", epilogue="direct")
+    rows_of = {}
+    for text in X3_SHAPES:
+        p = parse_size(op, text, False, "tf32x3")
+        pick = op.knobs_from_schedule(op.schedule_for(p))
+        rows = [("schedule_for", pick)]
+        tiles = X3_TILES[widths_for(p["head_dim"])[0]]
+        for tile, change in [(tiles[0], c) for c in X3_CHANGES] + list(itertools.product(tiles[1:], X3_CHANGES[:2])):
+            k = {**op.default_knobs(), **base, "dmax": pick["dmax"], **tile, **change}
+            if all(k != r for _, r in rows):
+                rows.append((f"{tile} + {change}", k))
+        rows_of[text] = rows
+    precompile([(k, "tf32x3") for rows in rows_of.values() for _, k in rows])
+    doc, md = {"device": gpu.device().gpu, "shapes": []}, [f"# attention probe (--tf32x3) on {gpu.device().gpu}", ""]
+    for text in X3_SHAPES:
+        t0, rows = time.time(), []
+        p32 = parse_size(op, text, False, "float32")
+        m = measure(op, op.schedule_for(p32), p32, reps=reps, timing="auto")
+        rows.append({"what": "float32 schedule_for (CUDA cores)", "time_us": m.time_us, "kernel": m.kernel})
+        for what, knobs in rows_of[text]:
+            problem = parse_size(op, text, False, "tf32x3")
+            sched = op.schedule_from_knobs(**knobs)
+            row = {"what": f"{what} (tf32x3)", "schedule": sched.to_python()}
+            try:
+                small = parse_size(op, VALIDATE_AT.format(d=problem["head_dim"], c=problem["causal"]), False, "tf32x3")
+                v = validate(op, sched, small, backend="gpu")
+                if v.ok and what == "schedule_for":
+                    v = validate(op, sched, problem, backend="gpu")
+                m = measure(op, sched, problem, reps=reps, timing="auto")
+                row.update(kernel=m.kernel, time_us=m.time_us, tflops=m.tflops, valid=v.summary())
+            except Exception as e:  # an illegal variant, or a failure to report
+                row["note"] = f"{type(e).__name__}: {str(e).splitlines()[0][:160]}"
+            rows.append(row)
+        rows += [r for r in torch_rows(p32, reps) if "float32" in r["what"]]
+        timed = {r["what"]: r["time_us"] for r in rows if "time_us" in r}
+        eff = timed.get("torch SDPA efficient_attention float32")
+        for r in rows:
+            if eff and "time_us" in r:
+                r["vs_sdpa_efficient"] = eff / r["time_us"]
+        doc["shapes"].append({"problem": text, "rows": rows, "seconds": time.time() - t0})
+        md += [f"## {text}", "", "| what | time_us | TFLOP/s | vs SDPA efficient fp32 | kernel | valid / note |",
+               "|---|---|---|---|---|---|"]
+        md += [f"| {r['what']} | {r.get('time_us', float('nan')):.1f} | {r.get('tflops', float('nan')):.1f} | "
+               f"{r.get('vs_sdpa_efficient', float('nan')):.2f}x | {r.get('kernel', '')} | {r.get('valid', r.get('note', ''))} |"
+               for r in rows]
+        md.append("")
+        (out / "attention_probe_x3.json").write_text(json.dumps(doc, indent=1))
+        (out / "attention_probe_x3.md").write_text("\n".join(md) + "\n")
+        print("\n".join(md[-len(rows) - 4:]), flush=True)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--types", default="float32,float16,bfloat16", help="input types of our kernels to time")
     ap.add_argument("--mma", action="store_true", help="the tensor-core kernel's variants against SDPA flash")
     ap.add_argument("--shapes", help="SIZE;SIZE;... (as --size takes them) in place of the issue's shapes")
+    ap.add_argument("--tf32x3", action="store_true", help="fp32 data on tensor cores (3xTF32) against torch's fp32 SDPA")
     args = ap.parse_args()
     gpu.require()
     out = Path(os.environ.get("OUT", "bench_out"))
@@ -208,6 +277,8 @@ def main() -> None:
     reps = int(os.environ.get("KG_REPS", "20"))
     if args.mma:
         return mma_main(op, out, reps)
+    if args.tf32x3:
+        return x3_main(op, out, reps)
     from kernelgen.sizes import parse_size
     doc, md = {"device": gpu.device().gpu, "shapes": []}, [f"# attention probe on {gpu.device().gpu}", ""]
     for text in (args.shapes.split(";") if args.shapes else SHAPES):

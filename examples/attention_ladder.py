@@ -4,7 +4,8 @@ K/V tiles in shared memory) -> K/V tiles double-buffered with cp.async -> float1
 tensor cores (FlashAttention-2: mma.sync, Q's fragments in registers, P from S's registers) ->
 FlashAttention-2's tiles (128 queries, 32 rows a warp, O stored through shared memory; K and V in one
 cp.async group a tile, which measured faster here than FlashAttention-2's groups of their own) ->
-the Hopper form (FlashAttention-3's: wgmma for both products, Q, K and V by TMA from a producer
+fp32 data on the same tensor cores in 3xTF32 (dtype tf32x3: each value split into TF32 parts, three
+m16n8k8 products, as torch's own fp32 SDPA kernel multiplies) -> the Hopper form (FlashAttention-3's: wgmma for both products, Q, K and V by TMA from a producer
 warpgroup, three consumer warpgroups of 64 rows taking turns at the tensor cores; sm_90a, GPU only).
 
     python3 examples/attention_ladder.py        # emit each step, validate it (GPU, else emulator)
@@ -56,7 +57,9 @@ LADDER = {
     .annotate("algo", "flash_mma"),
     "4 128 queries, 32 rows a warp, O staged": pipelined(tensor_cores(bq=128, wq=32), 2, "cp_async")
     .annotate("algo", "flash_mma").cache_write("O", "shared"),
-    "5 Hopper: wgmma, TMA, warpgroups taking turns": hopper().double_buffer("K", 2).double_buffer("V", 2)
+    "5 fp32 data in 3xTF32 on the same tensor cores": pipelined(tensor_cores(bk=32), 2, "cp_async")
+    .annotate("algo", "flash_mma").cache_read("Q", "shared"),
+    "6 Hopper: wgmma, TMA, warpgroups taking turns": hopper().double_buffer("K", 2).double_buffer("V", 2)
     .annotate("algo", "flash_wgmma").annotate("pingpong", True).annotate("block_order", "queries")
     .annotate("persistent", True),
 }
@@ -69,7 +72,7 @@ if __name__ == "__main__":
         if step.arch and not (here and here.arch == step.arch):     # the Hopper step: an sm_90a GPU only
             print(f"{title:48s} skipped: needs an {step.arch} GPU (the emulator runs no wgmma or TMA)")
             continue
-        dt = step.dtypes[0]     # the tensor-core step runs in float16 (and bfloat16), the others in float32
+        dt = step.dtypes[0]     # the 16-bit tensor-core steps run in float16 (and bfloat16), the others in float32 or tf32x3
         problems = [op.problem({"batch": 8, "heads": 16, "seq": 2048, "head_dim": 64, "causal": c}, dtype=dt)
                     for c in (0, 1)] if backend == "gpu" else [op.problem(small=True, dtype=dt)]
         path, _ = write_kernel(op.kernel(sched, here, problems[0].types), "out/attention")

@@ -288,10 +288,14 @@ def softmax(x):
     return run("softmax", f"rows={rows},cols={cols}", [x.reshape(rows, cols)])[0].reshape(x.shape)
 
 
-def attention(q, k, v, causal: bool = False):
+def attention(q, k, v, causal: bool = False, dtype: str | None = None):
     """torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal) for (batch, heads, seq,
     head_dim) tensors (seq_k may differ from seq_q), scale 1/sqrt(head_dim): the attention op, in the
     types it takes (kernelgen's attention op's `dtypes`; another type is a UsageError naming them).
+    float32 tensors are multiplied as torch's SDPA multiplies them: on GPUs with TF32 tensor cores (sm_80+)
+    in 3xTF32 (dtype "tf32x3": each value split into TF32 parts, about fp32's accuracy; torch's fp32 kernel
+    there is CUTLASS's memory-efficient attention, whose products are 3xTF32), else on CUDA cores;
+    `dtype="float32"` keeps them on CUDA cores, `dtype="tf32x3"` asks for the tensor cores.
 
     q, k and v are read where they lie when their strides are one of the op's layouts (all three alike):
     contiguous (bhsd), transposed views of (batch, seq, heads, head_dim) tensors (bshd), or the views
@@ -308,8 +312,22 @@ def attention(q, k, v, causal: bool = False):
         q, k, v, layout = q.contiguous(), k.contiguous(), v.contiguous(), "bhsd"
     problem = f"batch={b},heads={h},seq_q={sq},seq_k={k.shape[2]},head_dim={d},causal={int(bool(causal))}" + \
         ("" if layout == "bhsd" else f",layout={layout}")
-    o = run("attention", problem, [_buffer(t, layout) for t in (q, k, v)])[0]
+    if q.dtype == torch.float32:
+        dtype = dtype or _sdpa_fp32(q.device.type == "cuda")
+    elif dtype is not None:
+        raise ValueError(f"attention: dtype {dtype!r} for {q.dtype} tensors: a dtype is given for float32 ones only, "
+                         "float32 or tf32x3")
+    o = run("attention", problem, [_buffer(t, layout) for t in (q, k, v)], dtype=dtype)[0]
     return o if layout == "bhsd" else o.transpose(1, 2)
+
+
+@functools.lru_cache(maxsize=2)
+def _sdpa_fp32(on_gpu: bool) -> str:
+    """How torch's SDPA multiplies float32 on this GPU (off a GPU, as on the default target: a meta trace's types
+    are the same either way): tf32x3 where it has TF32 tensor cores, else float32."""
+    from . import gpu
+    from .target import default_target
+    return "tf32x3" if (gpu.device() if on_gpu else default_target()).has("mma_m16n8k8_tf32") else "float32"
 
 
 def _attention_layout(q, k, v) -> str | None:

@@ -21,7 +21,9 @@ seq, d_model). The torch block splits alike and copies on the merge. GELU is the
 blocks (CUDA events between the stages, eager): where the time goes. dtype tf32x3 (`--dtype tf32x3`) is the
 float32 block with its four GEMMs on tensor cores (`kernelgen.torch.linear(..., dtype="tf32x3")`: each value split
 into a high and a low TF32 part, about fp32's accuracy), checked and timed against the same float32 torch block
-(TF32 off): what CUTLASS calls 3xTF32, opt-in; `--dtype float32` multiplies on CUDA cores (sgemm).
+(TF32 off): what CUTLASS calls 3xTF32, opt-in; `--dtype float32` multiplies on CUDA cores (sgemm). In both, attention
+multiplies as torch's own SDPA does in float32 (kernelgen.torch.attention's default): 3xTF32 on GPUs with TF32 tensor
+cores (torch's fp32 kernel there is CUTLASS's memory-efficient attention, 3xTF32), CUDA cores elsewhere.
 """
 from __future__ import annotations
 

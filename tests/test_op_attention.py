@@ -77,17 +77,24 @@ def test_each_kernel_refuses_the_other_types_by_name():
     with pytest.raises(ScheduleError, match=r"annotate\(algo\): 'flash' is illegal \(limit: algo flash runs in "
                        r"float32; float16 runs on tensor cores; allowed: flash_mma\)"):
         op.kernel(op.default_schedule(), types=op.types("float16"))
-    with pytest.raises(ScheduleError, match=r"tensorize\(j.1\).*takes float16 or bfloat16 inputs, not float32; "
-                       r"float32 runs algo flash"):
+    with pytest.raises(ScheduleError, match=r"tensorize\(j.1\).*takes float16 or bfloat16 inputs \(or fp32 data as "
+                       r"tf32x3\), not float32; float32 runs algo flash; allowed: float16, bfloat16, tf32x3"):
         op.kernel(op.schedule(**MMA))
+    with pytest.raises(ScheduleError, match=r"annotate\(algo\): 'flash' is illegal \(limit: algo flash runs in "
+                       r"float32; tf32x3 runs on tensor cores; allowed: flash_mma\)"):
+        op.kernel(op.default_schedule(), types=op.types("tf32x3"))
 
 
 # -- schedules and knobs ----------------------------------------------------------------------------
 def test_ladder_climbs_from_unfused_to_tensor_cores():
     knobs = [op.knobs_from_schedule(s.schedule) for s in STEPS]
-    assert [k["algo"] for k in knobs] == ["unfused", "flash", "flash", "flash_mma", "flash_mma", "flash_wgmma"]
-    assert [s.dtypes for s in STEPS] == [("float32",)] * 3 + [("float16", "bfloat16")] * 3
-    assert [s.arch for s in STEPS] == [""] * 5 + ["sm_90a"]      # the Hopper step names the arch it needs
+    assert [k["algo"] for k in knobs] == ["unfused", "flash", "flash", "flash_mma", "flash_mma", "flash_mma",
+                                          "flash_wgmma"]
+    assert [s.dtypes for s in STEPS] == [("float32",)] * 3 + [("float16", "bfloat16")] * 2 + [("tf32x3",)] + \
+        [("float16", "bfloat16")]
+    assert [s.arch for s in STEPS] == [""] * 6 + ["sm_90a"]      # the Hopper step names the arch it needs
+    assert op.kernel(STEPS[5].schedule, types=op.step_types(STEPS[5])).name == \
+        "attention_tf32x3_sm90_aflashmma_bq64_wq16_bk32_d64_st2_ccpasync_qr0"
     assert op.step_types(STEPS[3]).input.name == "float16" and op.step_types(STEPS[0]) is None
     assert op.step_types(STEPS[3], op.types("bfloat16")).input.name == "bfloat16"
     assert op.step_types(STEPS[1], op.types("bfloat16")).input.name == "float32"

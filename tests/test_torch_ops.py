@@ -196,6 +196,16 @@ def _qkv_views(b=2, s=37, h=3, d=16, layout="packed", device="meta", dtype=torch
     return [torch.empty(b, s, h, d, device=device, dtype=dtype).transpose(1, 2) for _ in range(3)]
 
 
+def test_float32_attention_takes_tf32x3_as_torchs_sdpa_does_unless_told():
+    from torch.fx.experimental.proxy_tensor import make_fx
+    q, k, v = _qkv_views(layout="bhsd")
+    for given, used in ((None, "tf32x3"), ("float32", "float32"), ("tf32x3", "tf32x3")):
+        g = make_fx(lambda q, k, v: kgt.attention(q, k, v, causal=True, dtype=given), tracing_mode="fake")(q, k, v)
+        assert [n.args[2] for n in g.graph.nodes if "kernelgen.run" in str(n.target)] == [used]
+    with pytest.raises(ValueError, match="dtype 'tf32x3' for torch.float16 tensors: a dtype is given for float32"):
+        kgt.attention(q.half(), k.half(), v.half(), dtype="tf32x3")
+
+
 def _attention_graph(q, k, v):
     from torch.fx.experimental.proxy_tensor import make_fx
     gm = make_fx(lambda q, k, v: kgt.attention(q, k, v, causal=True), tracing_mode="fake")(q, k, v)

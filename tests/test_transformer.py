@@ -103,11 +103,20 @@ def test_the_tf32x3_block_runs_its_four_gemms_on_the_tensor_core_gemm():
     gm, shape, ops = tf.trace(tf.config("7b"), "tf32x3")
     assert ops == [o.replace("sgemm", "gemm") for o in OPS]
     types = [n.args[2] for n in gm.graph.nodes if "kernelgen.run" in str(n.target)]
-    assert types == ["float32", "tf32x3", "float32", "tf32x3", "float32", "tf32x3", "tf32x3"]
+    assert types == ["float32", "tf32x3", "tf32x3", "tf32x3", "float32", "tf32x3", "tf32x3"]
     meta = lambda *s, t=torch.float32: torch.empty(*s, device="meta", dtype=t)
     assert kgt.linear(meta(4, 8), meta(6, 8), meta(6), dtype="tf32x3").dtype == torch.float32
     with pytest.raises(ValueError, match="dtype 'tf32x3' for torch.bfloat16 tensors: a dtype is given for float32"):
         kgt.linear(meta(4, 8, t=torch.bfloat16), meta(6, 8, t=torch.bfloat16), dtype="tf32x3")
+
+
+@needs_torch
+def test_the_float32_blocks_attention_multiplies_as_torchs_sdpa():
+    """torch's SDPA runs float32 in 3xTF32 on sm_80+ (CUTLASS's memory-efficient kernel), and so does kgt.attention
+    by default on the default target (sm_90): the float32 block's attention is tf32x3 beside CUDA-core GEMMs."""
+    gm, _, _ = tf.trace(tf.config("gpt2-small"), "float32")
+    assert [n.args[2] for n in gm.graph.nodes if "kernelgen.run" in str(n.target)] == \
+        ["float32", "float32", "tf32x3", "float32", "float32", "float32", "float32"]
 
 
 @needs_torch

@@ -97,11 +97,13 @@ CP_ASYNC = ("algo", ("flash", "flash_mma"))  # the fused kernels whose K/V copie
 FMA = ("algo", ("flash",))                  # the float32 kernel's thread tiles
 MMA = ("algo", ("flash_mma",))              # the tensor-core kernel's warp tiles
 HOPPER = ("algo", ("flash_wgmma",))         # the wgmma kernel's (ops/attention_hopper.py)
+X3_STEP = dict(algo="flash_mma", bq=64, wq=16, bk=32, dmax=64, stages=2, copy="cp_async", qreg=False)
 HOPPER_STEP = dict(algo="flash_wgmma", bq=192, bk=128, dmax=64, stages=2, overlap=False, pingpong=True, order="queries",
                    persistent=True)
 INTRINSIC = "mma.m16n8k16"
-MMA_TYPES = HALF + ("tf32x3",)
-PV_COLS = 4         # tf32x3's P V: O's n8 column blocks summed apart at a time (lib/attention_mma.j2's part)          # flash_mma's: 16-bit data, or fp32 data in 3xTF32 (m16n8k8, opt-in)
+MMA_TYPES = HALF + ("tf32x3",)          # flash_mma's: 16-bit data, or fp32 data in 3xTF32 (m16n8k8, opt-in)
+PV_COLS = 4                             # tf32x3's P V: O's n8 column blocks summed apart at a time (lib/attention_mma.j2's
+                                        # part): 8 spilled at d128 with 64-key tiles, 4 kept 168 registers at 32-key ones
 MAX_GRID = 65535                        # gridDim.y and gridDim.z: flash_mma's and unfused's batch*heads, the
                                         # fp32 flash kernel's query blocks (gridDim.x, its pairs, holds INT_MAX)
 MAX_HEAD_DIM = 128
@@ -745,6 +747,12 @@ class Attention(Op):
                                   self.schedule_from_knobs(**fa2), "issue 15: the inner loop, not the instruction; K and "
                                   "V in one cp.async group (FlashAttention-2's groups of their own, pipe split, measured "
                                   "4-7% slower on the H100)", dtypes=HALF),
+                       LadderStep("fp32 data on the same tensor cores in 3xTF32: each value split in a TF32 high and "
+                                  "low part, three m16n8k8 products (about fp32's accuracy: torch's own fp32 SDPA "
+                                  "arithmetic), P V in the key order that leaves P in S's registers",
+                                  self.schedule_from_knobs(**X3_STEP), "issue 15: the fp32 block's attention, against "
+                                  "torch's fp32 SDPA (CUTLASS's memory-efficient kernel, also 3xTF32)",
+                                  dtypes=("tf32x3",)),
                        LadderStep("Hopper (FlashAttention-3's form): wgmma for both products (P from registers), Q, K "
                                   "and V by TMA from a producer warpgroup, 3 consumer warpgroups of 64 rows taking "
                                   "turns at the tensor cores, each pair's query blocks in a row (K and V stay in L2), "
