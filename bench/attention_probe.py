@@ -65,12 +65,12 @@ VALIDATE_AT = "batch=2,heads=3,seq_q=777,seq_k=1000,head_dim={d},causal={c}"
 # the packed projection) and b8 h16 s2048 d64, against torch's fp32 kernels and kernelgen's fp32 CUDA-core pick
 X3_SHAPES = ("batch=1,heads=32,seq=2048,head_dim=128,causal=1,layout=packed",
              "batch=8,heads=12,seq=1024,head_dim=64,causal=1,layout=packed", "batch=8,heads=16,seq=2048,head_dim=64")
-# the tiles whose registers fit (ops/attention.py _mma_registers), and one-knob changes of each
+# the tiles whose registers fit (ops/attention.py _mma_registers), each with 64 and 128 queries and min_blocks 0 and 1;
+# one-knob changes of the pick
 X3_TILES = {128: (dict(wq=16, bk=32, qreg=False),),
-            64: (dict(wq=16, bk=32, qreg=False), dict(wq=16, bk=32, qreg=True), dict(wq=16, bk=64, qreg=False))}
-X3_CHANGES = (dict(), dict(bq=128), dict(stages=3), dict(pipe="split", stages=1), dict(pipe="split", stages=2),
-              dict(rescale="lazy"), dict(order="queries"), dict(min_blocks=1), dict(min_blocks=2),
-              dict(bq=128, min_blocks=1), dict(bq=128, order="queries"))   # of the first tile; the others: 2 first
+            64: (dict(wq=16, bk=32, qreg=False), dict(wq=16, bk=64, qreg=False), dict(wq=16, bk=32, qreg=True))}
+X3_BLOCKS = (dict(bq=64), dict(bq=128), dict(bq=64, min_blocks=1), dict(bq=128, min_blocks=1))
+X3_CHANGES = (dict(stages=3), dict(pipe="split", stages=2), dict(rescale="lazy"), dict(order="queries"))
 
 
 def torch_rows(problem, reps: int, flash_only: tuple[str, ...] = ()) -> list[dict]:
@@ -212,17 +212,17 @@ def x3_main(op, out: Path, reps: int) -> None:
     """--tf32x3: schedule_for's pick and the fitting tiles' one-knob neighbours, validated at an awkward size (the
     picks also at the timed shape), against torch SDPA's fp32 efficient (3xTF32) and math kernels."""
     from kernelgen.sizes import parse_size
-    base = dict(algo="flash_mma", bq=64, stages=2, copy="cp_async", epilogue="direct")
+    base = dict(algo="flash_mma", stages=2, copy="cp_async", epilogue="direct")
     rows_of = {}
     for text in X3_SHAPES:
         p = parse_size(op, text, False, "tf32x3")
         pick = op.knobs_from_schedule(op.schedule_for(p))
         rows = [("schedule_for", pick)]
         tiles = X3_TILES[widths_for(p["head_dim"])[0]]
-        for tile, change in [(tiles[0], c) for c in X3_CHANGES] + list(itertools.product(tiles[1:], X3_CHANGES[:2])):
+        for tile, change in [*itertools.product(tiles, X3_BLOCKS), *((pick, c) for c in X3_CHANGES)]:
             k = {**op.default_knobs(), **base, "dmax": pick["dmax"], **tile, **change}
             if all(k != r for _, r in rows):
-                rows.append((f"{tile} + {change}", k))
+                rows.append((f"{'pick' if tile is pick else tile} + {change}", k))
         rows_of[text] = rows
     precompile([(k, "tf32x3") for rows in rows_of.values() for _, k in rows])
     doc, md = {"device": gpu.device().gpu, "shapes": []}, [f"# attention probe (--tf32x3) on {gpu.device().gpu}", ""]

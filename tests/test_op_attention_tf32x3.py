@@ -85,9 +85,9 @@ def test_the_tuning_space_holds_tf32x3_tiles_and_no_staged_o():
 
 
 # -- SASS -------------------------------------------------------------------------------------------
-# ptxas holds some of these to 168 registers (three blocks of 128 threads) and spills a little rather than take
-# more: the aligned kernel at sm_80 d128 40 bytes, the unaligned twins at sm_90 d128 24 and sm_80 bk64 120 (their
-# element-wise copies); with min_blocks=1 it takes 241-242 and spills nothing. The sm_90 aligned kernels spill none.
+# ptxas holds some of these to 168 registers (three blocks of 128 threads, which the d128 tiles' shared memory never
+# allows) and may spill a little rather than take more (sm_90 d128: 8 bytes); with min_blocks 1, as schedule_for picks
+# them, it takes what it needs (240-253) and spills nothing.
 @pytest.mark.nvrtc
 @pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
 @pytest.mark.parametrize("knobs", [X3, dict(X3, dmax=128), dict(X3, dmax=128, min_blocks=1), dict(X3, wq=32, dmax=32),
@@ -98,8 +98,8 @@ def test_variants_compile_to_three_tf32_products_with_few_spills(arch, knobs):
     assert set(found) == {k.name, k.name + "_unaligned"}
     mi, dk, nk, nd = k.knob("wq") // 16, k.knob("dmax") // 8, k.knob("bk") // 8, k.knob("dmax") // 8
     for sym, f in found.items():
-        clean = (arch == "sm_90" and sym == k.name) or k.knob("min_blocks") == 1 and sym == k.name
-        assert (f.spill_bytes == 0 and f.local_ops == 0) if clean else f.spill_bytes <= 128, (sym, f)
+        clean = k.knob("min_blocks") == 1 or k.knob("dmax") < 128
+        assert (f.spill_bytes == 0 and f.local_ops == 0) if clean else f.spill_bytes <= 32, (sym, f)
         assert f.hmma == 3 * mi * (dk * nk + nk * nd), (sym, f)     # S: d/8 k8 steps x bk/8; P V: bk/8 x d/8
     assert found[k.name].ldg128 > 0 and found[k.name + "_unaligned"].ldg128 == 0
 

@@ -803,7 +803,12 @@ class Attention(Op):
         thread; FlashAttention-2's 128 x 32 tiles on sm_8x), 16 rows. K and V in cp.async groups of their
         own would be FlashAttention-2's order (pipe split); one group a tile (joint) measured faster on the
         H100 at every shape probed (2026-11-24, bench_results/2026-11-24-s5/attention_probe.md: d64 435 vs
-        456 us, d128 861 vs 916 us, SDPA flash 467 / 790 us), 2 stages, O stored through shared memory."""
+        456 us, d128 861 vs 916 us, SDPA flash 467 / 790 us), 2 stages, O stored through shared memory.
+        tf32x3 (fp32 data, twice the registers and shared memory a value): warps of 16 rows with Q read from shared
+        memory, 64-key tiles where their registers fit (d <= 64), else 32, and O stored from its fragments; with
+        min_blocks 1, since ptxas otherwise held the d128 kernel to 168 registers (three blocks of 128 threads, which
+        its shared memory never allows) and spilled: bq 128 826.7 against 946.4 us at the 7B layer's attention (b1 h32
+        s2048 d128 causal) on the H200, 2026-11-29 (bench_results/2026-11-29-s21/attention_probe_x3.md)."""
         d, bh = problem["head_dim"], problem["batch"] * problem["heads"]
         x3 = problem.dtype("Q").name == "tf32x3"
         bq = 128 if bh * cdiv(problem["seq_q"], 128) >= target.sms else 64
@@ -811,6 +816,8 @@ class Attention(Op):
                     epilogue="direct" if x3 else "smem")
         tiles = [dict(wq=32, bk=64, qreg=True), dict(wq=32, bk=64, qreg=False), dict(wq=32, bk=32, qreg=False),
                  dict(wq=16, bk=64, qreg=True), dict(wq=16, bk=32, qreg=False)]
+        if x3:    # 16 rows a warp (32 spill), Q read from shared memory; min_blocks 1 (see the docstring)
+            tiles = [dict(wq=16, bk=64, qreg=False, min_blocks=1), dict(wq=16, bk=32, qreg=False, min_blocks=1)]
         fits = [dict(base, **w) for w in tiles if w["wq"] <= bq // 4]
         smem = lambda k: 2 * self.mma_layout(k, 2 if x3 else 1)["halves"]
         return next((k for k in fits if self._mma_registers(k, x3) <= target.max_registers and

@@ -11,20 +11,18 @@
 #ifndef KERNELGEN_MMA_TF32
 #define KERNELGEN_MMA_TF32
 
-// x rounded to TF32 (10 fraction bits, to nearest, ties away from zero: cvt.rna.tf32.f32), as its fp32 bits.
+// x rounded to TF32 (10 fraction bits, to nearest, ties away from zero: cvt.rna.tf32.f32's result for finite x), as
+// its fp32 bits: half a TF32 ulp added to the magnitude's bits and the 13 low bits cleared (sign and magnitude: a carry
+// rounds the magnitude up, into the exponent where it must; the largest finite values round to Inf, as cvt.rna's do).
+// On the GPU two integer instructions without cvt.rna's Inf/NaN test: ptxas expands cvt.rna.tf32.f32 (sm_80, sm_90)
+// into a compare, a select and this add and mask, which left 3xTF32 attention issue-bound (672 FSETP beside 384
+// HMMA a tile). Inf stays Inf and a quiet NaN a NaN there; the emulator keeps the test (both as cvt.rna).
 __device__ __forceinline__ unsigned kg_tf32(float x) {
-#if defined(KERNELGEN_EMULATE)
   const unsigned bits = __float_as_uint(x);
+#if defined(KERNELGEN_EMULATE)
   if ((bits & 0x7f800000u) == 0x7f800000u) return bits;   // Inf and NaN as they are
-  return (bits + 0x1000u) & 0xffffe000u;                  // sign and magnitude: a carry rounds the magnitude up
-#elif defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  unsigned r;
-  asm("cvt.rna.tf32.f32 %0, %1;\n" : "=r"(r) : "f"(x));
-  return r;
-#else
-  __trap();
-  return 0u;
 #endif
+  return (bits + 0x1000u) & 0xffffe000u;
 }
 
 #if defined(KERNELGEN_EMULATE)
