@@ -85,9 +85,9 @@ def test_the_tuning_space_holds_tf32x3_tiles_and_no_staged_o():
 
 
 # -- SASS -------------------------------------------------------------------------------------------
-# ptxas holds some of these to 168 registers (three blocks of 128 threads, which the d128 tiles' shared memory never
-# allows) and may spill a little rather than take more (sm_90 d128: 8 bytes); with min_blocks 1, as schedule_for picks
-# them, it takes what it needs (240-253) and spills nothing.
+# ptxas holds some of these to 168 registers (three blocks of 128 threads) or runs d128 up to 255 and spills a
+# little rather than take more: at most 32 bytes (sm_90 d128 with min_blocks 1, sm_80 d64 28); the sm_90 kernels of
+# d <= 64 spill nothing.
 @pytest.mark.nvrtc
 @pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
 @pytest.mark.parametrize("knobs", [X3, dict(X3, dmax=128), dict(X3, dmax=128, min_blocks=1), dict(X3, wq=32, dmax=32),
@@ -98,7 +98,7 @@ def test_variants_compile_to_three_tf32_products_with_few_spills(arch, knobs):
     assert set(found) == {k.name, k.name + "_unaligned"}
     mi, dk, nk, nd = k.knob("wq") // 16, k.knob("dmax") // 8, k.knob("bk") // 8, k.knob("dmax") // 8
     for sym, f in found.items():
-        clean = k.knob("min_blocks") == 1 or k.knob("dmax") < 128
+        clean = arch == "sm_90" and k.knob("dmax") <= 64
         assert (f.spill_bytes == 0 and f.local_ops == 0) if clean else f.spill_bytes <= 32, (sym, f)
         assert f.hmma == 3 * mi * (dk * nk + nk * nd), (sym, f)     # S: d/8 k8 steps x bk/8; P V: bk/8 x d/8
     assert found[k.name].ldg128 > 0 and found[k.name + "_unaligned"].ldg128 == 0
@@ -117,7 +117,7 @@ def test_variants_are_correct_on_the_emulator(knobs, sizes):
 @pytest.mark.parametrize("old,new", [
     ("p[i][1] = __float_as_uint(s[i][kk][2]);", "p[i][1] = __float_as_uint(s[i][kk][1]);"),   # keys out of V's order
     ("kg_mma_m16n8k8_tf32(part[i][j], pl[i], b[j]);", ""),             # P's low part dropped: P V in 2xTF32
-    ("kg_mma_m16n8k8_tf32(s[i][j], al[i], b[j]);", ""),                # Q's low part dropped
+    ("kg_mma_m16n8k8_tf32(t[i][j], al[i], b[j]);", ""),                # Q's low part dropped
     ("acc[i][c0 + j][q] += part[i][j][q];", "acc[i][c0 + j][q] = part[i][j][q];"),   # earlier tiles forgotten
     ("^ ((c0 + j) * 16))", "+ ((c0 + j) * 16))"),                     # V's column blocks added past the swizzle
 ])
@@ -149,8 +149,9 @@ def test_variants_are_correct_on_the_gpu(knobs, sizes):
 
 @pytest.mark.gpu
 def test_fp32_grade_error_over_a_long_row_of_keys_on_the_gpu():
-    """The tensor cores' fp32 sums truncate: P V's products summed straight into O over 8192 keys would drift
-    (the GEMM's lesson over K); summed a tile apart the error stays fp32's."""
+    """The tensor cores' fp32 sums truncate: S's and P V's products summed straight into the scores and O left
+    7e-6 relative error at 8192 keys (bench/attention_x3_error.py, H200); summed a chunk apart it stays below the
+    fp32 CUDA-core kernel's there (2.0-2.5e-6)."""
     p = op.problem(dict(batch=1, heads=2, seq_q=64, seq_k=8192, head_dim=128, causal=0), dtype="tf32x3")
     v = validate(op, op.schedule_for(p), p, backend="gpu")
     assert v.ok and dict(v.errors)["O"] < 2e-6, v.summary()

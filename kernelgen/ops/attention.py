@@ -104,6 +104,7 @@ INTRINSIC = "mma.m16n8k16"
 MMA_TYPES = HALF + ("tf32x3",)          # flash_mma's: 16-bit data, or fp32 data in 3xTF32 (m16n8k8, opt-in)
 PV_COLS = 4                             # tf32x3's P V: O's n8 column blocks summed apart at a time (lib/attention_mma.j2's
                                         # part): 8 spilled at d128 with 64-key tiles, 4 kept 168 registers at 32-key ones
+S_CHUNK = 4                             # tf32x3's S: k8 steps whose products are summed apart (lib/attention_mma.j2's t)
 MAX_GRID = 65535                        # gridDim.y and gridDim.z: flash_mma's and unfused's batch*heads, the
                                         # fp32 flash kernel's query blocks (gridDim.x, its pairs, holds INT_MAX)
 MAX_HEAD_DIM = 128
@@ -465,7 +466,7 @@ class Attention(Op):
         p = dict(k, **lay, warps=lay["threads"] // 32, mi=mi, nk=nk, nd=nd, dk=dk, log2e=LOG2E, out=types.output,
                  in_header=d.header, mma_fn=f"kg_mma_m16n8k16_{d.short}", o_staged=k["epilogue"] == "smem",
                  lazy=LAZY_LOG2 if k["rescale"] == "lazy" else None, tf32x3=x3, ew=ew, vec=16 // d.itemsize,
-                 pv_cols=min(nd, PV_COLS),
+                 pv_cols=min(nd, PV_COLS), s_chunk=min(dk, S_CHUNK) if x3 else None,
                  unit_stride_args=unit_strides,
                  walk=tk["row_step"] > 0 and tk["row_step"] % 8 == 0)   # lib/tc_copy.j2's walk_copy
         return p, 2 * lay["halves"], regs
