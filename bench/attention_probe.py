@@ -70,7 +70,9 @@ X3_SHAPES = ("batch=1,heads=32,seq=2048,head_dim=128,causal=1,layout=packed",
 X3_TILES = {128: (dict(wq=16, bk=32, qreg=False),),
             64: (dict(wq=16, bk=32, qreg=False), dict(wq=16, bk=64, qreg=False), dict(wq=16, bk=32, qreg=True))}
 X3_BLOCKS = (dict(bq=64), dict(bq=128), dict(bq=64, min_blocks=1), dict(bq=128, min_blocks=1))
-X3_CHANGES = (dict(stages=3), dict(pipe="split", stages=2), dict(rescale="lazy"), dict(order="queries"))
+X3_CHANGES = (dict(stages=3), dict(pipe="split", stages=2), dict(rescale="lazy"), dict(order="queries"),
+              dict(split="fma"), dict(split="mixed"), dict(bq=64, stages=1, pipe="split", min_blocks=0),
+              dict(bq=64, stages=1, pipe="split", min_blocks=0, split="mixed"))
 
 
 def torch_rows(problem, reps: int, flash_only: tuple[str, ...] = ()) -> list[dict]:
@@ -208,13 +210,13 @@ def mma_main(op, out: Path, reps: int) -> None:
         print("\n".join(md[-len(rows) - 4:]), flush=True)
 
 
-def x3_main(op, out: Path, reps: int) -> None:
+def x3_main(op, out: Path, reps: int, shapes: tuple[str, ...] = X3_SHAPES) -> None:
     """--tf32x3: schedule_for's pick and the fitting tiles' one-knob neighbours, validated at an awkward size (the
     picks also at the timed shape), against torch SDPA's fp32 efficient (3xTF32) and math kernels."""
     from kernelgen.sizes import parse_size
     base = dict(algo="flash_mma", stages=2, copy="cp_async", epilogue="direct")
     rows_of = {}
-    for text in X3_SHAPES:
+    for text in shapes:
         p = parse_size(op, text, False, "tf32x3")
         pick = op.knobs_from_schedule(op.schedule_for(p))
         rows = [("schedule_for", pick)]
@@ -226,7 +228,7 @@ def x3_main(op, out: Path, reps: int) -> None:
         rows_of[text] = rows
     precompile([(k, "tf32x3") for rows in rows_of.values() for _, k in rows])
     doc, md = {"device": gpu.device().gpu, "shapes": []}, [f"# attention probe (--tf32x3) on {gpu.device().gpu}", ""]
-    for text in X3_SHAPES:
+    for text in shapes:
         t0, rows = time.time(), []
         p32 = parse_size(op, text, False, "float32")
         m = measure(op, op.schedule_for(p32), p32, reps=reps, timing="auto")
@@ -278,7 +280,7 @@ def main() -> None:
     if args.mma:
         return mma_main(op, out, reps)
     if args.tf32x3:
-        return x3_main(op, out, reps)
+        return x3_main(op, out, reps, tuple(args.shapes.split(";")) if args.shapes else X3_SHAPES)
     from kernelgen.sizes import parse_size
     doc, md = {"device": gpu.device().gpu, "shapes": []}, [f"# attention probe on {gpu.device().gpu}", ""]
     for text in (args.shapes.split(";") if args.shapes else SHAPES):

@@ -104,6 +104,7 @@ INTRINSIC = "mma.m16n8k16"
 MMA_TYPES = HALF + ("tf32x3",)          # flash_mma's: 16-bit data, or fp32 data in 3xTF32 (m16n8k8, opt-in)
 PV_COLS = 4                             # tf32x3's P V: O's n8 column blocks summed apart at a time (lib/attention_mma.j2's
                                         # part): 8 spilled at d128 with 64-key tiles, 4 kept 168 registers at 32-key ones
+SPLIT_FN = ("kg_tf32", "kg_tf32_fma")    # tf32x3's split on the ALU or the FMA pipes (common/mma_tf32.cuh), by knob split
 S_CHUNK = 4                             # tf32x3's S: k8 steps whose products are summed apart (lib/attention_mma.j2's t)
 MAX_GRID = 65535                        # gridDim.y and gridDim.z: flash_mma's and unfused's batch*heads, the
                                         # fp32 flash kernel's query blocks (gridDim.x, its pairs, holds INT_MAX)
@@ -213,6 +214,10 @@ class Attention(Op):
         Knob("min_blocks", 0, (0, 1, 2, 3, 4), "blocks per SM promised to __launch_bounds__ (caps the registers at "
              "65536 / (threads * min_blocks)); 0: no promise", "mb", Prim("annotate", "min_blocks", absent=0),
              when=MMA, unused=0),
+        Knob("split", "alu", ("alu", "fma", "mixed"), "tf32x3: how values are split into TF32 parts: by integer "
+             "add and mask (the ALU pipe), by Veltkamp's floating-point split (the FMA pipes), or K's by the FMA pipes "
+             "and the others' by the ALU (the two pipes shared)", "sp", Prim("annotate", "tf32_split", absent="alu"),
+             when=MMA, unused="alu"),
         Knob("overlap", True, (False, True), "flash_wgmma: tile j's softmax runs while tile j-1's P V does "
              "(FlashAttention-3's intra-warpgroup pipelining: S(j) and P V(j-1) issued together, O rescaled after), "
              "or each tile's S, softmax and P V in turn", "ov", Prim("annotate", "overlap", absent=False), when=HOPPER,
@@ -304,7 +309,8 @@ class Attention(Op):
                  .split("j", k["bk"]).split("d", k["dmax"]).tensorize("j.1", instr))
             if hopper_:
                 return self.put(s, k, "stages", "algo", "overlap", "pingpong", "order", "persistent")
-            return self.put(s, k, "stages", "copy", "algo", "pipe", "qreg", "epilogue", "rescale", "min_blocks", "order")
+            return self.put(s, k, "stages", "copy", "algo", "pipe", "qreg", "epilogue", "rescale", "min_blocks", "order",
+                            "split")
         s = (s.bind("bh", "blockIdx.x").split("i", k["bq"], k["rq"]).bind("i.0", "blockIdx.y")
              .bind("i.1", "threadIdx.y").split("j", k["bk"], k["rk"]).bind("j.1", "threadIdx.x")
              .split("d", k["dmax"]))
@@ -451,6 +457,8 @@ class Attention(Op):
             check(k["epilogue"] == "direct", "cache_write", "O", "shared", allowed="no cache_write(O) (O stored from "
                   "the fragments)", limit="O goes through the Q tile as 16-bit pairs; tf32x3's fp32 O is stored from "
                   "its fragments")
+        check(x3 or k["split"] == "alu", "annotate", "tf32_split", k["split"], allowed="alu (none)",
+              limit=f"{d.name} data is not split: the knob is tf32x3's")
         ew = units(d)
         lay = self.mma_layout(k, ew)
         mi, nk, nd, dk = k["wq"] // 16, k["bk"] // 8, k["dmax"] // 8, k["dmax"] * ew // 16
@@ -467,6 +475,7 @@ class Attention(Op):
                  in_header=d.header, mma_fn=f"kg_mma_m16n8k16_{d.short}", o_staged=k["epilogue"] == "smem",
                  lazy=LAZY_LOG2 if k["rescale"] == "lazy" else None, tf32x3=x3, ew=ew, vec=16 // d.itemsize,
                  pv_cols=min(nd, PV_COLS), s_chunk=min(dk, S_CHUNK) if x3 else None,
+                 k_split=SPLIT_FN[k["split"] != "alu"], o_split=SPLIT_FN[k["split"] == "fma"],
                  unit_stride_args=unit_strides,
                  walk=tk["row_step"] > 0 and tk["row_step"] % 8 == 0)   # lib/tc_copy.j2's walk_copy
         return p, 2 * lay["halves"], regs
