@@ -817,11 +817,13 @@ class Attention(Op):
         tf32x3 (fp32 data, twice the registers and shared memory a value): warps of 16 rows with Q read from shared
         memory, 64-key tiles where their registers fit (d <= 64), else 32, and O stored from its fragments; with
         min_blocks 1, since ptxas otherwise held the d128 kernel to 168 registers (three blocks of 128 threads, which
-        its shared memory never allows) and spilled: bq 128 826.7 against 946.4 us at the 7B layer's attention (b1 h32
-        s2048 d128 causal) on the H200, 2026-11-29 (bench_results/2026-11-29-s21/attention_probe_x3.md)."""
+        its shared memory never allows) and spilled (807 against 629 us); 128-query blocks at d128 only (each K/V tile
+        then feeds 8 warps: 629 against 703 us at the 7B layer's attention, b1 h32 s2048 d128 causal), 64 at d <= 64
+        (238 against 252 us at GPT-2 small's, b8 h12 s1024 d64 causal; 2250 against 2274 at b8 h16 s2048): H200,
+        2026-11-29, bench_results/2026-11-29-s21/attention_probe_x3*.md."""
         d, bh = problem["head_dim"], problem["batch"] * problem["heads"]
         x3 = problem.dtype("Q").name == "tf32x3"
-        bq = 128 if bh * cdiv(problem["seq_q"], 128) >= target.sms else 64
+        bq = 128 if bh * cdiv(problem["seq_q"], 128) >= target.sms and not (x3 and d <= 64) else 64
         base = dict(algo="flash_mma", bq=bq, dmax=widths_for(d)[0], stages=2, copy="cp_async", pipe="joint",
                     epilogue="direct" if x3 else "smem")
         tiles = [dict(wq=32, bk=64, qreg=True), dict(wq=32, bk=64, qreg=False), dict(wq=32, bk=32, qreg=False),
@@ -840,10 +842,12 @@ class Attention(Op):
             if name in HALF and target.has("wgmma"):
                 yield from hopper.space(problem)
             pipes = (("joint", 2), ("joint", 3), ("split", 1), ("split", 2))
-            for dmax, (bq, wq), bk, (pipe, stages), qreg in itertools.product(
-                    widths_for(d), ((64, 16), (128, 16), (128, 32), (64, 32)), (32, 64, 128), pipes, (True, False)):
+            x3 = {"min_blocks": (0, 1), "split": ("alu", "mixed")} if name == "tf32x3" else {}
+            for dmax, (bq, wq), bk, (pipe, stages), qreg, *more in itertools.product(
+                    widths_for(d), ((64, 16), (128, 16), (128, 32), (64, 32)), (32, 64, 128), pipes, (True, False),
+                    *x3.values()):
                 yield dict(algo="flash_mma", bq=bq, wq=wq, bk=bk, dmax=dmax, stages=stages, copy="cp_async", pipe=pipe,
-                           qreg=qreg, epilogue="smem" if name in HALF else "direct")
+                           qreg=qreg, epilogue="smem" if name in HALF else "direct", **dict(zip(x3, more)))
             return
         for dmax in widths_for(d):
             for bq, rq in ((32, 4), (64, 4), (64, 8), (128, 8)):
