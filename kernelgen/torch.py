@@ -294,8 +294,9 @@ def attention(q, k, v, causal: bool = False, dtype: str | None = None):
     types it takes (kernelgen's attention op's `dtypes`; another type is a UsageError naming them).
     float32 tensors are multiplied as torch's SDPA multiplies them: on GPUs with TF32 tensor cores (sm_80+)
     in 3xTF32 (dtype "tf32x3": each value split into TF32 parts, about fp32's accuracy; torch's fp32 kernel
-    there is CUTLASS's memory-efficient attention, whose products are 3xTF32), else on CUDA cores;
-    `dtype="float32"` keeps them on CUDA cores, `dtype="tf32x3"` asks for the tensor cores.
+    there is CUTLASS's memory-efficient attention, whose products are 3xTF32), else on CUDA cores (also where the
+    tensor-core kernel does not take the problem: more than 65535 (batch, head) pairs); `dtype="float32"` keeps
+    them on CUDA cores, `dtype="tf32x3"` asks for the tensor cores.
 
     q, k and v are read where they lie when their strides are one of the op's layouts (all three alike):
     contiguous (bhsd), transposed views of (batch, seq, heads, head_dim) tensors (bshd), or the views
@@ -312,22 +313,30 @@ def attention(q, k, v, causal: bool = False, dtype: str | None = None):
         q, k, v, layout = q.contiguous(), k.contiguous(), v.contiguous(), "bhsd"
     problem = f"batch={b},heads={h},seq_q={sq},seq_k={k.shape[2]},head_dim={d},causal={int(bool(causal))}" + \
         ("" if layout == "bhsd" else f",layout={layout}")
-    if q.dtype == torch.float32:
-        dtype = dtype or _sdpa_fp32(q.device.type == "cuda")
-    elif dtype is not None:
+    if q.dtype == torch.float32 and dtype is None:
+        dtype = _sdpa_fp32(q.device.type == "cuda", problem)
+    elif dtype is not None and q.dtype != torch.float32:
         raise ValueError(f"attention: dtype {dtype!r} for {q.dtype} tensors: a dtype is given for float32 ones only, "
                          "float32 or tf32x3")
     o = run("attention", problem, [_buffer(t, layout) for t in (q, k, v)], dtype=dtype)[0]
     return o if layout == "bhsd" else o.transpose(1, 2)
 
 
-@functools.lru_cache(maxsize=2)
-def _sdpa_fp32(on_gpu: bool) -> str:
+@functools.lru_cache(maxsize=4096)
+def _sdpa_fp32(on_gpu: bool, problem: str) -> str:
     """How torch's SDPA multiplies float32 on this GPU (off a GPU, as on the default target: a meta trace's types
-    are the same either way): tf32x3 where it has TF32 tensor cores, else float32."""
+    are the same either way): tf32x3 where it has TF32 tensor cores and the tensor-core kernel takes the problem
+    (at most 65535 (batch, head) pairs, row strides below 2^30), else float32 (the CUDA-core kernel)."""
     from . import gpu
+    from .errors import UsageError
     from .target import default_target
-    return "tf32x3" if (gpu.device() if on_gpu else default_target()).has("mma_m16n8k8_tf32") else "float32"
+    if not (gpu.device() if on_gpu else default_target()).has("mma_m16n8k8_tf32"):
+        return "float32"
+    try:
+        _problem("attention", problem, "tf32x3", "")
+        return "tf32x3"
+    except UsageError:
+        return "float32"
 
 
 def _attention_layout(q, k, v) -> str | None:

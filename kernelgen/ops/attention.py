@@ -51,6 +51,12 @@ float4 kernel then, its `_unaligned` twin (element-wise global accesses) otherwi
   2^8 (FlashAttention-4); `annotate("min_blocks", n)` promises n blocks an SM to __launch_bounds__.
   Masks run only on tiles that cross seq_k or the diagonal, exp is one FFMA and ex2.approx, and a warp
   skips the tiles wholly past its rows' diagonal.
+  fp32 data (dtype tf32x3, opt-in here; kernelgen.torch.attention's default for float32 tensors on sm_80+, as torch's
+  own fp32 SDPA kernel multiplies so): the same kernel at twice the width, each Q, K, P and V value split into a TF32
+  high part and its remainder and each product lo*hi + hi*lo + hi*hi by mma.sync m16n8k8 (about fp32's accuracy);
+  P V takes each k8 group's keys in the order 0, 2, 4, 6, 1, 3, 5, 7 so that P stays in S's registers, and S's and
+  P V's products are summed apart from the tensor cores' truncating sums. O is stored from the fragments;
+  `annotate("tf32_split", "fma" | "mixed")` moves the split's arithmetic from the integer ALU to the FMA pipes.
 - `annotate("algo", "flash_wgmma")`, float16 / bfloat16 on sm_90a: the Hopper form (FlashAttention-3's,
   ops/attention_hopper.py). `split("i", BQ, 64)` with `bind("i.1", "warpgroup")`: BQ/64 consumer
   warpgroups of 64 query rows (1 to 3) and a producer warpgroup whose one thread brings Q once and K and V
@@ -159,8 +165,8 @@ QUIET_CAUSAL = Shorthand("causal", ("causal",), quiet=0)   # non-causal problems
 class Attention(Op):
     name = "attention"
     summary = ("O[b,h] = softmax(Q[b,h] K[b,h]ᵀ / sqrt(head_dim), causal mask optional) V[b,h], float32 (CUDA "
-               "cores) or float16/bfloat16 (tensor cores, fp32 accumulation), (batch, heads, seq, head_dim) through run-time strides "
-               "(layout bhsd, bshd or packed)")
+               "cores; or tensor cores in 3xTF32: tf32x3) or float16/bfloat16 (tensor cores, fp32 accumulation), (batch, "
+               "heads, seq, head_dim) through run-time strides (layout bhsd, bshd or packed)")
     dims = (Dim("batch", 8, 1), Dim("heads", 16, 3),
             Dim("seq_q", 2048, 37, maximum=MAX_GRID * UNFUSED_TILE,
                 why=f"gridDim.y holds {MAX_GRID} tiles of {UNFUSED_TILE} queries (the unfused kernels; the float32 "
@@ -177,7 +183,7 @@ class Attention(Op):
     knobs = (
         Knob("algo", "flash", ALGOS, "unfused (S = Q Kᵀ, softmax, P V: three kernels and a workspace) | flash "
              "(one kernel, online softmax over K/V tiles; float32) | flash_mma (flash on tensor cores, mma.sync; "
-             "float16, bfloat16) | flash_wgmma (Hopper: wgmma, TMA, a producer warpgroup; float16, bfloat16, sm_90a)",
+             "float16, bfloat16, tf32x3) | flash_wgmma (Hopper: wgmma, TMA, a producer warpgroup; float16, bfloat16, sm_90a)",
              "a", Prim("annotate", "algo", absent="flash", always=True)),
         Knob("bq", 64, (16, 32, 64, 128, 192), "queries per block (i.0; flash_wgmma: 64 a consumer warpgroup)", "bq",
              Prim("split", "i", args="BQ, RQ"), when=FLASH),
@@ -820,7 +826,7 @@ class Attention(Op):
         its shared memory never allows) and spilled (807 against 629 us); 128-query blocks at d128 only (each K/V tile
         then feeds 8 warps: 629 against 703 us at the 7B layer's attention, b1 h32 s2048 d128 causal), 64 at d <= 64
         (238 against 252 us at GPT-2 small's, b8 h12 s1024 d64 causal; 2250 against 2274 at b8 h16 s2048): H200,
-        2026-11-29, bench_results/2026-11-29-s21/attention_probe_x3*.md."""
+        2026-11-29, bench_results/2026-11-29-s21/call4_attention_probe_x3.md."""
         d, bh = problem["head_dim"], problem["batch"] * problem["heads"]
         x3 = problem.dtype("Q").name == "tf32x3"
         bq = 128 if bh * cdiv(problem["seq_q"], 128) >= target.sms and not (x3 and d <= 64) else 64
