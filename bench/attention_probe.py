@@ -168,6 +168,36 @@ def precompile(jobs: list[tuple[dict, str]]) -> None:
     print(f"compiled {len(unique)} kernels in {time.time() - t0:.0f} s", flush=True)
 
 
+def write_shape(out: Path, stem: str, doc: dict, md: list, title: str, rows: list, key: str, label: str,
+                seconds: float) -> None:
+    """One shape's rows appended to `doc` and `md` (a table: time, TFLOP/s, the ratio r[key] headed `label`, kernel,
+    validation or note), both written to out/stem.json and .md, the table printed."""
+    doc["shapes"].append({"problem": title, "rows": rows, "seconds": seconds})
+    md += [f"## {title}", "", f"| what | time_us | TFLOP/s | {label} | kernel | valid / note |", "|---|---|---|---|---|---|"]
+    md += [f"| {r['what']} | {r.get('time_us', float('nan')):.1f} | {r.get('tflops', float('nan')):.1f} | "
+           f"{r.get(key, float('nan')):.2f}x | {r.get('kernel', '')} | {r.get('valid', r.get('note', ''))} |" for r in rows]
+    md.append("")
+    (out / f"{stem}.json").write_text(json.dumps(doc, indent=1))
+    (out / f"{stem}.md").write_text("\n".join(md) + "\n")
+    print("\n".join(md[-len(rows) - 4:]), flush=True)
+
+
+def timed_row(op, sched, problem, reps: int, full: bool) -> dict:
+    """A kernel validated at an awkward mid-size problem of its causal setting (and at `problem` too where `full`),
+    then timed at `problem`: kernel, time_us, tflops and the validation, or a note (an illegal variant, a failure)."""
+    from kernelgen.sizes import parse_size
+    try:
+        dt = problem.dtype("Q").name
+        v = validate(op, sched, parse_size(op, VALIDATE_AT.format(d=problem["head_dim"], c=problem["causal"]), False,
+                                           dt), backend="gpu")
+        if v.ok and full:
+            v = validate(op, sched, problem, backend="gpu")
+        m = measure(op, sched, problem, reps=reps, timing="auto")
+        return dict(kernel=m.kernel, time_us=m.time_us, tflops=m.tflops, valid=v.summary())
+    except Exception as e:  # an illegal variant, or a failure to report
+        return dict(note=f"{type(e).__name__}: {str(e).splitlines()[0][:160]}")
+
+
 def mma_main(op, out: Path, reps: int) -> None:
     from kernelgen.sizes import parse_size
     plan = [(text, dt, parse_size(op, text, False, dt)) for text, dts in MMA_SHAPES for dt in dts]
@@ -180,34 +210,16 @@ def mma_main(op, out: Path, reps: int) -> None:
             problem = parse_size(op, text, False, dt)
             for what, knobs in rows_of[(text, dt)]:
                 sched = op.schedule_from_knobs(**knobs)
-                row = {"what": f"{what} ({problem.dtype('Q').short})", "dtype": dt, "schedule": sched.to_python()}
-                try:
-                    small = parse_size(op, VALIDATE_AT.format(d=problem["head_dim"], c=problem["causal"]), False, dt)
-                    v = validate(op, sched, small, backend="gpu")
-                    if v.ok and what in ("schedule_for", "previous pick (2026-11-23)"):
-                        v = validate(op, sched, problem, backend="gpu")
-                    m = measure(op, sched, problem, reps=reps, timing="auto")
-                    row.update(kernel=m.kernel, time_us=m.time_us, tflops=m.tflops, valid=v.summary())
-                except Exception as e:  # an illegal variant, or a failure to report
-                    row["note"] = f"{type(e).__name__}: {str(e).splitlines()[0][:160]}"
-                rows.append(row)
+                rows.append({"what": f"{what} ({problem.dtype('Q').short})", "dtype": dt, "schedule": sched.to_python(),
+                             **timed_row(op, sched, problem, reps, what in ("schedule_for", "previous pick (2026-11-23)"))})
         rows += [r for r in torch_rows(parse_size(op, text, False), reps, flash_only=dts)]
         timed = {r["what"]: r["time_us"] for r in rows if "time_us" in r}
         for r in rows:
             flash = f"torch SDPA flash_attention {r.get('dtype')}"
             if "dtype" in r and "time_us" in r and flash in timed:
                 r["vs_sdpa_flash"] = timed[flash] / r["time_us"]
-        problem = parse_size(op, text, False)
-        doc["shapes"].append({"problem": str(problem), "rows": rows, "seconds": time.time() - t0})
-        md += [f"## {problem}", "", "| what | time_us | TFLOP/s | vs SDPA flash | kernel | valid / note |",
-               "|---|---|---|---|---|---|"]
-        md += [f"| {r['what']} | {r.get('time_us', float('nan')):.1f} | {r.get('tflops', float('nan')):.1f} | "
-               f"{r.get('vs_sdpa_flash', float('nan')):.2f}x | {r.get('kernel', '')} | {r.get('valid', r.get('note', ''))} |"
-               for r in rows]
-        md.append("")
-        (out / "attention_probe.json").write_text(json.dumps(doc, indent=1))
-        (out / "attention_probe.md").write_text("\n".join(md) + "\n")
-        print("\n".join(md[-len(rows) - 4:]), flush=True)
+        write_shape(out, "attention_probe", doc, md, str(parse_size(op, text, False)), rows, "vs_sdpa_flash",
+                    "vs SDPA flash", time.time() - t0)
 
 
 def x3_main(op, out: Path, reps: int, shapes: tuple[str, ...] = X3_SHAPES) -> None:
@@ -236,33 +248,16 @@ def x3_main(op, out: Path, reps: int, shapes: tuple[str, ...] = X3_SHAPES) -> No
         for what, knobs in rows_of[text]:
             problem = parse_size(op, text, False, "tf32x3")
             sched = op.schedule_from_knobs(**knobs)
-            row = {"what": f"{what} (tf32x3)", "schedule": sched.to_python()}
-            try:
-                small = parse_size(op, VALIDATE_AT.format(d=problem["head_dim"], c=problem["causal"]), False, "tf32x3")
-                v = validate(op, sched, small, backend="gpu")
-                if v.ok and what == "schedule_for":
-                    v = validate(op, sched, problem, backend="gpu")
-                m = measure(op, sched, problem, reps=reps, timing="auto")
-                row.update(kernel=m.kernel, time_us=m.time_us, tflops=m.tflops, valid=v.summary())
-            except Exception as e:  # an illegal variant, or a failure to report
-                row["note"] = f"{type(e).__name__}: {str(e).splitlines()[0][:160]}"
-            rows.append(row)
+            rows.append({"what": f"{what} (tf32x3)", "schedule": sched.to_python(),
+                         **timed_row(op, sched, problem, reps, what == "schedule_for")})
         rows += [r for r in torch_rows(p32, reps) if "float32" in r["what"]]
         timed = {r["what"]: r["time_us"] for r in rows if "time_us" in r}
         eff = timed.get("torch SDPA efficient_attention float32")
         for r in rows:
             if eff and "time_us" in r:
                 r["vs_sdpa_efficient"] = eff / r["time_us"]
-        doc["shapes"].append({"problem": text, "rows": rows, "seconds": time.time() - t0})
-        md += [f"## {text}", "", "| what | time_us | TFLOP/s | vs SDPA efficient fp32 | kernel | valid / note |",
-               "|---|---|---|---|---|---|"]
-        md += [f"| {r['what']} | {r.get('time_us', float('nan')):.1f} | {r.get('tflops', float('nan')):.1f} | "
-               f"{r.get('vs_sdpa_efficient', float('nan')):.2f}x | {r.get('kernel', '')} | {r.get('valid', r.get('note', ''))} |"
-               for r in rows]
-        md.append("")
-        (out / "attention_probe_x3.json").write_text(json.dumps(doc, indent=1))
-        (out / "attention_probe_x3.md").write_text("\n".join(md) + "\n")
-        print("\n".join(md[-len(rows) - 4:]), flush=True)
+        write_shape(out, "attention_probe_x3", doc, md, text, rows, "vs_sdpa_efficient", "vs SDPA efficient fp32",
+                    time.time() - t0)
 
 
 def main() -> None:

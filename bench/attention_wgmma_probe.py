@@ -26,7 +26,7 @@ from kernelgen.ops import get_op                           # noqa: E402
 from kernelgen.sizes import parse_size                     # noqa: E402
 from kernelgen.timing import measure                        # noqa: E402
 from kernelgen.validate import validate                    # noqa: E402
-from attention_probe import torch_rows                      # noqa: E402  (bench/, beside this file)
+from attention_probe import torch_rows, write_shape         # noqa: E402  (bench/, beside this file)
 
 SHAPES = (("batch=8,heads=16,seq=2048,head_dim=64", ("float16", "bfloat16")),
           ("batch=8,heads=16,seq=2048,head_dim=64,causal=1", ("float16",)),
@@ -106,15 +106,7 @@ def main() -> None:
             for r in rows:
                 if r.get("dtype") == dt and "time_us" in r:
                     r["vs_sdpa_flash"] = flash / r["time_us"]
-        doc["shapes"].append({"problem": text, "rows": rows, "seconds": time.time() - t0})
-        md += [f"## {text}", "", "| what | time_us | TFLOP/s | vs SDPA flash | kernel | valid / note |", "|---|---|---|---|---|---|"]
-        md += [f"| {r['what']} | {r.get('time_us', float('nan')):.1f} | {r.get('tflops', float('nan')):.1f} | "
-               f"{r.get('vs_sdpa_flash', float('nan')):.2f}x | {r.get('kernel', '')} | {r.get('valid', r.get('note', ''))} |"
-               for r in rows]
-        md.append("")
-        (out / "attention_wgmma_probe.json").write_text(json.dumps(doc, indent=1))
-        (out / "attention_wgmma_probe.md").write_text("\n".join(md) + "\n")
-        print("\n".join(md[-len(rows) - 4:]), flush=True)
+        write_shape(out, "attention_wgmma_probe", doc, md, text, rows, "vs_sdpa_flash", "vs SDPA flash", time.time() - t0)
 
 
 if __name__ == "__main__":

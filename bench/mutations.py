@@ -1149,9 +1149,9 @@ MUTATIONS = [
     ("s10 attention_mma: a warp's first row from tid >> 4", "attention", dict(MMA),
      M("attention_mma.cu.j2", "wq0 = (tid >> 5) * {{ wq }};", "wq0 = (tid >> 4) * {{ wq }};")),
     ("s10 attention_mma: Q's copy takes rows to seq_q, not seq_q - q0", "attention", dict(MMA),
-     M("attention_mma.cu.j2", "\"Qs\", \"Qh\", \"q_ss\", \"seq_q - q0\", \"head_dim\", threads)", "\"Qs\", \"Qh\", \"q_ss\", \"seq_q\", \"head_dim\", threads)")),
+     M("attention_mma.cu.j2", "\"Qs\", \"Qh\", \"q_ss\", \"seq_q - q0\", \"dcols\", threads)", "\"Qs\", \"Qh\", \"q_ss\", \"seq_q\", \"dcols\", threads)")),
     ("s10 attention_mma: register copies of K/V take rows to seq_k, not seq_k - k0", "attention", dict(MMA, copy="sync"),
-     M("attention_mma.cu.j2", "\"kv_ss\", \"seq_k - (%s)\" % k0, \"head_dim\", threads, regs, unroll)", "\"kv_ss\", \"seq_k\", \"head_dim\", threads, regs, unroll)")),
+     M("attention_mma.cu.j2", "\"kv_ss\", \"seq_k - (%s)\" % k0, \"dcols\", threads, regs, unroll)", "\"kv_ss\", \"seq_k\", \"dcols\", threads, regs, unroll)")),
     # ---- lib/tc_copy.j2
     ("s10 tc_copy: element-wise load's even-column test < as <=", "gemm", {},
      M("lib/tc_copy.j2", "(row_ok && c + 2 * u < cols)) ? p[2 * u] : 0u;", "(row_ok && c + 2 * u <= cols)) ? p[2 * u] : 0u;")),

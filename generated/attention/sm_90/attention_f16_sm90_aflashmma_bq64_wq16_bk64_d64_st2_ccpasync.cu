@@ -2,7 +2,7 @@
 // op: attention   kernel: attention_f16_sm90_aflashmma_bq64_wq16_bk64_d64_st2_ccpasync
 // target: sm_90   types: inputs float16, outputs float16, accumulate in float32
 // problem: sizes are runtime arguments; any size is handled (tails are guarded)
-// knobs: algo=flash_mma, bq=64, rq=8, wq=16, bk=64, rk=4, dmax=64, stages=2, copy=cp_async, pipe=joint, qreg=True, epilogue=direct, rescale=always, min_blocks=0, overlap=False, order=pairs, persistent=False, pingpong=False
+// knobs: algo=flash_mma, bq=64, rq=8, wq=16, bk=64, rk=4, dmax=64, stages=2, copy=cp_async, pipe=joint, qreg=True, epilogue=direct, rescale=always, min_blocks=0, split=alu, overlap=False, order=pairs, persistent=False, pingpong=False
 // schedule:
 //   schedule("attention").fuse("b", "h").bind("bh", "blockIdx.y").split("i", 64, 16).bind("i.0",
 //       "blockIdx.x").bind("i.1", "warp").split("j", 64).split("d", 64).tensorize("j.1",
@@ -380,6 +380,7 @@ __device__ __forceinline__ void attention_f16_sm90_aflashmma_bq64_wq16_bk64_d64_
   unsigned short* const Ks = reinterpret_cast<unsigned short*>(kg_smem) + 4096;   // [2][64][64]
   unsigned short* const Vs = reinterpret_cast<unsigned short*>(kg_smem) + 12288;   // [2][64][64]
   const int tid = threadIdx.x, lane = tid & 31, wq0 = (tid >> 5) * 16;
+  const int dcols = head_dim;   // a row's halves
   const unsigned kg_order = blockIdx.x + blockIdx.y * gridDim.x;
   const int q0 = (int)(gridDim.x - 1 - kg_order / gridDim.y) * 64;   // causal: the longest rows first
   const int kg_pair = (int)(kg_order % gridDim.y), b = kg_pair / heads, h = kg_pair % heads;   // the (batch, head) pair
@@ -393,7 +394,7 @@ __device__ __forceinline__ void attention_f16_sm90_aflashmma_bq64_wq16_bk64_d64_
       // advances by a constant (so does the swizzle's row term), which leaves the addresses to strength reduction
       const int r = tid / 8 + it * 16, c = tid % 8 * 8;
       const unsigned short* const g = Qh + (size_t)r * q_ss + c;
-      kg_tc_async16<CHECK, ALIGNED>(Qs + (r) * 64 + ((((c) >> 3) ^ (((r) / 1) % 8)) << 3) + ((c) & 7), g, r < seq_q - q0, c, head_dim);
+      kg_tc_async16<CHECK, ALIGNED>(Qs + (r) * 64 + ((((c) >> 3) ^ (((r) / 1) % 8)) << 3) + ((c) & 7), g, r < seq_q - q0, c, dcols);
     }
   }
   kg_cp_async_commit();   // Q's group, the oldest: complete once any tile's group is
@@ -426,12 +427,12 @@ __device__ __forceinline__ void attention_f16_sm90_aflashmma_bq64_wq16_bk64_d64_
           #pragma unroll
           for (int it = 0; it < 4; ++it)
             kg_cp_async16_zfill(Ks + (t) * 4096 + kw_s + it * 1024, g + (size_t)(it * 16) * kv_ss,
-                                kw_r + it * 16 < seq_k - (t * 64) && kw_c < head_dim);
+                                kw_r + it * 16 < seq_k - (t * 64) && kw_c < dcols);
         } else {
           #pragma unroll 1
           for (int it = 0; it < 4; ++it)
             kg_tc_async16<CHECK, false>(Ks + (t) * 4096 + kw_s + it * 1024, g + (size_t)(it * 16) * kv_ss,
-                                        kw_r + it * 16 < seq_k - (t * 64), kw_c, head_dim);
+                                        kw_r + it * 16 < seq_k - (t * 64), kw_c, dcols);
         }
       }
       {
@@ -440,12 +441,12 @@ __device__ __forceinline__ void attention_f16_sm90_aflashmma_bq64_wq16_bk64_d64_
           #pragma unroll
           for (int it = 0; it < 4; ++it)
             kg_cp_async16_zfill(Vs + (t) * 4096 + vw_s + it * 1024, g + (size_t)(it * 16) * kv_ss,
-                                vw_r + it * 16 < seq_k - (t * 64) && vw_c < head_dim);
+                                vw_r + it * 16 < seq_k - (t * 64) && vw_c < dcols);
         } else {
           #pragma unroll 1
           for (int it = 0; it < 4; ++it)
             kg_tc_async16<CHECK, false>(Vs + (t) * 4096 + vw_s + it * 1024, g + (size_t)(it * 16) * kv_ss,
-                                        vw_r + it * 16 < seq_k - (t * 64), vw_c, head_dim);
+                                        vw_r + it * 16 < seq_k - (t * 64), vw_c, dcols);
         }
       }
     }
@@ -470,12 +471,12 @@ __device__ __forceinline__ void attention_f16_sm90_aflashmma_bq64_wq16_bk64_d64_
           #pragma unroll
           for (int it = 0; it < 4; ++it)
             kg_cp_async16_zfill(Ks + (write) * 4096 + kw_s + it * 1024, g + (size_t)(it * 16) * kv_ss,
-                                kw_r + it * 16 < seq_k - ((kt + 1) * 64) && kw_c < head_dim);
+                                kw_r + it * 16 < seq_k - ((kt + 1) * 64) && kw_c < dcols);
         } else {
           #pragma unroll 1
           for (int it = 0; it < 4; ++it)
             kg_tc_async16<CHECK, false>(Ks + (write) * 4096 + kw_s + it * 1024, g + (size_t)(it * 16) * kv_ss,
-                                        kw_r + it * 16 < seq_k - ((kt + 1) * 64), kw_c, head_dim);
+                                        kw_r + it * 16 < seq_k - ((kt + 1) * 64), kw_c, dcols);
         }
       }
       {
@@ -484,12 +485,12 @@ __device__ __forceinline__ void attention_f16_sm90_aflashmma_bq64_wq16_bk64_d64_
           #pragma unroll
           for (int it = 0; it < 4; ++it)
             kg_cp_async16_zfill(Vs + (write) * 4096 + vw_s + it * 1024, g + (size_t)(it * 16) * kv_ss,
-                                vw_r + it * 16 < seq_k - ((kt + 1) * 64) && vw_c < head_dim);
+                                vw_r + it * 16 < seq_k - ((kt + 1) * 64) && vw_c < dcols);
         } else {
           #pragma unroll 1
           for (int it = 0; it < 4; ++it)
             kg_tc_async16<CHECK, false>(Vs + (write) * 4096 + vw_s + it * 1024, g + (size_t)(it * 16) * kv_ss,
-                                        vw_r + it * 16 < seq_k - ((kt + 1) * 64), vw_c, head_dim);
+                                        vw_r + it * 16 < seq_k - ((kt + 1) * 64), vw_c, dcols);
         }
       }
     }
@@ -502,20 +503,23 @@ __device__ __forceinline__ void attention_f16_sm90_aflashmma_bq64_wq16_bk64_d64_
         for (int j = 0; j < 8; ++j) s[i][j][0] = s[i][j][1] = s[i][j][2] = s[i][j][3] = 0.0f;
       }
       #pragma unroll
-      for (int kk = 0; kk < 4; ++kk) {
-        unsigned b[8][2];
+      for (int k0 = 0; k0 < 4; k0 += 4) {
         #pragma unroll
-        for (int j = 0; j < 4; ++j) {
-          unsigned r4[4];
-          kg_ldmatrix_x4(r4, ks + j * 1024 + (lb_bt ^ ((kk) * 16)));
-          b[2 * j][0] = r4[0]; b[2 * j][1] = r4[1]; b[2 * j + 1][0] = r4[2]; b[2 * j + 1][1] = r4[3];
-        }
-        #pragma unroll
-        for (int i = 0; i < 1; ++i) {
+        for (int kk = k0; kk < k0 + 4; ++kk) {
+          unsigned b[8][2];
           #pragma unroll
-          for (int jj = 0; jj < 8; ++jj) {
-            const int j = (i & 1) ? 7 - jj : jj;
-            kg_mma_m16n8k16_f16(s[i][j], qf[kk][i], b[j]);
+          for (int j = 0; j < 4; ++j) {
+            unsigned r4[4];
+            kg_ldmatrix_x4(r4, ks + j * 1024 + (lb_bt ^ ((kk) * 16)));
+            b[2 * j][0] = r4[0]; b[2 * j][1] = r4[1]; b[2 * j + 1][0] = r4[2]; b[2 * j + 1][1] = r4[3];
+          }
+          #pragma unroll
+          for (int i = 0; i < 1; ++i) {
+            #pragma unroll
+            for (int jj = 0; jj < 8; ++jj) {
+              const int j = (i & 1) ? 7 - jj : jj;
+              kg_mma_m16n8k16_f16(s[i][j], qf[kk][i], b[j]);
+            }
           }
         }
       }

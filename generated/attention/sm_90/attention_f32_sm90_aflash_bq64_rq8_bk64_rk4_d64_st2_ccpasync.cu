@@ -2,7 +2,7 @@
 // op: attention   kernel: attention_f32_sm90_aflash_bq64_rq8_bk64_rk4_d64_st2_ccpasync
 // target: sm_90   types: inputs float32, outputs float32, accumulate in float32
 // problem: sizes are runtime arguments; any size is handled (tails are guarded)
-// knobs: algo=flash, bq=64, rq=8, wq=16, bk=64, rk=4, dmax=64, stages=2, copy=cp_async, pipe=joint, qreg=True, epilogue=direct, rescale=always, min_blocks=0, overlap=False, order=pairs, persistent=False, pingpong=False
+// knobs: algo=flash, bq=64, rq=8, wq=16, bk=64, rk=4, dmax=64, stages=2, copy=cp_async, pipe=joint, qreg=True, epilogue=direct, rescale=always, min_blocks=0, split=alu, overlap=False, order=pairs, persistent=False, pingpong=False
 // schedule:
 //   schedule("attention").fuse("b", "h").bind("bh", "blockIdx.x").split("i", 64, 8).bind("i.0",
 //       "blockIdx.y").bind("i.1", "threadIdx.y").split("j", 64, 4).bind("j.1",

@@ -2,7 +2,7 @@
 // op: attention   kernel: attention_f32_sm90_aunfused
 // target: sm_90   types: inputs float32, outputs float32, accumulate in float32
 // problem: sizes are runtime arguments; any size is handled (tails are guarded)
-// knobs: algo=unfused, bq=64, rq=8, wq=16, bk=64, rk=4, dmax=64, stages=1, copy=sync, pipe=joint, qreg=True, epilogue=direct, rescale=always, min_blocks=0, overlap=False, order=pairs, persistent=False, pingpong=False
+// knobs: algo=unfused, bq=64, rq=8, wq=16, bk=64, rk=4, dmax=64, stages=1, copy=sync, pipe=joint, qreg=True, epilogue=direct, rescale=always, min_blocks=0, split=alu, overlap=False, order=pairs, persistent=False, pingpong=False
 // schedule:
 //   schedule("attention").fuse("b", "h").bind("bh", "blockIdx.z").annotate("algo", "unfused")
 // launch recipe (sizes are runtime ints; expressions are C, kg_cdiv(a, b) = (a + b - 1) / b):
@@ -24,14 +24,14 @@
 //   int o_ss = head_dim
 //   int bh = batch * heads
 //   long long rows = kg_ll(bh) * seq_q
-//   Q must be 16-byte aligned when head_dim % 8 == 0
-//   K must be 16-byte aligned when head_dim % 8 == 0
-//   V must be 16-byte aligned when head_dim % 8 == 0
-//   O must be 16-byte aligned when head_dim % 8 == 0
-//   Q must be 2-byte aligned when head_dim % 8 != 0
-//   K must be 2-byte aligned when head_dim % 8 != 0
-//   V must be 2-byte aligned when head_dim % 8 != 0
-//   O must be 2-byte aligned when head_dim % 8 != 0
+//   Q must be 16-byte aligned when head_dim % 4 == 0
+//   K must be 16-byte aligned when head_dim % 4 == 0
+//   V must be 16-byte aligned when head_dim % 4 == 0
+//   O must be 16-byte aligned when head_dim % 4 == 0
+//   Q must be 4-byte aligned when head_dim % 4 != 0
+//   K must be 4-byte aligned when head_dim % 4 != 0
+//   V must be 4-byte aligned when head_dim % 4 != 0
+//   O must be 4-byte aligned when head_dim % 4 != 0
 //   workspace: one buffer of kg_workspace_bytes_attention_f32_sm90_aunfused(sizes) bytes holding, each at a 256-byte boundary:
 //     S: rows * seq_k x float
 //   kernels, in order on one stream:
@@ -283,14 +283,14 @@ extern "C" cudaError_t kg_launch_attention_f32_sm90_aunfused(const float* Q, con
   const int o_ss = (int)(head_dim); (void)o_ss;
   const int bh = (int)(batch * heads); (void)bh;
   const long long rows = (long long)(kg_ll(bh) * seq_q); (void)rows;
-  if ((head_dim % 8 == 0) && kg_misaligned(Q, 16)) return cudaErrorInvalidValue;
-  if ((head_dim % 8 == 0) && kg_misaligned(K, 16)) return cudaErrorInvalidValue;
-  if ((head_dim % 8 == 0) && kg_misaligned(V, 16)) return cudaErrorInvalidValue;
-  if ((head_dim % 8 == 0) && kg_misaligned(O, 16)) return cudaErrorInvalidValue;
-  if ((head_dim % 8 != 0) && kg_misaligned(Q, 2)) return cudaErrorInvalidValue;
-  if ((head_dim % 8 != 0) && kg_misaligned(K, 2)) return cudaErrorInvalidValue;
-  if ((head_dim % 8 != 0) && kg_misaligned(V, 2)) return cudaErrorInvalidValue;
-  if ((head_dim % 8 != 0) && kg_misaligned(O, 2)) return cudaErrorInvalidValue;
+  if ((head_dim % 4 == 0) && kg_misaligned(Q, 16)) return cudaErrorInvalidValue;
+  if ((head_dim % 4 == 0) && kg_misaligned(K, 16)) return cudaErrorInvalidValue;
+  if ((head_dim % 4 == 0) && kg_misaligned(V, 16)) return cudaErrorInvalidValue;
+  if ((head_dim % 4 == 0) && kg_misaligned(O, 16)) return cudaErrorInvalidValue;
+  if ((head_dim % 4 != 0) && kg_misaligned(Q, 4)) return cudaErrorInvalidValue;
+  if ((head_dim % 4 != 0) && kg_misaligned(K, 4)) return cudaErrorInvalidValue;
+  if ((head_dim % 4 != 0) && kg_misaligned(V, 4)) return cudaErrorInvalidValue;
+  if ((head_dim % 4 != 0) && kg_misaligned(O, 4)) return cudaErrorInvalidValue;
   const size_t kg_ws_S = (0 + 255) / 256 * 256;
   const size_t kg_ws_end = kg_ws_S + (size_t)(rows * seq_k) * sizeof(float);
   if (kg_ws_end > 0 && (workspace == nullptr || workspace_bytes < kg_ws_end || kg_misaligned(workspace, 256))) return cudaErrorInvalidValue;

@@ -2,7 +2,7 @@
 // op: attention   kernel: attention_f16_sm90a_aflashwgmma_bq192_bk128_d64_st2_boqueries_ps1_pp1
 // target: sm_90a   types: inputs float16, outputs float16, accumulate in float32
 // problem: sizes are runtime arguments; any size is handled (tails are guarded)
-// knobs: algo=flash_wgmma, bq=192, rq=8, wq=16, bk=128, rk=4, dmax=64, stages=2, copy=sync, pipe=joint, qreg=True, epilogue=direct, rescale=always, min_blocks=0, overlap=False, order=queries, persistent=True, pingpong=True
+// knobs: algo=flash_wgmma, bq=192, rq=8, wq=16, bk=128, rk=4, dmax=64, stages=2, copy=sync, pipe=joint, qreg=True, epilogue=direct, rescale=always, min_blocks=0, split=alu, overlap=False, order=queries, persistent=True, pingpong=True
 // schedule:
 //   schedule("attention").fuse("b", "h").bind("bh", "blockIdx.y").split("i", 192, 64).bind("i.0",
 //       "blockIdx.x").bind("i.1", "warpgroup").split("j", 128).split("d", 64).tensorize("j.1",
