@@ -65,7 +65,7 @@ VALIDATE_AT = "batch=2,heads=3,seq_q=777,seq_k=1000,head_dim={d},causal={c}"
 # the packed projection) and b8 h16 s2048 d64, against torch's fp32 kernels and kernelgen's fp32 CUDA-core pick
 X3_SHAPES = ("batch=1,heads=32,seq=2048,head_dim=128,causal=1,layout=packed",
              "batch=8,heads=12,seq=1024,head_dim=64,causal=1,layout=packed", "batch=8,heads=16,seq=2048,head_dim=64")
-# the tiles whose registers fit (ops/attention.py _mma_registers), each with 64 and 128 queries and min_blocks 0 and 1;
+# the tiles whose registers fit (ops/attention_mma.py registers), each with 64 and 128 queries and min_blocks 0 and 1;
 # one-knob changes of the pick
 X3_TILES = {128: (dict(wq=16, bk=32, qreg=False),),
             64: (dict(wq=16, bk=32, qreg=False), dict(wq=16, bk=64, qreg=False), dict(wq=16, bk=32, qreg=True))}

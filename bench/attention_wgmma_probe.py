@@ -22,7 +22,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from kernelgen import gpu                                  # noqa: E402
-from kernelgen.ops import get_op                           # noqa: E402
+from kernelgen.ops import attention_mma, get_op            # noqa: E402
+from kernelgen.ops.attention import widths_for             # noqa: E402
 from kernelgen.sizes import parse_size                     # noqa: E402
 from kernelgen.timing import measure                        # noqa: E402
 from kernelgen.validate import validate                    # noqa: E402
@@ -96,7 +97,7 @@ def main() -> None:
             here = gpu.device()
             rows.append(row_for(op, f"schedule_for ({dt})", op.knobs_from_schedule(op.schedule_for(problem, here)), problem,
                                 dt, reps))
-            mma = op._mma_pick(problem, here)
+            mma = attention_mma.pick(problem, here, widths_for(problem["head_dim"])[0])
             rows.append(row_for(op, f"flash_mma pick ({dt})", dict(op.default_knobs(), **mma), problem, dt, reps))
             for change in [""] + args.variants.split(";"):
                 knobs = {**op.default_knobs(), **BASE, "dmax": dmax, **knobs_of(change)}

@@ -430,7 +430,7 @@ __device__ __forceinline__ float kg_ex2(float x) {
 // never loaded (nor computed by a warp whose rows they pass); blocks run the heaviest q-tiles first. Q, K and
 // V tiles are 64 wide (head_dim <= 64, zero-padded). O is stored from the fragments.
 // Q, K, V and O are read and written through their (batch, head, seq) strides (q_sb, q_sh, q_ss, ...; head_dim
-// contiguous; K and V share the row stride kv_ss). ALIGNED: head_dim and every stride are multiples of 8, so rows
+// contiguous; K and V share the row stride kv_ss). ALIGNED: head_dim and every stride are multiples of 4, so rows
 // start 16-byte aligned and global loads are 16 bytes (else element-wise).
 template <bool ALIGNED>
 __device__ __forceinline__ void attention_tf32x3_sm90_aflashmma_bq64_wq16_bk32_d64_st2_ccpasync_qr0_body(const unsigned short* __restrict__ Q, const unsigned short* __restrict__ K,
@@ -795,7 +795,7 @@ __device__ __forceinline__ void attention_tf32x3_sm90_aflashmma_bq64_wq16_bk32_d
   }
 }
 
-// head_dim and the strides % 8 == 0: rows start 16-byte aligned (the plan picks this kernel then).
+// head_dim and the strides % 4 == 0: rows start 16-byte aligned (the plan picks this kernel then).
 extern "C" __global__ void __launch_bounds__(128)
 attention_tf32x3_sm90_aflashmma_bq64_wq16_bk32_d64_st2_ccpasync_qr0(const float* __restrict__ Q, const float* __restrict__ K, const float* __restrict__ V,
     float* __restrict__ O, int seq_q, int seq_k, int head_dim, int causal, float scale, int heads,
@@ -805,7 +805,7 @@ attention_tf32x3_sm90_aflashmma_bq64_wq16_bk32_d64_st2_ccpasync_qr0(const float*
                   q_sb * 2, q_sh * 2, q_ss * 2, k_sb * 2, k_sh * 2, kv_ss * 2, v_sb * 2, v_sh * 2, o_sb, o_sh, o_ss);
 }
 
-// Any head_dim and strides: rows start at any 2-byte offset, so global accesses are element-wise.
+// Any head_dim and strides: rows start at any 4-byte offset, so global accesses are element-wise.
 extern "C" __global__ void __launch_bounds__(128)
 attention_tf32x3_sm90_aflashmma_bq64_wq16_bk32_d64_st2_ccpasync_qr0_unaligned(const float* __restrict__ Q, const float* __restrict__ K, const float* __restrict__ V,
     float* __restrict__ O, int seq_q, int seq_k, int head_dim, int causal, float scale, int heads,
