@@ -94,7 +94,7 @@ def params(k: dict, types: Types, target: Target, log2e: float,
              in_header=d.header, mma_fn=f"kg_mma_m16n8k16_{d.short}", o_staged=k["epilogue"] == "smem",
              lazy=LAZY_LOG2 if k["rescale"] == "lazy" else None, tf32x3=x3, ew=ew, vec=16 // d.itemsize,
              pv_cols=min(nd, PV_COLS), s_chunk=min(dk, S_CHUNK) if x3 else None,
-             k_split=SPLIT_FN[k["split"] != "alu"], o_split=SPLIT_FN[k["split"] == "fma"],
+             k_round=SPLIT_FN[k["split"] != "alu"], qpv_round=SPLIT_FN[k["split"] == "fma"],   # K's, and Q's, P's, V's
              unit_stride_args=unit_strides,
              walk=tk["row_step"] > 0 and tk["row_step"] % 8 == 0)   # lib/tc_copy.j2's walk_copy
     return p, 2 * lay["halves"], regs
