@@ -315,7 +315,7 @@ def attention(q, k, v, causal: bool = False, dtype: str | None = None):
         ("" if layout == "bhsd" else f",layout={layout}")
     if q.dtype == torch.float32 and dtype is None:
         dtype = _sdpa_fp32(q.device.type == "cuda", problem)
-    elif dtype is not None and q.dtype != torch.float32:
+    elif dtype is not None and (q.dtype != torch.float32 or dtype not in ("float32", "tf32x3")):
         raise ValueError(f"attention: dtype {dtype!r} for {q.dtype} tensors: a dtype is given for float32 ones only, "
                          "float32 or tf32x3")
     o = run("attention", problem, [_buffer(t, layout) for t in (q, k, v)], dtype=dtype)[0]

@@ -204,6 +204,8 @@ def test_float32_attention_takes_tf32x3_as_torchs_sdpa_does_unless_told():
         assert [n.args[2] for n in g.graph.nodes if "kernelgen.run" in str(n.target)] == [used]
     with pytest.raises(ValueError, match="dtype 'tf32x3' for torch.float16 tensors: a dtype is given for float32"):
         kgt.attention(q.half(), k.half(), v.half(), dtype="tf32x3")
+    with pytest.raises(ValueError, match="dtype 'tf32' for torch.float32 tensors: .* float32 or tf32x3"):
+        kgt.attention(q, k, v, dtype="tf32")
     # more (batch, head) pairs than the tensor-core kernel's gridDim.y holds: the default falls back to CUDA cores
     many = [torch.empty(1, 70000, 5, 16, device="meta") for _ in range(3)]
     g = make_fx(lambda q, k, v: kgt.attention(q, k, v), tracing_mode="fake")(*many)

@@ -143,10 +143,10 @@ def pick(problem, target: Target, dmax: int) -> dict:
     bq = 128 if bh * cdiv(problem["seq_q"], 128) >= target.sms and not (x3 and d <= 64) else 64
     base = dict(algo="flash_mma", bq=bq, dmax=dmax, stages=2, copy="cp_async", pipe="joint",
                 epilogue="direct" if x3 else "smem")
-    tiles = [dict(wq=32, bk=64, qreg=True), dict(wq=32, bk=64, qreg=False), dict(wq=32, bk=32, qreg=False),
-             dict(wq=16, bk=64, qreg=True), dict(wq=16, bk=32, qreg=False)]
-    if x3:    # 16 rows a warp (32 spill), Q read from shared memory; min_blocks 1 (see the docstring)
-        tiles = [dict(wq=16, bk=64, qreg=False, min_blocks=1), dict(wq=16, bk=32, qreg=False, min_blocks=1)]
+    # tf32x3: 16 rows a warp (32 spill), Q read from shared memory, min_blocks 1 (see the docstring)
+    tiles = ([dict(wq=16, bk=64, qreg=False, min_blocks=1), dict(wq=16, bk=32, qreg=False, min_blocks=1)] if x3 else
+             [dict(wq=32, bk=64, qreg=True), dict(wq=32, bk=64, qreg=False), dict(wq=32, bk=32, qreg=False),
+              dict(wq=16, bk=64, qreg=True), dict(wq=16, bk=32, qreg=False)])
     fits = [dict(base, **w) for w in tiles if w["wq"] <= bq // 4]
     smem = lambda k: 2 * layout(k, 2 if x3 else 1)["halves"]
     return next((k for k in fits if registers(k, x3) <= target.max_registers and

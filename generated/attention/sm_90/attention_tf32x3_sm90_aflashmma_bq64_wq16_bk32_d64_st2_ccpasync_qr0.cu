@@ -624,7 +624,7 @@ __device__ __forceinline__ void attention_tf32x3_sm90_aflashmma_bq64_wq16_bk32_d
           #pragma unroll
           for (int j = 0; j < 4; ++j) {
             #pragma unroll
-            for (int q = 0; q < 4; ++q) s[i][j][q] += t[i][j][q];
+            for (int q = 0; q < 4; ++q) s[i][0 + j][q] += t[i][j][q];
           }
         }
       }
