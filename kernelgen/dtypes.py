@@ -25,7 +25,7 @@ from .errors import UsageError
 
 @dataclass(frozen=True)
 class DType:
-    name: str           # float32 | float16 | bfloat16 | tf32 | tf32x3
+    name: str           # float32 | float16 | bfloat16 | tf32 | tf32x3 | dmma
     short: str          # in kernel names: f32, f16, bf16
     ctype: str          # the CUDA C type
     itemsize: int
@@ -40,9 +40,9 @@ class DType:
 
     @property
     def data(self) -> str:
-        """The element type of the arrays as a framework names it: float32 for tf32 and tf32x3 (float32 data that
-        only a matrix product multiplies otherwise), else the type's own name."""
-        return "float32" if self.math == "tf32" else self.name
+        """The element type of the arrays as a framework names it: float32 for tf32, tf32x3 and dmma (float32 data
+        that only a matrix product multiplies otherwise), else the type's own name."""
+        return "float32" if self.math in ("tf32", "fp64") else self.name
 
     @property
     def smallest_normal(self) -> float:
@@ -78,13 +78,18 @@ BFLOAT16 = DType("bfloat16", "bf16", "__nv_bfloat16", 2, "uint16", 2.0 ** -8, "c
 # (CUTLASS's "3xTF32"). Both are stored and returned as float32.
 TF32 = DType("tf32", "tf32", "float", 4, "float32", 2.0 ** -11, math="tf32")
 TF32X3 = DType("tf32x3", "tf32x3", "float", 4, "float32", 2.0 ** -22, math="tf32")
-DTYPES = {d.name: d for d in (FLOAT32, FLOAT16, BFLOAT16, TF32, TF32X3)}
+# fp32 data on the fp64 tensor cores (DMMA): each value widened to fp64 (exact), the products exact (24 + 24 bits) and
+# summed in fp64, the result rounded once to fp32: at least as accurate as any fp32 FFMA kernel. Where a GPU's
+# DMMA rate matches its FFMA rate (H100, H200, A100) the tensor cores spend one issue slot on 512 products where
+# FFMA spends one on 32, and so run nearer their peak (kernelgen/ops/gemm_cost.py).
+DMMA = DType("dmma", "dmma", "float", 4, "float32", 2.0 ** -24, math="fp64")
+DTYPES = {d.name: d for d in (FLOAT32, FLOAT16, BFLOAT16, TF32, TF32X3, DMMA)}
 ALIASES = {"float": "float32", "fp32": "float32", "f32": "float32", "half": "float16", "fp16": "float16",
            "f16": "float16", "bf16": "bfloat16", "bfloat": "bfloat16"}
 
 
 def dtype(name) -> DType:
-    """A DType by name or alias (float32/fp32/f32, float16/fp16/half, bfloat16/bf16, tf32, tf32x3)."""
+    """A DType by name or alias (float32/fp32/f32, float16/fp16/half, bfloat16/bf16, tf32, tf32x3, dmma)."""
     if isinstance(name, DType):
         return name
     key = ALIASES.get(str(name).lower(), str(name).lower())

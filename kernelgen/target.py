@@ -36,6 +36,8 @@ FEATURES_SINCE = {
     "mma_m16n8k16_f16": (8, 0),
     "mma_m16n8k16_bf16": (8, 0),
     "mma_m16n8k8_tf32": (8, 0),
+    "mma_f64": (8, 0),            # mma.sync m8n8k4 .f64 (DMMA)
+    "mma_m16n8k8_f64": (9, 0),    # mma.sync m16n8k8 .f64: one instruction for four m8n8k4
     "tma": (9, 0),                # cp.async.bulk.tensor with mbarrier completion
     "clusters": (9, 0),           # thread-block clusters, distributed shared memory
 }
@@ -53,21 +55,22 @@ class Peaks:
     fp32: float                   # CUDA cores, FFMA
     tf32: float = 0.0             # tensor cores, dense
     fp16: float = 0.0             # tensor cores, fp16/bf16 inputs with fp32 accumulation, dense
+    fp64: float = 0.0             # fp64 tensor cores (DMMA), dense; else the fp64 FMA rate
 
 
 # The GPUs whose figures are known (the driver reports no useful clocks for a roofline). Names are
 # matched as substrings of the device name.
 GPUS = (
-    Peaks("H100 80GB HBM3", 132, 50 * 1024 * KB, 3.35e12, 66.9e12, 494.7e12, 989.4e12),
-    Peaks("H100 PCIe", 114, 50 * 1024 * KB, 2.0e12, 51.2e12, 378e12, 756e12),
-    Peaks("H200", 132, 50 * 1024 * KB, 4.8e12, 66.9e12, 494.7e12, 989.4e12),
-    Peaks("A100-SXM4-80GB", 108, 40 * 1024 * KB, 2.04e12, 19.5e12, 156e12, 312e12),
-    Peaks("A100-SXM4-40GB", 108, 40 * 1024 * KB, 1.56e12, 19.5e12, 156e12, 312e12),
-    Peaks("A100 80GB PCIe", 108, 40 * 1024 * KB, 1.94e12, 19.5e12, 156e12, 312e12),
-    Peaks("L40S", 142, 96 * 1024 * KB, 0.864e12, 91.6e12, 183e12, 362e12),
-    Peaks("RTX 4090", 128, 72 * 1024 * KB, 1.01e12, 82.6e12, 82.6e12, 165.2e12),
-    Peaks("A10", 72, 6 * 1024 * KB, 0.6e12, 31.2e12, 62.5e12, 125e12),
-    Peaks("V100-SXM2", 80, 6 * 1024 * KB, 0.9e12, 15.7e12, 0.0, 125e12),
+    Peaks("H100 80GB HBM3", 132, 50 * 1024 * KB, 3.35e12, 66.9e12, 494.7e12, 989.4e12, fp64=66.9e12),
+    Peaks("H100 PCIe", 114, 50 * 1024 * KB, 2.0e12, 51.2e12, 378e12, 756e12, fp64=51.2e12),
+    Peaks("H200", 132, 50 * 1024 * KB, 4.8e12, 66.9e12, 494.7e12, 989.4e12, fp64=66.9e12),
+    Peaks("A100-SXM4-80GB", 108, 40 * 1024 * KB, 2.04e12, 19.5e12, 156e12, 312e12, fp64=19.5e12),
+    Peaks("A100-SXM4-40GB", 108, 40 * 1024 * KB, 1.56e12, 19.5e12, 156e12, 312e12, fp64=19.5e12),
+    Peaks("A100 80GB PCIe", 108, 40 * 1024 * KB, 1.94e12, 19.5e12, 156e12, 312e12, fp64=19.5e12),
+    Peaks("L40S", 142, 96 * 1024 * KB, 0.864e12, 91.6e12, 183e12, 362e12, fp64=1.41e12),
+    Peaks("RTX 4090", 128, 72 * 1024 * KB, 1.01e12, 82.6e12, 82.6e12, 165.2e12, fp64=1.29e12),
+    Peaks("A10", 72, 6 * 1024 * KB, 0.6e12, 31.2e12, 62.5e12, 125e12, fp64=0.98e12),
+    Peaks("V100-SXM2", 80, 6 * 1024 * KB, 0.9e12, 15.7e12, 0.0, 125e12, fp64=7.8e12),
 )
 
 
@@ -153,7 +156,7 @@ class Target:
                           self.regs_per_sm // (regs * threads)))
 
     def peak_flops(self, math: str) -> float:
-        """Dense flop/s of a math path ("fp32", "tf32", "fp16"), 0 when unknown."""
+        """Dense flop/s of a math path ("fp32", "tf32", "fp16", "fp64"), 0 when unknown."""
         return getattr(self.peaks, math, 0.0) if self.peaks else 0.0
 
 

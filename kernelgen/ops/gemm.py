@@ -112,8 +112,8 @@ def units(d) -> int:
 
 class Gemm(Fusing, Op):
     name = "gemm"
-    summary = ("C[M,N] = A[M,K] @ B[K,N], fp16/bf16 (or fp32 data as tf32 / tf32x3, opt-in) on tensor cores, fp32 "
-               "accumulation, row-major; A and B each as is or transposed (--layout)")
+    summary = ("C[M,N] = A[M,K] @ B[K,N], fp16/bf16 on tensor cores, fp32 accumulation (fp32 data: as tf32 / tf32x3, "
+               "or exactly on the fp64 tensor cores as dmma), row-major; A and B each as is or transposed (--layout)")
     dims = (Dim("M", 4096, 70, maximum=MAX_GRID_Y * 256, why=f"gridDim.y holds {MAX_GRID_Y} block rows of at most 256; "
                 f"a schedule's own limit is {MAX_GRID_Y} x its bm"),
             Dim("N", 4096, 130, maximum=INT_MAX - 256, why="the kernel's int column index runs up to a block tile (256) past N"),
@@ -121,7 +121,7 @@ class Gemm(Fusing, Op):
     loops = ("i", "j", "k")
     inputs = ("A", "B")
     outputs = ("C",)
-    dtypes = ("float16", "bfloat16", "tf32", "tf32x3")
+    dtypes = ("float16", "bfloat16", "tf32", "tf32x3", "dmma")
     wgmma_heuristic = WGMMA_HEURISTIC      # the base of the cost model's wgmma families (gemm_cost.py)
     layouts = LAYOUTS
     fuses = ("epilogue", "batch")
@@ -475,6 +475,8 @@ class Gemm(Fusing, Op):
             return 8 * mi * ni + 8 * (mi + ni) + staged + 40
         mi, ni = k["wm"] // 16, k["wn"] // 8
         split = 2 * (4 * mi + 2 * ni) + 4 * mi * ni if d is not None and d.name == "tf32x3" else 0
+        if d is not None and d.math == "fp64":   # fp64 accumulators and the fragments widened: two registers a value
+            split = 4 * mi * ni + 2 * (4 * mi + 2 * ni)
         return 4 * mi * ni + (4 * mi + 2 * ni) * k["frag_buffers"] + split + staged + 40
 
     # -- lowering ----------------------------------------------------------------------------------
@@ -519,9 +521,9 @@ class Gemm(Fusing, Op):
             target.require("bf16", "tensorize", "k.1", f"{INTRINSICS[k['instr']]} on bfloat16")
             if k["instr"] == "mma":
                 target.require("mma_m16n8k16_bf16", "tensorize", "k.1", INTRINSICS["mma"])
-        tf32 = d.math == "tf32"
-        if tf32:
-            self._check_tf32(k, d, target, layout)
+        tf32, dmma = d.math == "tf32", d.math == "fp64"
+        if tf32 or dmma:
+            self._check_f32_data(k, d, target, layout)
         if k["instr"] == "wgmma":
             smem = self.shared_bytes(k, layout, o.itemsize)
             check(smem <= target.max_smem, "cache_write", "C", "shared",
@@ -543,7 +545,7 @@ class Gemm(Fusing, Op):
                  a_stage=ta["rows"] * ta["ld"], b_stage=tb["rows"] * tb["ld"], epilogue_offset=pipeline // 2,
                  in_ctype=d.ctype, in_header=d.header, out_header=o.header, out=o,
                  wtype=d.ctype, mma_fn=f"kg_mma_m16n8k16_{d.short}",
-                 tf32=tf32, tf32x3=d.name == "tf32x3", kstep=8 if tf32 else 16,
+                 tf32=tf32, tf32x3=d.name == "tf32x3", dmma=dmma, kstep=8 if tf32 or dmma else 16,
                  **self._operands(Operands(layout), "ldk" if k["split_k"] > 1 else "K", ew),
                  **self.fusion_params(types),
                  batch_params=", int batch, long long stride_a, long long stride_b" if self.batched else "")
@@ -552,12 +554,15 @@ class Gemm(Fusing, Op):
             p.update(tma, box_elems=64 * k["bk"], a_stage=tma["stage_bytes"] // 2, b_stage=tma["stage_bytes"] // 2)
         return p, self.shared_bytes(k, layout, ew=ew), self.registers(k, d)
 
-    def _check_tf32(self, k: dict, d, target: Target, layout: str) -> None:
-        """tf32 data: mma.sync m16n8k8 on the per-tile kernel, each k8 step's fragments rounded (and, tf32x3,
-        split) in registers; its shared tiles hold fp32 values, twice the bytes of a 16-bit tile's."""
+    def _check_f32_data(self, k: dict, d, target: Target, layout: str) -> None:
+        """fp32 data (tf32, tf32x3, dmma): mma.sync m16n8k8 on the per-tile kernel, each k8 step's fragments
+        rounded (tf32; tf32x3 split) or widened to fp64 (dmma) in registers; its shared tiles hold fp32 values,
+        twice the bytes of a 16-bit tile's."""
+        shape = "m16n8k8 .f64 (DMMA)" if d.math == "fp64" else "m16n8k8 (tf32)"
         check(k["instr"] == "mma", "tensorize", "k.1", INTRINSICS[k["instr"]], allowed=INTRINSICS["mma"],
-              limit=f"{d.name} data runs on mma.sync m16n8k8 (tf32); the {k['instr']} path takes 16-bit inputs")
-        target.require("mma_m16n8k8_tf32", "tensorize", "k.1", f"mma.m16n8k8 on {d.name}")
+              limit=f"{d.name} data runs on mma.sync {shape}; the {k['instr']} path takes 16-bit inputs")
+        target.require("mma_f64" if d.math == "fp64" else "mma_m16n8k8_tf32", "tensorize", "k.1",
+                       f"mma.{shape} on {d.name}")
         check(k["frag_buffers"] == 1, "annotate", "warp_fragments", k["frag_buffers"], allowed="1",
               limit=f"{d.name} fragments are rounded where they are used, one k8 step at a time")
         check(k["copy"] != "tma", "annotate", "copy", "tma", allowed="cp_async, sync",
@@ -913,8 +918,8 @@ class Gemm(Fusing, Op):
             a, b = lay.product(dev_inputs["A"], dev_inputs["B"])
             return "cupy.matmul (cuBLAS, fp16 out)", lambda: a @ b
         ta, tb = lay.product(torch_tensor(dev_inputs["A"], d), torch_tensor(dev_inputs["B"], d))
-        if d.math == "tf32":
-            # tf32: cuBLAS with TF32 allowed; tf32x3 (about fp32's accuracy): cuBLAS in fp32, TF32 off
+        if d.math in ("tf32", "fp64"):
+            # tf32: cuBLAS with TF32 allowed; tf32x3 and dmma (fp32's accuracy or better): cuBLAS in fp32, TF32 off
             allow = d.name == "tf32"
 
             def matmul():
