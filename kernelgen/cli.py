@@ -397,7 +397,7 @@ def inspect(op_name, knobs, schedule_file, step, best, db, ladder, arch, as_json
     else:
         click.echo(table([{k: "n/a" if v is None else v for k, v in r.items()} for r in rows],
                          ["step", "symbol", "registers", "shared_bytes", "local_bytes", "spill_bytes",
-                          "ldg128", "stg128", "lds128", "ffma", "hmma", "hgmma", "ldsm", "tma"]))
+                          "ldg128", "stg128", "lds128", "ffma", "hmma", "dmma", "hgmma", "ldsm", "tma"]))
         if banks:
             click.echo(f"traffic on the emulator, {problem} (per array: shared wavefronts, global sectors per request):")
         for name, (lines, _) in counts.items():

@@ -9,7 +9,7 @@ True
 
 Registers, shared and local memory come from `cuobjdump -res-usage`, spills from ptxas' -v report,
 and instruction counts (128-bit global loads/stores, shared-memory vector loads, local-memory
-traffic, FFMA, tensor-core HMMA / HGMMA, ldmatrix LDSM and TMA copies) from `nvdisasm` on the cubin. The nvdisasm of CUDA 13
+traffic, FFMA, tensor-core HMMA / DMMA / HGMMA, ldmatrix LDSM and TMA copies) from `nvdisasm` on the cubin. The nvdisasm of CUDA 13
 no longer reads sm_70 (Volta) cubins: for such an arch the instruction counts are None (`n/a` in
 tables) and `sass_note(arch)` says why; everything else is still reported.
 """
@@ -47,6 +47,7 @@ class KernelFacts:
     ffma: int | None
     instructions: int | None
     hmma: int | None = 0   # tensor-core mma (HMMA.*)
+    dmma: int | None = 0   # fp64 tensor-core mma (DMMA.*)
     ldsm: int | None = 0   # ldmatrix (LDSM.*)
     hgmma: int | None = 0  # warpgroup mma (HGMMA.*, sm_90a)
     tma: int | None = 0    # TMA tile copies (UTMALDG / UTMASTG)
@@ -189,7 +190,7 @@ def facts_of(compiled: Compiled) -> list[KernelFacts]:
             ldg=count(lambda o: o.startswith("LDG")), stg=count(lambda o: o.startswith("STG")),
             local_ops=count(lambda o: o.startswith(("LDL", "STL"))),
             ffma=count(lambda o: o.startswith("FFMA")), instructions=None if ops is None else sum(ops.values()),
-            hmma=count(lambda o: o.startswith("HMMA")), ldsm=count(lambda o: o.startswith("LDSM")),
+            hmma=count(lambda o: o.startswith("HMMA")), dmma=count(lambda o: o.startswith("DMMA")), ldsm=count(lambda o: o.startswith("LDSM")),
             hgmma=count(lambda o: o.startswith("HGMMA")), tma=count(lambda o: o.startswith(("UTMALDG", "UTMASTG")))))
     return out
 

@@ -6,6 +6,7 @@ goes on torch's current stream, allocates nothing but its outputs, and never syn
     x, w, b = (torch.randn(s, device="cuda") for s in ((512, 768), (768, 3072), (3072,)))
     y = kgt.run("sgemm", "M=512,N=3072,K=768;epilogue=gelu(acc + bias)", [x, w, b])[0]   # gelu(x @ w + b)
     y = kgt.linear(x16, w16_t, b16, epilogue="gelu(acc + bias)")   # x @ w_t.T + b, gemm layout NT
+    y = kgt.linear(x, w_t, b)                # fp32: on the fp64 tensor cores (dmma) where faster, else CUDA cores
     y = kgt.linear(x, w_t, b, dtype="tf32x3")                # fp32 tensors on tensor cores, 3xTF32 (opt-in)
     y, h = kgt.layer_norm(x, gamma, beta, residual=r, return_sum=True)   # LN(x + r), and x + r
     o = kgt.attention(q, k, v, causal=True)                  # (batch, heads, seq, head_dim), views read in place
@@ -36,6 +37,7 @@ except ImportError as e:             # torch stays optional
     raise ImportError("kernelgen.torch needs PyTorch: pip install 'kernelgen[torch]' (or torch itself)") from e
 
 from .dtypes import dtype as kg_dtype
+from .errors import KernelgenError
 from .gpu import torch_stream_of
 from .ops import get_op
 from .sizes import parse_size
@@ -192,20 +194,25 @@ def _plain(inputs) -> bool:
 
 def linear(x, weight, bias=None, epilogue: str | None = None, out_dtype: str | None = None, residual=None,
            dtype: str | None = None):
-    """x @ weight.T (+ bias), torch.nn.functional.linear's layout (NT), fp32 on sgemm and 16-bit on the
-    tensor-core gemm, with an optional fused epilogue (default `acc + bias` where a bias is given, `acc +
-    bias + res` where a residual is given too); `residual` is the epilogue's res, shaped like the output.
-    `dtype` "tf32x3" (or "tf32") multiplies float32 tensors on the tensor-core gemm instead: each value split
-    into TF32 parts, fp32's accuracy or better (tf32 alone: 10 fraction bits). Default: the tensors' own type, but
-    float32 tensors take tf32x3 where torch.set_float32_matmul_precision says "high" or "medium" (where torch's
-    own F.linear may round to TF32, 3xTF32 is the more accurate of what that allows)."""
+    """x @ weight.T (+ bias), torch.nn.functional.linear's layout (NT), 16-bit on the tensor-core gemm, with an
+    optional fused epilogue (default `acc + bias` where a bias is given, `acc + bias + res` where a residual is
+    given too); `residual` is the epilogue's res, shaped like the output.
+
+    float32 tensors, by `dtype`: "float32", FFMA on the CUDA cores (sgemm); "dmma", the fp64 tensor cores (gemm:
+    each value widened to fp64, exact products summed in fp64, rounded once: at least as accurate as FFMA);
+    "tf32x3" (or "tf32"), the TF32 tensor cores, each value split into TF32 parts (fp32's accuracy; tf32 alone: 10
+    fraction bits). Default: where torch.set_float32_matmul_precision says "highest" (torch's default), dmma where
+    the two ops' cost models find it faster on this GPU (kernelgen.ops.gemm_cost.fp32_on_dmma: H100, H200 and A100
+    class GPUs, products with the tiles to fill them; sizes known when traced, else sgemm), else float32; where it
+    says "high" or "medium" (torch's own F.linear may then round to TF32), tf32x3, the more accurate of what that
+    allows."""
     if dtype is None and x.dtype == torch.float32 and _matmul_precision() != "highest":
         dtype = "tf32x3"
     # eager calls find the call's problem by its shapes and options (building it took ~8 us a call); traced ones,
     # whose shapes may be symbols, build it
     plan = _linear_plan.__wrapped__ if torch.compiler.is_compiling() else _linear_plan
-    name, problem, used = plan(tuple(x.shape), weight.shape[0], x.dtype, epilogue, bias is not None,
-                               residual is not None, dtype)
+    name, problem, used, dtype = plan(tuple(x.shape), weight.shape[0], x.dtype, epilogue, bias is not None,
+                                      residual is not None, dtype)
     N, flat = weight.shape[0], x.dim() == 2
     rows = x if flat else x.reshape(-1, x.shape[-1])
     inputs = [rows, weight] + ([bias] if "bias" in used else []) + \
@@ -214,20 +221,41 @@ def linear(x, weight, bias=None, epilogue: str | None = None, out_dtype: str | N
     return out if flat else out.reshape(*x.shape[:-1], N)
 
 
+FP32_GEMM_TYPES = ("float32", "dmma", "tf32", "tf32x3")   # linear's dtype for float32 tensors
+
+
+@torch.compiler.assume_constant_result
+def _fp32_default(M: int, N: int, K: int) -> str:
+    """linear's dtype for float32 tensors at torch's "highest" matmul precision: dmma where the cost models find the
+    fp64 tensor cores faster on the current GPU, else float32 (so also where no GPU is present)."""
+    from . import gpu
+    from .ops.gemm_cost import fp32_on_dmma
+    try:
+        target = gpu.device()
+    except KernelgenError:
+        return "float32"
+    return "dmma" if fp32_on_dmma(M, N, K, "NT", target) else "float32"
+
+
 @functools.lru_cache(maxsize=4096)
 def _linear_plan(x_shape: tuple, N: int, x_dtype, epilogue: str | None, bias: bool, residual: bool,
-                 dtype: str | None) -> tuple[str, str, tuple]:
-    """(op name, problem string, the epilogue's inputs) of a linear call, its options checked."""
+                 dtype: str | None) -> tuple[str, str, tuple, str | None]:
+    """(op name, problem string, the epilogue's inputs, the dtype it runs in) of a linear call, its options
+    checked; float32 tensors without a dtype take _fp32_default's, where their sizes are numbers (traced with
+    symbolic sizes: float32)."""
     *lead, K = x_shape
     M = 1
     for v in lead:
         M *= v
+    if dtype is None and x_dtype == torch.float32:
+        sized = all(isinstance(v, int) for v in (M, N, K))
+        dtype = _fp32_default(M, N, K) if sized else "float32"
     epilogue = epilogue or ("acc" + (" + bias" if bias else "") + (" + res" if residual else "")
                             if bias or residual else None)
-    if dtype is not None and (x_dtype != torch.float32 or dtype not in ("float32", "tf32", "tf32x3")):
+    if dtype is not None and (x_dtype != torch.float32 or dtype not in FP32_GEMM_TYPES):
         raise ValueError(f"linear: dtype {dtype!r} for {x_dtype} tensors: a dtype is given for float32 ones only, "
-                         "float32, tf32 or tf32x3")
-    name = "gemm" if x_dtype != torch.float32 or dtype in ("tf32", "tf32x3") else "sgemm"
+                         f"{', '.join(FP32_GEMM_TYPES)}")
+    name = "gemm" if x_dtype != torch.float32 or dtype in ("tf32", "tf32x3", "dmma") else "sgemm"
     problem = f"M={M},N={N},K={K},layout=NT" + (f";epilogue={epilogue}" if epilogue else "")
     used = _epilogue_inputs(epilogue) if epilogue else ()
     for buf, given in (("res", residual), ("bias", bias)):
@@ -235,7 +263,7 @@ def _linear_plan(x_shape: tuple, N: int, x_dtype, epilogue: str | None, bias: bo
             arg = "residual" if buf == "res" else buf
             raise ValueError(f"linear: epilogue {epilogue!r} " + (f"reads {buf} but no {arg}= was given" if not given
                              else f"does not read {buf}, yet {arg}= was given"))
-    return name, problem, used
+    return name, problem, used, dtype
 
 
 @torch.compiler.assume_constant_result

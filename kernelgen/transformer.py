@@ -18,10 +18,13 @@ strides) and writes O as (batch, seq, heads, head_dim), which the output project
 seq, d_model). The torch block splits alike and copies on the merge. GELU is the tanh form (GPT-2's) in both.
 
 `bench(..., breakdown=True)` (`kernelgen bench transformer --breakdown`) also times each stage of both
-blocks (CUDA events between the stages, eager): where the time goes. dtype tf32x3 (`--dtype tf32x3`) is the
-float32 block with its four GEMMs on tensor cores (`kernelgen.torch.linear(..., dtype="tf32x3")`: each value split
-into a high and a low TF32 part, about fp32's accuracy), checked and timed against the same float32 torch block
-(TF32 off): what CUTLASS calls 3xTF32, opt-in; `--dtype float32` multiplies on CUDA cores (sgemm). In both, attention
+blocks (CUDA events between the stages, eager): where the time goes. `--dtype float32` takes kernelgen.torch.linear's
+float32 default for each GEMM: the fp64 tensor cores (dmma: each value widened to fp64, exact products summed in fp64,
+at least FFMA's accuracy) where the cost models find them faster on this GPU, else the CUDA cores (sgemm); the note
+under the table says which. `--dtype dmma` puts all four there. dtype tf32x3 (`--dtype tf32x3`) is the float32 block
+with its four GEMMs on the TF32 tensor cores (each value split into a high and a low TF32 part, about fp32's
+accuracy): what CUTLASS calls 3xTF32, opt-in. Each is checked and timed against the same float32 torch block (TF32
+off). In all, attention
 multiplies as torch's own SDPA does in float32 (kernelgen.torch.attention's default): 3xTF32 on GPUs with TF32 tensor
 cores (torch's fp32 kernel there is CUTLASS's memory-efficient attention, 3xTF32), CUDA cores elsewhere.
 """
@@ -64,18 +67,34 @@ KEYS = ("d_model", "heads", "seq", "batch")
 # 5.0e-3, torch's own bf16 block on the CPU by 5.5e-3 and 5.7e-3: 6x margin); fp32 sums up to 4d products a GEMM.
 # tf32x3: the float32 block with its GEMMs on tensor cores, each value split into TF32 parts and a K stage's products
 # summed apart (gemm's tf32x3: below sgemm's error at the 7B layer's GEMMs); the other ops in float32.
-TOLERANCE = {"float32": 1e-4, "tf32x3": 1e-4, "float16": 6e-3, "bfloat16": 3e-2}
+# dmma: the float32 block with its GEMMs on the fp64 tensor cores (exact products, fp64 sums), as the float32 block's
+# default takes them where they pay.
+TOLERANCE = {"float32": 1e-4, "tf32x3": 1e-4, "dmma": 1e-4, "float16": 6e-3, "bfloat16": 3e-2}
 
 
 def data_type(dtype: str) -> str:
-    """The torch type of the block's tensors: float32 for tf32x3 (only its GEMMs multiply otherwise)."""
+    """The torch type of the block's tensors: float32 for tf32x3 and dmma (only its GEMMs multiply otherwise)."""
     from .dtypes import dtype as kg_dtype
     return kg_dtype(dtype).data
 
 
 def gemm_type(dtype: str) -> str | None:
-    """kernelgen.torch.linear's dtype in a block of `dtype`: tf32x3, or None (the tensors' own)."""
-    return dtype if dtype == "tf32x3" else None
+    """kernelgen.torch.linear's dtype in a block of `dtype`: tf32x3 or dmma, or None (linear's default for the
+    tensors' type: for float32, dmma or sgemm by the cost models, fp32_gemms)."""
+    return dtype if dtype in ("tf32x3", "dmma") else None
+
+
+def gemm_shapes(cfg: Config) -> dict:
+    """The block's four products (M, N, K), x . W^T each."""
+    t, d = cfg.batch * cfg.seq, cfg.d_model
+    return {"QKV": (t, 3 * d, d), "out-proj": (t, d, d), "MLP up": (t, 4 * d, d), "MLP down": (t, d, 4 * d)}
+
+
+def fp32_gemms(cfg: Config) -> dict:
+    """The kernel kernelgen.torch.linear's float32 default takes for each of the block's GEMMs on this GPU: dmma (the
+    fp64 tensor cores) or float32 (sgemm, CUDA cores)."""
+    from . import torch as kgt
+    return {name: kgt._fp32_default(*mnk) for name, mnk in gemm_shapes(cfg).items()}
 
 
 def config(text: str) -> Config:
@@ -129,8 +148,8 @@ def attention_dtypes() -> tuple[str, ...]:
 def check_dtype(dtype: str) -> None:
     """A UsageError unless every op of the block takes `dtype`."""
     if dtype not in TOLERANCE:
-        raise UsageError(f"transformer: dtype {dtype!r} is not one of {', '.join(TOLERANCE)} (tf32x3: the float32 "
-                         "block with its GEMMs on tensor cores in 3xTF32)")
+        raise UsageError(f"transformer: dtype {dtype!r} is not one of {', '.join(TOLERANCE)} (tf32x3 and dmma: the "
+                         "float32 block with its GEMMs on tensor cores, in 3xTF32 or on the fp64 ones)")
     if data_type(dtype) not in attention_dtypes():
         raise UsageError(f"transformer: kernelgen's attention op takes {', '.join(attention_dtypes())} only, not "
                          f"{dtype}; the {dtype} block runs once attention has a {dtype} kernel")
@@ -203,7 +222,7 @@ def kernelgen_block(x, p: dict, heads: int, mark=_no_mark, gemm: str | None = No
 
 
 def ours(dtype: str):
-    """kernelgen_block as a block of `dtype` runs it (tf32x3: its GEMMs so)."""
+    """kernelgen_block as a block of `dtype` runs it (tf32x3, dmma: its GEMMs so)."""
     gemm = gemm_type(dtype)
     return functools.partial(kernelgen_block, gemm=gemm) if gemm else kernelgen_block
 
@@ -329,6 +348,10 @@ def bench(cfg: Config, dtype: str, reps: int = 100, warmup: int = 10, breakdown:
     if gemm_type(dtype):
         notes.append(f"{dtype}: the float32 block with kernelgen's four GEMMs on tensor cores ({dtype}); every other "
                      "op, and PyTorch's blocks, in float32 (TF32 off)")
+    elif dtype == "float32":
+        took = fp32_gemms(cfg)
+        notes.append("float32 GEMMs by kernelgen.torch.linear's default: " + ", ".join(f"{n} {d}" for n, d in took.items())
+                     + " (dmma: the fp64 tensor cores, exact products summed in fp64; float32: sgemm, FFMA)")
     with torch.no_grad():
         for name, fn in runs:
             rows.append(_row(name, _time(torch, fn, reps, warmup), cfg))

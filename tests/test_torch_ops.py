@@ -168,6 +168,39 @@ def test_linear_at_high_float32_precision_keeps_fp32_accuracy_on_the_gpu():
     assert float((y.double() - ref).norm() / ref.norm()) < 2e-6
 
 
+def test_float32_linear_takes_the_fp64_tensor_cores_where_the_cost_models_say_so(monkeypatch):
+    """On an H100-class GPU (faked: the decision reads only the target), big float32 products run on dmma, a thin one
+    on the CUDA-core sgemm, and dtype="float32" keeps FFMA; without a GPU the default is float32."""
+    from torch.fx.experimental.proxy_tensor import make_fx
+    from kernelgen import gpu
+    from kernelgen.target import target
+
+    def ops_of(M, dtype=None):
+        x, w = torch.empty(M, 1024), torch.empty(3072, 1024)
+        g = make_fx(lambda x, w: kgt.linear(x, w, dtype=dtype), tracing_mode="fake")(x, w)
+        return [tuple(n.args[:3:2]) for n in g.graph.nodes if "kernelgen.run" in str(n.target)]
+
+    kgt._linear_plan.cache_clear()
+    assert ops_of(2048) == [("sgemm", "float32")]                 # no GPU here: the CUDA cores' kernel
+    monkeypatch.setattr(gpu, "device", lambda *a: target("sm_90a"))
+    kgt._linear_plan.cache_clear()
+    try:
+        assert ops_of(2048) == [("gemm", "dmma")] and ops_of(1) == [("sgemm", "float32")]
+        assert ops_of(2048, "float32") == [("sgemm", "float32")] and ops_of(2048, "dmma") == [("gemm", "dmma")]
+    finally:
+        kgt._linear_plan.cache_clear()
+
+
+@pytest.mark.gpu
+def test_float32_linear_by_default_is_as_accurate_as_fp32_or_better_on_the_gpu():
+    """Whichever kernel the default takes (dmma where the GPU's fp64 tensor cores pay), its error is no more than
+    the CUDA-core SGEMM's, with a GELU epilogue; explicitly on dmma, it is within ~half an ulp of float64's."""
+    x, w, b = _cuda((2048, 1024), (1536, 1024), (1536,))
+    ref = torch.nn.functional.linear(x.double(), w.double(), b.double())
+    err = {d: float((kgt.linear(x, w, b, dtype=d).double() - ref).norm() / ref.norm()) for d in (None, "float32", "dmma")}
+    assert err[None] <= err["float32"] * 1.01 and err["dmma"] < 1e-7 < err["float32"], err
+
+
 def test_fake_meta_and_cpu_tensors_take_the_ops_way():
     from torch._subclasses.fake_tensor import FakeTensorMode
     assert not kgt._plain([torch.empty(3, device="meta")]) and not kgt._plain([torch.empty(3)])

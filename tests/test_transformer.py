@@ -40,7 +40,8 @@ def test_bad_configs_say_what_is_allowed(text, message):
 def test_dtypes_follow_what_attention_takes():
     tf.check_dtype("float32")
     tf.check_dtype("tf32x3")
-    with pytest.raises(UsageError, match="dtype 'float64' is not one of float32, tf32x3, float16, bfloat16 .tf32x3: "):
+    tf.check_dtype("dmma")
+    with pytest.raises(UsageError, match="dtype 'float64' is not one of float32, tf32x3, dmma, float16, bfloat16 .tf32x3 and dmma: "):
         tf.check_dtype("float64")
     if "bfloat16" not in tf.attention_dtypes():
         with pytest.raises(UsageError, match="attention op takes float32 only, not bfloat16"):
@@ -253,7 +254,7 @@ SMALL = "d_model=256,heads=4,seq=200,batch=2"      # head_dim 64, seq no tile mu
 
 @needs_torch
 @pytest.mark.gpu
-@pytest.mark.parametrize("dtype", ["float32", "tf32x3", "bfloat16"])
+@pytest.mark.parametrize("dtype", ["float32", "tf32x3", "dmma", "bfloat16"])
 @pytest.mark.parametrize("name", ["tiny", SMALL])
 def test_the_block_matches_pytorch_on_the_gpu(name, dtype):
     if tf.data_type(dtype) not in tf.attention_dtypes():
@@ -282,7 +283,8 @@ def test_wrappers_match_torch_on_the_gpu():
 @pytest.mark.gpu
 def test_the_block_replays_from_a_cuda_graph_and_the_bench_reports_four_rows(tmp_path):
     doc = tf.bench(tf.config("tiny"), "float32", reps=5, warmup=2)
-    assert doc["check"]["ok"] and doc["notes"] == [], doc
+    assert doc["check"]["ok"] and len(doc["notes"]) == 1, doc
+    assert doc["notes"][0].startswith("float32 GEMMs by kernelgen.torch.linear's default: QKV "), doc["notes"]
     assert [r["block"] for r in doc["rows"]] == ["kernelgen", "kernelgen (CUDA graph)", "PyTorch eager", "torch.compile"]
     assert all(r["median_ms"] > 0 for r in doc["rows"])
     r = CliRunner().invoke(main, ["bench", "transformer", "--size", "tiny", "--reps", "5", "--json",
@@ -300,3 +302,14 @@ def test_the_breakdown_times_every_stage_of_both_blocks(tmp_path):
     assert all((r["kernelgen_ms"] is None) == (name in tf.FUSED) for name, r in stages.items())
     r = CliRunner().invoke(main, ["bench", "transformer", "--size", "tiny", "--reps", "5", "--breakdown"])
     assert r.exit_code == 0 and "per stage" in r.output and "- (in out-proj)" in r.output, r.output
+
+
+def test_the_float32_blocks_gemms_go_where_the_cost_models_say(monkeypatch):
+    """On an H100-class GPU (faked: the decision reads only the target) the 7B layer's and GPT-2 small's four
+    products all take the fp64 tensor cores."""
+    from kernelgen import gpu
+    from kernelgen.target import target
+    monkeypatch.setattr(gpu, "device", lambda *a: target("sm_90a"))
+    for name in ("7b", "gpt2-small"):
+        assert set(tf.fp32_gemms(tf.config(name)).values()) == {"dmma"}, name
+    assert tf.gemm_shapes(tf.config("7b"))["MLP down"] == (2048, 4096, 16384)

@@ -70,6 +70,7 @@ COSTS = dict(
     WORKSPACE_BYTES_PER_S=3.0e12,   # split-K slabs written, then read back (mostly L2)
     PAD_EFFICIENCY=0.5,             # the padded copy's share of the bandwidth (2-byte reads, 16-byte writes)
     UNALIGNED=0.28,                 # mma.sync's element-wise twin against its 16-byte kernel (0.26-0.28 measured)
+    UNALIGNED_FP32=0.55,            # the same with fp32 data (4-byte loads, 4 a chunk; dmma at 2047x2049x1023: 0.55)
     MAX_WORKSPACE_BYTES=1 << 30,    # no more slices than this much workspace allows
 )
 
@@ -108,6 +109,14 @@ FAMILIES = (
     ("mma 64x128", dict(bm=64, bn=128, wm=32, wn=64), 0.34),
     ("mma 64x64", dict(bm=64, bn=64, wm=32, wn=32), 0.32),
 )
+# fp32 data on the fp64 tensor cores (dtype dmma): the fraction of the GPU's DMMA peak each family's main loop
+# reaches. A DMMA is 512 products an issue slot where an fp16 HMMA is 4096, so the mma.sync tiles that leave the fp16
+# tensor cores idle (0.34 above) keep the fp64 ones busy. Fitted to bench_results/2026-11-29-s22 (H200, 7 shapes):
+# 128x64 blocks of 64x32 warp tiles, two blocks an SM, 58-59.6 TFLOP/s of 66.9 at the 7B layer's GEMMs and 4096^3.
+# Families whose 64x64 warp tiles need 256 fp64 accumulator registers are refused by the register check.
+FP64_EFFICIENCY = {"mma 128x64": 0.88, "mma 64x128": 0.86, "mma 64x64": 0.80}
+
+
 @dataclass(frozen=True)
 class Choice:
     family: str
@@ -122,10 +131,12 @@ def families(op, target: Target, layout: str = "NN", batched: bool = False, dtyp
     being 2-D; mma.sync alone for tf32 data), checked as op.kernel checks a schedule (nothing compiled), with
     the blocks an SM holds (tf32x3's 64x64 warp tiles need more registers than a thread has: refused)."""
     types, out = op.types(dtype_name), []
+    fp64 = types.input.math == "fp64"
     for name, over, eff in FAMILIES:
         k = dict(op.wgmma_heuristic if over.get("instr") == "wgmma" else op.default_knobs(), **over)
-        if k["instr"] == "wgmma" and batched:
+        if (k["instr"] == "wgmma" and batched) or (fp64 and name not in FP64_EFFICIENCY):
             continue
+        eff = FP64_EFFICIENCY[name] if fp64 else eff
         try:
             kernel = op.kernel(op.schedule_from_knobs(**k), target, types, layout)
         except KernelgenError:
@@ -145,6 +156,8 @@ def estimate(fam: Family, split_k: int, problem: Problem, target: Target) -> flo
     flops, bw = (target.peaks.fp16, target.peaks.bytes_per_s) if target.peaks else DEFAULT_PEAK
     if d.math == "tf32":     # TF32's rate (half fp16's where the target names none); tf32x3 three mma a product
         flops = (target.peaks.tf32 if target.peaks else flops / 2) / (3 if d.name == "tf32x3" else 1)
+    elif d.math == "fp64":   # the fp64 tensor cores' rate (the H100's where the target names no GPU)
+        flops = target.peaks.fp64 if target.peaks else 66.9e12
     isz = d.itemsize
     lay = Operands(problem.layout or "NN")
     aligned = lay.holds(chunk_widths(isz), problem)
@@ -153,7 +166,8 @@ def estimate(fam: Family, split_k: int, problem: Problem, target: Target) -> flo
     sl = splitk.slices(K, split_k, bk)
     batch = problem.batch.count if problem.batch is not None else 1
     blocks = cdiv(M, bm) * cdiv(N, bn) * sl * batch
-    sm_flops = flops / target.sms * fam.efficiency * (1.0 if aligned or wgmma else c["UNALIGNED"])
+    twin = c["UNALIGNED_FP32"] if isz == 4 else c["UNALIGNED"]
+    sm_flops = flops / target.sms * fam.efficiency * (1.0 if aligned or wgmma else twin)
 
     def streaming(r: int) -> float:   # r blocks' math or their loads, whichever is slower
         return max(r * 2.0 * bm * bn * kc / sm_flops, r * isz * (min(bm, M) + min(bn, N)) * kc / c["SM_BYTES_PER_S"])
@@ -214,6 +228,26 @@ def candidates(op, problem: Problem, target: Target | None = None) -> list[Choic
                 out.append(Choice(fam.name, s, estimate(fam, s, problem, target), tuple(knobs.items())))
     eff = {f.name: f.efficiency for f in fams}
     return sorted(out, key=lambda ch: (ch.seconds, ch.split_k, -eff[ch.family]))
+
+
+def fp32_on_dmma(M: int, N: int, K: int, layout: str = "NN", target: Target | None = None) -> bool:
+    """Whether an fp32 product runs faster on the fp64 tensor cores (the gemm op's dmma, at least as accurate: exact
+    products summed in fp64) than on the CUDA cores (sgemm), by the two ops' cost models on `target`: where the GPU's
+    DMMA rate matches its FFMA rate (H100, H200, A100) and the product has the tiles to fill it; not on GPUs whose
+    fp64 runs at a fraction of fp32 (the cost model sees their peak), nor for thin products sgemm's dot and
+    sliced tiles take."""
+    from . import get_op, sgemm_cost
+    target = target or default_target()
+    if "mma_f64" not in target.features:
+        return False
+    sizes = {"M": M, "N": N, "K": K}
+    gemm, sgemm = get_op("gemm"), get_op("sgemm")
+    try:
+        on_dmma = choose(gemm, gemm.problem(sizes, dtype="dmma", layout=layout), target).seconds
+        on_ffma = sgemm_cost.choose(sgemm, sgemm.problem(sizes, dtype="float32", layout=layout), target).seconds
+    except KernelgenError:
+        return False
+    return on_dmma < on_ffma
 
 
 def choose(op, problem: Problem, target: Target | None = None) -> Choice:
