@@ -33,6 +33,8 @@ VARIANTS = {
     "128x64 w64x32 bk32 st4 mb2": dict(bm=128, bn=64, wm=64, wn=32, bk=32, stages=4, min_blocks=2),
     "64x128 w32x64 bk32 st4 mb2": dict(bm=64, bn=128, wm=32, wn=64, bk=32, stages=4, min_blocks=2),
     "128x128 w64x32 bk32 st4 sw8": dict(bm=128, bn=128, wm=64, wn=32, bk=32, stages=4, swizzle=8),
+    "64x64 w32x32 bk32 st4": dict(bm=64, bn=64, wm=32, wn=32, bk=32, stages=4),
+    "128x64 w64x32 bk32 st3": dict(bm=128, bn=64, wm=64, wn=32, bk=32, stages=3),
 }
 
 
