@@ -58,7 +58,7 @@ def errors(c, ref, bound):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--shapes", default=SHAPES)
-    ap.add_argument("--variants", default="all")
+    ap.add_argument("--variants", default="all", help="all, pick (schedule_for only) or labels joined by ';'")
     ap.add_argument("--reps", type=int, default=20)
     ap.add_argument("--json")
     args = ap.parse_args()
@@ -88,8 +88,9 @@ def main():
         print(f"| {name} | cuBLAS SGEMM | {vendor:.1f} | {flop / vendor / 1e6:.1f} | {vendor:.1f} | 1.000 | {vrel:.2e} | {vworst:.2e} |")
         p = op.problem({"M": m, "N": n, "K": k}, dtype="dmma", layout=layout)
         scheds = [("schedule_for", op.schedule_for(p))]
-        if args.variants == "all":
-            scheds += [(label, op.schedule(**kn)) for label, kn in VARIANTS.items()]
+        if args.variants != "pick":
+            chosen = VARIANTS if args.variants == "all" else {v: VARIANTS[v] for v in args.variants.split(";")}
+            scheds += [(label, op.schedule(**kn)) for label, kn in chosen.items()]
         for label, sched in scheds:
             try:
                 prep = prepare(op, sched, p)
