@@ -147,7 +147,7 @@ def test_the_heuristic_and_a_wide_tile_on_the_gpu(layout):
 def test_dmma_is_correctly_rounded_over_a_long_k_on_the_gpu():
     """Full-precision inputs at K = 16384. K whole: every element within half an ulp (fp64 sums). K in slices
     (schedule_for's pick for these few tiles): each slice's fp64 sum rounded to fp32 once and the slices summed in
-    fp32, a few roundings where the CUDA-core SGEMM's fp32 sums make thousands: still far below its error."""
+    fp32, a few roundings where the CUDA-core SGEMM's fp32 sums make thousands: below its error."""
     import cupy
     from kernelgen.prepared import prepare
     rng = np.random.default_rng(5)
@@ -169,4 +169,7 @@ def test_dmma_is_correctly_rounded_over_a_long_k_on_the_gpu():
         ref, bound = a.astype(np.float64) @ b.astype(np.float64), np.abs(a.astype(np.float64)) @ np.abs(b.astype(np.float64))
         relative[label] = float(np.max(np.abs(c - ref) / bound))
     assert worst["K whole"] <= 1.0 and worst["sgemm"] > 4.0, worst
-    assert relative["K in slices"] < relative["sgemm"] / 8, relative
+    # each slice's sum rounded once, then S - 1 fp32 additions: at most 2 S roundings of at most |A| |B| each (H200:
+    # 4.6e-8 against the SGEMM's 1.8e-7)
+    slices = gemm.knobs_from_schedule(runs["K in slices"][1])["split_k"]
+    assert relative["K in slices"] <= 2 * slices * 2.0 ** -24 and relative["K in slices"] < relative["sgemm"] / 2, relative

@@ -111,10 +111,12 @@ FAMILIES = (
 )
 # fp32 data on the fp64 tensor cores (dtype dmma): the fraction of the GPU's DMMA peak each family's main loop
 # reaches. A DMMA is 512 products an issue slot where an fp16 HMMA is 4096, so the mma.sync tiles that leave the fp16
-# tensor cores idle (0.34 above) keep the fp64 ones busy. Fitted to bench_results/2026-11-29-s22 (H200, 7 shapes):
-# 128x64 blocks of 64x32 warp tiles, two blocks an SM, 58-59.6 TFLOP/s of 66.9 at the 7B layer's GEMMs and 4096^3.
-# Families whose 64x64 warp tiles need 256 fp64 accumulator registers are refused by the register check.
-FP64_EFFICIENCY = {"mma 128x64": 0.88, "mma 64x128": 0.86, "mma 64x64": 0.80}
+# tensor cores idle (0.34 above) keep the fp64 ones busy. Fitted to bench_results/2026-11-29-s22 (H200, 13 shapes,
+# calls 2-4): 128x64 blocks of 64x32 warp tiles (two blocks an SM) 57-59.6 TFLOP/s of 66.9 at the 7B layer's GEMMs,
+# 4096^3 and GPT-2's; 64x64 (three an SM) 53-58.8, ahead where its smaller tiles fill the last wave (3000^3 56.4 against
+# 52.6, GPT-2's 8192 x 2304 x 768 58.8 against 57.0), behind at 2048 x 4096 x 16384 (53.0 against 58.3). Families whose
+# 64x64 warp tiles need 256 fp64 accumulator registers are refused by the register check.
+FP64_EFFICIENCY = {"mma 128x64": 0.88, "mma 64x128": 0.85, "mma 64x64": 0.85}
 
 
 @dataclass(frozen=True)
