@@ -1,8 +1,10 @@
 """A GEMM with a fused bias + GELU epilogue against the same schedule's plain GEMM (issue 15's target:
 the fused one costs <= 1.05x the plain one), on the GPU: sgemm fp32 and the tensor-core gemm in fp16
-and bf16 (wgmma on sm_90a), each validated first, then timed with the suite's method.
+and bf16 (wgmma on sm_90a) and on fp32 data on the fp64 tensor cores (dmma), each validated first, then timed with
+the suite's method.
 
-    PYTHONPATH=. python3 bench/epilogue_probe.py [M,N,K[:LAYOUT]] [reps] [OPS]   # OPS: sgemm,gemm (default both)
+    PYTHONPATH=. python3 bench/epilogue_probe.py [M,N,K[:LAYOUT]] [reps] [OPS]   # OPS: sgemm,gemm or op:dtype
+                                                                                  # (gemm:dmma); default all
 
 Writes a markdown table to stdout and to $OUT/epilogue_probe.md (when OUT is set).
 """
@@ -14,7 +16,7 @@ from kernelgen.ops import get_op
 from kernelgen.timing import measure
 from kernelgen.validate import validate
 
-CASES = (("sgemm", None), ("gemm", "float16"), ("gemm", "bfloat16"))
+CASES = (("sgemm", None), ("gemm", "float16"), ("gemm", "bfloat16"), ("gemm", "dmma"))
 EPILOGUES = ("gelu(acc + bias)", "gelu_erf(acc + bias) + res")
 
 
@@ -41,11 +43,12 @@ def main():
     size, _, layout = (sys.argv[1] if len(sys.argv) > 1 else "4096,4096,4096").partition(":")
     reps = int(sys.argv[2]) if len(sys.argv) > 2 else 30
     ops = sys.argv[3].split(",") if len(sys.argv) > 3 else ("sgemm", "gemm")
+    wanted = [c for c in CASES if c[0] in ops or f"{c[0]}:{c[1]}" in ops]
     sizes = dict(zip("MNK", map(int, size.split(","))))
     lines = [f"GEMM + fused epilogue vs plain GEMM, same schedule (schedule_for of the fused problem), {size} {layout or 'NN'}, {gpu.device().gpu}", "",
              "| op | dtype | epilogue | plain us | fused us | fused/plain | <= 1.05 | fused kernel |",
              "|---|---|---|---|---|---|---|---|"]
-    for name, dtype in (c for c in CASES if c[0] in ops):
+    for name, dtype in wanted:
         for ep in EPILOGUES:
             lines.append(row(name, dtype, sizes, ep, reps, layout or "NN"))
             print(lines[-1], flush=True)

@@ -179,8 +179,10 @@ def dtype_options(fn):
                       "B N x K); every buffer row-major. attention: bhsd|bshd|packed, how Q, K, V and O lie in "
                       "memory (default bhsd; `kernelgen list attention`).")(fn)
     fn = click.option("--out-dtype", metavar="TYPE", help="Output element type (default: the input type).")(fn)
-    return click.option("--dtype", metavar="float32|float16|bfloat16",
-                        help="Input element type (default: the op's first; `kernelgen list OP` lists them).")(fn)
+    return click.option("--dtype", metavar="TYPE", help="Input element type: float32, float16, bfloat16; for fp32 data on "
+                        "tensor cores (gemm) tf32, tf32x3 or dmma (the fp64 tensor cores); transformer: float32 (its "
+                        "GEMMs where kernelgen.torch.linear's default puts them), tf32x3, dmma, float16, bfloat16. "
+                        "Default: the op's first; `kernelgen list OP` lists them.")(fn)
 
 
 def selection_options(fn):

@@ -330,7 +330,7 @@ __device__ __forceinline__ void gemm_f16_sm90_imma_bm128_bn128_bk32_wm64_wn64_st
   #pragma unroll
   for (int i = 0; i < 4; ++i) {
     #pragma unroll
-    for (int j = 0; j < 8; ++j) acc[i][j][0] = acc[i][j][1] = acc[i][j][2] = acc[i][j][3] = 0.0f;
+    for (int j = 0; j < 8; ++j) acc[i][j][0] = acc[i][j][1] = acc[i][j][2] = acc[i][j][3] = 0;
   }
   const int ktiles = (K + 31) / 32;
   for (int kt = 0; kt < ktiles; ++kt) {
