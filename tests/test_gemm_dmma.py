@@ -52,12 +52,14 @@ def test_every_layout_at_ragged_sizes_on_the_emulator(layout):
 
 
 @pytest.mark.emulate
-def test_fused_epilogues_on_the_emulator():
-    """bias + GELU and a residual add, applied to the fp64 sums rounded to fp32, at a ragged size."""
-    for expr in ("gelu(acc + bias)", "acc + bias + res"):
-        p = op.problem({"M": 37, "N": 45, "K": 29}, dtype="dmma", layout="NT", epilogue=expr)
+def test_fused_epilogues_and_a_batch_on_the_emulator():
+    """bias + GELU and a residual add, applied to the fp64 sums rounded to fp32, at a ragged size; a batch of 3
+    products sharing B (stride_b 0) on blockIdx.z."""
+    for expr, batch in (("gelu(acc + bias)", None), ("acc + bias + res", None), ("gelu(acc + bias) + res", 3)):
+        p = op.problem({"M": 37, "N": 45, "K": 29}, dtype="dmma", layout="NT", epilogue=expr, batch=batch,
+                       stride_b=0 if batch else None)
         v = validate(op, op.schedule(**SMALL), p, backend="emulate", check=True)
-        assert v.ok, (expr, v.summary())
+        assert v.ok, (expr, batch, v.summary())
 
 
 @pytest.mark.emulate

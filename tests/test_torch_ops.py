@@ -217,6 +217,11 @@ def test_torch_compile_runs_the_op_on_the_gpu():
     out = torch.compile(block, fullgraph=True)(x, w, b)
     ref = torch.relu(torch.nn.functional.linear(x.float(), w.float(), b.float())) + 1
     torch.testing.assert_close(out.float(), ref, rtol=2e-2, atol=2e-2)
+    # float32 at a size the default puts on dmma where the GPU pays for it: the decision is a constant of the graph
+    x, w, b = _cuda((1024, 512), (768, 512), (768,))
+    out = torch.compile(block, fullgraph=True)(x, w, b)
+    ref = torch.relu(torch.nn.functional.linear(x.double(), w.double(), b.double())) + 1
+    assert float((out.double() - ref).norm() / ref.norm()) < 1e-6
 
 
 # -- attention through strides (CPU: fake tensors and graph capture) -------------------------------------
