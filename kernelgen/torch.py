@@ -47,8 +47,15 @@ TORCH_TYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": t
 KG_TYPES = {v: k for k, v in TORCH_TYPES.items()}
 
 
+# linear's float32 default (an sgemm problem): sgemm or the gemm in dmma, decided by _fp32_default for the call's
+# sizes when it first runs (so also for sizes that were symbols while traced)
+AUTO = "auto"
+
+
 @functools.lru_cache(maxsize=4096)
 def _problem(op_name: str, problem: str, dtype: str, out_dtype: str):
+    if dtype == AUTO:
+        op_name, dtype = _fp32_route(problem)
     op = get_op(op_name)
     p = parse_size(op, problem, False, dtype or None, out_dtype or None)
     return op.for_problem(p), p
@@ -61,7 +68,7 @@ def _schedule(op_name: str, problem: str, dtype: str, out_dtype: str):
     from .tune.defaults import choose_default
     op, p = _problem(op_name, problem, dtype, out_dtype)
     sched, source = choose_default(op, p, gpu.device())
-    _log.info("kernelgen %s %s: schedule from %s", op_name, p, source)
+    _log.info("kernelgen %s %s: schedule from %s", op.name, p, source)
     return sched, source
 
 
@@ -173,10 +180,11 @@ def _run_fake(op_name, problem, dtype, out_dtype, inputs):
 
 def run(op_name: str, problem: str, inputs, dtype: str | None = None, out_dtype: str | None = None) -> list:
     """Op `op_name` on `problem` (a --size string) over torch tensors: its outputs, a list. `dtype`
-    defaults to the first input's type."""
+    defaults to the first input's type ("auto" with sgemm: linear's float32 default, _fp32_route)."""
     if dtype is None:
         dtype = KG_TYPES.get(inputs[0].dtype, "float32")
-    kg_dtype(dtype)
+    if dtype != AUTO or op_name != "sgemm":
+        kg_dtype(dtype)
     if _plain(inputs):
         return _launch(op_name, problem, dtype, out_dtype or "", list(inputs))
     return torch.ops.kernelgen.run(op_name, problem, dtype, out_dtype or "", list(inputs))
@@ -203,7 +211,8 @@ def linear(x, weight, bias=None, epilogue: str | None = None, out_dtype: str | N
     "tf32x3" (or "tf32"), the TF32 tensor cores, each value split into TF32 parts (fp32's accuracy; tf32 alone: 10
     fraction bits). Default: where torch.set_float32_matmul_precision says "highest" (torch's default), dmma where
     the two ops' cost models find it faster on this GPU (kernelgen.ops.gemm_cost.fp32_on_dmma: H100, H200 and A100
-    class GPUs, products with the tiles to fill them; sizes known when traced, else sgemm), else float32; where it
+    class GPUs, products with the tiles to fill them), else float32, decided when a size first runs (a traced graph
+    holds the op as sgemm with dtype "auto": its sizes may be symbols there); where it
     says "high" or "medium" (torch's own F.linear may then round to TF32), tf32x3, the more accurate of what that
     allows."""
     if dtype is None and x.dtype == torch.float32 and _matmul_precision() != "highest":
@@ -224,7 +233,6 @@ def linear(x, weight, bias=None, epilogue: str | None = None, out_dtype: str | N
 FP32_GEMM_TYPES = ("float32", "dmma", "tf32", "tf32x3")   # linear's dtype for float32 tensors
 
 
-@torch.compiler.assume_constant_result
 def _fp32_default(M: int, N: int, K: int) -> str:
     """linear's dtype for float32 tensors at torch's "highest" matmul precision: dmma where the cost models find the
     fp64 tensor cores faster on the current GPU, else float32 (so also where no GPU is present)."""
@@ -237,24 +245,28 @@ def _fp32_default(M: int, N: int, K: int) -> str:
     return "dmma" if fp32_on_dmma(M, N, K, "NT", target) else "float32"
 
 
+def _fp32_route(problem: str) -> tuple[str, str]:
+    """(op, dtype) of an sgemm problem string under AUTO: ("gemm", "dmma") or ("sgemm", "float32")."""
+    p = parse_size(get_op("sgemm"), problem, False)
+    return ("gemm", "dmma") if _fp32_default(p["M"], p["N"], p["K"]) == "dmma" else ("sgemm", "float32")
+
+
 @functools.lru_cache(maxsize=4096)
 def _linear_plan(x_shape: tuple, N: int, x_dtype, epilogue: str | None, bias: bool, residual: bool,
                  dtype: str | None) -> tuple[str, str, tuple, str | None]:
     """(op name, problem string, the epilogue's inputs, the dtype it runs in) of a linear call, its options
-    checked; float32 tensors without a dtype take _fp32_default's, where their sizes are numbers (traced with
-    symbolic sizes: float32)."""
+    checked; float32 tensors without a dtype run sgemm's problem as AUTO (sgemm or dmma, decided at launch)."""
     *lead, K = x_shape
     M = 1
     for v in lead:
         M *= v
-    if dtype is None and x_dtype == torch.float32:
-        sized = all(isinstance(v, int) for v in (M, N, K))
-        dtype = _fp32_default(M, N, K) if sized else "float32"
     epilogue = epilogue or ("acc" + (" + bias" if bias else "") + (" + res" if residual else "")
                             if bias or residual else None)
     if dtype is not None and (x_dtype != torch.float32 or dtype not in FP32_GEMM_TYPES):
         raise ValueError(f"linear: dtype {dtype!r} for {x_dtype} tensors: a dtype is given for float32 ones only, "
                          f"{', '.join(FP32_GEMM_TYPES)}")
+    if dtype is None and x_dtype == torch.float32:
+        dtype = AUTO
     name = "gemm" if x_dtype != torch.float32 or dtype in ("tf32", "tf32x3", "dmma") else "sgemm"
     problem = f"M={M},N={N},K={K},layout=NT" + (f";epilogue={epilogue}" if epilogue else "")
     used = _epilogue_inputs(epilogue) if epilogue else ()

@@ -169,26 +169,31 @@ def test_linear_at_high_float32_precision_keeps_fp32_accuracy_on_the_gpu():
 
 
 def test_float32_linear_takes_the_fp64_tensor_cores_where_the_cost_models_say_so(monkeypatch):
-    """On an H100-class GPU (faked: the decision reads only the target), big float32 products run on dmma, a thin one
-    on the CUDA-core sgemm, and dtype="float32" keeps FFMA; without a GPU the default is float32."""
+    """A float32 linear is sgemm's problem with dtype "auto" in a graph, routed when it first runs: on an H100-class
+    GPU (faked: the decision reads only the target) big products to dmma, a thin one to the CUDA-core sgemm;
+    dtype="float32" keeps FFMA; without a GPU the route is sgemm."""
     from torch.fx.experimental.proxy_tensor import make_fx
     from kernelgen import gpu
     from kernelgen.target import target
 
-    def ops_of(M, dtype=None):
+    def calls(M, dtype=None):
         x, w = torch.empty(M, 1024), torch.empty(3072, 1024)
         g = make_fx(lambda x, w: kgt.linear(x, w, dtype=dtype), tracing_mode="fake")(x, w)
-        return [tuple(n.args[:3:2]) for n in g.graph.nodes if "kernelgen.run" in str(n.target)]
+        return [tuple(n.args[:3]) for n in g.graph.nodes if "kernelgen.run" in str(n.target)]
 
-    kgt._linear_plan.cache_clear()
-    assert ops_of(2048) == [("sgemm", "float32")]                 # no GPU here: the CUDA cores' kernel
+    def routed(M):
+        ((op, problem, dtype),) = calls(M)
+        kgt._problem.cache_clear()
+        o, p = kgt._problem(op, problem, dtype, "")
+        return o.name, p.dtype("A").name
+
+    assert calls(2048) == [("sgemm", "M=2048,N=3072,K=1024,layout=NT", "auto")] and routed(2048) == ("sgemm", "float32")
     monkeypatch.setattr(gpu, "device", lambda *a: target("sm_90a"))
-    kgt._linear_plan.cache_clear()
     try:
-        assert ops_of(2048) == [("gemm", "dmma")] and ops_of(1) == [("sgemm", "float32")]
-        assert ops_of(2048, "float32") == [("sgemm", "float32")] and ops_of(2048, "dmma") == [("gemm", "dmma")]
+        assert routed(2048) == ("gemm", "dmma") and routed(1) == ("sgemm", "float32")
+        assert calls(2048, "float32")[0][::2] == ("sgemm", "float32") and calls(2048, "dmma")[0][::2] == ("gemm", "dmma")
     finally:
-        kgt._linear_plan.cache_clear()
+        kgt._problem.cache_clear()
 
 
 @pytest.mark.gpu
@@ -199,6 +204,20 @@ def test_float32_linear_by_default_is_as_accurate_as_fp32_or_better_on_the_gpu()
     ref = torch.nn.functional.linear(x.double(), w.double(), b.double())
     err = {d: float((kgt.linear(x, w, b, dtype=d).double() - ref).norm() / ref.norm()) for d in (None, "float32", "dmma")}
     assert err[None] <= err["float32"] * 1.01 and err["dmma"] < 1e-7 < err["float32"], err
+
+
+def test_float32_linear_compiles_with_dynamic_shapes_on_cpu():
+    """Sizes that are symbols while traced (dynamic=True, or a recompile after a shape changed): the graph holds the
+    float32 linear as sgemm's problem in dtype "auto", its route decided when it runs."""
+    def block(x, w, b):
+        return kgt.linear(x, w, b, epilogue="relu(acc + bias)") + 1
+
+    for dynamic in (True, False):
+        graphs = []
+        out = torch.compile(block, backend=lambda g, _: graphs.append(g) or g.forward, fullgraph=True,
+                            dynamic=dynamic)(*_meta((2048, 512), (1024, 512), (1024,)))
+        calls = [(n.args[0], n.args[2]) for g in graphs for n in g.graph.nodes if "kernelgen.run" in str(n.target)]
+        assert out.shape == (2048, 1024) and calls == [("sgemm", "auto")], (dynamic, calls)
 
 
 def test_fake_meta_and_cpu_tensors_take_the_ops_way():

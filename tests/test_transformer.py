@@ -114,10 +114,11 @@ def test_the_tf32x3_block_runs_its_four_gemms_on_the_tensor_core_gemm():
 @needs_torch
 def test_the_float32_blocks_attention_multiplies_as_torchs_sdpa():
     """torch's SDPA runs float32 in 3xTF32 on sm_80+ (CUTLASS's memory-efficient kernel), and so does kgt.attention
-    by default on the default target (sm_90): the float32 block's attention is tf32x3 beside CUDA-core GEMMs."""
+    by default on the default target (sm_90): the float32 block's attention is tf32x3 beside GEMMs whose kernel
+    (sgemm or dmma) is routed when they run ("auto")."""
     gm, _, _ = tf.trace(tf.config("gpt2-small"), "float32")
     assert [n.args[2] for n in gm.graph.nodes if "kernelgen.run" in str(n.target)] == \
-        ["float32", "float32", "tf32x3", "float32", "float32", "float32", "float32"]
+        ["float32", "auto", "tf32x3", "auto", "float32", "auto", "auto"]
 
 
 @needs_torch
@@ -130,7 +131,7 @@ def test_linear_follows_torchs_float32_matmul_precision(precision, op):
         meta = lambda *s: torch.empty(*s, device="meta")
         gm = make_fx(lambda x, w: kgt.linear(x, w), tracing_mode="fake")(meta(4, 8), meta(6, 8))
         calls = [n.args[:3] for n in gm.graph.nodes if "kernelgen.run" in str(n.target)]
-        assert [(c[0], c[2]) for c in calls] == [(op, "tf32x3" if op == "gemm" else "float32")]
+        assert [(c[0], c[2]) for c in calls] == [(op, "tf32x3" if op == "gemm" else "auto")]
         half = make_fx(lambda x, w: kgt.linear(x, w), tracing_mode="fake")(meta(4, 8).half(), meta(6, 8).half())
         assert [n.args[2] for n in half.graph.nodes if "kernelgen.run" in str(n.target)] == ["float16"]
     finally:
