@@ -70,7 +70,8 @@ COSTS = dict(
     WORKSPACE_BYTES_PER_S=3.0e12,   # split-K slabs written, then read back (mostly L2)
     PAD_EFFICIENCY=0.5,             # the padded copy's share of the bandwidth (2-byte reads, 16-byte writes)
     UNALIGNED=0.28,                 # mma.sync's element-wise twin against its 16-byte kernel (0.26-0.28 measured)
-    UNALIGNED_FP32=0.55,            # the same with fp32 data (4-byte loads, 4 a chunk; dmma at 2047x2049x1023: 0.55)
+    UNALIGNED_FP32=0.55,            # the same with fp32 data (tf32, tf32x3, dmma: 4-byte loads, 4 a chunk; fitted
+                                    # to dmma at 2047x2049x1023, where it ran 262 us against ~150 for its aligned rate)
     MAX_WORKSPACE_BYTES=1 << 30,    # no more slices than this much workspace allows
 )
 
