@@ -1,6 +1,9 @@
 """A GPT-2-style decoder block built from kernelgen ops, checked against the same block in PyTorch.
 
     python3 examples/transformer.py              # GPT-2 small and the 7B layer: fp32, fp32 with tf32x3 GEMMs, bf16
+
+In fp32 the GEMMs go where kgt.linear's float32 default puts them: the fp64 tensor cores (dmma: exact products summed
+in fp64) where the cost models find them faster on the GPU (H100, H200, A100), else the CUDA cores.
     python3 examples/transformer.py tiny         # any config: a name or d_model=D,heads=H,seq=S,batch=B
 
 The block (kernelgen/transformer.py, `kernelgen_block`), seven kernelgen launches through kernelgen.torch:
