@@ -136,17 +136,17 @@ def _runtime_includes() -> tuple[str, ...]:
 
 def _nvrtc_compile(source: str, arch: str, symbol: str, opts: tuple[str, ...]) -> tuple[bytes, str]:
     nvrtc = _nvrtc()
-    # The encoded source and name stay referenced until the program is destroyed, not handed over as temporaries
-    # whose buffers Python may free and reuse. (GPU test runs of 4-8 workers on the H200 saw sporadic "At end of
-    # source" errors on kernels that compile; not reproduced here, and not shown to come from this.)
-    src, name = source.encode(), f"{symbol}.cu".encode()
-    err, prog = nvrtc.nvrtcCreateProgram(src, name, 0, [], [])
+    err, prog = nvrtc.nvrtcCreateProgram(source.encode(), f"{symbol}.cu".encode(), 0, [], [])
     _ok(nvrtc, err, "nvrtcCreateProgram")
     try:
         args = [f"--gpu-architecture={arch}".encode()] + [o.encode() for o in opts + _runtime_includes()]
         (cerr,) = nvrtc.nvrtcCompileProgram(prog, len(args), args)
+        # NVRTC's getters write into the buffer they are given: a bytearray, never a bytes object (b" " * 1 is the
+        # interpreter's shared one-byte b" ", which an empty log's NUL would overwrite for the whole process)
         err, size = nvrtc.nvrtcGetProgramLogSize(prog)
-        log = _filled(size, lambda buf: nvrtc.nvrtcGetProgramLog(prog, buf)).rstrip(b"\0 ").decode(errors="replace")
+        buf = bytearray(size)
+        nvrtc.nvrtcGetProgramLog(prog, buf)
+        log = bytes(buf).rstrip(b"\0 ").decode(errors="replace")
         if cerr != nvrtc.nvrtcResult.NVRTC_SUCCESS:
             if "could not open source file" in log and not _runtime_includes():
                 log += ("\nNVRTC found no CUDA headers (cuda_fp16.h, mma.h): pip install nvidia-cuda-runtime-cu12 "
@@ -154,19 +154,9 @@ def _nvrtc_compile(source: str, arch: str, symbol: str, opts: tuple[str, ...]) -
             raise CompileError(symbol, log, source)
         err, size = nvrtc.nvrtcGetCUBINSize(prog)
         _ok(nvrtc, err, "nvrtcGetCUBINSize")
-        cubin = _filled(size, lambda buf: _ok(nvrtc, nvrtc.nvrtcGetCUBIN(prog, buf)[0], "nvrtcGetCUBIN"))
-        return cubin, log
+        cubin = bytearray(size)
+        (err,) = nvrtc.nvrtcGetCUBIN(prog, cubin)
+        _ok(nvrtc, err, "nvrtcGetCUBIN")
+        return bytes(cubin), log
     finally:
         nvrtc.nvrtcDestroyProgram(prog)
-        del src, name
-
-
-def _filled(size: int, fill) -> bytes:
-    """A fresh buffer of `size` bytes that `fill(buf)` writes into (NVRTC's getters write into the buffer they are
-    given). Never a shared object: `b" " * 1` is the interpreter's cached one-byte b" ", which an empty log's
-    terminating NUL would overwrite for the whole process."""
-    if size <= 1:
-        return b""
-    buf = b" " * size          # size >= 2: a new object
-    fill(buf)
-    return buf
