@@ -47,7 +47,7 @@ TORCH_TYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": t
 KG_TYPES = {v: k for k, v in TORCH_TYPES.items()}
 
 
-# linear's float32 default (an sgemm problem): sgemm or the gemm in dmma, decided by _fp32_default for the call's
+# linear's float32 default (an sgemm problem): sgemm or the gemm in dmma, decided by fp32_gemm_dtype for the call's
 # sizes when it first runs (so also for sizes that were symbols while traced)
 AUTO = "auto"
 
@@ -215,13 +215,13 @@ def linear(x, weight, bias=None, epilogue: str | None = None, out_dtype: str | N
     holds the op as sgemm with dtype "auto": its sizes may be symbols there); where it
     says "high" or "medium" (torch's own F.linear may then round to TF32), tf32x3, the more accurate of what that
     allows."""
-    if dtype is None and x.dtype == torch.float32 and _matmul_precision() != "highest":
-        dtype = "tf32x3"
+    if dtype is None and x.dtype == torch.float32:
+        dtype = AUTO if _matmul_precision() == "highest" else "tf32x3"
     # eager calls find the call's problem by its shapes and options (building it took ~8 us a call); traced ones,
     # whose shapes may be symbols, build it
     plan = _linear_plan.__wrapped__ if torch.compiler.is_compiling() else _linear_plan
-    name, problem, used, dtype = plan(tuple(x.shape), weight.shape[0], x.dtype, epilogue, bias is not None,
-                                      residual is not None, dtype)
+    name, problem, used = plan(tuple(x.shape), weight.shape[0], x.dtype, epilogue, bias is not None,
+                               residual is not None, dtype)
     N, flat = weight.shape[0], x.dim() == 2
     rows = x if flat else x.reshape(-1, x.shape[-1])
     inputs = [rows, weight] + ([bias] if "bias" in used else []) + \
@@ -233,9 +233,9 @@ def linear(x, weight, bias=None, epilogue: str | None = None, out_dtype: str | N
 FP32_GEMM_TYPES = ("float32", "dmma", "tf32", "tf32x3")   # linear's dtype for float32 tensors
 
 
-def _fp32_default(M: int, N: int, K: int) -> str:
-    """linear's dtype for float32 tensors at torch's "highest" matmul precision: dmma where the cost models find the
-    fp64 tensor cores faster on the current GPU, else float32 (so also where no GPU is present)."""
+def fp32_gemm_dtype(M: int, N: int, K: int) -> str:
+    """linear's dtype for an M x N x K product of float32 tensors at torch's "highest" matmul precision: dmma where the
+    cost models find the fp64 tensor cores faster on the current GPU, else float32 (so also where no GPU is present)."""
     from . import gpu
     from .ops.gemm_cost import fp32_on_dmma
     try:
@@ -248,26 +248,25 @@ def _fp32_default(M: int, N: int, K: int) -> str:
 def _fp32_route(problem: str) -> tuple[str, str]:
     """(op, dtype) of an sgemm problem string under AUTO: ("gemm", "dmma") or ("sgemm", "float32")."""
     p = parse_size(get_op("sgemm"), problem, False)
-    return ("gemm", "dmma") if _fp32_default(p["M"], p["N"], p["K"]) == "dmma" else ("sgemm", "float32")
+    dtype = fp32_gemm_dtype(p["M"], p["N"], p["K"])
+    return ("gemm" if dtype == "dmma" else "sgemm"), dtype
 
 
 @functools.lru_cache(maxsize=4096)
 def _linear_plan(x_shape: tuple, N: int, x_dtype, epilogue: str | None, bias: bool, residual: bool,
-                 dtype: str | None) -> tuple[str, str, tuple, str | None]:
-    """(op name, problem string, the epilogue's inputs, the dtype it runs in) of a linear call, its options
-    checked; float32 tensors without a dtype run sgemm's problem as AUTO (sgemm or dmma, decided at launch)."""
+                 dtype: str | None) -> tuple[str, str, tuple]:
+    """(op name, problem string, the epilogue's inputs) of a linear call, its options checked; AUTO (linear's float32
+    default) runs sgemm's problem, routed to sgemm or dmma at launch."""
     *lead, K = x_shape
     M = 1
     for v in lead:
         M *= v
     epilogue = epilogue or ("acc" + (" + bias" if bias else "") + (" + res" if residual else "")
                             if bias or residual else None)
-    if dtype is not None and (x_dtype != torch.float32 or dtype not in FP32_GEMM_TYPES):
+    if dtype is not None and (x_dtype != torch.float32 or dtype not in FP32_GEMM_TYPES + (AUTO,)):
         raise ValueError(f"linear: dtype {dtype!r} for {x_dtype} tensors: a dtype is given for float32 ones only, "
                          f"{', '.join(FP32_GEMM_TYPES)}")
-    if dtype is None and x_dtype == torch.float32:
-        dtype = AUTO
-    name = "gemm" if x_dtype != torch.float32 or dtype in ("tf32", "tf32x3", "dmma") else "sgemm"
+    name = "sgemm" if dtype in ("float32", AUTO) else "gemm"       # float32 tensors always carry a dtype here
     problem = f"M={M},N={N},K={K},layout=NT" + (f";epilogue={epilogue}" if epilogue else "")
     used = _epilogue_inputs(epilogue) if epilogue else ()
     for buf, given in (("res", residual), ("bias", bias)):
@@ -275,7 +274,7 @@ def _linear_plan(x_shape: tuple, N: int, x_dtype, epilogue: str | None, bias: bo
             arg = "residual" if buf == "res" else buf
             raise ValueError(f"linear: epilogue {epilogue!r} " + (f"reads {buf} but no {arg}= was given" if not given
                              else f"does not read {buf}, yet {arg}= was given"))
-    return name, problem, used, dtype
+    return name, problem, used
 
 
 @torch.compiler.assume_constant_result

@@ -94,7 +94,7 @@ def fp32_gemms(cfg: Config) -> dict:
     """The kernel kernelgen.torch.linear's float32 default takes for each of the block's GEMMs on this GPU: dmma (the
     fp64 tensor cores) or float32 (sgemm, CUDA cores)."""
     from . import torch as kgt
-    return {name: kgt._fp32_default(*mnk) for name, mnk in gemm_shapes(cfg).items()}
+    return {name: kgt.fp32_gemm_dtype(*mnk) for name, mnk in gemm_shapes(cfg).items()}
 
 
 def config(text: str) -> Config:
