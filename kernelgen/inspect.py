@@ -190,8 +190,9 @@ def facts_of(compiled: Compiled) -> list[KernelFacts]:
             ldg=count(lambda o: o.startswith("LDG")), stg=count(lambda o: o.startswith("STG")),
             local_ops=count(lambda o: o.startswith(("LDL", "STL"))),
             ffma=count(lambda o: o.startswith("FFMA")), instructions=None if ops is None else sum(ops.values()),
-            hmma=count(lambda o: o.startswith("HMMA")), dmma=count(lambda o: o.startswith("DMMA")), ldsm=count(lambda o: o.startswith("LDSM")),
-            hgmma=count(lambda o: o.startswith("HGMMA")), tma=count(lambda o: o.startswith(("UTMALDG", "UTMASTG")))))
+            hmma=count(lambda o: o.startswith("HMMA")), dmma=count(lambda o: o.startswith("DMMA")),
+            ldsm=count(lambda o: o.startswith("LDSM")), hgmma=count(lambda o: o.startswith("HGMMA")),
+            tma=count(lambda o: o.startswith(("UTMALDG", "UTMASTG")))))
     return out
 
 

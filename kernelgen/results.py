@@ -36,6 +36,7 @@ import tempfile
 from pathlib import Path
 
 from .errors import UsageError
+from .target import MATH_PATHS
 
 SCHEMA = "kernelgen-results/1"
 KINDS = ("bench", "tune", "profile")
@@ -56,7 +57,7 @@ def device_dict(dev) -> dict:
     peaks = dev.peaks
     return {"gpu": dev.gpu, "arch": dev.arch, "sms": dev.sms,
             "bytes_per_s": peaks.bytes_per_s if peaks else 0.0,
-            "peak_flops": {m: dev.peak_flops(m) for m in ("fp32", "tf32", "fp16", "fp64")}}
+            "peak_flops": {m: dev.peak_flops(m) for m in MATH_PATHS}}
 
 
 def run_dict(op, problem, dev, rows: list[dict], *, ladder: bool, timing: str) -> dict:
@@ -271,7 +272,7 @@ def from_markdown(text: str, source: str = "") -> dict:
                 base = target(head["arch"]) if peaks is None else None
                 device = {"gpu": head["gpu"], "arch": head["arch"], "sms": peaks.sms if peaks else base.sms,
                           "bytes_per_s": (peaks or base.peaks).bytes_per_s,
-                          "peak_flops": {k: getattr(peaks or base.peaks, k) for k in ("fp32", "tf32", "fp16", "fp64")}}
+                          "peak_flops": {k: getattr(peaks or base.peaks, k) for k in MATH_PATHS}}
                 date = head["date"]
             runs.append(_md_run(head, timing, rows, device))
             head = None

@@ -58,6 +58,9 @@ class Peaks:
     fp64: float = 0.0             # fp64 tensor cores (DMMA), dense; else the fp64 FMA rate
 
 
+MATH_PATHS = ("fp32", "tf32", "fp16", "fp64")   # Peaks' flop/s fields, a DType's `math`
+
+
 # The GPUs whose figures are known (the driver reports no useful clocks for a roofline). Names are
 # matched as substrings of the device name.
 GPUS = (

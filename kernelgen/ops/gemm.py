@@ -465,7 +465,8 @@ class Gemm(Fusing, Op):
         """A rough count: accumulators, one step's fragments (two with frag_buffers 2), staged copies, ~40
         for addresses; tf32x3 data (`d`) twice the fragments and their rounding's temporaries (64x64 warp tiles
         ran at 255 registers and 400 bytes of local memory on sm_90), and a second set of accumulators (a stage's
-        products summed apart: 64x32 warp tiles 190 -> 241 registers)."""
+        products summed apart: 64x32 warp tiles 190 -> 241 registers); dmma the same count for its fp64 accumulators
+        and widened fragments (64x32 warp tiles: 242 measured on sm_90)."""
         if k["instr"] == "wgmma":
             return k["wm"] // 64 * k["bn"] // 2 + 40
         ta, tb = self._tiles(k, ew=units(d) if d is not None else 1)   # tf32 data: twice the chunks
@@ -474,10 +475,10 @@ class Gemm(Fusing, Op):
             mi, ni = k["wm"] // 16, k["wn"] // 16
             return 8 * mi * ni + 8 * (mi + ni) + staged + 40
         mi, ni = k["wm"] // 16, k["wn"] // 8
-        split = 2 * (4 * mi + 2 * ni) + 4 * mi * ni if d is not None and d.name == "tf32x3" else 0
-        if d is not None and d.math == "fp64":   # fp64 accumulators and the fragments widened: two registers a value
-            split = 4 * mi * ni + 2 * (4 * mi + 2 * ni)
-        return 4 * mi * ni + (4 * mi + 2 * ni) * k["frag_buffers"] + split + staged + 40
+        # tf32x3: split fragments and a stage's sums kept apart; dmma: fp64 accumulators and widened fragments (two
+        # registers a value)
+        extra = 2 * (4 * mi + 2 * ni) + 4 * mi * ni if d is not None and d.name in ("tf32x3", "dmma") else 0
+        return 4 * mi * ni + (4 * mi + 2 * ni) * k["frag_buffers"] + extra + staged + 40
 
     # -- lowering ----------------------------------------------------------------------------------
     def template(self, knobs: dict) -> str:
