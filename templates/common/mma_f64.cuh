@@ -1,5 +1,5 @@
 // ---- kernelgen tensor-core pieces for fp32 data on the fp64 tensor cores (DMMA) ----
-// Included after common/mma.cuh (kg_mma_lane under KERNELGEN_EMULATE). fp32 values widened to fp64 are exact and
+// Included after common/mma.cuh (kg_mma_gather under KERNELGEN_EMULATE). fp32 values widened to fp64 are exact and
 // their products too (24 + 24 significant bits < 53), so D = A * B + C sums exact products in fp64.
 //
 // Fragment layouts of mma.sync m16n8k8 .f64, from the PTX ISA (g = lane / 4, t = lane % 4), one fp64 value a
@@ -13,16 +13,11 @@
 #define KERNELGEN_MMA_F64
 
 #if defined(KERNELGEN_EMULATE)
-// D += A * B for the lane's four D elements: a lane gathers A rows g, g+8 from lanes 4g..4g+3 and B columns 2t,
-// 2t+1 from lanes 4(2t)+j, 4(2t+1)+j, and sums the products in fp64 in k order.
+// D += A * B for the lane's four D elements, gathered as tf32's m16n8k8 (common/mma.cuh's kg_mma_gather), the
+// products summed in fp64 in k order.
 __device__ __forceinline__ void kg_mma_m16n8k8_f64_emulated(double (&d)[4], const double (&a)[4], const double (&b)[2]) {
-  const int lane = kg_mma_lane(), g = lane / 4, t = lane % 4;
   double ra[4][4], rb[2][4][2];
-  for (int j = 0; j < 4; ++j) {
-    for (int i = 0; i < 4; ++i) ra[j][i] = __shfl_sync(0xffffffffu, a[i], 4 * g + j);
-    for (int c = 0; c < 2; ++c)
-      for (int i = 0; i < 2; ++i) rb[c][j][i] = __shfl_sync(0xffffffffu, b[i], 4 * (2 * t + c) + j);
-  }
+  kg_mma_gather(a, b, ra, rb);
   for (int row = 0; row < 2; ++row) {       // row g, then g + 8
     for (int c = 0; c < 2; ++c) {           // column 2t + c
       double acc = d[2 * row + c];

@@ -138,10 +138,10 @@ __device__ __forceinline__ float kg_mma_bf16(unsigned r, int h) {
 // a lane gathers its A rows from lanes 4g..4g+3 and its B columns 2t, 2t+1 from lanes 4(2t)+j, 4(2t+1)+j.
 // Products of two halves or bf16s are exact in fp32; the sums are fp32 in k order (exact for
 // integer-valued data, where the hardware's unspecified summation order cannot show).
-// The registers a lane's four D elements read (m16n8k16 and, in common/mma_tf32.cuh, m16n8k8):
-// ra[j][i] = a[i] of lane 4g+j; rb[c][j][i] = b[i] of lane 4(2t+c)+j.
-__device__ __forceinline__ void kg_mma_gather(const unsigned (&a)[4], const unsigned (&b)[2], unsigned (&ra)[4][4],
-                                              unsigned (&rb)[2][4][2]) {
+// The registers a lane's four D elements read (m16n8k16 and, in common/mma_tf32.cuh and mma_f64.cuh, m16n8k8; T is
+// a register's type, unsigned or double): ra[j][i] = a[i] of lane 4g+j; rb[c][j][i] = b[i] of lane 4(2t+c)+j.
+template <class T>
+__device__ __forceinline__ void kg_mma_gather(const T (&a)[4], const T (&b)[2], T (&ra)[4][4], T (&rb)[2][4][2]) {
   const int lane = kg_mma_lane(), g = lane / 4, t = lane % 4;
   for (int j = 0; j < 4; ++j) {
     for (int i = 0; i < 4; ++i) ra[j][i] = __shfl_sync(0xffffffffu, a[i], 4 * g + j);
