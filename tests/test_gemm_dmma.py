@@ -14,14 +14,9 @@ from kernelgen.ops.gemm_cost import choose, fp32_on_dmma
 from kernelgen.render import render
 from kernelgen.target import target
 from kernelgen.validate import validate
+from test_gemm_tf32 import LAYOUTS, SMALL, emulated_product   # the same tile and layouts as the tf32 tests
 
 op = get_op("gemm")
-SMALL = dict(bm=64, bn=64, wm=32, wn=32)
-LAYOUTS = ("NN", "NT", "TN", "TT")
-
-
-def stored(x: np.ndarray, transposed: bool) -> np.ndarray:
-    return np.ascontiguousarray(x.T) if transposed else x
 
 
 def full_precision(shape, rng) -> np.ndarray:
@@ -67,18 +62,10 @@ def test_fused_epilogues_and_a_batch_on_the_emulator():
 def test_every_bit_of_fp32_is_multiplied_on_the_emulator(layout):
     """Inputs with 24 significant bits: dmma's C lies within half an ulp of the exact product (fp64 sums), where
     3xTF32 (22 bits a value) errs by more; a kernel that rounded its inputs anywhere would fail the first."""
-    from kernelgen import emulate
-    from kernelgen.prepared import prepare
     rng = np.random.default_rng(3)
     M, N, K = 40, 48, 72
     a, b = full_precision((M, K), rng), full_precision((K, N), rng)
-    errors = {}
-    for dtype in ("dmma", "tf32x3"):
-        p = op.problem({"M": M, "N": N, "K": K}, dtype=dtype, layout=layout)
-        prep = prepare(op, op.schedule(**SMALL), p)
-        c = np.full((M, N), np.nan, np.float32)
-        emulate.execute(prep.plan, prep.source, {"A": a, "B": stored(b, layout[1] == "T"), "C": c})
-        errors[dtype] = worst_error(c, a, b)
+    errors = {dtype: worst_error(emulated_product(dtype, layout, a, b), a, b) for dtype in ("dmma", "tf32x3")}
     assert errors["dmma"] <= 1.0, errors
     assert errors["tf32x3"] > 4.0, errors
 
