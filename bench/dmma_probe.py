@@ -47,6 +47,23 @@ def parse(text):
     return out
 
 
+def operands(m, n, k, layout, seed):
+    """Random normal fp32 A (m x k) and B (k x n) stored as `layout` says (a_st, b_st), the float64 product and
+    |A| @ |B| (ref, bound), and torch views of the stored arrays as cuBLAS multiplies them (ta @ tb)."""
+    import cupy
+    import torch
+    rng = cupy.random.default_rng(seed)
+    a = rng.standard_normal((m, k), dtype=cupy.float32)
+    b = rng.standard_normal((k, n), dtype=cupy.float32)
+    a_st = cupy.ascontiguousarray(a.T) if layout[0] == "T" else a
+    b_st = cupy.ascontiguousarray(b.T) if layout[1] == "T" else b
+    ref = a.astype(cupy.float64) @ b.astype(cupy.float64)
+    bound = cupy.abs(a).astype(cupy.float64) @ cupy.abs(b).astype(cupy.float64) + 1e-30
+    ta, tb = torch.as_tensor(a_st, device="cuda"), torch.as_tensor(b_st, device="cuda")
+    ta, tb = (ta.t() if layout[0] == "T" else ta), (tb.t() if layout[1] == "T" else tb)
+    return a_st, b_st, ref, bound, ta, tb
+
+
 def errors(c, ref, bound):
     import cupy
     c = c.astype(cupy.float64)
@@ -72,15 +89,7 @@ def main():
     print("|---|---|---|---|---|---|---|---|")
     rows = []
     for m, n, k, layout in parse(args.shapes):
-        rng = cupy.random.default_rng(m * 7 + n * 3 + k)
-        a = rng.standard_normal((m, k), dtype=cupy.float32)
-        b = rng.standard_normal((k, n), dtype=cupy.float32)
-        a_st = cupy.ascontiguousarray(a.T) if layout[0] == "T" else a
-        b_st = cupy.ascontiguousarray(b.T) if layout[1] == "T" else b
-        ref = a.astype(cupy.float64) @ b.astype(cupy.float64)
-        bound = cupy.abs(a).astype(cupy.float64) @ cupy.abs(b).astype(cupy.float64)
-        ta, tb = torch.as_tensor(a_st, device="cuda"), torch.as_tensor(b_st, device="cuda")
-        ta, tb = (ta.t() if layout[0] == "T" else ta), (tb.t() if layout[1] == "T" else tb)
+        a_st, b_st, ref, bound, ta, tb = operands(m, n, k, layout, m * 7 + n * 3 + k)
         vendor = time_callable(lambda: torch.matmul(ta, tb), reps=args.reps).median_us
         vrel, vworst = errors(cupy.asarray(torch.matmul(ta, tb)), ref, bound)
         flop = 2.0 * m * n * k

@@ -19,6 +19,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from dmma_probe import errors, operands              # noqa: E402  (the same inputs, references and errors)
 from kernelgen import get_op, gpu                    # noqa: E402
 from kernelgen.ops.gemm_cost import fp32_on_dmma     # noqa: E402
 from kernelgen.prepared import prepare               # noqa: E402
@@ -54,22 +57,14 @@ def main():
         p32 = parse_size(sgemm, e.size, False)
         M, N, K, layout = p32["M"], p32["N"], p32["K"], p32.layout or "NN"
         pdm = gemm.problem({"M": M, "N": N, "K": K}, dtype="dmma", layout=layout)
-        rng = cupy.random.default_rng(M + 3 * N + 7 * K)
-        a = rng.standard_normal((M, K), dtype=cupy.float32)
-        b = rng.standard_normal((K, N), dtype=cupy.float32)
-        a_st = cupy.ascontiguousarray(a.T) if layout[0] == "T" else a
-        b_st = cupy.ascontiguousarray(b.T) if layout[1] == "T" else b
-        ref = a.astype(cupy.float64) @ b.astype(cupy.float64)
-        bound = cupy.abs(a).astype(cupy.float64) @ cupy.abs(b).astype(cupy.float64) + 1e-30
-        ta, tb = torch.as_tensor(a_st, device="cuda"), torch.as_tensor(b_st, device="cuda")
-        ta, tb = (ta.t() if layout[0] == "T" else ta), (tb.t() if layout[1] == "T" else tb)
+        a_st, b_st, ref, bound, ta, tb = operands(M, N, K, layout, M + 3 * N + 7 * K)
         times = {"cuBLAS": time_callable(lambda: torch.matmul(ta, tb), reps=args.reps).median_us}
         for label, op, p in (("sgemm", sgemm, p32), ("dmma", gemm, pdm)):
             prep = prepare(op, op.schedule_for(p, dev), p)
             c = cupy.full((M, N), cupy.nan, cupy.float32)
             run = lambda: prep(A=a_st, B=b_st, C=c)      # noqa: E731
             run()
-            err = float(cupy.max(cupy.abs(c.astype(cupy.float64) - ref) / bound))
+            err = errors(c, ref, bound)[1]
             if not err <= 2.0 ** -10:
                 raise SystemExit(f"{label} at {e.size}: error {err:.2e} of |A||B|")
             times[label] = time_callable(run, reps=args.reps).median_us
