@@ -241,7 +241,7 @@ def fp32_on_dmma(M: int, N: int, K: int, layout: str = "NN", target: Target | No
     sliced tiles take."""
     from . import get_op, sgemm_cost
     target = target or default_target()
-    if "mma_f64" not in target.features:
+    if not target.has("mma_f64"):
         return False
     sizes = {"M": M, "N": N, "K": K}
     gemm, sgemm = get_op("gemm"), get_op("sgemm")
